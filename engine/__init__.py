@@ -1,0 +1,1 @@
+"""The domain of mnemostream: pure functions and ports. Never imports a driver or reads env."""

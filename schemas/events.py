@@ -1,0 +1,109 @@
+"""Events: facts that happened, named in the past tense. Each carries `event_id`,
+`occurred_at` (timezone-aware; derived rows take their timestamps from it) and `schema_version`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from schemas.scope import Scope
+
+MAX_CONTENT_CHARS = 32_000
+"""Upper bound on one message's content."""
+MAX_MESSAGES = 200
+"""Upper bound on the messages of one turn (tool events included)."""
+
+Role = Literal["user", "assistant", "system", "tool"]
+
+
+def new_event_id() -> str:
+    """A random event id (uuid4 hex)."""
+    return uuid.uuid4().hex
+
+
+def utc_now() -> datetime:
+    """Wall-clock time, timezone-aware; used only where an event is born."""
+    return datetime.now(UTC)
+
+
+class Contract(BaseModel):
+    """Base of every wire contract: immutable, unknown keys rejected."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Event(Contract):
+    event_id: str = Field(default_factory=new_event_id, min_length=1, max_length=64)
+    occurred_at: AwareDatetime = Field(default_factory=utc_now)
+    schema_version: Literal[1] = 1
+
+
+class ToolCall(Contract):
+    name: str = Field(min_length=1, max_length=200)
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class Message(Contract):
+    """One message of a turn. `timestamp` is milliseconds since epoch."""
+
+    role: Role
+    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
+    timestamp: int = Field(ge=0)
+    tool_calls: list[ToolCall] | None = None
+
+
+class ToolEvent(Contract):
+    """A tool call made during the turn, with its outcome (`status`), for patterns."""
+
+    name: str = Field(min_length=1, max_length=200)
+    args: dict[str, Any] = Field(default_factory=dict)
+    status: str = Field(default="completed", max_length=64)
+    result: str | None = Field(default=None, max_length=MAX_CONTENT_CHARS)
+    timestamp: int = Field(ge=0)
+
+
+class TurnRecorded(Event):
+    """post_turn: what happened in one agent turn. Keyed on the topic by `session_id`.
+
+    `turn_id` is the idempotency key: a redelivered or replayed event with the same
+    `turn_id` changes nothing the second time.
+    """
+
+    scope: Scope
+    session_id: str = Field(min_length=1, max_length=512)
+    thread_id: str = Field(min_length=1, max_length=512)
+    turn_id: str = Field(min_length=1, max_length=128)
+    context_id: str | None = Field(default=None, max_length=128)
+    messages: list[Message] = Field(min_length=1, max_length=MAX_MESSAGES)
+    tool_events: list[ToolEvent] = Field(default_factory=list, max_length=MAX_MESSAGES)
+    summary: str | None = Field(default=None, max_length=MAX_CONTENT_CHARS)
+    total_tokens: int = Field(default=0, ge=0)
+    model_used: str = Field(default="external", max_length=200)
+    context_window: int = Field(default=0, ge=0)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class MemoryRemembered(Event):
+    """remember: an explicit fact the agent was asked to keep."""
+
+    scope: Scope
+    content: str = Field(min_length=1, max_length=4_000)
+    type: str = Field(default="explicit_save", max_length=64)
+    retention: str | None = Field(default=None, max_length=32)
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    conflict_policy: str | None = Field(default=None, max_length=32)
+    memory_scope: str | None = Field(default=None, max_length=64)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class MemoryChanged(Event):
+    """Published by a writer after its write is durable; drives cache invalidation."""
+
+    scope: Scope
+    layers: list[str] = Field(min_length=1)
+    cause_event_id: str | None = None
+    producer: str = Field(min_length=1, max_length=64)

@@ -1,0 +1,74 @@
+"""Requests and replies (request-reply over Kafka through `reply_to` + `correlation_id`)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from schemas.events import Contract
+from schemas.scope import Scope
+
+LayerName = Literal["working", "scene", "graph", "patterns", "archives", "vectors"]
+ALL_LAYERS: tuple[LayerName, ...] = ("working", "scene", "graph", "patterns", "archives", "vectors")
+MAX_QUERY_CHARS = 4_000
+
+
+class ContextRequest(Contract):
+    """pre_turn (REFERENCE §6.1). Values are already clamped (see `schemas.inputs`)."""
+
+    scope: Scope
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    layers: list[LayerName] = Field(default_factory=lambda: list(ALL_LAYERS), min_length=1)
+    limit: int = Field(default=5, ge=1, le=20)
+    max_items: int = Field(default=8, ge=1, le=24)
+    max_item_chars: int = Field(default=500, ge=1, le=2000)
+    budget_chars: int | None = Field(default=None, ge=1)
+    include_raw: bool = False
+
+
+class ContextItem(Contract):
+    layer: str
+    text: str
+    id: str | None = None
+    score: float | None = None
+    source: str | None = None
+    created_at: int | None = None
+
+
+class ContextUsage(Contract):
+    characters: int
+    raw_characters: int
+    budget_characters: int | None = None
+    saved_characters_vs_raw: int
+    items: int
+
+
+class ContextReply(Contract):
+    """The packed "Memory context" (REFERENCE §6.6). `error` is set instead when the
+    request could not be served (the client raises it rather than timing out)."""
+
+    context_id: str = ""
+    prompt: str | None = None
+    items: list[ContextItem] = Field(default_factory=list)
+    totals: dict[str, int] = Field(default_factory=dict)
+    context_usage: ContextUsage | None = None
+    omitted: dict[str, int] = Field(default_factory=dict)
+    raw: dict[str, list[dict[str, Any]]] | None = None
+    cached: bool = False
+    error: str | None = None
+
+
+class LayerSearchRequest(Contract):
+    scope: Scope
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    layers: list[LayerName] = Field(default_factory=lambda: list(ALL_LAYERS), min_length=1)
+    limit: int = Field(default=5, ge=1, le=20)
+
+
+class LayerSearchReply(Contract):
+    query: str = ""
+    layers: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    totals: dict[str, int] = Field(default_factory=dict)
+    cached: bool = False
+    error: str | None = None

@@ -1,0 +1,40 @@
+"""Every Kafka topic name and its partition count. No other module spells a topic name.
+
+Partition counts are explicit because the local broker gives auto-created topics 4 partitions
+(DESIGN.md §4); `services.topology.ensure_topics` creates these before any consumer starts.
+"""
+
+from typing import Final
+
+TURNS: Final = "memory.turns.v1"
+"""`TurnRecorded` events (post_turn), keyed by the thread session id."""
+REMEMBER: Final = "memory.remember.v1"
+"""`MemoryRemembered` events (explicit remember), keyed by agent|user."""
+CHANGED: Final = "memory.changed.v1"
+"""`MemoryChanged`, published by writers after their write is durable; keyed by agent."""
+SEARCH: Final = "memory.search.v1"
+"""`ContextRequest` (pre_turn) with `reply_to`; answered with `ContextReply`."""
+LAYER_SEARCH: Final = "memory.layers.search.v1"
+"""`LayerSearchRequest` with `reply_to`; answered with `LayerSearchReply`."""
+JOBS: Final = "memory.jobs.v1"
+"""Maintenance job requests (later issue)."""
+DLQ: Final = "memory.dlq.v1"
+"""Messages that failed after bounded retries, with their error and origin."""
+
+REPLY_PREFIX: Final = "memory.replies."
+"""Each client process owns one reply topic: `REPLY_PREFIX + <client id>` (1 partition)."""
+
+PARTITIONS: Final[dict[str, int]] = {
+    TURNS: 8,
+    REMEMBER: 4,
+    CHANGED: 4,
+    SEARCH: 4,
+    LAYER_SEARCH: 4,
+    JOBS: 2,
+    DLQ: 1,
+}
+
+
+def reply_topic(client_id: str) -> str:
+    """The reply topic owned by one client process."""
+    return f"{REPLY_PREFIX}{client_id}"
