@@ -9,6 +9,15 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from engine.records import (
+    MemoryRow,
+    Transcript,
+    TranscriptAppend,
+    WorkingAppend,
+    WorkingSession,
+)
+from engine.scoping import TenantFilter
+
 InputType = Literal["query", "document"]
 Vector = npt.NDArray[np.float32]
 
@@ -28,4 +37,61 @@ class Embedder(Protocol):
 
     async def embed(self, texts: Sequence[str], input_type: InputType) -> list[Vector]:
         """One vector per text, in input order."""
+        ...
+
+
+class TranscriptStore(Protocol):
+    """Per-thread transcripts ("scene"). Appends are idempotent on the turn id."""
+
+    async def append(self, turn: TranscriptAppend) -> bool:
+        """Append the turn's messages (kept sorted by timestamp). False if already applied."""
+        ...
+
+    async def recent(self, where: TenantFilter, limit: int) -> list[Transcript]:
+        """Transcripts the filter admits, most recently updated first, at most `limit`."""
+        ...
+
+
+class WorkingStore(Protocol):
+    """Per-thread working buffers of the last N user/assistant lines."""
+
+    async def append(self, lines: WorkingAppend, keep: int) -> bool:
+        """Append lines, keeping the newest `keep`. False if the turn was already applied."""
+        ...
+
+    async def recent(self, where: TenantFilter, limit: int) -> list[WorkingSession]:
+        """Sessions the filter admits, most recently touched first; lines newest first."""
+        ...
+
+
+class MemoryStore(Protocol):
+    """The `memory` collection: embedded rows of every durable source."""
+
+    async def insert_if_absent(self, row: MemoryRow) -> bool:
+        """Insert unless a row with the same `vector_id` exists. True if inserted."""
+        ...
+
+    async def exists(self, vector_id: str) -> bool: ...
+
+    async def active_rows(
+        self, where: TenantFilter, *, sources: Sequence[str] | None = None
+    ) -> list[MemoryRow]:
+        """Active rows (status not deleted/superseded) the filter admits, with embeddings."""
+        ...
+
+
+class QueryCache(Protocol):
+    """Namespaced query cache. Every method is fail-soft: errors mean miss / no-op."""
+
+    async def token(self, chain: Sequence[str]) -> str | None:
+        """A token derived from the current counters of the chain; None if unavailable
+        (then the caller must not use the cache)."""
+        ...
+
+    async def get(self, key: str) -> bytes | None: ...
+
+    async def set(self, key: str, value: bytes, ttl_seconds: int) -> None: ...
+
+    async def bump(self, chain: Sequence[str], ttl_seconds: int) -> int:
+        """Increment every counter of the chain; returns how many were bumped."""
         ...

@@ -12,7 +12,7 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from schemas.events import Message, MemoryRemembered, ToolEvent, TurnRecorded, utc_now
+from schemas.events import MemoryRemembered, Message, ToolEvent, TurnRecorded, utc_now
 from schemas.requests import ALL_LAYERS, ContextRequest, LayerName
 from schemas.scope import Scope, ScopeError, clean_str, parse_model
 
@@ -208,7 +208,8 @@ def turn_recorded(body: object, *, now: datetime | None = None) -> TurnRecorded:
             "tool_events": tools,
             "summary": clean_str(data.get("summary")),
             "total_tokens": tokens if isinstance(tokens, int) and tokens >= 0 else 0,
-            "model_used": clean_str(data.get("modelUsed")) or clean_str(data.get("model"))
+            "model_used": clean_str(data.get("modelUsed"))
+            or clean_str(data.get("model"))
             or "external",
             "context_window": window if isinstance(window, int) and window >= 0 else 0,
             "metadata": metadata if isinstance(metadata, dict) else {},

@@ -28,8 +28,20 @@ MAX_ID_CHARS = 256
 
 SCOPE_KEYS = frozenset(
     {
-        "agentWallet", "agent_id", "agent_wallet", "userAddress", "user_id", "user_address",
-        "threadId", "thread_id", "runId", "run_id", "mode", "haiId", "hai_id", "filters",
+        "agentWallet",
+        "agent_id",
+        "agent_wallet",
+        "userAddress",
+        "user_id",
+        "user_address",
+        "threadId",
+        "thread_id",
+        "runId",
+        "run_id",
+        "mode",
+        "haiId",
+        "hai_id",
+        "filters",
         "metadata",
     }
 )

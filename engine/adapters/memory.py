@@ -1,0 +1,166 @@
+"""In-memory implementations of every port, for unit tests of the engine.
+
+They follow the same contracts as the real adapters (the contract suite in
+`tests/contract/` runs against both), including idempotent appends and tenant filtering.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from engine.ports import InputType, Vector
+from engine.records import (
+    INACTIVE_STATUSES,
+    MemoryRow,
+    StoredMessage,
+    Transcript,
+    TranscriptAppend,
+    WorkingAppend,
+    WorkingSession,
+)
+from engine.scoping import TenantFilter
+
+
+class InMemoryTranscriptStore:
+    def __init__(self) -> None:
+        self._docs: dict[str, Transcript] = {}
+        self._turns: dict[str, set[str]] = {}
+
+    async def append(self, turn: TranscriptAppend) -> bool:
+        seen = self._turns.setdefault(turn.session_id, set())
+        if turn.turn_id in seen:
+            return False
+        seen.add(turn.turn_id)
+        old = self._docs.get(turn.session_id)
+        messages: list[StoredMessage] = [*(old.messages if old else []), *turn.messages]
+        messages.sort(key=lambda m: m.timestamp)
+        self._docs[turn.session_id] = Transcript(
+            session_id=turn.session_id,
+            scope=old.scope if old else turn.scope,
+            messages=messages,
+            summary=turn.summary if turn.summary is not None else (old.summary if old else None),
+            token_count=(old.token_count if old else 0) + turn.token_count,
+            created_at=min(turn.at, old.created_at) if old else turn.at,
+            updated_at=max(turn.at, old.updated_at) if old else turn.at,
+        )
+        return True
+
+    async def recent(self, where: TenantFilter, limit: int) -> list[Transcript]:
+        docs = [d for d in self._docs.values() if where.admits(d.scope)]
+        docs.sort(key=lambda d: (-d.updated_at, d.session_id))
+        return docs[:limit]
+
+
+class InMemoryWorkingStore:
+    def __init__(self) -> None:
+        self._docs: dict[str, WorkingSession] = {}
+        self._turns: dict[str, list[str]] = {}
+
+    async def append(self, lines: WorkingAppend, keep: int) -> bool:
+        seen = self._turns.setdefault(lines.session_id, [])
+        if lines.turn_id in seen:
+            return False
+        seen.append(lines.turn_id)
+        old = self._docs.get(lines.session_id)
+        newest_first = [*reversed(lines.lines), *(old.lines if old else [])][:keep]
+        self._docs[lines.session_id] = WorkingSession(
+            session_id=lines.session_id,
+            scope=old.scope if old else lines.scope,
+            lines=newest_first,
+            state={**(old.state if old else {}), **lines.state},
+            last_accessed_at=max(lines.at, old.last_accessed_at) if old else lines.at,
+            created_at=min(lines.at, old.created_at) if old else lines.at,
+        )
+        return True
+
+    async def recent(self, where: TenantFilter, limit: int) -> list[WorkingSession]:
+        docs = [d for d in self._docs.values() if where.admits(d.scope)]
+        docs.sort(key=lambda d: (-d.last_accessed_at, d.session_id))
+        return docs[:limit]
+
+
+class InMemoryMemoryStore:
+    def __init__(self) -> None:
+        self._rows: dict[str, MemoryRow] = {}
+
+    async def insert_if_absent(self, row: MemoryRow) -> bool:
+        if row.vector_id in self._rows:
+            return False
+        self._rows[row.vector_id] = replace(row, metadata=dict(row.metadata))
+        return True
+
+    async def exists(self, vector_id: str) -> bool:
+        return vector_id in self._rows
+
+    async def active_rows(
+        self, where: TenantFilter, *, sources: Sequence[str] | None = None
+    ) -> list[MemoryRow]:
+        return [
+            row
+            for row in self._rows.values()
+            if where.admits(row.scope)
+            and row.status not in INACTIVE_STATUSES
+            and (sources is None or row.source in sources)
+        ]
+
+
+class InMemoryQueryCache:
+    """Counters and values in dicts; TTLs are not enforced (tests run in milliseconds)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, bytes] = {}
+        self.counters: dict[str, int] = {}
+
+    async def token(self, chain: Sequence[str]) -> str | None:
+        joined = "|".join(str(self.counters.get(key, 0)) for key in chain)
+        return hashlib.sha256(joined.encode()).hexdigest()[:32]
+
+    async def get(self, key: str) -> bytes | None:
+        return self.values.get(key)
+
+    async def set(self, key: str, value: bytes, ttl_seconds: int) -> None:
+        self.values[key] = value
+
+    async def bump(self, chain: Sequence[str], ttl_seconds: int) -> int:
+        for key in chain:
+            self.counters[key] = self.counters.get(key, 0) + 1
+        return len(chain)
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+class HashingEmbedder:
+    """A real, deterministic bag-of-words embedder (signed feature hashing of words and
+    character trigrams, L2-normalised). Fast and offline; meant for unit tests, where the
+    ONNX model's load time and CPU cost would dominate."""
+
+    def __init__(self, dimension: int = 256) -> None:
+        self._dimension = dimension
+
+    @property
+    def model(self) -> str:
+        return f"hashing-bow-{self._dimension}"
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def _one(self, text: str) -> Vector:
+        vec = np.zeros(self._dimension, dtype=np.float32)
+        words = _WORD.findall(text.lower())
+        features = words + [w[i : i + 3] for w in words if len(w) > 3 for i in range(len(w) - 2)]
+        for feature in features:
+            digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+            index = int.from_bytes(digest[:4], "little") % self._dimension
+            vec[index] += 1.0 if digest[4] & 1 else -1.0
+        norm = float(np.linalg.norm(vec))
+        return vec / norm if norm > 0 else vec
+
+    async def embed(self, texts: Sequence[str], input_type: InputType) -> list[Vector]:
+        return [self._one(text) for text in texts]

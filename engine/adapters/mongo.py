@@ -1,0 +1,324 @@
+"""MongoDB adapters (PyMongo's native async API, `AsyncMongoClient`).
+
+Documents use the reference's camelCase field names. Natural keys are the `_id`
+(`sessionId` for transcripts and working sessions, `vectorId` for memory rows), so an upsert
+guarded by `turnIds: {$ne: turnId}` is an idempotent append: a redelivered turn matches no
+document, the upsert then collides on `_id` and is reported as "already applied".
+
+`ensure_schema` creates every collection and index once, sequentially, before any consumer
+runs (the local MongoDB-wire server deadlocks when index builds race inserts on a new
+collection, DESIGN.md §4; it is good practice anyway).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from bson.binary import Binary, BinaryVectorDtype
+from pymongo import ASCENDING, DESCENDING, IndexModel
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError, PyMongoError
+
+from engine.errors import DependencyFailed
+from engine.records import (
+    INACTIVE_STATUSES,
+    MemoryRow,
+    ScopeFields,
+    StoredMessage,
+    Transcript,
+    TranscriptAppend,
+    WorkingAppend,
+    WorkingSession,
+)
+from engine.scoping import TenantFilter
+
+log = logging.getLogger(__name__)
+
+Doc = dict[str, Any]
+
+TRANSCRIPTS = "session_transcripts"
+SESSIONS = "sessions"
+MEMORY = "memory"
+WORKING_TURN_IDS_KEPT = 1000
+"""Turn ids remembered per working buffer for idempotency (older redeliveries re-append)."""
+
+_TENANT = [("agentWallet", ASCENDING), ("userAddress", ASCENDING)]
+INDEXES: Mapping[str, Sequence[IndexModel]] = {
+    TRANSCRIPTS: (
+        IndexModel([*_TENANT, ("threadId", ASCENDING), ("updatedAt", DESCENDING)]),
+        IndexModel([*_TENANT, ("mode", ASCENDING), ("haiId", ASCENDING), ("threadId", ASCENDING)]),
+        IndexModel([("agentWallet", ASCENDING), ("createdAt", DESCENDING)]),
+    ),
+    SESSIONS: (
+        IndexModel([*_TENANT, ("threadId", ASCENDING), ("lastAccessedAt", DESCENDING)]),
+        IndexModel([("expiresAt", ASCENDING)], expireAfterSeconds=0),
+    ),
+    MEMORY: (
+        IndexModel([*_TENANT, ("source", ASCENDING), ("metadata.status", ASCENDING)]),
+        IndexModel([*_TENANT, ("mode", ASCENDING), ("haiId", ASCENDING)]),
+        IndexModel([("agentWallet", ASCENDING), ("createdAt", DESCENDING)]),
+        IndexModel([("metadata.turnId", ASCENDING)]),
+    ),
+}
+
+
+async def ensure_schema(db: AsyncDatabase[Doc]) -> list[str]:
+    """Create missing collections, then every index, one at a time. Idempotent."""
+    existing = set(await db.list_collection_names())
+    created: list[str] = []
+    for name in INDEXES:
+        if name not in existing:
+            await db.create_collection(name)
+            created.append(name)
+    for name, models in INDEXES.items():
+        for model in models:
+            await db[name].create_indexes([model])
+    return created
+
+
+def _scope_doc(scope: ScopeFields) -> Doc:
+    return {
+        "agentWallet": scope.agent_wallet,
+        "userAddress": scope.user_address,
+        "threadId": scope.thread_id,
+        "mode": scope.mode,
+        "haiId": scope.hai_id,
+        "scopeKind": scope.scope_kind,
+        "scopeId": scope.scope_id,
+    }
+
+
+def _scope_of(doc: Mapping[str, Any]) -> ScopeFields:
+    return ScopeFields(
+        agent_wallet=doc["agentWallet"],
+        user_address=doc.get("userAddress"),
+        thread_id=doc.get("threadId"),
+        mode=doc.get("mode"),
+        hai_id=doc.get("haiId"),
+    )
+
+
+def tenant_query(where: TenantFilter) -> Doc:
+    """The Mongo filter of a tenant filter (`userAddress: None` matches user-less rows)."""
+    query: Doc = {"agentWallet": where.agent_wallet, "userAddress": where.user_address}
+    if where.mode is not None:
+        query["mode"] = where.mode
+    if where.hai_id is not None:
+        query["haiId"] = where.hai_id
+    if where.thread_id is not None:
+        query["threadId"] = where.thread_id
+    return query
+
+
+def _date(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+def _message_doc(m: StoredMessage) -> Doc:
+    doc: Doc = {"role": m.role, "content": m.content, "timestamp": m.timestamp}
+    if m.tool_calls is not None:
+        doc["toolCalls"] = m.tool_calls
+    return doc
+
+
+def _message_of(doc: Mapping[str, Any]) -> StoredMessage:
+    return StoredMessage(
+        role=doc["role"],
+        content=doc["content"],
+        timestamp=int(doc["timestamp"]),
+        tool_calls=doc.get("toolCalls"),
+    )
+
+
+class MongoTranscriptStore:
+    def __init__(self, db: AsyncDatabase[Doc]) -> None:
+        self._col: AsyncCollection[Doc] = db[TRANSCRIPTS]
+
+    async def append(self, turn: TranscriptAppend) -> bool:
+        update: Doc = {
+            "$push": {
+                "messages": {
+                    "$each": [_message_doc(m) for m in turn.messages],
+                    "$sort": {"timestamp": 1},
+                },
+                "turnIds": turn.turn_id,
+            },
+            "$setOnInsert": {"sessionId": turn.session_id, **_scope_doc(turn.scope)},
+            "$min": {"createdAt": turn.at},
+            "$max": {"updatedAt": turn.at},
+            "$inc": {"tokenCount": turn.token_count},
+        }
+        sets: Doc = {f"metadata.{k}": v for k, v in turn.metadata.items()}
+        if turn.summary is not None:
+            sets["summary"] = turn.summary
+        if sets:
+            update["$set"] = sets
+        try:
+            result = await self._col.update_one(
+                {"_id": turn.session_id, "turnIds": {"$ne": turn.turn_id}}, update, upsert=True
+            )
+        except DuplicateKeyError:
+            return False
+        except PyMongoError as exc:
+            raise DependencyFailed(f"transcript append failed: {exc}") from exc
+        return result.upserted_id is not None or result.modified_count == 1
+
+    async def recent(self, where: TenantFilter, limit: int) -> list[Transcript]:
+        try:
+            cursor = self._col.find(tenant_query(where)).sort("updatedAt", DESCENDING).limit(limit)
+            docs = await cursor.to_list(length=limit)
+        except PyMongoError as exc:
+            raise DependencyFailed(f"transcript read failed: {exc}") from exc
+        return [
+            Transcript(
+                session_id=d["sessionId"],
+                scope=_scope_of(d),
+                messages=[_message_of(m) for m in d.get("messages", [])],
+                summary=d.get("summary"),
+                token_count=int(d.get("tokenCount", 0)),
+                created_at=int(d["createdAt"]),
+                updated_at=int(d["updatedAt"]),
+            )
+            for d in docs
+        ]
+
+
+class MongoWorkingStore:
+    def __init__(self, db: AsyncDatabase[Doc]) -> None:
+        self._col: AsyncCollection[Doc] = db[SESSIONS]
+
+    async def append(self, lines: WorkingAppend, keep: int) -> bool:
+        update: Doc = {
+            "$push": {
+                "workingMemory.context": {"$each": lines.lines, "$slice": -keep},
+                "turnIds": {"$each": [lines.turn_id], "$slice": -WORKING_TURN_IDS_KEPT},
+            },
+            "$setOnInsert": {
+                "sessionId": lines.session_id,
+                "compressed": False,
+                **_scope_doc(lines.scope),
+            },
+            "$min": {"createdAt": lines.at},
+            "$max": {"lastAccessedAt": lines.at, "expiresAt": _date(lines.expires_at)},
+        }
+        if lines.state:
+            update["$set"] = {f"workingMemory.state.{k}": v for k, v in lines.state.items()}
+        try:
+            result = await self._col.update_one(
+                {"_id": lines.session_id, "turnIds": {"$ne": lines.turn_id}}, update, upsert=True
+            )
+        except DuplicateKeyError:
+            return False
+        except PyMongoError as exc:
+            raise DependencyFailed(f"working append failed: {exc}") from exc
+        return result.upserted_id is not None or result.modified_count == 1
+
+    async def recent(self, where: TenantFilter, limit: int) -> list[WorkingSession]:
+        try:
+            cursor = (
+                self._col.find(tenant_query(where), {"turnIds": 0})
+                .sort("lastAccessedAt", DESCENDING)
+                .limit(limit)
+            )
+            docs = await cursor.to_list(length=limit)
+        except PyMongoError as exc:
+            raise DependencyFailed(f"working read failed: {exc}") from exc
+        out: list[WorkingSession] = []
+        for d in docs:
+            memory = d.get("workingMemory") or {}
+            out.append(
+                WorkingSession(
+                    session_id=d["sessionId"],
+                    scope=_scope_of(d),
+                    lines=list(reversed(memory.get("context") or [])),
+                    state=dict(memory.get("state") or {}),
+                    last_accessed_at=int(d["lastAccessedAt"]),
+                    created_at=int(d["createdAt"]),
+                )
+            )
+        return out
+
+
+def _vector(embedding: np.ndarray[Any, Any]) -> Binary:
+    return Binary.from_vector(embedding.astype(np.float32).tolist(), BinaryVectorDtype.FLOAT32)
+
+
+def _unvector(value: Any) -> np.ndarray[Any, np.dtype[np.float32]]:
+    if isinstance(value, Binary):
+        # BSON vector: 1 byte dtype, 1 byte padding, then little-endian float32 values
+        return np.frombuffer(bytes(value)[2:], dtype="<f4").astype(np.float32)
+    return np.asarray(value, dtype=np.float32)
+
+
+class MongoMemoryStore:
+    def __init__(self, db: AsyncDatabase[Doc]) -> None:
+        self._col: AsyncCollection[Doc] = db[MEMORY]
+
+    @staticmethod
+    def document(row: MemoryRow) -> Doc:
+        """The stored form of a row (also what replay verification compares)."""
+        return {
+            "_id": row.vector_id,
+            "vectorId": row.vector_id,
+            **_scope_doc(row.scope),
+            "content": row.content,
+            "embedding": _vector(row.embedding),
+            "embeddingModel": row.embedding_model,
+            "embeddingDim": row.embedding_dim,
+            "source": row.source,
+            "decayScore": row.decay_score,
+            "accessCount": row.access_count,
+            "lastAccessedAt": row.created_at,
+            "createdAt": row.created_at,
+            "updatedAt": row.created_at,
+            "metadata": {"status": "active", **row.metadata},
+        }
+
+    async def insert_if_absent(self, row: MemoryRow) -> bool:
+        try:
+            result = await self._col.update_one(
+                {"_id": row.vector_id}, {"$setOnInsert": self.document(row)}, upsert=True
+            )
+        except DuplicateKeyError:
+            return False
+        except PyMongoError as exc:
+            raise DependencyFailed(f"memory insert failed: {exc}") from exc
+        return result.upserted_id is not None
+
+    async def exists(self, vector_id: str) -> bool:
+        try:
+            return await self._col.find_one({"_id": vector_id}, {"_id": 1}) is not None
+        except PyMongoError as exc:
+            raise DependencyFailed(f"memory read failed: {exc}") from exc
+
+    async def active_rows(
+        self, where: TenantFilter, *, sources: Sequence[str] | None = None
+    ) -> list[MemoryRow]:
+        query = tenant_query(where)
+        query["metadata.status"] = {"$nin": list(INACTIVE_STATUSES)}
+        if sources is not None:
+            query["source"] = {"$in": list(sources)}
+        try:
+            docs = await self._col.find(query).to_list(length=None)
+        except PyMongoError as exc:
+            raise DependencyFailed(f"memory read failed: {exc}") from exc
+        return [
+            MemoryRow(
+                vector_id=d["vectorId"],
+                scope=_scope_of(d),
+                content=d["content"],
+                embedding=_unvector(d["embedding"]),
+                embedding_model=d.get("embeddingModel", ""),
+                source=d["source"],
+                created_at=int(d["createdAt"]),
+                metadata=dict(d.get("metadata") or {}),
+                decay_score=float(d.get("decayScore", 1.0)),
+                access_count=int(d.get("accessCount", 0)),
+            )
+            for d in docs
+        ]

@@ -1,0 +1,65 @@
+"""Redis (or Valkey) query cache with namespace counters. Reads and writes of cached values
+are fail-soft: a cache that is down means misses and no-ops, never a failed turn (REFERENCE
+§8.1). Bumping a namespace is not: it raises, so invalidation is retried."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from engine.errors import DependencyFailed
+
+log = logging.getLogger(__name__)
+
+
+class RedisQueryCache:
+    def __init__(self, client: Redis, *, global_key: str) -> None:
+        self._redis = client
+        self._global = global_key
+
+    async def token(self, chain: Sequence[str]) -> str | None:
+        keys = [self._global, *chain]
+        try:
+            values = await self._redis.mget(keys)
+        except RedisError as exc:
+            log.warning("cache token unavailable: %s", exc)
+            return None
+        joined = "|".join(_text(v) for v in values)
+        return hashlib.sha256(joined.encode()).hexdigest()[:32]
+
+    async def get(self, key: str) -> bytes | None:
+        try:
+            value = await self._redis.get(key)
+        except RedisError as exc:
+            log.warning("cache get failed: %s", exc)
+            return None
+        return value if isinstance(value, bytes) else None
+
+    async def set(self, key: str, value: bytes, ttl_seconds: int) -> None:
+        try:
+            await self._redis.set(key, value, ex=max(1, ttl_seconds))
+        except RedisError as exc:
+            log.warning("cache set failed: %s", exc)
+
+    async def bump(self, chain: Sequence[str], ttl_seconds: int) -> int:
+        try:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for key in chain:
+                    pipe.incr(key)
+                    pipe.expire(key, max(1, ttl_seconds))
+                await pipe.execute()
+        except RedisError as exc:
+            # not fail-soft: a lost bump would serve stale answers, so the invalidation
+            # consumer must retry (and dead-letter after its retries)
+            raise DependencyFailed(f"namespace bump failed: {exc}") from exc
+        return len(chain)
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.decode()
+    return "0" if value is None else str(value)

@@ -1,0 +1,110 @@
+"""Tenant rules: which stored rows a scope may see, and the cache namespace chain.
+
+Rules (they fix REFERENCE §16.3 and §16.20):
+* `agentWallet` always matches exactly; ids are case-sensitive everywhere (Mongo and cache
+  keys alike, never lower-cased).
+* `userAddress` matches exactly; a scope without a user sees only rows stored without a
+  user (agent-level memory), never every user's rows.
+* `mode` / `haiId` constrain only when the scope sets them.
+* `threadId` constrains thread-scoped layers (working, scene) when set; durable layers
+  (vectors and later graph, patterns, archives) ignore it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from engine.records import ScopeFields
+from schemas.scope import Scope
+
+
+@dataclass(frozen=True, slots=True)
+class TenantFilter:
+    """What rows a read may return. `user_address=None` means "user-less rows only";
+    `mode`, `hai_id`, `thread_id` = None mean "no constraint"."""
+
+    agent_wallet: str
+    user_address: str | None
+    mode: str | None = None
+    hai_id: str | None = None
+    thread_id: str | None = None
+
+    def admits(self, row: ScopeFields) -> bool:
+        """The in-process twin of the adapters' query filter."""
+        return (
+            row.agent_wallet == self.agent_wallet
+            and row.user_address == self.user_address
+            and (self.mode is None or row.mode == self.mode)
+            and (self.hai_id is None or row.hai_id == self.hai_id)
+            and (self.thread_id is None or row.thread_id == self.thread_id)
+        )
+
+
+def tenant_filter(scope: Scope, *, durable: bool) -> TenantFilter:
+    """The read filter of a scope; durable layers drop the thread constraint."""
+    return TenantFilter(
+        agent_wallet=scope.agent_wallet,
+        user_address=scope.user_address,
+        mode=scope.mode,
+        hai_id=scope.hai_id,
+        thread_id=None if durable else scope.thread_id,
+    )
+
+
+def scope_fields(scope: Scope, thread_id: str | None = None) -> ScopeFields:
+    """The tenant fields stored on a row written under `scope`."""
+    return ScopeFields(
+        agent_wallet=scope.agent_wallet,
+        user_address=scope.user_address,
+        thread_id=thread_id or scope.thread_id,
+        mode=scope.mode,
+        hai_id=scope.hai_id,
+    )
+
+
+def _part(value: str | None) -> str:
+    return quote(value, safe="") if value else "_"
+
+
+def scope_key(
+    agent: str,
+    mode: str | None = None,
+    hai: str | None = None,
+    user: str | None = None,
+    thread: str | None = None,
+) -> str:
+    """`a:<agent>:m:<mode>:h:<hai>:u:<user>:t:<thread>` with URI-encoded, case-kept parts."""
+    return f"a:{_part(agent)}:m:{_part(mode)}:h:{_part(hai)}:u:{_part(user)}:t:{_part(thread)}"
+
+
+NAMESPACE_PREFIX = "memory:ns:"
+GLOBAL_NAMESPACE = NAMESPACE_PREFIX + "global"
+"""Bumped only by maintenance that touches every tenant, never by a normal write (§16.1)."""
+
+
+def namespace_chain(scope: Scope) -> list[str]:
+    """Namespace counters of a scope, broadest first: agent → mode → hai → user → thread.
+
+    A write bumps exactly this chain of its own scope; a read's cache token is derived
+    from the global counter plus this chain of the read's scope. The global key is never
+    part of a write's chain (fixes REFERENCE §16.1: one write no longer invalidates
+    every tenant's cache).
+    """
+    agent, mode, hai = scope.agent_wallet, scope.mode, scope.hai_id
+    user, thread = scope.user_address, scope.thread_id
+    chain = [scope_key(agent)]
+    if mode:
+        chain.append(scope_key(agent, mode))
+    if hai:
+        chain.append(scope_key(agent, mode, hai))
+    if user:
+        chain.append(scope_key(agent, mode, hai, user))
+    if thread:
+        chain.append(scope_key(agent, mode, hai, user, thread))
+    keys: list[str] = []
+    for key in chain:
+        full = NAMESPACE_PREFIX + key
+        if full not in keys:
+            keys.append(full)
+    return keys

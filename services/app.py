@@ -1,0 +1,64 @@
+"""The FastStream app factory: one broker, the chosen consumer groups, clean start/stop.
+
+Start-up order (DESIGN.md §4): topics are created with their partition counts, the database
+schema is ensured (collections and indexes, sequentially), and only then do the subscribers
+join their groups.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+
+from faststream.kafka import KafkaBroker
+
+from engine.ports import Embedder
+from schemas import topics
+from services import invalidation, search, transcripts
+from services.infra import create_topics
+from services.runtime import Runtime, open_runtime
+from services.settings import Settings
+
+log = logging.getLogger(__name__)
+
+GROUPS: dict[str, Callable[[KafkaBroker, Runtime], None]] = {
+    transcripts.GROUP: transcripts.register,
+    invalidation.GROUP: invalidation.register,
+    search.GROUP: search.register,
+}
+"""Every consumer group, by name (`mnemostream run <name>`)."""
+
+
+def resolve_groups(names: Sequence[str]) -> list[str]:
+    """`all` expands to every group; unknown names raise ValueError."""
+    chosen: list[str] = []
+    for name in names:
+        expanded = list(GROUPS) if name == "all" else [name]
+        for group in expanded:
+            if group not in GROUPS:
+                raise ValueError(f"unknown group {group!r}; choose from {', '.join(GROUPS)}, all")
+            if group not in chosen:
+                chosen.append(group)
+    return chosen
+
+
+@asynccontextmanager
+async def running_groups(
+    settings: Settings, names: Sequence[str], *, embedder: Embedder | None = None
+) -> AsyncIterator[Runtime]:
+    """Run the named groups until the context exits."""
+    groups = resolve_groups(names)
+    async with open_runtime(settings, embedder) as rt:
+        await create_topics(rt.endpoints.kafka_bootstrap, dict(topics.PARTITIONS))
+        broker = KafkaBroker(
+            rt.endpoints.kafka_bootstrap, client_id=f"mnemostream-{'-'.join(groups)}"
+        )
+        for group in groups:
+            GROUPS[group](broker, rt)
+        await broker.start()
+        log.info("running groups %s", ", ".join(groups))
+        try:
+            yield rt
+        finally:
+            await broker.stop()

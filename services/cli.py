@@ -1,0 +1,94 @@
+"""`mnemostream`: run consumer groups, manage the local stack, initialise, demo."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from schemas import topics
+from services.infra import create_topics, infra_app
+from services.settings import Settings
+
+app = typer.Typer(
+    help="mnemostream: memory for AI agents, as a Kafka stream processor.", no_args_is_help=True
+)
+app.add_typer(infra_app, name="infra")
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+topics_app = typer.Typer(help="Kafka topics.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(topics_app, name="topics")
+console = Console()
+
+
+def _logging(level: str) -> None:
+    logging.basicConfig(
+        level=level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
+
+
+@app.command()
+def run(
+    groups: Annotated[list[str], typer.Argument(help="transcripts, invalidation, search or all")],
+    log_level: Annotated[str, typer.Option(help="Python log level.")] = "info",
+) -> None:
+    """Run consumer groups until SIGINT/SIGTERM."""
+    from services.app import resolve_groups, running_groups
+
+    _logging(log_level)
+    try:
+        chosen = resolve_groups(groups)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+    async def serve() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        async with running_groups(Settings(), chosen):
+            console.print(f"[green]ready[/green]: {', '.join(chosen)}")
+            await stop.wait()
+
+    asyncio.run(serve())
+
+
+@db_app.command("init")
+def db_init() -> None:
+    """Create every collection and index (once, sequentially)."""
+    from services.runtime import open_runtime
+
+    async def init() -> None:
+        async with open_runtime(Settings()) as rt:
+            console.print(f"schema ready in {rt.settings.mongo_db}")
+
+    asyncio.run(init())
+
+
+@topics_app.command("create")
+def topics_create() -> None:
+    """Create every topic with its partition count."""
+    from services.runtime import endpoints
+
+    bootstrap = endpoints(Settings()).kafka_bootstrap
+    asyncio.run(create_topics(bootstrap, dict(topics.PARTITIONS)))
+    for name, count in topics.PARTITIONS.items():
+        console.print(f"{name}: {count} partitions")
+
+
+@app.command()
+def demo() -> None:
+    """Publish a short conversation and print the packed Memory context (starts the local
+    stack if no servers are configured or running)."""
+    from services.demo import main
+
+    _logging("warning")
+    main(Settings())
+
+
+def main() -> None:
+    app()

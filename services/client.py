@@ -1,0 +1,199 @@
+"""`MemoryClient`: the SDK agent runtimes use to talk to mnemostream over Kafka.
+
+* `record_turn(...)` (post_turn) and `remember(...)` validate at the edge (a bad input raises
+  `ScopeError` with the reference's message and nothing is published), publish, and return
+  once the broker acknowledged the event.
+* `context(...)` (pre_turn) and `search_layers(...)` are request-reply: the request carries
+  `reply_to` (this client's own reply topic, one per process) and a `correlation_id`; the
+  search group answers there. A reply that does not arrive within the timeout raises
+  `TimeoutError`; a reply with an error raises `RequestFailed`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from types import TracebackType
+from typing import Any, TypeVar
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from pydantic import BaseModel
+
+from schemas import topics
+from schemas.events import MemoryRemembered, TurnRecorded
+from schemas.inputs import context_request, memory_remembered, turn_recorded
+from schemas.requests import ContextReply, LayerSearchReply, LayerSearchRequest
+from schemas.scope import Scope
+from services.infra import create_topics
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R", ContextReply, LayerSearchReply)
+
+
+class RequestFailed(RuntimeError):
+    """The service answered with an error."""
+
+
+class MemoryClient:
+    """Async context manager; one instance per process is enough (it is concurrency-safe)."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        *,
+        timeout: float = 5.0,
+        fetch_wait_ms: int = 25,
+        client_id: str | None = None,
+    ) -> None:
+        self._bootstrap = bootstrap
+        self._timeout = timeout
+        self._fetch_wait_ms = fetch_wait_ms
+        self.client_id = client_id or uuid.uuid4().hex[:12]
+        self.reply_topic = topics.reply_topic(self.client_id)
+        self._producer: AIOKafkaProducer | None = None
+        self._consumer: AIOKafkaConsumer | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._pending: dict[str, asyncio.Future[bytes]] = {}
+
+    async def __aenter__(self) -> MemoryClient:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        await create_topics(self._bootstrap, {**topics.PARTITIONS, self.reply_topic: 1})
+        self._producer = AIOKafkaProducer(
+            bootstrap_servers=self._bootstrap,
+            client_id=f"mnemostream-sdk-{self.client_id}",
+            linger_ms=0,
+            acks=1,
+        )
+        await self._producer.start()
+        # A private, single-partition reply topic read from its beginning without a group:
+        # no join delay, and no reliance on the broker's "latest" offset.
+        self._consumer = AIOKafkaConsumer(
+            bootstrap_servers=self._bootstrap,
+            group_id=None,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            fetch_max_wait_ms=self._fetch_wait_ms,
+        )
+        await self._consumer.start()
+        self._consumer.assign([TopicPartition(self.reply_topic, 0)])
+        self._reader = asyncio.create_task(self._read_replies(), name="mnemostream-replies")
+
+    async def close(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+        for future in self._pending.values():
+            future.cancel()
+        if self._consumer is not None:
+            await self._consumer.stop()
+        if self._producer is not None:
+            await self._producer.stop()
+        self._reader = self._consumer = self._producer = None
+
+    async def _read_replies(self) -> None:
+        assert self._consumer is not None  # noqa: S101 - set by start()
+        async for record in self._consumer:
+            headers = {k: v.decode() for k, v in record.headers or ()}
+            future = self._pending.pop(headers.get("correlation_id", ""), None)
+            if future is not None and not future.done() and record.value is not None:
+                future.set_result(record.value)
+
+    def _require_producer(self) -> AIOKafkaProducer:
+        if self._producer is None:
+            raise RuntimeError("MemoryClient is not started (use `async with MemoryClient(...)`)")
+        return self._producer
+
+    async def _publish(self, topic: str, event: BaseModel, key: str, **extra: Any) -> None:
+        producer = self._require_producer()
+        await producer.send_and_wait(
+            topic,
+            event.model_dump_json().encode(),
+            key=key.encode(),
+            headers=[
+                ("content-type", b"application/json"),
+                *[(k, str(v).encode()) for k, v in extra.items()],
+            ],
+        )
+
+    async def record_turn(self, body: dict[str, Any] | None = None, **fields: Any) -> TurnRecorded:
+        """post_turn. Accepts the reference body (`agentWallet`, `threadId`, `messages` or
+        `userMessage` + `assistantMessage`, `toolEvents`, …) as a dict and/or keywords."""
+        event = turn_recorded({**(body or {}), **fields})
+        await self._publish(topics.TURNS, event, event.session_id)
+        return event
+
+    async def remember(self, body: dict[str, Any] | None = None, **fields: Any) -> MemoryRemembered:
+        """remember: an explicit fact for the tenant's durable memory."""
+        event = memory_remembered({**(body or {}), **fields})
+        key = f"{event.scope.agent_wallet}|{event.scope.user_address or ''}"
+        await self._publish(topics.REMEMBER, event, key)
+        return event
+
+    async def context(
+        self,
+        query: str,
+        scope: dict[str, Any] | Scope,
+        *,
+        timeout: float | None = None,
+        **options: Any,
+    ) -> ContextReply:
+        """pre_turn: the packed Memory context. `options`: layers, limit, maxItems,
+        maxItemChars, budget={"maxCharacters": n}, includeRaw."""
+        scope_body = scope.wire() if isinstance(scope, Scope) else scope
+        request = context_request({**scope_body, **options, "query": query})
+        key = request.scope.agent_wallet
+        return await self._request(topics.SEARCH, request, key, ContextReply, timeout)
+
+    async def search_layers(
+        self,
+        query: str,
+        scope: dict[str, Any] | Scope,
+        *,
+        layers: list[str] | None = None,
+        limit: int = 5,
+        timeout: float | None = None,
+    ) -> LayerSearchReply:
+        """Raw layer hits (no packing)."""
+        scope_model = scope if isinstance(scope, Scope) else Scope.parse(scope)
+        request = LayerSearchRequest.model_validate(
+            {
+                "scope": scope_model,
+                "query": query,
+                "limit": limit,
+                **({"layers": layers} if layers else {}),
+            }
+        )
+        return await self._request(
+            topics.LAYER_SEARCH, request, scope_model.agent_wallet, LayerSearchReply, timeout
+        )
+
+    async def _request(
+        self, topic: str, request: BaseModel, key: str, reply: type[R], timeout: float | None
+    ) -> R:
+        correlation_id = uuid.uuid4().hex
+        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        self._pending[correlation_id] = future
+        try:
+            await self._publish(
+                topic, request, key, reply_to=self.reply_topic, correlation_id=correlation_id
+            )
+            async with asyncio.timeout(timeout or self._timeout):
+                payload = await future
+        finally:
+            self._pending.pop(correlation_id, None)
+        answer = reply.model_validate_json(payload)
+        if answer.error:
+            raise RequestFailed(answer.error)
+        return answer

@@ -1,0 +1,47 @@
+"""search group: answers `ContextRequest` (pre_turn) and `LayerSearchRequest` through the
+request's `reply_to` topic with the same `correlation_id` (FastStream publishes the return
+value there). An invalid request or a failed search is answered with `error` set, so the
+caller gets a clear message instead of a timeout."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from faststream.kafka import KafkaBroker
+from faststream.kafka.annotations import KafkaMessage
+from pydantic import ValidationError
+
+from engine.errors import MemoryError_
+from schemas import topics
+from schemas.requests import ContextReply, ContextRequest, LayerSearchReply, LayerSearchRequest
+from schemas.scope import first_error
+from services.consumers import subscriber
+from services.runtime import Runtime
+
+GROUP = "search"
+log = logging.getLogger(__name__)
+
+
+def register(broker: KafkaBroker, rt: Runtime) -> None:
+    @subscriber(broker, rt, topics.SEARCH, GROUP, interactive=True)
+    async def on_context_request(message: KafkaMessage) -> ContextReply:
+        try:
+            request = ContextRequest.model_validate_json(message.body)
+            return await rt.search.context(request, int(time.time() * 1000))
+        except ValidationError as exc:
+            return ContextReply(error=first_error(exc))
+        except MemoryError_ as exc:
+            log.warning("context request failed: %s", exc)
+            return ContextReply(error=str(exc))
+
+    @subscriber(broker, rt, topics.LAYER_SEARCH, GROUP, interactive=True)
+    async def on_layer_search(message: KafkaMessage) -> LayerSearchReply:
+        try:
+            request = LayerSearchRequest.model_validate_json(message.body)
+            return await rt.search.layer_search(request)
+        except ValidationError as exc:
+            return LayerSearchReply(error=first_error(exc))
+        except MemoryError_ as exc:
+            log.warning("layer search failed: %s", exc)
+            return LayerSearchReply(error=str(exc))
