@@ -131,6 +131,9 @@ class Scope(BaseModel):
             for key in aliases:
                 if key in out and out[key] is None:
                     del out[key]
+            # the losing aliases must go too, or `extra="forbid"` rejects them
+            for key in [key for key in aliases if key in out][1:]:
+                del out[key]
         if "mode" in out and out["mode"] not in ("global", "local"):
             del out["mode"]
         for key in ("filters", "metadata"):

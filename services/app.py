@@ -22,6 +22,11 @@ from services.settings import Settings
 
 log = logging.getLogger(__name__)
 
+
+def _warnings_only(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.WARNING
+
+
 GROUPS: dict[str, Callable[[KafkaBroker, Runtime], None]] = {
     transcripts.GROUP: transcripts.register,
     invalidation.GROUP: invalidation.register,
@@ -45,9 +50,14 @@ def resolve_groups(names: Sequence[str]) -> list[str]:
 
 @asynccontextmanager
 async def running_groups(
-    settings: Settings, names: Sequence[str], *, embedder: Embedder | None = None
+    settings: Settings,
+    names: Sequence[str],
+    *,
+    embedder: Embedder | None = None,
+    broker_logs: bool = True,
 ) -> AsyncIterator[Runtime]:
-    """Run the named groups until the context exits."""
+    """Run the named groups until the context exits. `broker_logs=False` silences
+    FastStream's own lifecycle and per-message logs (our handlers still log failures)."""
     groups = resolve_groups(names)
     async with open_runtime(settings, embedder) as rt:
         await create_topics(rt.endpoints.kafka_bootstrap, dict(topics.PARTITIONS))
@@ -56,6 +66,10 @@ async def running_groups(
         )
         for group in groups:
             GROUPS[group](broker, rt)
+        if not broker_logs:
+            # FastStream keeps one shared access logger per broker kind and resets its level
+            # when it builds it, so a filter (which it keeps) does the silencing
+            logging.getLogger("faststream.access.kafka").addFilter(_warnings_only)
         await broker.start()
         log.info("running groups %s", ", ".join(groups))
         try:

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -31,6 +32,15 @@ from services.infra import create_topics
 log = logging.getLogger(__name__)
 
 R = TypeVar("R", ContextReply, LayerSearchReply)
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where a published message landed."""
+
+    topic: str
+    partition: int
+    offset: int
 
 
 class RequestFailed(RuntimeError):
@@ -57,6 +67,7 @@ class MemoryClient:
         self._consumer: AIOKafkaConsumer | None = None
         self._reader: asyncio.Task[None] | None = None
         self._pending: dict[str, asyncio.Future[bytes]] = {}
+        self.last_position: Position | None = None
 
     async def __aenter__(self) -> MemoryClient:
         await self.start()
@@ -115,30 +126,33 @@ class MemoryClient:
             raise RuntimeError("MemoryClient is not started (use `async with MemoryClient(...)`)")
         return self._producer
 
-    async def _publish(self, topic: str, event: BaseModel, key: str, **extra: Any) -> None:
+    async def publish(self, topic: str, event: BaseModel, key: str, **headers: Any) -> Position:
+        """Publish one contract (JSON) and wait for the broker's acknowledgement."""
         producer = self._require_producer()
-        await producer.send_and_wait(
+        meta = await producer.send_and_wait(
             topic,
             event.model_dump_json().encode(),
             key=key.encode(),
             headers=[
                 ("content-type", b"application/json"),
-                *[(k, str(v).encode()) for k, v in extra.items()],
+                *[(k, str(v).encode()) for k, v in headers.items()],
             ],
         )
+        self.last_position = Position(meta.topic, meta.partition, meta.offset)
+        return self.last_position
 
     async def record_turn(self, body: dict[str, Any] | None = None, **fields: Any) -> TurnRecorded:
         """post_turn. Accepts the reference body (`agentWallet`, `threadId`, `messages` or
         `userMessage` + `assistantMessage`, `toolEvents`, …) as a dict and/or keywords."""
         event = turn_recorded({**(body or {}), **fields})
-        await self._publish(topics.TURNS, event, event.session_id)
+        await self.publish(topics.TURNS, event, event.session_id)
         return event
 
     async def remember(self, body: dict[str, Any] | None = None, **fields: Any) -> MemoryRemembered:
         """remember: an explicit fact for the tenant's durable memory."""
         event = memory_remembered({**(body or {}), **fields})
         key = f"{event.scope.agent_wallet}|{event.scope.user_address or ''}"
-        await self._publish(topics.REMEMBER, event, key)
+        await self.publish(topics.REMEMBER, event, key)
         return event
 
     async def context(
@@ -186,7 +200,7 @@ class MemoryClient:
         future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         self._pending[correlation_id] = future
         try:
-            await self._publish(
+            await self.publish(
                 topic, request, key, reply_to=self.reply_topic, correlation_id=correlation_id
             )
             async with asyncio.timeout(timeout or self._timeout):

@@ -61,9 +61,17 @@ CONVERSATION: list[dict[str, Any]] = [
 ]
 QUESTIONS: list[tuple[dict[str, str], str, bool]] = [
     # (scope, question, whether this user has memory about it)
-    ({"userAddress": "alice", "threadId": "trip"}, "Which hotel area did we pick for Lisbon?", True),
+    (
+        {"userAddress": "alice", "threadId": "trip"},
+        "Which hotel area did we pick for Lisbon?",
+        True,
+    ),
     ({"userAddress": "bob", "threadId": "garden"}, "Why are my tomato leaves yellow?", True),
-    ({"userAddress": "bob", "threadId": "garden"}, "Which hotel area did we pick for Lisbon?", False),
+    (
+        {"userAddress": "bob", "threadId": "garden"},
+        "Which hotel area did we pick for Lisbon?",
+        False,
+    ),
 ]
 
 
@@ -109,7 +117,10 @@ async def run_demo(settings: Settings, console: Console) -> None:
             heartbeat_interval_ms=500,
             embedder=settings.embedder,
         )
-        async with running_groups(local, ["all"]), MemoryClient(ends.kafka_bootstrap) as client:
+        async with (
+            running_groups(local, ["all"], broker_logs=False),
+            MemoryClient(ends.kafka_bootstrap) as client,
+        ):
             now = int(time.time() * 1000) - 60_000
             for i, turn in enumerate(CONVERSATION):
                 await client.record_turn({"agentWallet": AGENT, **turn, "occurredAt": now + i})

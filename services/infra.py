@@ -227,25 +227,31 @@ def _start_ticks(pid: int) -> int | None:
     return stat[1] if stat else None
 
 
-def _reap(pid: int) -> bool:
-    """Reap ``pid`` if it is a child of ours that has exited; True when it is gone for good."""
+def _own_child_alive(pid: int) -> bool | None:
+    """For a child of this process: whether it still runs (reaping it once it exited).
+
+    None when ``pid`` is not our child. For our children only ``waitpid`` is authoritative: a
+    multi-threaded server's main thread shows as a zombie in /proc while its other threads are
+    still exiting, and cannot be reaped yet.
+    """
     child = _CHILDREN.get(pid)
     if child is not None:
         if child.poll() is None:
-            return False
+            return True
         _CHILDREN.pop(pid, None)
-        return True
+        return False
     try:
         done, _ = os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:  # not our child: its parent (or init) reaps it
-        return False
-    return done == pid
+    except ChildProcessError:
+        return None
+    return done != pid
 
 
 def _is_alive(pid: int, start_ticks: int | None) -> bool:
     """Whether the process we recorded (same PID *and* same start time) is still running."""
-    if _reap(pid):
-        return False
+    own = _own_child_alive(pid)
+    if own is not None:
+        return own
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -257,7 +263,7 @@ def _is_alive(pid: int, start_ticks: int | None) -> bool:
         return True  # no /proc (not Linux): trust the PID
     state, ticks = stat
     if state in ("Z", "X"):
-        return False  # exited, waiting for its parent to reap it
+        return False  # exited; its parent (init, or whoever adopted it) reaps it
     return start_ticks is None or ticks == start_ticks
 
 

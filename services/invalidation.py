@@ -24,7 +24,7 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
         await consume(
             broker,
             message,
-            group=GROUP,
+            group=rt.group_id(GROUP),
             contract=MemoryChanged,
             work=work,
             attempts=rt.settings.max_attempts,

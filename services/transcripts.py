@@ -39,7 +39,7 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
         await consume(
             broker,
             message,
-            group=GROUP,
+            group=rt.group_id(GROUP),
             contract=TurnRecorded,
             work=work,
             attempts=rt.settings.max_attempts,

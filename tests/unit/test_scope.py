@@ -1,0 +1,419 @@
+"""Scope normalisation and the edge's input validation (REFERENCE §1.1-§1.2, §1.5, §6.1, §7.1)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from schemas import inputs
+from schemas.requests import ALL_LAYERS
+from schemas.scope import Scope, ScopeError
+
+NOW = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
+NOW_MS = 1_704_164_645_000
+
+
+def turn_body(**extra: Any) -> dict[str, Any]:
+    return {"agentWallet": "0xAgent", "threadId": "T1", **extra}
+
+
+def pair(**extra: Any) -> dict[str, Any]:
+    return turn_body(userMessage="hello", assistantMessage="hi there", **extra)
+
+
+# --- Scope aliases and normalisation (§1.1) ------------------------------------------------
+
+
+def test_snake_case_aliases_fill_the_canonical_fields() -> None:
+    scope = Scope.parse(
+        {"agent_id": "A", "user_id": "U", "thread_id": "T", "hai_id": "H", "mode": "local"}
+    )
+    assert scope.wire() == {
+        "agentWallet": "A",
+        "userAddress": "U",
+        "threadId": "T",
+        "haiId": "H",
+        "mode": "local",
+    }
+
+
+@pytest.mark.parametrize("key", ["threadId", "thread_id", "runId", "run_id"])
+def test_every_thread_alias_sets_thread_id(key: str) -> None:
+    assert Scope.parse({"agentWallet": "A", key: "T9"}).thread_id == "T9"
+
+
+def test_first_present_alias_wins_when_several_are_given() -> None:
+    scope = Scope.parse(
+        {
+            "agentWallet": "A1",
+            "agent_id": "A2",
+            "userAddress": "U1",
+            "user_id": "U2",
+            "threadId": "T1",
+            "thread_id": "T2",
+            "runId": "T3",
+            "run_id": "T4",
+            "haiId": "H1",
+            "hai_id": "H2",
+        }
+    )
+    assert (scope.agent_wallet, scope.user_address, scope.thread_id, scope.hai_id) == (
+        "A1",
+        "U1",
+        "T1",
+        "H1",
+    )
+
+
+def test_later_thread_alias_wins_when_the_earlier_ones_are_absent() -> None:
+    assert Scope.parse({"agentWallet": "A", "runId": "R", "run_id": "r2"}).thread_id == "R"
+
+
+def test_values_are_trimmed() -> None:
+    scope = Scope.parse({"agentWallet": "  A  ", "userAddress": "\tU\n", "threadId": " T "})
+    assert (scope.agent_wallet, scope.user_address, scope.thread_id) == ("A", "U", "T")
+
+
+def test_blank_alias_counts_as_absent_so_the_next_alias_is_used() -> None:
+    scope = Scope.parse({"agentWallet": "   ", "agent_id": "A", "userAddress": "", "user_id": "U"})
+    assert (scope.agent_wallet, scope.user_address) == ("A", "U")
+
+
+def test_blank_and_non_string_optional_fields_are_absent() -> None:
+    scope = Scope.parse({"agentWallet": "A", "userAddress": "  ", "threadId": 42, "haiId": None})
+    assert scope.user_address is None
+    assert scope.thread_id is None
+    assert scope.hai_id is None
+
+
+def test_ids_keep_their_case() -> None:
+    scope = Scope.parse({"agentWallet": "0xAbC", "userAddress": "UsEr"})
+    assert (scope.agent_wallet, scope.user_address) == ("0xAbC", "UsEr")
+
+
+@pytest.mark.parametrize("mode", ["GLOBAL", "Local", "private", "", 1, None])
+def test_invalid_mode_is_dropped_silently(mode: object) -> None:
+    assert Scope.parse({"agentWallet": "A", "mode": mode}).mode is None
+
+
+def test_invalid_mode_does_not_trigger_the_local_hai_rule() -> None:
+    assert Scope.parse({"agentWallet": "A", "mode": "LOCAL"}).mode is None
+
+
+@pytest.mark.parametrize("mode", ["global", "local"])
+def test_exact_modes_are_kept(mode: str) -> None:
+    assert Scope.parse({"agentWallet": "A", "mode": mode, "haiId": "H"}).mode == mode
+
+
+def test_non_object_filters_and_metadata_are_absent() -> None:
+    scope = Scope.parse({"agentWallet": "A", "filters": [1], "metadata": "x"})
+    assert (scope.filters, scope.metadata) == (None, None)
+
+
+def test_parse_ignores_non_scope_keys() -> None:
+    assert Scope.parse({"agentWallet": "A", "query": "q", "limit": 3}).wire() == {
+        "agentWallet": "A"
+    }
+
+
+# --- Scope errors (§1.2) -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body", [{}, {"agentWallet": "  "}, {"agent_id": ""}, {"userAddress": "U"}]
+)
+def test_missing_agent_is_rejected(body: dict[str, Any]) -> None:
+    with pytest.raises(ScopeError, match=r"^agentWallet is required$"):
+        Scope.parse(body)
+
+
+@pytest.mark.parametrize("body", [{"agentWallet": "A", "mode": "local"}, {"agentWallet": "A", "mode": "local", "hai_id": " "}])
+def test_local_mode_without_hai_is_rejected(body: dict[str, Any]) -> None:
+    with pytest.raises(ScopeError, match=r"^haiId is required when mode is local$"):
+        Scope.parse(body)
+
+
+@pytest.mark.parametrize("body", ["A", ["agentWallet"], None, 3])
+def test_non_object_scope_is_rejected(body: object) -> None:
+    with pytest.raises(ScopeError, match=r"^scope must be an object$"):
+        Scope.parse(body)
+
+
+def test_control_characters_in_ids_are_rejected() -> None:
+    with pytest.raises(ScopeError, match="control characters"):
+        Scope.parse({"agentWallet": "A\x00B"})
+
+
+def test_scope_is_frozen() -> None:
+    scope = Scope.parse({"agentWallet": "A"})
+    with pytest.raises(ValueError, match="frozen"):
+        scope.agent_wallet = "B"  # type: ignore[misc]
+
+
+# --- context_request clamps (§6.1) ---------------------------------------------------------
+
+
+def ctx(**extra: Any) -> Any:
+    return inputs.context_request({"agentWallet": "A", "query": "where do I live", **extra})
+
+
+def test_context_request_defaults() -> None:
+    request = ctx()
+    assert request.layers == list(ALL_LAYERS)
+    assert (request.limit, request.max_items, request.max_item_chars) == (5, 8, 500)
+    assert request.budget_chars is None
+    assert request.include_raw is False
+
+
+@pytest.mark.parametrize(
+    ("limit", "expected"), [(0, 5), ("7", 5), (None, 5), (True, 5), (-3, 1), (3.9, 3), (100, 20)]
+)
+def test_limit_clamps_to_1_20_and_zero_means_default(limit: object, expected: int) -> None:
+    assert ctx(limit=limit).limit == expected
+
+
+@pytest.mark.parametrize(("value", "expected"), [(0, 8), (100, 24), (-1, 1), (12, 12)])
+def test_max_items_clamps_to_1_24(value: int, expected: int) -> None:
+    assert ctx(maxItems=value).max_items == expected
+
+
+@pytest.mark.parametrize(("value", "expected"), [(0, 500), (5000, 2000), (-9, 1), (120, 120)])
+def test_max_item_chars_clamps_to_1_2000(value: int, expected: int) -> None:
+    assert ctx(maxItemChars=value).max_item_chars == expected
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"budget": {"maxCharacters": 900}},
+        {"budget": {"max_chars": 900}},
+        {"maxContextCharacters": 900},
+        {"max_context_chars": 900},
+        {"budget": {"maxCharacters": 900.7}},
+    ],
+)
+def test_every_budget_alias_is_read_and_floored(extra: dict[str, Any]) -> None:
+    assert ctx(**extra).budget_chars == 900
+
+
+def test_fractional_budget_below_one_becomes_one() -> None:
+    assert ctx(budget={"maxCharacters": 0.4}).budget_chars == 1
+
+
+@pytest.mark.parametrize(
+    "extra", [{"budget": {"maxCharacters": 0}}, {"max_context_chars": 0}, {"budget": "900"}]
+)
+def test_zero_or_non_numeric_budget_means_no_budget(extra: dict[str, Any]) -> None:
+    assert ctx(**extra).budget_chars is None
+
+
+def test_unknown_layers_are_dropped_and_caller_order_kept() -> None:
+    assert ctx(layers=["vectors", "nope", "working", "vectors"]).layers == ["vectors", "working"]
+
+
+@pytest.mark.parametrize("layers", [["nope", "WORKING"], [], "working"])
+def test_no_known_layer_left_means_all_six(layers: object) -> None:
+    assert ctx(layers=layers).layers == list(ALL_LAYERS)
+
+
+@pytest.mark.parametrize(("value", "expected"), [(True, True), ("true", False), (1, False)])
+def test_include_raw_only_for_literal_true(value: object, expected: bool) -> None:
+    assert ctx(includeRaw=value).include_raw is expected
+
+
+@pytest.mark.parametrize("query", [None, "", "   ", 3])
+def test_missing_query_is_rejected(query: object) -> None:
+    body: dict[str, Any] = {"agentWallet": "A"}
+    if query is not None:
+        body["query"] = query
+    with pytest.raises(ScopeError, match=r"^query is required$"):
+        inputs.context_request(body)
+
+
+def test_context_request_on_a_non_object_is_rejected() -> None:
+    with pytest.raises(ScopeError, match=r"^body must be an object$"):
+        inputs.context_request("where")
+
+
+def test_context_request_scope_errors_come_first() -> None:
+    with pytest.raises(ScopeError, match=r"^agentWallet is required$"):
+        inputs.context_request({"query": "q"})
+
+
+# --- turn_recorded validation (§1.2, §7.1) -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("messages", "message"),
+    [
+        (["hi"], r"^messages\[0\] must be an object$"),
+        (
+            [{"role": "user", "content": "a"}, {"role": "robot", "content": "b"}],
+            r"^messages\[1\]\.role is invalid$",
+        ),
+        ([{"role": "user", "content": "   "}], r"^messages\[0\]\.content is required$"),
+        ([{"role": "user"}], r"^messages\[0\]\.content is required$"),
+    ],
+)
+def test_invalid_messages_are_rejected_with_their_index(messages: list[Any], message: str) -> None:
+    with pytest.raises(ScopeError, match=message):
+        inputs.turn_recorded(turn_body(messages=messages), now=NOW)
+
+
+@pytest.mark.parametrize(
+    "extra", [{}, {"userMessage": "hello"}, {"assistantMessage": "hi"}, {"userMessage": " ", "assistantMessage": "x"}]
+)
+def test_missing_messages_and_pair_is_rejected(extra: dict[str, Any]) -> None:
+    with pytest.raises(
+        ScopeError, match=r"^messages or userMessage plus assistantMessage are required$"
+    ):
+        inputs.turn_recorded(turn_body(**extra), now=NOW)
+
+
+@pytest.mark.parametrize("event", [{}, {"name": "  "}, {"status": "ok"}])
+def test_tool_event_without_name_is_rejected(event: dict[str, Any]) -> None:
+    with pytest.raises(ScopeError, match=r"^toolEvents\[0\]\.name is required$"):
+        inputs.turn_recorded(pair(toolEvents=[event]), now=NOW)
+
+
+@pytest.mark.parametrize("key", ["name", "toolName", "tool"])
+def test_tool_event_name_aliases(key: str) -> None:
+    event = inputs.turn_recorded(pair(toolEvents=[{key: "search"}]), now=NOW)
+    assert event.tool_events[0].name == "search"
+    assert event.tool_events[0].status == "completed"
+    assert event.tool_events[0].timestamp == NOW_MS
+
+
+def test_tool_event_result_is_cut_to_2000_chars() -> None:
+    event = inputs.turn_recorded(pair(toolEvents=[{"name": "t", "output": "x" * 2500}]), now=NOW)
+    assert event.tool_events[0].result == "x" * 2000
+
+
+def test_missing_thread_and_session_is_rejected() -> None:
+    with pytest.raises(ScopeError, match=r"^threadId or sessionId is required$"):
+        inputs.turn_recorded(
+            {"agentWallet": "A", "userMessage": "a", "assistantMessage": "b"}, now=NOW
+        )
+
+
+def test_turn_recorded_on_a_non_object_is_rejected() -> None:
+    with pytest.raises(ScopeError, match=r"^body must be an object$"):
+        inputs.turn_recorded(["x"], now=NOW)
+
+
+# --- session ids (§1.5) --------------------------------------------------------------------
+
+
+def test_global_session_id() -> None:
+    event = inputs.turn_recorded(pair(mode="global"), now=NOW)
+    assert (event.session_id, event.thread_id) == ("session:global:0xAgent:T1", "T1")
+
+
+def test_session_id_without_mode_is_global() -> None:
+    assert inputs.turn_recorded(pair(), now=NOW).session_id == "session:global:0xAgent:T1"
+
+
+def test_local_session_id_uses_the_hai() -> None:
+    event = inputs.turn_recorded(pair(mode="local", hai_id="hai-7"), now=NOW)
+    assert event.session_id == "session:local:hai-7:T1"
+
+
+def test_explicit_session_without_thread_becomes_the_thread() -> None:
+    body = {"agentWallet": "A", "sessionId": " S-1 ", "userMessage": "a", "assistantMessage": "b"}
+    event = inputs.turn_recorded(body, now=NOW)
+    assert (event.session_id, event.thread_id) == ("S-1", "S-1")
+
+
+def test_explicit_session_with_thread_keeps_both() -> None:
+    event = inputs.turn_recorded(pair(sessionId="S-1"), now=NOW)
+    assert (event.session_id, event.thread_id) == ("S-1", "T1")
+
+
+def test_thread_session_id_defaults_to_main() -> None:
+    scope = Scope.parse({"agentWallet": "A"})
+    assert inputs.thread_session_id(scope) == "session:global:A:main"
+
+
+# --- turn ids and timestamps ---------------------------------------------------------------
+
+
+def test_same_body_and_occurred_at_give_the_same_turn_id() -> None:
+    body = pair(occurredAt=1_700_000_000_000)
+    first, second = inputs.turn_recorded(body), inputs.turn_recorded(dict(body))
+    assert first.turn_id == second.turn_id
+    assert first.turn_id.startswith("turn_")
+    assert first.event_id != second.event_id
+
+
+def test_different_occurred_at_gives_a_different_turn_id() -> None:
+    first = inputs.turn_recorded(pair(), now=NOW)
+    second = inputs.turn_recorded(pair(), now=NOW + timedelta(milliseconds=1))
+    assert first.turn_id != second.turn_id
+
+
+def test_explicit_turn_id_is_kept() -> None:
+    assert inputs.turn_recorded(pair(turnId=" t-42 "), now=NOW).turn_id == "t-42"
+
+
+def test_occurred_at_accepts_ms_and_iso() -> None:
+    from_ms = inputs.turn_recorded(pair(occurredAt=NOW_MS))
+    from_iso = inputs.turn_recorded(pair(occurredAt="2024-01-02T03:04:05"))
+    assert from_ms.occurred_at == from_iso.occurred_at == NOW
+
+
+def test_bad_occurred_at_is_rejected() -> None:
+    with pytest.raises(ScopeError, match="occurredAt must be"):
+        inputs.turn_recorded(pair(occurredAt="yesterday"))
+
+
+def test_user_and_assistant_messages_are_stamped_now_and_now_plus_1() -> None:
+    event = inputs.turn_recorded(pair(), now=NOW)
+    assert [(m.role, m.content, m.timestamp) for m in event.messages] == [
+        ("user", "hello", NOW_MS),
+        ("assistant", "hi there", NOW_MS + 1),
+    ]
+
+
+def test_messages_without_timestamp_get_now_plus_index() -> None:
+    messages = [
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": "b", "timestamp": 5},
+        {"role": "system", "content": "c", "timestamp": -1},
+    ]
+    event = inputs.turn_recorded(turn_body(messages=messages), now=NOW)
+    assert [m.timestamp for m in event.messages] == [NOW_MS, 5, NOW_MS + 2]
+
+
+def test_turn_defaults() -> None:
+    event = inputs.turn_recorded(pair(), now=NOW)
+    assert (event.total_tokens, event.model_used, event.context_window) == (0, "external", 0)
+    assert event.metadata == {}
+    assert event.summary is None
+
+
+def test_token_and_model_aliases() -> None:
+    event = inputs.turn_recorded(pair(tokenCount=12, model="m-1", metadata={"k": 1}), now=NOW)
+    assert (event.total_tokens, event.model_used, event.metadata) == (12, "m-1", {"k": 1})
+
+
+# --- memory_remembered (§7.4) --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", ["content", "fact"])
+def test_remember_takes_content_or_fact(key: str) -> None:
+    event = inputs.memory_remembered({"agentWallet": "A", key: "  likes tea "}, now=NOW)
+    assert event.content == "likes tea"
+    assert (event.type, event.confidence) == ("explicit_save", 1.0)
+
+
+@pytest.mark.parametrize("extra", [{}, {"content": "  "}, {"fact": 3}])
+def test_remember_without_content_is_rejected(extra: dict[str, Any]) -> None:
+    with pytest.raises(ScopeError, match=r"^content is required$"):
+        inputs.memory_remembered({"agentWallet": "A", **extra}, now=NOW)
+
+
+def test_remember_validates_scope_first() -> None:
+    with pytest.raises(ScopeError, match=r"^agentWallet is required$"):
+        inputs.memory_remembered({"content": "x"}, now=NOW)
