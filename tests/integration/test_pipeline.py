@@ -140,12 +140,15 @@ async def test_later_pre_turn_sees_working_lines_and_other_tenants_see_nothing(
     question = "What is the name of our greyhound?"
     reply = await _until(client, question, alice, lambda r: bool(r.items))
     _alive(pipeline)
-    assert reply.prompt is not None and "Juniper" in reply.prompt
+    assert reply.prompt is not None
+    assert "Juniper" in reply.prompt
     working = [item for item in reply.items if item.layer == "working"]
     assert working, reply.items
     assert working[0].text.splitlines()[0].startswith("assistant: Juniper")  # newest line first
-    assert reply.totals["working"] == 1 and reply.totals["scene"] == 1
-    assert reply.context_usage is not None and reply.context_usage.characters == len(reply.prompt)
+    assert reply.totals["working"] == 1
+    assert reply.totals["scene"] == 1
+    assert reply.context_usage is not None
+    assert reply.context_usage.characters == len(reply.prompt)
 
     for other in (
         {"agentWallet": "0xAgentOne", "userAddress": "bob", "threadId": "pets"},
@@ -154,7 +157,8 @@ async def test_later_pre_turn_sees_working_lines_and_other_tenants_see_nothing(
     ):
         leak = await client.context(question, other)
         assert leak.prompt is None, other
-        assert leak.items == [] and sum(leak.totals.values()) == 0, other
+        assert leak.items == [], other
+        assert sum(leak.totals.values()) == 0, other
 
 
 async def _snapshot(db: Any) -> dict[str, list[dict[str, Any]]]:
@@ -188,7 +192,8 @@ async def test_publishing_the_same_event_twice_leaves_identical_documents(
     assert session["createdAt"] == 1_780_000_000_000  # event time, not wall time
 
     again = turn_recorded(body)  # same turn, a new event id: a redelivery or a replay
-    assert again.event_id != first.event_id and again.turn_id == first.turn_id
+    assert again.event_id != first.event_id
+    assert again.turn_id == first.turn_id
     await client.publish(topics.TURNS, again, again.session_id)
     await _processed(client, pipeline)
     assert await _snapshot(db) == before
@@ -224,9 +229,11 @@ async def test_cached_query_misses_after_a_write_to_its_scope_and_hits_for_anoth
     fresh = await _until(
         client, question, erin, lambda r: not r.cached and "rye" in (r.prompt or "").lower()
     )
-    assert fresh.cached is False and "rye" in (fresh.prompt or "").lower()
+    assert fresh.cached is False
+    assert "rye" in (fresh.prompt or "").lower()
     still = await client.context(question, other)
-    assert still.cached is True and "rye" not in (still.prompt or "").lower()
+    assert still.cached is True
+    assert "rye" not in (still.prompt or "").lower()
 
 
 async def test_invalid_event_goes_to_the_dead_letter_topic_and_the_partition_moves_on(
@@ -243,7 +250,8 @@ async def test_invalid_event_goes_to_the_dead_letter_topic_and_the_partition_mov
         "assistantMessage": "Blue umbrella.",
     }
     await client.record_turn(good)
-    assert client.last_position is not None and client.last_position.partition == meta.partition
+    assert client.last_position is not None
+    assert client.last_position.partition == meta.partition
     await _processed(client, pipeline)
     reply = await _until(
         client,
@@ -251,7 +259,8 @@ async def test_invalid_event_goes_to_the_dead_letter_topic_and_the_partition_mov
         {"agentWallet": "0xAgentOne", "userAddress": "fay"},
         lambda r: bool(r.items),
     )
-    assert reply.prompt is not None and "umbrella" in reply.prompt
+    assert reply.prompt is not None
+    assert "umbrella" in reply.prompt
 
     from aiokafka import AIOKafkaConsumer
 
@@ -278,4 +287,5 @@ async def test_invalid_event_goes_to_the_dead_letter_topic_and_the_partition_mov
         await consumer.stop()
     assert letters, "the poison message was not dead-lettered"
     body = letters[0].value or b""
-    assert b'"error_type":"ValidationError"' in body and b'"source_topic":"memory.turns.v1"' in body
+    assert b'"error_type":"ValidationError"' in body
+    assert b'"source_topic":"memory.turns.v1"' in body
