@@ -26,6 +26,8 @@ def subscriber(
         auto_offset_reset="earliest",
         session_timeout_ms=rt.settings.session_timeout_ms,
         heartbeat_interval_ms=rt.settings.heartbeat_interval_ms,
-        fetch_max_wait_ms=rt.settings.reply_fetch_wait_ms if interactive else 500,
+        fetch_max_wait_ms=(
+            rt.settings.reply_fetch_wait_ms if interactive else rt.settings.fetch_wait_ms
+        ),
         ack_policy=AckPolicy.ACK,
     )

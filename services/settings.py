@@ -37,6 +37,11 @@ class Settings(BaseSettings):
     reply_fetch_wait_ms: int = Field(
         default=25, ge=1, description="fetch_max_wait_ms of the request/reply subscribers."
     )
+    fetch_wait_ms: int = Field(
+        default=100,
+        ge=1,
+        description="fetch_max_wait_ms of the ingest groups (freshness: post_turn → visible).",
+    )
     embedder: Literal["local-minilm", "hashing"] = Field(
         default="local-minilm", description="Embedding model (hashing: tests only)."
     )

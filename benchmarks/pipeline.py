@@ -1,0 +1,185 @@
+"""Benchmark the foundation pipeline over Kafka, with the local MiniLM embedder.
+
+    python -m benchmarks.pipeline                  # from the repo root; starts its own stack
+    python -m benchmarks.pipeline --turns 300 --visible 60 --requests 400
+
+The consumer groups run in one separate process (`mnemostream run all`), the client in this
+one, as an agent runtime would. Printed figures (milliseconds, p50/p95/p99):
+
+* post_turn publish → ack: `MemoryClient.record_turn` until the broker acknowledged it;
+* post_turn → visible in pre_turn: from publishing a turn that carries a unique word until a
+  pre_turn reply contains it (pre_turn polled back to back);
+* pre_turn request-reply over Kafka, cache miss (a new query each time) and cache hit.
+
+Set MNEMOSTREAM_KAFKA_BOOTSTRAP, MNEMOSTREAM_MONGO_URI and MNEMOSTREAM_REDIS_URL to run it
+against servers of your own instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from services.client import MemoryClient
+from services.infra import ENV_KAFKA, ENV_MONGO, ENV_REDIS, Endpoints, start_stack, stop_stack
+from services.offsets import wait_processed
+
+TOPICS = ["Lisbon", "sourdough", "greyhound", "marathon", "violin", "kayak", "orchid", "chess"]
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def line(name: str, values: list[float]) -> str:
+    return (
+        f"{name:<42} n={len(values):<4} p50 {pct(values, 50):7.2f}  p95 {pct(values, 95):7.2f}"
+        f"  p99 {pct(values, 99):7.2f}  mean {statistics.fmean(values):7.2f} ms"
+    )
+
+
+@contextmanager
+def endpoints() -> Iterator[Endpoints]:
+    kafka, mongo, redis = (os.environ.get(k) for k in (ENV_KAFKA, ENV_MONGO, ENV_REDIS))
+    if kafka and mongo and redis:
+        yield Endpoints(kafka, mongo, redis)
+        return
+    state = Path(tempfile.mkdtemp(prefix="mnemostream-bench-"))
+    ends = start_stack(state)
+    try:
+        yield ends
+    finally:
+        stop_stack(state)
+
+
+@contextmanager
+def groups(ends: Endpoints, tag: str) -> Iterator[None]:
+    env = {
+        **os.environ,
+        **ends.to_env(),
+        "MNEMOSTREAM_MONGO_DB": f"bench_{tag}",
+        "MNEMOSTREAM_GROUP_PREFIX": f"bench-{tag}",
+        "MNEMOSTREAM_SESSION_TIMEOUT_MS": "2000",
+        "MNEMOSTREAM_HEARTBEAT_INTERVAL_MS": "500",
+    }
+    subprocess.run(
+        [sys.executable, "-m", "services", "db", "init"], env=env, check=True, capture_output=True
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "services", "run", "all", "--log-level", "warning"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        yield
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+async def run(args: argparse.Namespace, ends: Endpoints, tag: str) -> None:
+    agent = f"0xBench{uuid.uuid4().hex[:6]}"
+    async with MemoryClient(ends.kafka_bootstrap, timeout=20) as client:
+        # warm-up: the groups join, the embedder loads, the first request is answered
+        scope = {"agentWallet": agent, "userAddress": "warm", "threadId": "warm"}
+        await client.record_turn({**scope, "userMessage": "warm up", "assistantMessage": "ok"})
+        deadline = time.monotonic() + 60
+        while not (await client.context("warm up", scope)).items:
+            if time.monotonic() > deadline:
+                raise SystemExit("the pipeline did not answer within 60 s")
+            await asyncio.sleep(0.2)
+
+        acks: list[float] = []
+        last: dict[int, int] = {}
+        for i in range(args.turns):
+            body = {
+                "agentWallet": agent,
+                "userAddress": f"user{i % 20}",
+                "threadId": f"thread{i % 7}",
+                "userMessage": f"I went {TOPICS[i % len(TOPICS)]} shopping, visit {i}.",
+                "assistantMessage": "Thanks for telling me.",
+            }
+            start = time.perf_counter()
+            await client.record_turn(body)
+            acks.append((time.perf_counter() - start) * 1000)
+            pos = client.last_position
+            assert pos is not None
+            last[pos.partition] = max(pos.offset, last.get(pos.partition, -1))
+        # let the ingest backlog drain, so the next figure is latency, not queueing
+        for partition, offset in last.items():
+            await wait_processed(
+                ends.kafka_bootstrap,
+                f"bench-{tag}.transcripts",
+                "memory.turns.v1",
+                partition,
+                offset,
+                timeout=120,
+            )
+
+        visible: list[float] = []
+        for i in range(args.visible):
+            word = f"zq{uuid.uuid4().hex[:8]}"
+            scope = {"agentWallet": agent, "userAddress": "vis", "threadId": f"vis{i}"}
+            start = time.perf_counter()
+            await client.record_turn(
+                {
+                    **scope,
+                    "userMessage": f"My locker code is {word}.",
+                    "assistantMessage": "Stored.",
+                }
+            )
+            while word not in ((await client.context(f"locker code {word}", scope)).prompt or ""):
+                if time.perf_counter() - start > 30:
+                    raise SystemExit("a turn did not become visible within 30 s")
+            visible.append((time.perf_counter() - start) * 1000)
+
+        misses: list[float] = []
+        hits: list[float] = []
+        scope = {"agentWallet": agent, "userAddress": "user3", "threadId": "thread3"}
+        for i in range(args.requests):
+            query = f"What did I go {TOPICS[i % len(TOPICS)]} shopping for, question {i}?"
+            start = time.perf_counter()
+            reply = await client.context(query, scope)
+            misses.append((time.perf_counter() - start) * 1000)
+            assert not reply.cached
+            start = time.perf_counter()
+            reply = await client.context(query, scope)
+            hits.append((time.perf_counter() - start) * 1000)
+
+    print(
+        f"mnemostream pipeline benchmark on {platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}, local MiniLM embedder, groups in 1 process, "
+        f"ingest fetch wait {os.environ.get('MNEMOSTREAM_FETCH_WAIT_MS', '100')} ms"
+    )
+    print(line("post_turn publish → ack", acks))
+    print(line("post_turn → visible in pre_turn", visible))
+    print(line("pre_turn request-reply (cache miss)", misses))
+    print(line("pre_turn request-reply (cache hit)", hits))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=300)
+    parser.add_argument("--visible", type=int, default=60)
+    parser.add_argument("--requests", type=int, default=300)
+    args = parser.parse_args()
+    tag = uuid.uuid4().hex[:8]
+    with endpoints() as ends, groups(ends, tag):
+        asyncio.run(run(args, ends, tag))
+
+
+if __name__ == "__main__":
+    main()

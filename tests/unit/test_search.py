@@ -1,0 +1,306 @@
+"""pre_turn through the engine's `MemorySearch` with in-memory ports: tenancy, cache, failures."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from engine.adapters.memory import (
+    HashingEmbedder,
+    InMemoryMemoryStore,
+    InMemoryQueryCache,
+    InMemoryTranscriptStore,
+    InMemoryWorkingStore,
+)
+from engine.context import MemorySearch, invalidate
+from engine.errors import DependencyFailed
+from engine.ingest import TurnRecorder
+from engine.ports import InputType, Vector, WorkingStore
+from engine.records import WorkingAppend, WorkingSession
+from engine.scoping import TenantFilter
+from schemas.inputs import context_request, to_ms, turn_recorded
+from schemas.requests import ContextReply, LayerSearchRequest
+from schemas.scope import Scope
+
+AGENT = "0xAgent"
+T0 = datetime(2021, 3, 4, 10, 0, tzinfo=UTC)
+NOW_MS = to_ms(T0 + timedelta(hours=1))
+QUERY = "Where do I live? Lisbon?"
+USER_LINE = "user: I moved to Lisbon last spring"
+ASSISTANT_LINE = "assistant: Noted, you live in Lisbon now"
+
+
+class CountingEmbedder:
+    """HashingEmbedder that records every call (input type and number of texts)."""
+
+    def __init__(self) -> None:
+        self.inner = HashingEmbedder()
+        self.calls: list[tuple[InputType, int]] = []
+
+    @property
+    def model(self) -> str:
+        return self.inner.model
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    async def embed(self, texts: Sequence[str], input_type: InputType) -> list[Vector]:
+        self.calls.append((input_type, len(texts)))
+        return await self.inner.embed(texts, input_type)
+
+    def query_calls(self) -> int:
+        return sum(1 for kind, _ in self.calls if kind == "query")
+
+
+class FailingWorkingStore:
+    """A working store whose reads fail like an unreachable database."""
+
+    async def append(self, lines: WorkingAppend, keep: int) -> bool:
+        return True
+
+    async def recent(self, where: TenantFilter, limit: int) -> list[WorkingSession]:
+        raise DependencyFailed("working store is down")
+
+
+class BrokenWorkingStore(FailingWorkingStore):
+    """A working store with a programming error (not a dependency failure)."""
+
+    async def recent(self, where: TenantFilter, limit: int) -> list[WorkingSession]:
+        raise RuntimeError("bug")
+
+
+@dataclass
+class Engine:
+    recorder: TurnRecorder
+    search: MemorySearch
+    cache: InMemoryQueryCache
+    embedder: CountingEmbedder
+
+    def with_working(self, store: WorkingStore) -> MemorySearch:
+        s = self.search
+        return MemorySearch(s.transcripts, store, s.memory, s.embedder, s.cache)
+
+
+@pytest.fixture
+def engine() -> Engine:
+    transcripts, working, memory = (
+        InMemoryTranscriptStore(),
+        InMemoryWorkingStore(),
+        InMemoryMemoryStore(),
+    )
+    embedder, cache = CountingEmbedder(), InMemoryQueryCache()
+    return Engine(
+        TurnRecorder(transcripts, working, memory, embedder),
+        MemorySearch(transcripts, working, memory, embedder, cache),
+        cache,
+        embedder,
+    )
+
+
+def scope_body(**kw: Any) -> dict[str, Any]:
+    return {"agentWallet": AGENT, "userAddress": "U1", "threadId": "T1", **kw}
+
+
+async def record(e: Engine, at: datetime = T0, **kw: Any) -> None:
+    body = scope_body(**kw)
+    body.setdefault("userMessage", USER_LINE.removeprefix("user: "))
+    body.setdefault("assistantMessage", ASSISTANT_LINE.removeprefix("assistant: "))
+    await e.recorder.record(turn_recorded(body, now=at))
+
+
+async def ask(search: MemorySearch, query: str = QUERY, **kw: Any) -> ContextReply:
+    return await search.context(context_request({**scope_body(**kw), "query": query}), NOW_MS)
+
+
+def nothing_found(reply: ContextReply) -> bool:
+    return reply.prompt is None and not reply.items and sum(reply.totals.values()) == 0
+
+
+# --- tenancy -------------------------------------------------------------------------------
+
+
+async def test_same_user_and_thread_get_the_working_lines_in_the_prompt(engine: Engine) -> None:
+    await record(engine)
+    reply = await ask(engine.search)
+    assert reply.prompt is not None
+    assert f"[WORKING] {ASSISTANT_LINE}\n{USER_LINE}" in reply.prompt
+    assert reply.totals == {"working": 1, "scene": 1, "vectors": 1}
+    assert reply.cached is False
+    assert reply.context_id.startswith("ctx_")
+
+
+async def test_another_user_of_the_same_agent_gets_nothing(engine: Engine) -> None:
+    await record(engine)
+    assert nothing_found(await ask(engine.search, userAddress="U2"))
+
+
+async def test_a_user_less_scope_does_not_see_a_users_memory(engine: Engine) -> None:
+    await record(engine)
+    body = {"agentWallet": AGENT, "threadId": "T1", "query": QUERY}
+    assert nothing_found(await engine.search.context(context_request(body), NOW_MS))
+
+
+async def test_another_agent_gets_nothing(engine: Engine) -> None:
+    await record(engine)
+    assert nothing_found(await ask(engine.search, agentWallet="0xOther"))
+
+
+async def test_agent_ids_are_case_sensitive(engine: Engine) -> None:
+    await record(engine)
+    assert nothing_found(await ask(engine.search, agentWallet=AGENT.lower()))
+
+
+async def test_vectors_find_a_turn_from_another_thread_of_the_same_user(engine: Engine) -> None:
+    await record(engine, threadId="T1")
+    reply = await ask(engine.search, threadId="T2", layers=["working", "scene", "vectors"])
+    assert reply.totals == {"working": 0, "scene": 0, "vectors": 1}
+    assert reply.prompt is not None
+    assert "[VECTORS]" in reply.prompt
+    assert "Lisbon" in reply.prompt
+
+
+async def test_vectors_do_not_find_another_users_turn(engine: Engine) -> None:
+    await record(engine, userAddress="U1", threadId="T1")
+    reply = await ask(engine.search, userAddress="U2", threadId="T2", layers=["vectors"])
+    assert reply.totals == {"vectors": 0}
+    assert reply.prompt is None
+
+
+async def test_unrelated_query_finds_no_vectors(engine: Engine) -> None:
+    await record(engine)
+    reply = await ask(engine.search, query="favourite colour", layers=["vectors"])
+    assert reply.totals == {"vectors": 0}
+
+
+async def test_unserved_layers_are_absent_from_totals(engine: Engine) -> None:
+    await record(engine)
+    reply = await ask(engine.search, layers=["graph", "patterns", "working"])
+    assert reply.totals == {"working": 1}
+
+
+# --- cache ---------------------------------------------------------------------------------
+
+
+async def test_second_identical_request_is_served_from_the_cache(engine: Engine) -> None:
+    await record(engine)
+    first = await ask(engine.search)
+    second = await ask(engine.search)
+    assert (first.cached, second.cached) == (False, True)
+    assert second.prompt == first.prompt
+    assert second.totals == first.totals
+
+
+async def test_a_different_query_is_not_served_from_the_cache(engine: Engine) -> None:
+    await record(engine)
+    await ask(engine.search)
+    assert (await ask(engine.search, query="Lisbon spring")).cached is False
+
+
+async def test_invalidating_the_written_scope_makes_the_next_request_miss(engine: Engine) -> None:
+    await ask(engine.search)
+    await record(engine)
+    assert (await ask(engine.search)).cached is True  # stale until invalidated
+
+    bumped = await invalidate(engine.cache, Scope.parse(scope_body()))
+    assert bumped == 3  # agent, user, thread: never the global key
+    reply = await ask(engine.search)
+    assert reply.cached is False
+    assert reply.totals["working"] == 1
+
+
+async def test_invalidating_a_thread_of_the_same_user_makes_durable_reads_miss(
+    engine: Engine,
+) -> None:
+    await ask(engine.search, threadId="T2")
+    await invalidate(engine.cache, Scope.parse({"agentWallet": AGENT, "userAddress": "U1"}))
+    assert (await ask(engine.search, threadId="T2")).cached is False
+
+
+async def test_a_write_to_another_agents_scope_does_not_invalidate(engine: Engine) -> None:
+    await ask(engine.search)
+    await invalidate(engine.cache, Scope.parse(scope_body(agentWallet="0xOther")))
+    await invalidate(engine.cache, Scope.parse(scope_body(agentWallet=AGENT.lower())))
+    assert (await ask(engine.search)).cached is True
+
+
+async def test_a_failing_layer_is_absent_and_the_result_is_not_cached_fixes_16_22(
+    engine: Engine,
+) -> None:
+    await record(engine)
+    search = engine.with_working(FailingWorkingStore())
+
+    first = await ask(search)
+    assert "working" not in first.totals
+    assert first.totals == {"scene": 1, "vectors": 1}
+    assert first.prompt is not None
+    assert "[WORKING]" not in first.prompt
+    second = await ask(search)
+    assert second.cached is False
+    assert engine.cache.values == {}
+
+
+async def test_a_programming_error_in_a_layer_propagates(engine: Engine) -> None:
+    search = engine.with_working(BrokenWorkingStore())
+    with pytest.raises(RuntimeError, match="bug"):
+        await ask(search)
+
+
+async def test_the_query_is_embedded_once_per_request_fixes_16_22(engine: Engine) -> None:
+    await record(engine)
+    engine.embedder.calls.clear()
+
+    await ask(engine.search)
+    assert engine.embedder.calls == [("query", 1)]
+    await ask(engine.search)  # cached: no embedding at all
+    assert engine.embedder.calls == [("query", 1)]
+    await ask(engine.search, query="Lisbon spring")
+    assert engine.embedder.query_calls() == 2
+
+
+async def test_layers_without_vectors_never_embed_the_query(engine: Engine) -> None:
+    await record(engine)
+    engine.embedder.calls.clear()
+    await ask(engine.search, layers=["working", "scene"])
+    assert engine.embedder.calls == []
+
+
+# --- layer_search ---------------------------------------------------------------------------
+
+
+async def test_layer_search_returns_raw_items_and_totals(engine: Engine) -> None:
+    await record(engine)
+    request = LayerSearchRequest(
+        scope=Scope.parse(scope_body()), query=QUERY, layers=["working", "vectors"], limit=5
+    )
+    reply = await engine.search.layer_search(request)
+
+    assert reply.query == QUERY
+    assert reply.totals == {"working": 1, "vectors": 1}
+    [working] = reply.layers["working"]
+    assert working["sessionId"] == f"session:global:{AGENT}:T1"
+    assert working["context"] == [ASSISTANT_LINE, USER_LINE]
+    [vector] = reply.layers["vectors"]
+    assert vector["vectorId"].startswith("vec_")
+    assert vector["content"] == f"{USER_LINE}\n{ASSISTANT_LINE}"
+    assert (vector["agentWallet"], vector["userAddress"], vector["source"]) == (
+        AGENT,
+        "U1",
+        "session",
+    )
+    assert vector["createdAt"] == to_ms(T0)
+    assert 0.25 <= vector["score"] <= 1.0
+    assert reply.cached is False
+    assert (await engine.search.layer_search(request)).cached is True
+
+
+async def test_include_raw_returns_the_layer_items(engine: Engine) -> None:
+    await record(engine)
+    reply = await ask(engine.search, includeRaw=True, layers=["working"])
+    assert reply.raw is not None
+    assert reply.raw["working"][0]["context"] == [ASSISTANT_LINE, USER_LINE]
+    assert (await ask(engine.search, layers=["working"])).raw is None
