@@ -33,7 +33,9 @@ def _logging(level: str) -> None:
 
 @app.command()
 def run(
-    groups: Annotated[list[str], typer.Argument(help="transcripts, invalidation, search or all")],
+    groups: Annotated[
+        list[str], typer.Argument(help="transcripts, facts, invalidation, search, or all")
+    ],
     log_level: Annotated[str, typer.Option(help="Python log level.")] = "info",
 ) -> None:
     """Run consumer groups until SIGINT/SIGTERM."""

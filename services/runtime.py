@@ -23,6 +23,7 @@ from engine.adapters.redis_cache import RedisQueryCache
 from engine.context import MemorySearch, SearchPolicy
 from engine.ingest import DAY_MS, IngestPolicy, TurnRecorder
 from engine.ports import Embedder
+from engine.remember import Rememberer
 from engine.scoping import GLOBAL_NAMESPACE
 from services.infra import Endpoints, read_endpoints
 from services.settings import Settings
@@ -66,6 +67,7 @@ class Runtime:
     redis: Redis
     embedder: Embedder
     recorder: TurnRecorder
+    rememberer: Rememberer
     search: MemorySearch
 
     def group_id(self, group: str) -> str:
@@ -110,6 +112,7 @@ async def open_runtime(
                     session_ttl_ms=int(settings.session_ttl_days * DAY_MS),
                 ),
             ),
+            rememberer=Rememberer(memory, model),
             search=MemorySearch(
                 transcripts,
                 working,

@@ -26,7 +26,7 @@ from services.offsets import wait_processed
 
 pytestmark = pytest.mark.integration
 
-GROUPS = ("transcripts", "invalidation", "search")
+GROUPS = ("transcripts", "facts", "invalidation", "search")
 
 
 @dataclass
@@ -289,3 +289,26 @@ async def test_invalid_event_goes_to_the_dead_letter_topic_and_the_partition_mov
     body = letters[0].value or b""
     assert b'"error_type":"ValidationError"' in body
     assert b'"source_topic":"memory.turns.v1"' in body
+
+
+async def test_remembered_fact_is_deduplicated_and_recalled_from_another_thread(
+    pipeline: Pipeline, client: MemoryClient, db: Any
+) -> None:
+    gus = {"agentWallet": "0xAgentOne", "userAddress": "gus", "threadId": "t-remember"}
+    for content in ("Gus is allergic to peanuts.", "  gus is allergic to PEANUTS.  "):
+        await client.remember({**gus, "content": content, "type": "identity"})
+        await _processed(client, pipeline, "facts")
+    rows = await db["memory"].find({"userAddress": "gus", "source": "fact"}).to_list(length=None)
+    assert len(rows) == 1  # the reference inserted one row per remember (§16.13)
+    assert rows[0]["metadata"]["factType"] == "identity"
+    assert rows[0]["embeddingModel"] == "all-MiniLM-L6-v2-int8" and rows[0]["embeddingDim"] == 384
+
+    elsewhere = {**gus, "threadId": "another-thread"}
+    reply = await _until(
+        client,
+        "Does Gus have any food allergies?",
+        elsewhere,
+        lambda r: "peanuts" in (r.prompt or ""),
+    )
+    assert reply.prompt is not None and "peanuts" in reply.prompt
+    assert any(item.layer == "vectors" and item.source == "fact" for item in reply.items)

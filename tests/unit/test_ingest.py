@@ -160,9 +160,11 @@ async def test_tool_events_become_tool_messages_with_tool_calls(engine: Engine) 
     [transcript] = await transcripts(engine)
     assert [(m.role, m.content, m.tool_calls) for m in transcript.messages] == [
         ("user", "weather?", None),
-        ("tool", "tool:weather status:completed result:sunny", [
-            {"name": "weather", "args": {"city": "Lisbon"}}
-        ]),
+        (
+            "tool",
+            "tool:weather status:completed result:sunny",
+            [{"name": "weather", "args": {"city": "Lisbon"}}],
+        ),
         ("tool", "tool:noop status:failed", [{"name": "noop", "args": {}}]),
         ("assistant", "sunny", None),
     ]
@@ -365,7 +367,9 @@ def test_compact_summary_is_cut_to_1800_chars() -> None:
 
 def test_compact_summary_honours_the_policy() -> None:
     policy = IngestPolicy(summary_messages=2, summary_chars=12)
-    summary = compact_summary([msg("user", "one"), msg("user", "two"), msg("user", "three")], policy)
+    summary = compact_summary(
+        [msg("user", "one"), msg("user", "two"), msg("user", "three")], policy
+    )
     assert summary == "user: two\nus"
 
 

@@ -129,7 +129,10 @@ def test_missing_agent_is_rejected(body: dict[str, Any]) -> None:
         Scope.parse(body)
 
 
-@pytest.mark.parametrize("body", [{"agentWallet": "A", "mode": "local"}, {"agentWallet": "A", "mode": "local", "hai_id": " "}])
+@pytest.mark.parametrize(
+    "body",
+    [{"agentWallet": "A", "mode": "local"}, {"agentWallet": "A", "mode": "local", "hai_id": " "}],
+)
 def test_local_mode_without_hai_is_rejected(body: dict[str, Any]) -> None:
     with pytest.raises(ScopeError, match=r"^haiId is required when mode is local$"):
         Scope.parse(body)
@@ -263,7 +266,13 @@ def test_invalid_messages_are_rejected_with_their_index(messages: list[Any], mes
 
 
 @pytest.mark.parametrize(
-    "extra", [{}, {"userMessage": "hello"}, {"assistantMessage": "hi"}, {"userMessage": " ", "assistantMessage": "x"}]
+    "extra",
+    [
+        {},
+        {"userMessage": "hello"},
+        {"assistantMessage": "hi"},
+        {"userMessage": " ", "assistantMessage": "x"},
+    ],
 )
 def test_missing_messages_and_pair_is_rejected(extra: dict[str, Any]) -> None:
     with pytest.raises(

@@ -53,9 +53,7 @@ def test_namespace_chain_never_contains_the_global_key_fixes_16_1(kw: dict[str, 
 
 
 def test_namespace_chain_runs_agent_mode_hai_user_thread() -> None:
-    chain = namespace_chain(
-        scope(mode="local", haiId="H", userAddress="U1", threadId="T9")
-    )
+    chain = namespace_chain(scope(mode="local", haiId="H", userAddress="U1", threadId="T9"))
     assert chain == [
         "memory:ns:a:0xAbC:m:_:h:_:u:_:t:_",
         "memory:ns:a:0xAbC:m:local:h:_:u:_:t:_",

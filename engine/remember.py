@@ -1,0 +1,95 @@
+"""Explicit remember (REFERENCE §7.4), deduplicated.
+
+A remembered fact becomes a `source: "fact"` memory row whose id is derived from
+`factHash = H32(agent | lower(user or "_") | lower(trim(text)))`, so remembering the same fact
+twice (or redelivering the event) keeps one row: the reference never deduplicated this path
+(§16.13). Caller metadata cannot override system keys (§16.27).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.ports import Embedder, MemoryStore
+from engine.records import MemoryRow
+from engine.scoping import scope_fields
+from schemas.events import MemoryRemembered
+from schemas.inputs import FACT_TYPES, h32, to_ms
+
+SYSTEM_KEYS = frozenset(
+    {
+        "type",
+        "source",
+        "layer",
+        "status",
+        "factHash",
+        "factType",
+        "extractor",
+        "confidence",
+        "retention",
+        "scope",
+        "conflictPolicy",
+        "eventId",
+    }
+)
+
+
+def fact_hash(agent: str, user: str | None, text: str) -> str:
+    """The dedupe key of a fact within a tenant (case- and edge-space-insensitive text)."""
+    return h32(f"{agent}|{(user or '_').lower()}|{text.strip().lower()}")
+
+
+def fact_vector_id(agent: str, user: str | None, text: str) -> str:
+    return "fact_" + fact_hash(agent, user, text)
+
+
+@dataclass(frozen=True, slots=True)
+class FactStored:
+    vector_id: str
+    inserted: bool
+
+
+@dataclass(slots=True)
+class Rememberer:
+    memory: MemoryStore
+    embedder: Embedder
+
+    async def remember(self, event: MemoryRemembered) -> FactStored:
+        scope = event.scope
+        digest = fact_hash(scope.agent_wallet, scope.user_address, event.content)
+        vector_id = "fact_" + digest
+        if await self.memory.exists(vector_id):
+            return FactStored(vector_id, inserted=False)
+        [embedding] = await self.embedder.embed([event.content], "document")
+        caller = {k: v for k, v in event.metadata.items() if k not in SYSTEM_KEYS}
+        metadata = {
+            **caller,
+            "type": event.type,
+            "source": "agent_loop",
+            "layer": "graph",
+            "factHash": digest,
+            "factType": event.type if event.type in FACT_TYPES else "context",
+            "confidence": event.confidence,
+            "extractor": "explicit",
+            "eventId": event.event_id,
+        }
+        for key, value in (
+            ("retention", event.retention),
+            ("scope", event.memory_scope),
+            ("conflictPolicy", event.conflict_policy),
+        ):
+            if value is not None:
+                metadata[key] = value
+        inserted = await self.memory.insert_if_absent(
+            MemoryRow(
+                vector_id=vector_id,
+                scope=scope_fields(scope),
+                content=event.content,
+                embedding=embedding,
+                embedding_model=self.embedder.model,
+                source="fact",
+                created_at=to_ms(event.occurred_at),
+                metadata=metadata,
+            )
+        )
+        return FactStored(vector_id, inserted)
