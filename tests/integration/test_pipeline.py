@@ -301,7 +301,8 @@ async def test_remembered_fact_is_deduplicated_and_recalled_from_another_thread(
     rows = await db["memory"].find({"userAddress": "gus", "source": "fact"}).to_list(length=None)
     assert len(rows) == 1  # the reference inserted one row per remember (§16.13)
     assert rows[0]["metadata"]["factType"] == "identity"
-    assert rows[0]["embeddingModel"] == "all-MiniLM-L6-v2-int8" and rows[0]["embeddingDim"] == 384
+    assert rows[0]["embeddingModel"] == "all-MiniLM-L6-v2-int8"
+    assert rows[0]["embeddingDim"] == 384
 
     elsewhere = {**gus, "threadId": "another-thread"}
     reply = await _until(
@@ -310,5 +311,6 @@ async def test_remembered_fact_is_deduplicated_and_recalled_from_another_thread(
         elsewhere,
         lambda r: "peanuts" in (r.prompt or ""),
     )
-    assert reply.prompt is not None and "peanuts" in reply.prompt
+    assert reply.prompt is not None
+    assert "peanuts" in reply.prompt
     assert any(item.layer == "vectors" and item.source == "fact" for item in reply.items)
