@@ -119,7 +119,7 @@ async def run_demo(settings: Settings, console: Console) -> None:
         )
         async with (
             running_groups(local, ["all"], broker_logs=False),
-            MemoryClient(ends.kafka_bootstrap) as client,
+            MemoryClient(ends.kafka_bootstrap, timeout=settings.request_timeout_seconds) as client,
         ):
             now = int(time.time() * 1000) - 60_000
             for i, turn in enumerate(CONVERSATION):

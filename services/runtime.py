@@ -24,7 +24,6 @@ from engine.context import MemorySearch, SearchPolicy
 from engine.ingest import DAY_MS, IngestPolicy, TurnRecorder
 from engine.ports import Embedder
 from engine.remember import Rememberer
-from engine.scoping import GLOBAL_NAMESPACE
 from services.infra import Endpoints, read_endpoints
 from services.settings import Settings
 
@@ -95,7 +94,7 @@ async def open_runtime(
         model = embedder or build_embedder(settings)
         transcripts, working = MongoTranscriptStore(db), MongoWorkingStore(db)
         memory = MongoMemoryStore(db)
-        cache = RedisQueryCache(redis, global_key=GLOBAL_NAMESPACE)
+        cache = RedisQueryCache(redis)
         yield Runtime(
             settings=settings,
             endpoints=ends,

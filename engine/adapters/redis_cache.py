@@ -17,14 +17,12 @@ log = logging.getLogger(__name__)
 
 
 class RedisQueryCache:
-    def __init__(self, client: Redis, *, global_key: str) -> None:
+    def __init__(self, client: Redis) -> None:
         self._redis = client
-        self._global = global_key
 
     async def token(self, chain: Sequence[str]) -> str | None:
-        keys = [self._global, *chain]
         try:
-            values = await self._redis.mget(keys)
+            values = await self._redis.mget(list(chain))
         except RedisError as exc:
             log.warning("cache token unavailable: %s", exc)
             return None

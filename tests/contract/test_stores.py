@@ -493,7 +493,7 @@ async def cache(
     stack = request.getfixturevalue("stack")
     client = Redis.from_url(stack.redis_url)
     try:
-        yield Cache(RedisQueryCache(client, global_key=f"{prefix}:ns:global"), prefix)
+        yield Cache(RedisQueryCache(client), prefix)
     finally:
         keys = [key async for key in client.scan_iter(match=f"{prefix}:*")]
         if keys:
@@ -554,7 +554,7 @@ async def test_get_set_round_trip(cache: Cache) -> None:
 async def test_redis_bump_and_set_give_keys_a_ttl(stack: Any, unique: Callable[[str], str]) -> None:
     prefix = unique("mnemo-test")
     client = Redis.from_url(stack.redis_url)
-    cache = RedisQueryCache(client, global_key=f"{prefix}:ns:global")
+    cache = RedisQueryCache(client)
     try:
         await cache.bump([f"{prefix}:ns:a"], 480)
         await cache.set(f"{prefix}:query:1", b"x", 120)
@@ -562,22 +562,6 @@ async def test_redis_bump_and_set_give_keys_a_ttl(stack: Any, unique: Callable[[
         assert 0 < await client.ttl(f"{prefix}:query:1") <= 120
     finally:
         await client.delete(f"{prefix}:ns:a", f"{prefix}:query:1")
-        await client.aclose()
-
-
-@pytest.mark.integration
-async def test_redis_token_includes_the_global_key(
-    stack: Any, unique: Callable[[str], str]
-) -> None:
-    prefix = unique("mnemo-test")
-    client = Redis.from_url(stack.redis_url)
-    cache = RedisQueryCache(client, global_key=f"{prefix}:ns:global")
-    try:
-        before = await cache.token([f"{prefix}:ns:a"])
-        await cache.bump([f"{prefix}:ns:global"], 60)  # maintenance touching every tenant
-        assert await cache.token([f"{prefix}:ns:a"]) != before
-    finally:
-        await client.delete(f"{prefix}:ns:global")
         await client.aclose()
 
 
@@ -594,7 +578,7 @@ async def dead_cache() -> AsyncIterator[RedisQueryCache]:
         f"redis://127.0.0.1:{closed_port()}/0", socket_connect_timeout=0.5, socket_timeout=0.5
     )
     try:
-        yield RedisQueryCache(client, global_key="memory:ns:global")
+        yield RedisQueryCache(client)
     finally:
         await client.aclose()
 
