@@ -21,10 +21,12 @@ from pydantic import SecretStr
 from rich.console import Console
 from rich.panel import Panel
 
+from schemas import topics
 from schemas.requests import ContextReply
 from services.app import running_groups
 from services.client import MemoryClient
 from services.infra import Endpoints, read_endpoints, start_stack, stop_stack
+from services.offsets import wait_processed
 from services.runtime import NotConfigured, endpoints
 from services.settings import Settings
 
@@ -122,9 +124,22 @@ async def run_demo(settings: Settings, console: Console) -> None:
             MemoryClient(ends.kafka_bootstrap, timeout=settings.request_timeout_seconds) as client,
         ):
             now = int(time.time() * 1000) - 60_000
+            last: dict[int, int] = {}
             for i, turn in enumerate(CONVERSATION):
                 await client.record_turn({"agentWallet": AGENT, **turn, "occurredAt": now + i})
+                if client.last_position is not None:
+                    pos = client.last_position
+                    last[pos.partition] = max(pos.offset, last.get(pos.partition, -1))
             console.print(f"published {len(CONVERSATION)} turns (2 users, 3 threads)")
+            for partition, offset in last.items():  # until the transcripts group stored them all
+                await wait_processed(
+                    ends.kafka_bootstrap,
+                    f"{local.group_prefix}.transcripts",
+                    topics.TURNS,
+                    partition,
+                    offset,
+                    timeout=60,
+                )
             for scope, question, expect in QUESTIONS:
                 scoped = {"agentWallet": AGENT, **scope}
                 reply = await _ask(client, scoped, question, expect=expect)

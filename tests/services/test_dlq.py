@@ -1,0 +1,104 @@
+"""The DLQ guard on FastStream's in-memory test broker: bounded retries with backoff, then a
+dead letter carrying the error and the message's origin; the handler always returns, so the
+partition moves on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from faststream.kafka import KafkaBroker, TestKafkaBroker
+from faststream.kafka.annotations import KafkaMessage
+
+from engine.errors import DependencyFailed, InputRejected
+from schemas import topics
+from schemas.events import MemoryChanged
+from schemas.scope import Scope
+from services.dlq import DeadLetter, consume
+
+SOURCE = "test.source.v1"
+
+
+def make_app(failures: list[BaseException]) -> tuple[KafkaBroker, list[Any], list[DeadLetter]]:
+    """A broker whose handler raises the queued failures in order, then succeeds."""
+    broker = KafkaBroker()
+    processed: list[Any] = []
+    letters: list[DeadLetter] = []
+
+    async def work(event: MemoryChanged) -> None:
+        if failures:
+            raise failures.pop(0)
+        processed.append(event)
+
+    @broker.subscriber(SOURCE, group_id="g")
+    async def handle(message: KafkaMessage) -> None:
+        await consume(
+            broker,
+            message,
+            group="test.group",
+            contract=MemoryChanged,
+            work=work,
+            attempts=3,
+            backoff_ms=1,
+        )
+
+    @broker.subscriber(topics.DLQ, group_id="dlq-reader")
+    async def read_dlq(letter: DeadLetter) -> None:
+        letters.append(letter)
+
+    return broker, processed, letters
+
+
+def changed() -> MemoryChanged:
+    return MemoryChanged(
+        scope=Scope.parse({"agentWallet": "0xA"}), layers=["working"], producer="test"
+    )
+
+
+async def test_transient_failures_are_retried_then_processed() -> None:
+    broker, processed, letters = make_app(
+        [DependencyFailed("mongo down"), DependencyFailed("still down")]
+    )
+    async with TestKafkaBroker(broker) as br:
+        await br.publish(changed(), SOURCE, key=b"k")
+    assert len(processed) == 1
+    assert letters == []
+
+
+async def test_a_persistent_failure_is_dead_lettered_after_the_last_attempt() -> None:
+    broker, processed, letters = make_app([DependencyFailed(f"down {i}") for i in range(3)])
+    async with TestKafkaBroker(broker) as br:
+        await br.publish(changed(), SOURCE, key=b"k")
+        await br.publish(changed(), SOURCE, key=b"k")  # the next message is still processed
+    assert len(processed) == 1
+    [letter] = letters
+    assert letter.attempts == 3
+    assert letter.error == "down 2"
+    assert letter.error_type == "DependencyFailed"
+    assert letter.group == "test.group"
+    assert letter.source_topic == SOURCE
+    assert letter.key == "k"
+    assert MemoryChanged.model_validate_json(letter.payload).producer == "test"
+
+
+async def test_rejected_input_is_dead_lettered_without_retry() -> None:
+    broker, processed, letters = make_app([InputRejected("impossible content")])
+    async with TestKafkaBroker(broker) as br:
+        await br.publish(changed(), SOURCE, key=b"k")
+    assert processed == []
+    [letter] = letters
+    assert letter.attempts == 1
+    assert letter.error_type == "InputRejected"
+
+
+@pytest.mark.parametrize("payload", [b"not json", b'{"scope": {}}', b"[]"])
+async def test_a_schema_error_is_dead_lettered_with_its_message(payload: bytes) -> None:
+    broker, processed, letters = make_app([])
+    async with TestKafkaBroker(broker) as br:
+        await br.publish(payload, SOURCE, key=b"k")
+    assert processed == []
+    [letter] = letters
+    assert letter.error_type == "ValidationError"
+    assert letter.attempts == 0
+    assert letter.payload == payload.decode()
+    assert letter.error
