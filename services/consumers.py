@@ -1,13 +1,23 @@
-"""Kafka subscribers with the options every group shares (DESIGN.md §4 quirks)."""
+"""Kafka subscribers with the options every group shares (DESIGN.md §4 quirks), the DLQ-guarded
+event handler and the `MemoryChanged` announcer."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from faststream.kafka import KafkaBroker
+from faststream.kafka.annotations import KafkaMessage
 from faststream.middlewares import AckPolicy
+from pydantic import BaseModel
 
+from schemas import topics
+from schemas.events import Event, MemoryChanged
+from schemas.scope import Scope
+from services.dlq import consume
 from services.runtime import Runtime
+
+E = TypeVar("E", bound=BaseModel)
 
 if TYPE_CHECKING:
     from faststream.kafka.subscriber.usecase import DefaultSubscriber
@@ -31,3 +41,53 @@ def subscriber(
         ),
         ack_policy=AckPolicy.ACK,
     )
+
+
+def on_event(
+    broker: KafkaBroker,
+    rt: Runtime,
+    topic: str,
+    group: str,
+    contract: type[E],
+    work: Callable[[E], Awaitable[Any]],
+    *,
+    name: str,
+    interactive: bool = False,
+) -> None:
+    """Register `work` for every `contract` event on `topic`, behind the DLQ guard (bounded
+    retries, then the dead-letter topic). `name` names the handler in logs and AsyncAPI."""
+
+    async def handler(message: KafkaMessage) -> None:
+        await consume(
+            broker,
+            message,
+            group=rt.group_id(group),
+            contract=contract,
+            work=work,
+            attempts=rt.settings.max_attempts,
+            backoff_ms=rt.settings.retry_backoff_ms,
+        )
+
+    handler.__name__ = handler.__qualname__ = name
+    subscriber(broker, rt, topic, group, interactive=interactive)(handler)
+
+
+class ChangeAnnouncer:
+    """Publishes `MemoryChanged` after a writer's write is durable."""
+
+    def __init__(self, broker: KafkaBroker, producer: str) -> None:
+        self._publisher = broker.publisher(topics.CHANGED)
+        self._producer = producer
+
+    async def announce(self, cause: Event, scope: Scope, layers: list[str]) -> None:
+        """Keyed by agent; carries the cause's event time and id."""
+        await self._publisher.publish(
+            MemoryChanged(
+                occurred_at=cause.occurred_at,
+                scope=scope,
+                layers=layers,
+                cause_event_id=cause.event_id,
+                producer=self._producer,
+            ),
+            key=scope.agent_wallet.encode(),
+        )

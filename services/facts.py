@@ -6,41 +6,28 @@
 from __future__ import annotations
 
 from faststream.kafka import KafkaBroker
-from faststream.kafka.annotations import KafkaMessage
 
 from schemas import topics
-from schemas.events import MemoryChanged, MemoryRemembered
-from services.consumers import subscriber
-from services.dlq import consume
+from schemas.events import MemoryRemembered
+from services.consumers import ChangeAnnouncer, on_event
 from services.runtime import Runtime
 
 GROUP = "facts"
 
 
 def register(broker: KafkaBroker, rt: Runtime) -> None:
-    changed = broker.publisher(topics.CHANGED)
+    changes = ChangeAnnouncer(broker, GROUP)
 
-    async def work(event: MemoryRemembered) -> None:
+    async def remember(event: MemoryRemembered) -> None:
         await rt.rememberer.remember(event)
-        await changed.publish(
-            MemoryChanged(
-                occurred_at=event.occurred_at,
-                scope=event.scope,
-                layers=["graph", "vectors"],
-                cause_event_id=event.event_id,
-                producer=GROUP,
-            ),
-            key=event.scope.agent_wallet.encode(),
-        )
+        await changes.announce(event, event.scope, ["graph", "vectors"])
 
-    @subscriber(broker, rt, topics.REMEMBER, GROUP)
-    async def on_memory_remembered(message: KafkaMessage) -> None:
-        await consume(
-            broker,
-            message,
-            group=rt.group_id(GROUP),
-            contract=MemoryRemembered,
-            work=work,
-            attempts=rt.settings.max_attempts,
-            backoff_ms=rt.settings.retry_backoff_ms,
-        )
+    on_event(
+        broker,
+        rt,
+        topics.REMEMBER,
+        GROUP,
+        MemoryRemembered,
+        remember,
+        name="on_memory_remembered",
+    )
