@@ -66,6 +66,13 @@ def endpoints() -> Iterator[Endpoints]:
 
 @contextmanager
 def groups(ends: Endpoints, tag: str) -> Iterator[None]:
+    with groups_process(ends, tag, ["all"]):
+        yield
+
+
+@contextmanager
+def groups_process(ends: Endpoints, tag: str, names: list[str]) -> Iterator[None]:
+    """The named consumer groups in one separate process, on database `bench_<tag>`."""
     env = {
         **os.environ,
         **ends.to_env(),
@@ -78,7 +85,7 @@ def groups(ends: Endpoints, tag: str) -> Iterator[None]:
         [sys.executable, "-m", "services", "db", "init"], env=env, check=True, capture_output=True
     )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "services", "run", "all", "--log-level", "warning"],
+        [sys.executable, "-m", "services", "run", *names, "--log-level", "warning"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

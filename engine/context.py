@@ -1,8 +1,9 @@
 """pre_turn: search the layers (through the namespaced query cache), then pack.
 
-Layers run concurrently; a failing layer is left out of the result (and logged), and a
-result with a failed layer is never cached (fixes REFERENCE §16.22). The query is embedded
-once per request, only when a vector layer needs it.
+The query is embedded once per request (fixes REFERENCE §16.22's double embedding). Layers
+run concurrently; a failing layer is left out of the result (and logged), and a result with a
+failed layer is never cached (§16.22). If the embedder fails, the text layers still answer
+lexically and the memory layers are reported missing.
 """
 
 from __future__ import annotations
@@ -11,14 +12,34 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from engine.errors import MemoryError_
+from engine.access import MEMORY_LAYERS, AccessRecorder
+from engine.errors import DependencyFailed, MemoryError_
 from engine.hits import Hit
-from engine.layers import LayerQuery, search_scene, search_vectors, search_working
+from engine.layers import (
+    LayerQuery,
+    MemoryLayerOptions,
+    search_archives,
+    search_memory,
+    search_patterns,
+    search_scene,
+    search_working,
+)
 from engine.packing import pack
-from engine.ports import Embedder, MemoryStore, QueryCache, TranscriptStore, Vector, WorkingStore
+from engine.ports import (
+    ArchiveStore,
+    Embedder,
+    PatternStore,
+    QueryCache,
+    TranscriptStore,
+    Vector,
+    VectorIndex,
+    WorkingStore,
+)
+from engine.relevance import RelevancePolicy
+from engine.rerank import Reranker
 from engine.scoping import GLOBAL_NAMESPACE, namespace_chain, scope_key
 from schemas.inputs import h32
 from schemas.requests import (
@@ -33,17 +54,17 @@ from schemas.scope import Scope
 
 log = logging.getLogger(__name__)
 
-SUPPORTED_LAYERS = ("working", "scene", "vectors")
-"""Layers this build serves; other requested layers are absent from `totals`."""
-
 
 @dataclass(frozen=True, slots=True)
 class SearchPolicy:
-    min_vector_score: float = 0.25
-    """Cosine below which a vector row is not a hit."""
+    relevance: RelevancePolicy = field(default_factory=RelevancePolicy)
     query_cache_ttl_seconds: int = 120
     namespace_ttl_seconds: int = 480
     """Namespace counters outlive every cached value (4 × the query TTL)."""
+    half_life_days: float = 30.0
+    mmr_lambda: float = 0.7
+    rerank_min_candidates: int = 3
+    rerank_dominance_delta: float = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,48 +101,88 @@ def _decode(blob: bytes) -> dict[str, list[Hit]]:
 class MemorySearch:
     transcripts: TranscriptStore
     working: WorkingStore
-    memory: MemoryStore
+    patterns: PatternStore
+    archives: ArchiveStore
+    index: VectorIndex
     embedder: Embedder
     cache: QueryCache
-    policy: SearchPolicy = SearchPolicy()
+    reranker: Reranker | None = None
+    access: AccessRecorder | None = None
+    policy: SearchPolicy = field(default_factory=SearchPolicy)
+
+    async def _embed_query(self, query: str) -> Vector | None:
+        try:
+            [vector] = await self.embedder.embed([query], "query")
+        except DependencyFailed as exc:
+            log.warning("query embedding failed, text layers only: %s", exc)
+            return None
+        return vector
+
+    def _runners(
+        self, q: LayerQuery, layers: Sequence[str], version: str | None
+    ) -> dict[str, Callable[[], Awaitable[list[Hit]]]]:
+        p = self.policy
+        both = "graph" in layers and "vectors" in layers
+
+        def memory(
+            layer: str, sources: Sequence[str] | None, ranked: bool
+        ) -> Callable[[], Awaitable[list[Hit]]]:
+            options = MemoryLayerOptions(
+                layer=layer,
+                sources=sources,
+                ranked=ranked,
+                reranker=self.reranker,
+                half_life_days=p.half_life_days,
+                mmr_lambda=p.mmr_lambda,
+                rerank_min_candidates=p.rerank_min_candidates,
+                rerank_dominance_delta=p.rerank_dominance_delta,
+                version=version,
+            )
+            return lambda: search_memory(self.index, q, options)
+
+        table: dict[str, Callable[[], Awaitable[list[Hit]]]] = {
+            "working": lambda: search_working(self.working, q),
+            "scene": lambda: search_scene(self.transcripts, q),
+            "patterns": lambda: search_patterns(self.patterns, q),
+            "archives": lambda: search_archives(self.archives, q),
+            "graph": memory("graph", ["fact"], ranked=True),
+            # double-ranking rule: with graph present, vectors keeps its raw order
+            "vectors": memory("vectors", None, ranked=not both),
+        }
+        return {name: table[name] for name in layers if name in table}
 
     async def search(
-        self, scope: Scope, query: str, layers: Sequence[str], limit: int
+        self, scope: Scope, query: str, layers: Sequence[str], limit: int, now_ms: int
     ) -> LayerResult:
-        """Hits per layer (layers that failed or are not served are absent)."""
+        """Hits per layer (layers that failed are absent)."""
         token = await self.cache.token([GLOBAL_NAMESPACE, *namespace_chain(scope)])
         key = layers_cache_key(scope, query, layers, limit, token) if token else None
         if key is not None:
             blob = await self.cache.get(key)
             if blob is not None:
                 return LayerResult(_decode(blob), cached=True)
-        q = LayerQuery(scope=scope, query=query, limit=limit)
-        runners: dict[str, Callable[[], Awaitable[list[Hit]]]] = {}
-        vector: list[Vector] = []
-
-        async def vectors() -> list[Hit]:
-            if not vector:
-                vector.extend(await self.embedder.embed([query], "query"))
-            return await search_vectors(
-                self.memory,
-                q,
-                vector[0],
+        version = await self.cache.token([GLOBAL_NAMESPACE, *namespace_chain(scope.tenant())])
+        vector = await self._embed_query(query)
+        runners = self._runners(
+            LayerQuery(
+                scope=scope,
+                query=query,
+                limit=limit,
+                vector=vector,
                 model=self.embedder.model,
-                min_score=self.policy.min_vector_score,
-            )
-
-        for name in layers:
-            if name == "working":
-                runners[name] = lambda: search_working(self.working, q)
-            elif name == "scene":
-                runners[name] = lambda: search_scene(self.transcripts, q)
-            elif name == "vectors":
-                runners[name] = vectors
+                now_ms=now_ms,
+                relevance=self.policy.relevance,
+            ),
+            layers,
+            version,
+        )
+        if vector is None:
+            runners = {k: v for k, v in runners.items() if k not in MEMORY_LAYERS}
         outcomes = await asyncio.gather(
             *(run() for run in runners.values()), return_exceptions=True
         )
         hits: dict[str, list[Hit]] = {}
-        complete = True
+        complete = vector is not None
         for name, outcome in zip(runners, outcomes, strict=True):
             if isinstance(outcome, MemoryError_):
                 log.warning("layer %s failed: %s", name, outcome, extra={"layer": name})
@@ -136,7 +197,9 @@ class MemorySearch:
 
     async def context(self, request: ContextRequest, now_ms: int) -> ContextReply:
         """The packed Memory context of REFERENCE §6.6."""
-        result = await self.search(request.scope, request.query, request.layers, request.limit)
+        result = await self.search(
+            request.scope, request.query, request.layers, request.limit, now_ms
+        )
         packed = pack(
             request.query,
             result.hits,
@@ -146,6 +209,8 @@ class MemorySearch:
             budget_chars=request.budget_chars,
             now_ms=now_ms,
         )
+        if self.access is not None:
+            self.access.note([i.id for i in packed.items if i.layer in MEMORY_LAYERS and i.id])
         s = request.scope
         ident = f"{s.agent_wallet}|{s.user_address}|{s.thread_id}|{s.mode}|{s.hai_id}"
         return ContextReply(
@@ -177,9 +242,11 @@ class MemorySearch:
             cached=result.cached,
         )
 
-    async def layer_search(self, request: LayerSearchRequest) -> LayerSearchReply:
+    async def layer_search(self, request: LayerSearchRequest, now_ms: int) -> LayerSearchReply:
         """Raw layer items (no packing), REFERENCE §3 output."""
-        result = await self.search(request.scope, request.query, request.layers, request.limit)
+        result = await self.search(
+            request.scope, request.query, request.layers, request.limit, now_ms
+        )
         return LayerSearchReply(
             query=request.query,
             layers={k: [dict(h.raw) for h in v] for k, v in result.hits.items()},
@@ -188,6 +255,7 @@ class MemorySearch:
         )
 
 
-async def invalidate(cache: QueryCache, scope: Scope, policy: SearchPolicy = SearchPolicy()) -> int:
+async def invalidate(cache: QueryCache, scope: Scope, policy: SearchPolicy | None = None) -> int:
     """Bump exactly the written scope's namespace chain (never the global key)."""
-    return await cache.bump(namespace_chain(scope), policy.namespace_ttl_seconds)
+    ttl = (policy or SearchPolicy()).namespace_ttl_seconds
+    return await cache.bump(namespace_chain(scope), ttl)

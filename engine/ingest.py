@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.ports import Embedder, MemoryStore, TranscriptStore, WorkingStore
-from engine.records import MemoryRow, StoredMessage, TranscriptAppend, WorkingAppend
+from engine.records import (
+    MemoryRow,
+    StoredMessage,
+    TranscriptAppend,
+    TurnVector,
+    WorkingAppend,
+)
 from engine.scoping import scope_fields
 from schemas.events import TurnRecorded
 from schemas.inputs import h32, thread_session_id, to_ms
@@ -59,6 +65,7 @@ def turn_messages(event: TurnRecorded) -> list[StoredMessage]:
             content=m.content,
             timestamp=m.timestamp,
             tool_calls=[c.model_dump() for c in m.tool_calls] if m.tool_calls else None,
+            turn_id=event.turn_id,
         )
         for m in event.messages
     ]
@@ -72,6 +79,7 @@ def turn_messages(event: TurnRecorded) -> list[StoredMessage]:
                 content=content,
                 timestamp=tool.timestamp,
                 tool_calls=[{"name": tool.name, "args": dict(tool.args)}],
+                turn_id=event.turn_id,
             )
         )
     return sorted(merged, key=lambda m: m.timestamp)
@@ -117,10 +125,26 @@ class TurnRecorder:
     policy: IngestPolicy = IngestPolicy()
 
     async def record(self, event: TurnRecorded) -> TurnStored:
+        """Store the turn. Writes go transcript → working → session row, and the session
+        row is written last: once it exists, every earlier write has landed, so a
+        redelivery can skip the embedding (replays of stored turns cost no model time)."""
         at = to_ms(event.occurred_at)
         messages = turn_messages(event)
         summary = event.summary or compact_summary(messages, self.policy)
+        content = summary or "\n".join(f"{m.role}: {m.content}" for m in messages)
         fields = scope_fields(event.scope, event.thread_id)
+        vector_id = session_vector_id(event)
+        if await self.memory.exists(vector_id):
+            return TurnStored(
+                session_id=event.session_id,
+                working_session_id=thread_session_id(event.scope, event.thread_id),
+                transcript_applied=False,
+                working_applied=False,
+                vector_id=vector_id,
+                vector_inserted=False,
+            )
+        [embedding] = await self.embedder.embed([content], "document")
+        turn_vector = TurnVector(event.turn_id, embedding, self.embedder.model)
         transcript_applied = await self.transcripts.append(
             TranscriptAppend(
                 session_id=event.session_id,
@@ -131,6 +155,7 @@ class TurnRecorder:
                 token_count=event.total_tokens,
                 at=at,
                 metadata={"modelUsed": event.model_used, "contextWindow": event.context_window},
+                vector=turn_vector,
             )
         )
         working_id = thread_session_id(event.scope, event.thread_id)
@@ -147,33 +172,29 @@ class TurnRecorder:
                     "lastTurnAt": at,
                     "lastTurnId": event.turn_id,
                 },
+                vector=turn_vector,
             ),
             keep=self.policy.working_lines,
         )
-        vector_id = session_vector_id(event)
-        inserted = False
-        if not await self.memory.exists(vector_id):
-            content = summary or "\n".join(f"{m.role}: {m.content}" for m in messages)
-            [embedding] = await self.embedder.embed([content], "document")
-            inserted = await self.memory.insert_if_absent(
-                MemoryRow(
-                    vector_id=vector_id,
-                    scope=fields,
-                    content=content,
-                    embedding=embedding,
-                    embedding_model=self.embedder.model,
-                    source="session",
-                    created_at=at,
-                    metadata=_metadata(
-                        event,
-                        type="agent_memory_turn",
-                        source="agent_loop",
-                        contextId=event.context_id,
-                        turnId=event.turn_id,
-                        sessionId=event.session_id,
-                    ),
-                )
+        inserted = await self.memory.insert_if_absent(
+            MemoryRow(
+                vector_id=vector_id,
+                scope=fields,
+                content=content,
+                embedding=embedding,
+                embedding_model=self.embedder.model,
+                source="session",
+                created_at=at,
+                metadata=_metadata(
+                    event,
+                    type="agent_memory_turn",
+                    source="agent_loop",
+                    contextId=event.context_id,
+                    turnId=event.turn_id,
+                    sessionId=event.session_id,
+                ),
             )
+        )
         return TurnStored(
             session_id=event.session_id,
             working_session_id=working_id,

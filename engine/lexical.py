@@ -9,6 +9,7 @@ minus common English stopwords; a term also matches its simple plural/verb forms
 
 from __future__ import annotations
 
+import math
 import re
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -165,3 +166,51 @@ def lexical_score(query_terms: list[str], text: str) -> float:
         return 0.0
     present = set(terms(text))
     return sum(1 for term in query_terms if term in present) / len(query_terms)
+
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+
+def bm25(query_terms: list[str], documents: list[list[str]]) -> list[float]:
+    """BM25 relevance of each document (a list of terms) to the query, in [0, 1].
+
+    Normalised by what a document holding every query term once (at average length) would
+    score, so a value reads like an IDF-weighted share of the query's terms. A query term no
+    candidate contains is weighted like a term one candidate contains (not by its larger
+    IDF), so it lowers every score without dwarfing the terms that do occur.
+
+    Statistics (IDF, average length) come from the candidate documents themselves, which is
+    what a per-scope search has: the tenant's own rows. Higher is more relevant; 0 when no
+    query term occurs.
+    """
+    if not query_terms or not documents:
+        return [0.0] * len(documents)
+    n = len(documents)
+    avg_len = sum(len(d) for d in documents) / n or 1.0
+    sets = [set(d) for d in documents]
+    idf = {
+        t: math.log(1 + (n - df + 0.5) / (df + 0.5))
+        for t in query_terms
+        for df in [sum(1 for s in sets if t in s)]
+    }
+    rare = math.log(1 + (n - 1 + 0.5) / (1 + 0.5))
+    ideal = sum(idf[t] if any(t in d for d in sets) else rare for t in query_terms)
+    scores: list[float] = []
+    for doc in documents:
+        counts: dict[str, int] = {}
+        for term in doc:
+            counts[term] = counts.get(term, 0) + 1
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * len(doc) / avg_len)
+        total = 0.0
+        for t in query_terms:
+            tf = counts.get(t, 0)
+            if tf:
+                total += idf[t] * tf * (BM25_K1 + 1) / (tf + norm)
+        scores.append(min(1.0, total / ideal) if ideal > 0 else 0.0)
+    return scores
+
+
+def all_terms(text: str) -> list[str]:
+    """Every content term of a text with repetitions (BM25 needs term frequencies)."""
+    return [stem(w) for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in STOPWORDS]

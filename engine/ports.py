@@ -10,7 +10,9 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.records import (
+    ArchiveRecord,
     MemoryRow,
+    PatternRecord,
     Transcript,
     TranscriptAppend,
     WorkingAppend,
@@ -73,10 +75,34 @@ class MemoryStore(Protocol):
 
     async def exists(self, vector_id: str) -> bool: ...
 
+    async def bump_access(self, vector_ids: Sequence[str], at: int) -> int:
+        """Count one access for each row (accessCount + 1, lastAccessedAt = at)."""
+        ...
+
     async def active_rows(
         self, where: TenantFilter, *, sources: Sequence[str] | None = None
     ) -> list[MemoryRow]:
         """Active rows (status not deleted/superseded) the filter admits, with embeddings."""
+        ...
+
+
+class PatternStore(Protocol):
+    """Procedural patterns, keyed by `pattern_id`."""
+
+    async def upsert(self, pattern: PatternRecord) -> None: ...
+
+    async def active(self, where: TenantFilter, limit: int) -> list[PatternRecord]:
+        """Active patterns the (durable) filter admits, highest success rate first."""
+        ...
+
+
+class ArchiveStore(Protocol):
+    """Archives, keyed by `archive_id`."""
+
+    async def insert_if_absent(self, archive: ArchiveRecord) -> bool: ...
+
+    async def active(self, where: TenantFilter, limit: int) -> list[ArchiveRecord]:
+        """Active archives the (durable) filter admits, newest first."""
         ...
 
 
@@ -94,4 +120,24 @@ class QueryCache(Protocol):
 
     async def bump(self, chain: Sequence[str], ttl_seconds: int) -> int:
         """Increment every counter of the chain; returns how many were bumped."""
+        ...
+
+
+class VectorIndex(Protocol):
+    """Nearest rows of one tenant to a query vector (exact cosine, or Atlas `$vectorSearch`
+    with the tenant as a pre-filter)."""
+
+    async def search(
+        self,
+        where: TenantFilter,
+        query: Vector,
+        *,
+        model: str,
+        k: int,
+        sources: Sequence[str] | None = None,
+        version: str | None = None,
+    ) -> list[tuple[MemoryRow, float]]:
+        """Up to `k` (row, cosine) pairs, best first, of active rows embedded by `model`.
+        `version` identifies the tenant's data (its namespace token): an index may reuse
+        what it loaded for the same version; None means "do not reuse"."""
         ...

@@ -36,12 +36,26 @@ class ScopeFields:
         return self.hai_id or self.agent_wallet
 
 
+Vector = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnVector:
+    """The embedding of one turn (its summary), kept beside the thread's transcript and
+    working buffer so the text layers can rank turns semantically without re-embedding."""
+
+    turn_id: str
+    embedding: Vector
+    model: str
+
+
 @dataclass(frozen=True, slots=True)
 class StoredMessage:
     role: str
     content: str
     timestamp: int
     tool_calls: list[dict[str, Any]] | None = None
+    turn_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +70,7 @@ class TranscriptAppend:
     token_count: int
     at: int
     metadata: dict[str, Any] = field(default_factory=dict)
+    vector: TurnVector | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +82,7 @@ class Transcript:
     token_count: int
     created_at: int
     updated_at: int
+    turn_vectors: list[TurnVector] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,11 +96,12 @@ class WorkingAppend:
     at: int
     expires_at: int
     state: dict[str, Any] = field(default_factory=dict)
+    vector: TurnVector | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class WorkingSession:
-    """A working buffer. `lines` are newest first."""
+    """A working buffer. `lines` are newest first; `turn_vectors` are the recent turns'."""
 
     session_id: str
     scope: ScopeFields
@@ -92,6 +109,7 @@ class WorkingSession:
     state: dict[str, Any]
     last_accessed_at: int
     created_at: int
+    turn_vectors: list[TurnVector] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,3 +135,44 @@ class MemoryRow:
     def status(self) -> str:
         value = self.metadata.get("status", ACTIVE)
         return value if isinstance(value, str) else ACTIVE
+
+
+@dataclass(frozen=True, slots=True)
+class PatternRecord:
+    """A procedural pattern (e.g. a repeated tool sequence) of an agent, optionally per user.
+    `success_rate` in [0, 1] comes from tool outcomes; times in ms."""
+
+    pattern_id: str
+    scope: ScopeFields
+    pattern_type: str
+    trigger_type: str
+    trigger_value: str
+    steps: list[str]
+    summary: str
+    success_rate: float
+    execution_count: int
+    last_executed: int
+    created_at: int
+    embedding: Vector | None = None
+    embedding_model: str | None = None
+    tags: list[str] = field(default_factory=list)
+    status: str = ACTIVE
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveRecord:
+    """A compressed archive of a tenant's older memory; `summary` and `topics` are what
+    search sees (the payload itself is not searched)."""
+
+    archive_id: str
+    scope: ScopeFields
+    summary: str
+    topics: list[str]
+    entry_count: int
+    start: int
+    end: int
+    created_at: int
+    embedding: Vector | None = None
+    embedding_model: str | None = None
+    status: str = ACTIVE
+    metadata: dict[str, Any] = field(default_factory=dict)

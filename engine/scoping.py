@@ -29,26 +29,37 @@ class TenantFilter:
     mode: str | None = None
     hai_id: str | None = None
     thread_id: str | None = None
+    shared: bool = False
+    """Also admit the agent's user-less rows (agent-wide knowledge such as tool patterns)."""
+
+    @property
+    def users(self) -> tuple[str | None, ...]:
+        """The `userAddress` values admitted."""
+        if self.shared and self.user_address is not None:
+            return (self.user_address, None)
+        return (self.user_address,)
 
     def admits(self, row: ScopeFields) -> bool:
         """The in-process twin of the adapters' query filter."""
         return (
             row.agent_wallet == self.agent_wallet
-            and row.user_address == self.user_address
+            and row.user_address in self.users
             and (self.mode is None or row.mode == self.mode)
             and (self.hai_id is None or row.hai_id == self.hai_id)
             and (self.thread_id is None or row.thread_id == self.thread_id)
         )
 
 
-def tenant_filter(scope: Scope, *, durable: bool) -> TenantFilter:
-    """The read filter of a scope; durable layers drop the thread constraint."""
+def tenant_filter(scope: Scope, *, durable: bool, shared: bool = False) -> TenantFilter:
+    """The read filter of a scope; durable layers drop the thread constraint; `shared`
+    also admits the agent's user-less rows (never another user's)."""
     return TenantFilter(
         agent_wallet=scope.agent_wallet,
         user_address=scope.user_address,
         mode=scope.mode,
         hai_id=scope.hai_id,
         thread_id=None if durable else scope.thread_id,
+        shared=shared,
     )
 
 

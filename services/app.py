@@ -7,12 +7,16 @@ join their groups.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 
 from faststream.kafka import KafkaBroker
 
+from engine.errors import MemoryError_
 from engine.ports import Embedder
 from schemas import topics
 from services import facts, invalidation, search, transcripts
@@ -72,8 +76,18 @@ async def running_groups(
             # when it builds it, so a filter (which it keeps) does the silencing
             logging.getLogger("faststream.access.kafka").addFilter(_warnings_only)
         await broker.start()
+        background = (
+            [asyncio.create_task(search.flush_access_counts(rt), name="access-flush")]
+            if search.GROUP in groups
+            else []
+        )
         log.info("running groups %s", ", ".join(groups))
         try:
             yield rt
         finally:
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
             await broker.stop()
+            with contextlib.suppress(MemoryError_):
+                await rt.access.flush(int(time.time() * 1000))

@@ -1,4 +1,4 @@
-"""The composition root: every client (Mongo, Redis, embedder) is built here, once, and
+"""The composition root: every client (Mongo, Redis, httpx, embedder) is built here, once, and
 closed here. Nothing else in the code base opens a connection."""
 
 from __future__ import annotations
@@ -9,21 +9,32 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 from pymongo import AsyncMongoClient
 from redis.asyncio import Redis
 
+from engine.access import AccessRecorder
+from engine.adapters.atlas_vectors import AtlasVectorIndex, ensure_vector_index
 from engine.adapters.memory import HashingEmbedder
 from engine.adapters.mongo import (
+    MEMORY,
+    MongoArchiveStore,
     MongoMemoryStore,
+    MongoPatternStore,
     MongoTranscriptStore,
     MongoWorkingStore,
     ensure_schema,
 )
 from engine.adapters.redis_cache import RedisQueryCache
+from engine.adapters.rerankers import CloudflareReranker, HttpRerankReranker
 from engine.context import MemorySearch, SearchPolicy
+from engine.embedding_cache import CachedEmbedder
 from engine.ingest import DAY_MS, IngestPolicy, TurnRecorder
-from engine.ports import Embedder
+from engine.ports import Embedder, VectorIndex
+from engine.relevance import RelevancePolicy
 from engine.remember import Rememberer
+from engine.rerank import Reranker
+from engine.vector_index import ExactVectorIndex
 from services.infra import Endpoints, read_endpoints
 from services.settings import Settings
 
@@ -58,16 +69,43 @@ def build_embedder(settings: Settings) -> Embedder:
     return LocalMiniLMEmbedder.load(threads=settings.embedder_threads)
 
 
+def build_reranker(settings: Settings, http: httpx.AsyncClient) -> Reranker | None:
+    key = settings.rerank_api_key.get_secret_value() if settings.rerank_api_key else ""
+    if settings.rerank_provider == "cloudflare":
+        if not (settings.cloudflare_account_id and key):
+            raise NotConfigured("cloudflare reranking needs CLOUDFLARE_ACCOUNT_ID and an API key")
+        return CloudflareReranker(
+            http,
+            account_id=settings.cloudflare_account_id,
+            api_token=key,
+            model=settings.rerank_model,
+            timeout=settings.rerank_timeout_seconds,
+        )
+    if settings.rerank_provider == "http":
+        if not settings.rerank_url:
+            raise NotConfigured("http reranking needs MNEMOSTREAM_RERANK_URL")
+        return HttpRerankReranker(
+            http,
+            url=settings.rerank_url,
+            api_key=key,
+            model=settings.rerank_model,
+            timeout=settings.rerank_timeout_seconds,
+        )
+    return None
+
+
 @dataclass(slots=True)
 class Runtime:
     settings: Settings
     endpoints: Endpoints
     mongo: AsyncMongoClient[dict[str, Any]]
     redis: Redis
+    http: httpx.AsyncClient
     embedder: Embedder
     recorder: TurnRecorder
     rememberer: Rememberer
     search: MemorySearch
+    access: AccessRecorder
 
     def group_id(self, group: str) -> str:
         return f"{self.settings.group_prefix}.{group}"
@@ -88,18 +126,33 @@ async def open_runtime(
         tz_aware=True,
     )
     redis = Redis.from_url(ends.redis_url, socket_connect_timeout=2, socket_timeout=2)
+    http = httpx.AsyncClient()
     try:
         db = mongo[settings.mongo_db]
         await ensure_schema(db)
-        model = embedder or build_embedder(settings)
+        cache = RedisQueryCache(redis)
+        model: Embedder = embedder or build_embedder(settings)
+        if settings.embedding_cache_ttl_seconds > 0:
+            model = CachedEmbedder(model, cache, ttl_seconds=settings.embedding_cache_ttl_seconds)
         transcripts, working = MongoTranscriptStore(db), MongoWorkingStore(db)
         memory = MongoMemoryStore(db)
-        cache = RedisQueryCache(redis)
+        use_atlas = settings.vector_search == "atlas" and await ensure_vector_index(
+            db[MEMORY], model.dimension, wait_seconds=60
+        )
+        if settings.vector_search == "atlas" and not use_atlas:
+            log.warning("the server has no Atlas Search: using the exact vector index")
+        index: VectorIndex = (
+            AtlasVectorIndex(db[MEMORY])
+            if use_atlas
+            else ExactVectorIndex(memory, max_tenants=settings.vector_cache_tenants)
+        )
+        access = AccessRecorder(memory)
         yield Runtime(
             settings=settings,
             endpoints=ends,
             mongo=mongo,
             redis=redis,
+            http=http,
             embedder=model,
             recorder=TurnRecorder(
                 transcripts,
@@ -113,18 +166,32 @@ async def open_runtime(
             ),
             rememberer=Rememberer(memory, model),
             search=MemorySearch(
-                transcripts,
-                working,
-                memory,
-                model,
-                cache,
-                SearchPolicy(
-                    min_vector_score=settings.min_vector_score,
+                transcripts=transcripts,
+                working=working,
+                patterns=MongoPatternStore(db),
+                archives=MongoArchiveStore(db),
+                index=index,
+                embedder=model,
+                cache=cache,
+                reranker=build_reranker(settings, http),
+                access=access,
+                policy=SearchPolicy(
+                    relevance=RelevancePolicy(
+                        semantic_weight=settings.semantic_weight,
+                        min_cosine=settings.min_cosine,
+                        min_lexical=settings.min_lexical,
+                    ),
                     query_cache_ttl_seconds=settings.query_cache_ttl_seconds,
                     namespace_ttl_seconds=4 * settings.query_cache_ttl_seconds,
+                    half_life_days=settings.half_life_days,
+                    mmr_lambda=settings.mmr_lambda,
+                    rerank_min_candidates=settings.rerank_min_candidates,
+                    rerank_dominance_delta=settings.rerank_dominance_delta,
                 ),
             ),
+            access=access,
         )
     finally:
+        await http.aclose()
         await redis.aclose()
         await mongo.close()

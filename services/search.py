@@ -5,6 +5,7 @@ caller gets a clear message instead of a timeout."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
@@ -39,9 +40,19 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
     async def on_layer_search(message: KafkaMessage) -> LayerSearchReply:
         try:
             request = LayerSearchRequest.model_validate_json(message.body)
-            return await rt.search.layer_search(request)
+            return await rt.search.layer_search(request, int(time.time() * 1000))
         except ValidationError as exc:
             return LayerSearchReply(error=first_error(exc))
         except MemoryError_ as exc:
             log.warning("layer search failed: %s", exc)
             return LayerSearchReply(error=str(exc))
+
+
+async def flush_access_counts(rt: Runtime) -> None:
+    """Write the access counts of returned items every `access_flush_seconds` (batched)."""
+    while True:
+        await asyncio.sleep(rt.settings.access_flush_seconds)
+        try:
+            await rt.access.flush(int(time.time() * 1000))
+        except MemoryError_ as exc:  # counters are advisory: log and keep serving
+            log.warning("access count flush failed: %s", exc)

@@ -48,7 +48,47 @@ class Settings(BaseSettings):
     embedder_threads: int = Field(default=1, ge=1, le=16, description="ONNX intra-op threads.")
     working_lines: int = Field(default=12, ge=1, le=200, description="Working buffer size.")
     session_ttl_days: float = Field(default=30, gt=0, description="Working session TTL.")
-    min_vector_score: float = Field(default=0.25, ge=-1, le=1, description="Cosine threshold.")
+    min_cosine: float = Field(
+        default=0.3, ge=-1, le=1, description="Cosine from which a candidate is a hit."
+    )
+    min_lexical: float = Field(
+        default=0.34, ge=0, le=1, description="BM25 share from which a candidate is a hit."
+    )
+    semantic_weight: float = Field(
+        default=0.7, ge=0, le=1, description="Weight of cosine vs BM25 in a layer's relevance."
+    )
+    half_life_days: float = Field(default=30, gt=0, description="Temporal decay half-life.")
+    mmr_lambda: float = Field(default=0.7, ge=0, le=1, description="MMR relevance weight.")
+    vector_search: Literal["exact", "atlas"] = Field(
+        default="exact", description="exact cosine (numpy, per-tenant LRU) or Atlas $vectorSearch."
+    )
+    vector_cache_tenants: int = Field(
+        default=256, ge=0, description="Tenant matrices kept by the exact vector index."
+    )
+    rerank_provider: Literal["none", "cloudflare", "http"] = Field(
+        default="none", description="Reranker: none, Cloudflare Workers AI, or a /rerank API."
+    )
+    rerank_url: str | None = Field(
+        default=None, description="URL of a Cohere/Voyage/Jina-style /rerank endpoint."
+    )
+    rerank_model: str = Field(
+        default="@cf/baai/bge-reranker-base", description="Reranker model id."
+    )
+    rerank_api_key: SecretStr | None = Field(
+        default=None, description="Bearer token of the reranker (Cloudflare API token too)."
+    )
+    cloudflare_account_id: str | None = Field(default=None, description="Cloudflare account.")
+    rerank_timeout_seconds: float = Field(default=3.0, gt=0, description="Rerank timeout.")
+    rerank_min_candidates: int = Field(default=3, ge=2, description="Rerank only from n hits.")
+    rerank_dominance_delta: float = Field(
+        default=0.05, ge=0, description="Skip rerank when top1 − top2 ≥ this."
+    )
+    embedding_cache_ttl_seconds: int = Field(
+        default=86_400, ge=0, description="Embedding cache TTL (0 disables the cache)."
+    )
+    access_flush_seconds: float = Field(
+        default=1.0, gt=0, description="How often returned items' access counts are written."
+    )
     query_cache_ttl_seconds: int = Field(default=120, ge=1, description="Layer query cache TTL.")
     max_attempts: int = Field(default=3, ge=1, le=20, description="Tries before the DLQ.")
     retry_backoff_ms: int = Field(default=200, ge=0, description="First retry delay (doubles).")

@@ -16,7 +16,9 @@ import numpy as np
 from engine.ports import InputType, Vector
 from engine.records import (
     INACTIVE_STATUSES,
+    ArchiveRecord,
     MemoryRow,
+    PatternRecord,
     StoredMessage,
     Transcript,
     TranscriptAppend,
@@ -24,6 +26,9 @@ from engine.records import (
     WorkingSession,
 )
 from engine.scoping import TenantFilter
+
+WORKING_TURN_VECTORS = 6
+"""Turn vectors kept per working buffer (about the turns its 12 lines come from)."""
 
 
 class InMemoryTranscriptStore:
@@ -47,6 +52,10 @@ class InMemoryTranscriptStore:
             token_count=(old.token_count if old else 0) + turn.token_count,
             created_at=min(turn.at, old.created_at) if old else turn.at,
             updated_at=max(turn.at, old.updated_at) if old else turn.at,
+            turn_vectors=[
+                *(old.turn_vectors if old else []),
+                *([turn.vector] if turn.vector else []),
+            ],
         )
         return True
 
@@ -75,6 +84,10 @@ class InMemoryWorkingStore:
             state={**(old.state if old else {}), **lines.state},
             last_accessed_at=max(lines.at, old.last_accessed_at) if old else lines.at,
             created_at=min(lines.at, old.created_at) if old else lines.at,
+            turn_vectors=[
+                *(old.turn_vectors if old else []),
+                *([lines.vector] if lines.vector else []),
+            ][-WORKING_TURN_VECTORS:],
         )
         return True
 
@@ -97,6 +110,15 @@ class InMemoryMemoryStore:
     async def exists(self, vector_id: str) -> bool:
         return vector_id in self._rows
 
+    async def bump_access(self, vector_ids: Sequence[str], at: int) -> int:
+        bumped = 0
+        for vector_id in vector_ids:
+            row = self._rows.get(vector_id)
+            if row is not None:
+                self._rows[vector_id] = replace(row, access_count=row.access_count + 1)
+                bumped += 1
+        return bumped
+
     async def active_rows(
         self, where: TenantFilter, *, sources: Sequence[str] | None = None
     ) -> list[MemoryRow]:
@@ -107,6 +129,43 @@ class InMemoryMemoryStore:
             and row.status not in INACTIVE_STATUSES
             and (sources is None or row.source in sources)
         ]
+
+
+class InMemoryPatternStore:
+    def __init__(self) -> None:
+        self._rows: dict[str, PatternRecord] = {}
+
+    async def upsert(self, pattern: PatternRecord) -> None:
+        self._rows[pattern.pattern_id] = pattern
+
+    async def active(self, where: TenantFilter, limit: int) -> list[PatternRecord]:
+        rows = [
+            p
+            for p in self._rows.values()
+            if where.admits(p.scope) and p.status not in INACTIVE_STATUSES
+        ]
+        rows.sort(key=lambda p: (-p.success_rate, -p.last_executed, p.pattern_id))
+        return rows[:limit]
+
+
+class InMemoryArchiveStore:
+    def __init__(self) -> None:
+        self._rows: dict[str, ArchiveRecord] = {}
+
+    async def insert_if_absent(self, archive: ArchiveRecord) -> bool:
+        if archive.archive_id in self._rows:
+            return False
+        self._rows[archive.archive_id] = archive
+        return True
+
+    async def active(self, where: TenantFilter, limit: int) -> list[ArchiveRecord]:
+        rows = [
+            a
+            for a in self._rows.values()
+            if where.admits(a.scope) and a.status not in INACTIVE_STATUSES
+        ]
+        rows.sort(key=lambda a: (-a.created_at, a.archive_id))
+        return rows[:limit]
 
 
 class InMemoryQueryCache:

@@ -27,11 +27,14 @@ from pymongo.errors import DuplicateKeyError, PyMongoError
 from engine.errors import DependencyFailed
 from engine.records import (
     INACTIVE_STATUSES,
+    ArchiveRecord,
     MemoryRow,
+    PatternRecord,
     ScopeFields,
     StoredMessage,
     Transcript,
     TranscriptAppend,
+    TurnVector,
     WorkingAppend,
     WorkingSession,
 )
@@ -44,6 +47,10 @@ Doc = dict[str, Any]
 TRANSCRIPTS = "session_transcripts"
 SESSIONS = "sessions"
 MEMORY = "memory"
+PATTERNS = "patterns"
+ARCHIVES = "archives"
+WORKING_TURN_VECTORS = 6
+"""Turn vectors kept per working buffer (about the turns its 12 lines come from)."""
 WORKING_TURN_IDS_KEPT = 1000
 """Turn ids remembered per working buffer for idempotency (older redeliveries re-append)."""
 
@@ -63,6 +70,14 @@ INDEXES: Mapping[str, Sequence[IndexModel]] = {
         IndexModel([*_TENANT, ("mode", ASCENDING), ("haiId", ASCENDING)]),
         IndexModel([("agentWallet", ASCENDING), ("createdAt", DESCENDING)]),
         IndexModel([("metadata.turnId", ASCENDING)]),
+    ),
+    PATTERNS: (
+        IndexModel([*_TENANT, ("status", ASCENDING), ("successRate", DESCENDING)]),
+        IndexModel([("agentWallet", ASCENDING), ("patternType", ASCENDING)]),
+    ),
+    ARCHIVES: (
+        IndexModel([*_TENANT, ("status", ASCENDING), ("createdAt", DESCENDING)]),
+        IndexModel([("dateRange.start", ASCENDING), ("dateRange.end", ASCENDING)]),
     ),
 }
 
@@ -105,7 +120,11 @@ def _scope_of(doc: Mapping[str, Any]) -> ScopeFields:
 
 def tenant_query(where: TenantFilter) -> Doc:
     """The Mongo filter of a tenant filter (`userAddress: None` matches user-less rows)."""
-    query: Doc = {"agentWallet": where.agent_wallet, "userAddress": where.user_address}
+    users = where.users
+    query: Doc = {
+        "agentWallet": where.agent_wallet,
+        "userAddress": users[0] if len(users) == 1 else {"$in": list(users)},
+    }
     if where.mode is not None:
         query["mode"] = where.mode
     if where.hai_id is not None:
@@ -123,7 +142,17 @@ def _message_doc(m: StoredMessage) -> Doc:
     doc: Doc = {"role": m.role, "content": m.content, "timestamp": m.timestamp}
     if m.tool_calls is not None:
         doc["toolCalls"] = m.tool_calls
+    if m.turn_id is not None:
+        doc["turnId"] = m.turn_id
     return doc
+
+
+def _turn_vector_doc(v: TurnVector) -> Doc:
+    return {"turnId": v.turn_id, "embedding": _vector(v.embedding), "model": v.model}
+
+
+def _turn_vector_of(doc: Mapping[str, Any]) -> TurnVector:
+    return TurnVector(doc["turnId"], _unvector(doc["embedding"]), doc.get("model", ""))
 
 
 def _message_of(doc: Mapping[str, Any]) -> StoredMessage:
@@ -132,6 +161,7 @@ def _message_of(doc: Mapping[str, Any]) -> StoredMessage:
         content=doc["content"],
         timestamp=int(doc["timestamp"]),
         tool_calls=doc.get("toolCalls"),
+        turn_id=doc.get("turnId"),
     )
 
 
@@ -147,6 +177,7 @@ class MongoTranscriptStore:
                     "$sort": {"timestamp": 1},
                 },
                 "turnIds": turn.turn_id,
+                **({"turnVectors": _turn_vector_doc(turn.vector)} if turn.vector else {}),
             },
             "$setOnInsert": {"sessionId": turn.session_id, **_scope_doc(turn.scope)},
             "$min": {"createdAt": turn.at},
@@ -183,6 +214,7 @@ class MongoTranscriptStore:
                 token_count=int(d.get("tokenCount", 0)),
                 created_at=int(d["createdAt"]),
                 updated_at=int(d["updatedAt"]),
+                turn_vectors=[_turn_vector_of(v) for v in d.get("turnVectors", [])],
             )
             for d in docs
         ]
@@ -197,6 +229,16 @@ class MongoWorkingStore:
             "$push": {
                 "workingMemory.context": {"$each": lines.lines, "$slice": -keep},
                 "turnIds": {"$each": [lines.turn_id], "$slice": -WORKING_TURN_IDS_KEPT},
+                **(
+                    {
+                        "workingMemory.vectors": {
+                            "$each": [_turn_vector_doc(lines.vector)],
+                            "$slice": -WORKING_TURN_VECTORS,
+                        }
+                    }
+                    if lines.vector
+                    else {}
+                ),
             },
             "$setOnInsert": {
                 "sessionId": lines.session_id,
@@ -239,6 +281,7 @@ class MongoWorkingStore:
                     state=dict(memory.get("state") or {}),
                     last_accessed_at=int(d["lastAccessedAt"]),
                     created_at=int(d["createdAt"]),
+                    turn_vectors=[_turn_vector_of(v) for v in memory.get("vectors") or []],
                 )
             )
         return out
@@ -296,6 +339,18 @@ class MongoMemoryStore:
         except PyMongoError as exc:
             raise DependencyFailed(f"memory read failed: {exc}") from exc
 
+    async def bump_access(self, vector_ids: Sequence[str], at: int) -> int:
+        if not vector_ids:
+            return 0
+        try:
+            result = await self._col.update_many(
+                {"_id": {"$in": list(vector_ids)}},
+                {"$inc": {"accessCount": 1}, "$max": {"lastAccessedAt": at}},
+            )
+        except PyMongoError as exc:
+            raise DependencyFailed(f"access bump failed: {exc}") from exc
+        return result.modified_count
+
     async def active_rows(
         self, where: TenantFilter, *, sources: Sequence[str] | None = None
     ) -> list[MemoryRow]:
@@ -319,6 +374,132 @@ class MongoMemoryStore:
                 metadata=dict(d.get("metadata") or {}),
                 decay_score=float(d.get("decayScore", 1.0)),
                 access_count=int(d.get("accessCount", 0)),
+            )
+            for d in docs
+        ]
+
+
+def _optional_vector(doc: Mapping[str, Any]) -> Any:
+    value = doc.get("embedding")
+    return None if value is None else _unvector(value)
+
+
+class MongoPatternStore:
+    def __init__(self, db: AsyncDatabase[Doc]) -> None:
+        self._col: AsyncCollection[Doc] = db[PATTERNS]
+
+    async def upsert(self, pattern: PatternRecord) -> None:
+        doc: Doc = {
+            "patternId": pattern.pattern_id,
+            **_scope_doc(pattern.scope),
+            "patternType": pattern.pattern_type,
+            "trigger": {"type": pattern.trigger_type, "value": pattern.trigger_value},
+            "steps": [{"action": a, "order": i} for i, a in enumerate(pattern.steps)],
+            "summary": pattern.summary,
+            "successRate": pattern.success_rate,
+            "executionCount": pattern.execution_count,
+            "lastExecuted": pattern.last_executed,
+            "updatedAt": pattern.last_executed,
+            "status": pattern.status,
+            "tags": pattern.tags,
+            "embedding": _vector(pattern.embedding) if pattern.embedding is not None else None,
+            "embeddingModel": pattern.embedding_model,
+        }
+        try:
+            await self._col.update_one(
+                {"_id": pattern.pattern_id},
+                {"$set": doc, "$min": {"createdAt": pattern.created_at}},
+                upsert=True,
+            )
+        except PyMongoError as exc:
+            raise DependencyFailed(f"pattern upsert failed: {exc}") from exc
+
+    async def active(self, where: TenantFilter, limit: int) -> list[PatternRecord]:
+        query = {**tenant_query(where), "status": {"$nin": list(INACTIVE_STATUSES)}}
+        try:
+            docs = await (
+                self._col.find(query)
+                .sort([("successRate", DESCENDING), ("lastExecuted", DESCENDING)])
+                .limit(limit)
+                .to_list(length=limit)
+            )
+        except PyMongoError as exc:
+            raise DependencyFailed(f"pattern read failed: {exc}") from exc
+        return [
+            PatternRecord(
+                pattern_id=d["patternId"],
+                scope=_scope_of(d),
+                pattern_type=d["patternType"],
+                trigger_type=d["trigger"]["type"],
+                trigger_value=d["trigger"]["value"],
+                steps=[s["action"] for s in sorted(d.get("steps", []), key=lambda s: s["order"])],
+                summary=d["summary"],
+                success_rate=float(d["successRate"]),
+                execution_count=int(d["executionCount"]),
+                last_executed=int(d["lastExecuted"]),
+                created_at=int(d["createdAt"]),
+                embedding=_optional_vector(d),
+                embedding_model=d.get("embeddingModel"),
+                tags=list(d.get("tags") or []),
+                status=d.get("status", "active"),
+            )
+            for d in docs
+        ]
+
+
+class MongoArchiveStore:
+    def __init__(self, db: AsyncDatabase[Doc]) -> None:
+        self._col: AsyncCollection[Doc] = db[ARCHIVES]
+
+    async def insert_if_absent(self, archive: ArchiveRecord) -> bool:
+        doc: Doc = {
+            "_id": archive.archive_id,
+            "archiveId": archive.archive_id,
+            **_scope_doc(archive.scope),
+            "summary": archive.summary,
+            "topics": archive.topics,
+            "dateRange": {"start": archive.start, "end": archive.end},
+            "createdAt": archive.created_at,
+            "status": archive.status,
+            "embedding": _vector(archive.embedding) if archive.embedding is not None else None,
+            "embeddingModel": archive.embedding_model,
+            "metadata": {"entryCount": archive.entry_count, **archive.metadata},
+        }
+        try:
+            result = await self._col.update_one(
+                {"_id": archive.archive_id}, {"$setOnInsert": doc}, upsert=True
+            )
+        except DuplicateKeyError:
+            return False
+        except PyMongoError as exc:
+            raise DependencyFailed(f"archive insert failed: {exc}") from exc
+        return result.upserted_id is not None
+
+    async def active(self, where: TenantFilter, limit: int) -> list[ArchiveRecord]:
+        query = {**tenant_query(where), "status": {"$nin": list(INACTIVE_STATUSES)}}
+        try:
+            docs = await (
+                self._col.find(query, {"content": 0})
+                .sort("createdAt", DESCENDING)
+                .limit(limit)
+                .to_list(length=limit)
+            )
+        except PyMongoError as exc:
+            raise DependencyFailed(f"archive read failed: {exc}") from exc
+        return [
+            ArchiveRecord(
+                archive_id=d["archiveId"],
+                scope=_scope_of(d),
+                summary=d["summary"],
+                topics=list(d.get("topics") or []),
+                entry_count=int((d.get("metadata") or {}).get("entryCount", 0)),
+                start=int(d["dateRange"]["start"]),
+                end=int(d["dateRange"]["end"]),
+                created_at=int(d["createdAt"]),
+                embedding=_optional_vector(d),
+                embedding_model=d.get("embeddingModel"),
+                status=d.get("status", "active"),
+                metadata={k: v for k, v in (d.get("metadata") or {}).items() if k != "entryCount"},
             )
             for d in docs
         ]

@@ -313,4 +313,4 @@ async def test_remembered_fact_is_deduplicated_and_recalled_from_another_thread(
     )
     assert reply.prompt is not None
     assert "peanuts" in reply.prompt
-    assert any(item.layer == "vectors" and item.source == "fact" for item in reply.items)
+    assert any(item.layer in ("graph", "vectors") and item.source == "fact" for item in reply.items)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -11,7 +12,9 @@ import pytest
 
 from engine.adapters.memory import (
     HashingEmbedder,
+    InMemoryArchiveStore,
     InMemoryMemoryStore,
+    InMemoryPatternStore,
     InMemoryQueryCache,
     InMemoryTranscriptStore,
     InMemoryWorkingStore,
@@ -22,6 +25,7 @@ from engine.ingest import TurnRecorder
 from engine.ports import InputType, Vector, WorkingStore
 from engine.records import WorkingAppend, WorkingSession
 from engine.scoping import TenantFilter
+from engine.vector_index import ExactVectorIndex
 from schemas.inputs import context_request, to_ms, turn_recorded
 from schemas.requests import ContextReply, LayerSearchRequest
 from schemas.scope import Scope
@@ -82,8 +86,7 @@ class Engine:
     embedder: CountingEmbedder
 
     def with_working(self, store: WorkingStore) -> MemorySearch:
-        s = self.search
-        return MemorySearch(s.transcripts, store, s.memory, s.embedder, s.cache)
+        return dataclasses.replace(self.search, working=store)
 
 
 @pytest.fixture
@@ -96,7 +99,15 @@ def engine() -> Engine:
     embedder, cache = CountingEmbedder(), InMemoryQueryCache()
     return Engine(
         TurnRecorder(transcripts, working, memory, embedder),
-        MemorySearch(transcripts, working, memory, embedder, cache),
+        MemorySearch(
+            transcripts=transcripts,
+            working=working,
+            patterns=InMemoryPatternStore(),
+            archives=InMemoryArchiveStore(),
+            index=ExactVectorIndex(memory),
+            embedder=embedder,
+            cache=cache,
+        ),
         cache,
         embedder,
     )
@@ -129,7 +140,14 @@ async def test_same_user_and_thread_get_the_working_lines_in_the_prompt(engine: 
     reply = await ask(engine.search)
     assert reply.prompt is not None
     assert f"[WORKING] {ASSISTANT_LINE}\n{USER_LINE}" in reply.prompt
-    assert reply.totals == {"working": 1, "scene": 1, "vectors": 1}
+    assert reply.totals == {
+        "working": 1,
+        "scene": 1,
+        "graph": 0,
+        "patterns": 0,
+        "archives": 0,
+        "vectors": 1,
+    }
     assert reply.cached is False
     assert reply.context_id.startswith("ctx_")
 
@@ -177,10 +195,10 @@ async def test_unrelated_query_finds_no_vectors(engine: Engine) -> None:
     assert reply.totals == {"vectors": 0}
 
 
-async def test_unserved_layers_are_absent_from_totals(engine: Engine) -> None:
+async def test_totals_cover_exactly_the_requested_layers(engine: Engine) -> None:
     await record(engine)
     reply = await ask(engine.search, layers=["graph", "patterns", "working"])
-    assert reply.totals == {"working": 1}
+    assert reply.totals == {"graph": 0, "patterns": 0, "working": 1}
 
 
 # --- cache ---------------------------------------------------------------------------------
@@ -236,7 +254,7 @@ async def test_a_failing_layer_is_absent_and_the_result_is_not_cached_fixes_16_2
 
     first = await ask(search)
     assert "working" not in first.totals
-    assert first.totals == {"scene": 1, "vectors": 1}
+    assert first.totals == {"scene": 1, "graph": 0, "patterns": 0, "archives": 0, "vectors": 1}
     assert first.prompt is not None
     assert "[WORKING]" not in first.prompt
     second = await ask(search)
@@ -262,11 +280,11 @@ async def test_the_query_is_embedded_once_per_request_fixes_16_22(engine: Engine
     assert engine.embedder.query_calls() == 2
 
 
-async def test_layers_without_vectors_never_embed_the_query(engine: Engine) -> None:
+async def test_text_layers_share_the_one_query_embedding(engine: Engine) -> None:
     await record(engine)
     engine.embedder.calls.clear()
     await ask(engine.search, layers=["working", "scene"])
-    assert engine.embedder.calls == []
+    assert engine.embedder.calls == [("query", 1)]
 
 
 # --- layer_search ---------------------------------------------------------------------------
@@ -277,7 +295,7 @@ async def test_layer_search_returns_raw_items_and_totals(engine: Engine) -> None
     request = LayerSearchRequest(
         scope=Scope.parse(scope_body()), query=QUERY, layers=["working", "vectors"], limit=5
     )
-    reply = await engine.search.layer_search(request)
+    reply = await engine.search.layer_search(request, NOW_MS)
 
     assert reply.query == QUERY
     assert reply.totals == {"working": 1, "vectors": 1}
@@ -295,7 +313,7 @@ async def test_layer_search_returns_raw_items_and_totals(engine: Engine) -> None
     assert vector["createdAt"] == to_ms(T0)
     assert 0.25 <= vector["score"] <= 1.0
     assert reply.cached is False
-    assert (await engine.search.layer_search(request)).cached is True
+    assert (await engine.search.layer_search(request, NOW_MS)).cached is True
 
 
 async def test_include_raw_returns_the_layer_items(engine: Engine) -> None:

@@ -1,0 +1,223 @@
+"""pre_turn latency with 1k and 10k memories in one tenant's scope, in-process and over Kafka.
+
+    python -m benchmarks.retrieval                       # from the repo root; own local stack
+    python -m benchmarks.retrieval --sizes 1000 10000 --requests 200
+
+For each size, one tenant gets N memory rows (facts and session summaries, embedded with the
+local MiniLM model: 2,000 distinct sentences, larger sizes reuse their vectors with new
+texts) in MongoDB, plus a few turns of working/scene memory. Then, all six layers requested:
+
+* in-process: `MemorySearch.context` against the real MongoDB-wire server and Redis, with a
+  new query each time (query cache miss; the embedding cache is cold as well) and repeated
+  (cache hit);
+* over Kafka: the same through `MemoryClient.context` with the search and invalidation
+  groups running in a separate process.
+
+Figures in milliseconds (p50/p95/p99). Set MNEMOSTREAM_KAFKA_BOOTSTRAP, MNEMOSTREAM_MONGO_URI
+and MNEMOSTREAM_REDIS_URL to use your own servers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import random
+import time
+import uuid
+
+import numpy as np
+from pydantic import SecretStr
+
+from benchmarks.pipeline import endpoints, groups_process, line
+from engine.adapters.local_embedder import LocalMiniLMEmbedder
+from engine.adapters.mongo import MongoMemoryStore
+from engine.records import MemoryRow, ScopeFields
+from schemas.inputs import context_request, turn_recorded
+from services.client import MemoryClient
+from services.infra import Endpoints
+from services.runtime import open_runtime
+from services.settings import Settings
+
+SUBJECTS = ["I", "My sister", "Our team", "My manager", "The client", "My doctor", "We", "Dad"]
+VERBS = [
+    "moved to",
+    "prefers",
+    "asked about",
+    "booked a trip to",
+    "complained about",
+    "likes",
+    "is allergic to",
+    "wants to learn",
+    "bought",
+    "keeps forgetting",
+]
+OBJECTS = [
+    "Lisbon",
+    "the new pricing plan",
+    "vegetarian restaurants near the office",
+    "a quiet room with a river view",
+    "the quarterly report due on Friday",
+    "running before work",
+    "the delayed laptop shipment",
+    "strict Python typing",
+    "peanuts",
+    "the violin",
+    "sourdough bread",
+    "Kubernetes upgrades",
+    "jazz concerts",
+    "the dentist appointment",
+    "a red bicycle",
+    "Japanese lessons",
+]
+TAILS = [
+    "",
+    " last week",
+    " because it is cheaper",
+    " and wants a reply by Monday",
+    " again",
+    " since March",
+    " for the kids",
+    " at the weekend",
+]
+QUESTIONS = [
+    "Where does my sister live now?",
+    "What food should I avoid?",
+    "When is the report due?",
+    "What instrument do I play?",
+    "What are we planning for the holidays?",
+    "What did the client complain about?",
+    "What should I remember about my health?",
+    "Which language am I studying?",
+]
+
+
+def sentences(count: int, seed: int = 11) -> list[str]:
+    rng = random.Random(seed)
+    return [
+        f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)}{rng.choice(TAILS)}."
+        for _ in range(count)
+    ]
+
+
+async def seed(
+    settings: Settings,
+    agent: str,
+    size: int,
+    embedder: LocalMiniLMEmbedder,
+    base: list[str],
+    vectors: np.ndarray,
+) -> None:
+    async with open_runtime(settings, embedder) as rt:
+        store = MongoMemoryStore(rt.mongo[settings.mongo_db])
+        scope = ScopeFields(agent, "user", None, None, None)
+        now = int(time.time() * 1000)
+        rng = random.Random(size)
+        for i in range(size):
+            j = i % len(base)
+            text = base[j] if i < len(base) else f"{base[j][:-1]} (note {i})."
+            await store.insert_if_absent(
+                MemoryRow(
+                    vector_id=f"bench_{agent}_{i}",
+                    scope=ScopeFields(agent, "user", f"t{i % 50}", None, None),
+                    content=text,
+                    embedding=vectors[j],
+                    embedding_model=embedder.model,
+                    source="fact" if i % 3 == 0 else "session",
+                    created_at=now - rng.randrange(0, 120) * 86_400_000,
+                    metadata={"confidence": 0.8} if i % 3 == 0 else {},
+                )
+            )
+        for k in range(6):
+            await rt.recorder.record(
+                turn_recorded(
+                    {
+                        "agentWallet": agent,
+                        "userAddress": "user",
+                        "threadId": "live",
+                        "userMessage": base[k],
+                        "assistantMessage": "Noted.",
+                    }
+                )
+            )
+        del scope
+
+
+async def in_process(
+    settings: Settings, agent: str, requests: int, embedder: LocalMiniLMEmbedder
+) -> tuple[list[float], list[float]]:
+    misses: list[float] = []
+    hits: list[float] = []
+    async with open_runtime(settings, embedder) as rt:
+        for i in range(requests):
+            body = {
+                "agentWallet": agent,
+                "userAddress": "user",
+                "threadId": "live",
+                "query": f"{QUESTIONS[i % len(QUESTIONS)]} ({i})",
+            }
+            request = context_request(body)
+            start = time.perf_counter()
+            reply = await rt.search.context(request, int(time.time() * 1000))
+            misses.append((time.perf_counter() - start) * 1000)
+            assert not reply.cached
+            start = time.perf_counter()
+            reply = await rt.search.context(request, int(time.time() * 1000))
+            hits.append((time.perf_counter() - start) * 1000)
+            assert reply.cached
+    return misses, hits
+
+
+async def over_kafka(ends: Endpoints, agent: str, requests: int) -> tuple[list[float], list[float]]:
+    misses: list[float] = []
+    hits: list[float] = []
+    scope = {"agentWallet": agent, "userAddress": "user", "threadId": "live"}
+    async with MemoryClient(ends.kafka_bootstrap, timeout=30) as client:
+        await client.context("warm up", scope)
+        for i in range(requests):
+            query = f"{QUESTIONS[i % len(QUESTIONS)]} (kafka {i})"
+            start = time.perf_counter()
+            await client.context(query, scope)
+            misses.append((time.perf_counter() - start) * 1000)
+            start = time.perf_counter()
+            await client.context(query, scope)
+            hits.append((time.perf_counter() - start) * 1000)
+    return misses, hits
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--requests", type=int, default=200)
+    args = parser.parse_args()
+    embedder = LocalMiniLMEmbedder.load()
+    base = sentences(2000)
+    vectors = embedder.embed_sync(base)
+    print(
+        f"mnemostream retrieval benchmark on {platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}; all six layers; exact vector index"
+    )
+    with endpoints() as ends:
+        for size in args.sizes:
+            tag = uuid.uuid4().hex[:8]
+            settings = Settings(
+                kafka_bootstrap=ends.kafka_bootstrap,
+                mongo_uri=SecretStr(ends.mongo_uri),
+                redis_url=SecretStr(ends.redis_url),
+                mongo_db=f"bench_{tag}",
+                group_prefix=f"bench-{tag}",
+            )
+            agent = f"0xRetrieval{tag}"
+            asyncio.run(seed(settings, agent, size, embedder, base, vectors))
+            misses, hits = asyncio.run(in_process(settings, agent, args.requests, embedder))
+            print(line(f"{size:>6} memories, in-process, cache miss", misses))
+            print(line(f"{size:>6} memories, in-process, cache hit", hits))
+            with groups_process(ends, tag, ["search", "invalidation"]):
+                misses, hits = asyncio.run(over_kafka(ends, agent, args.requests))
+            print(line(f"{size:>6} memories, over Kafka, cache miss", misses))
+            print(line(f"{size:>6} memories, over Kafka, cache hit", hits))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,362 @@
+"""Approximate vector search with MongoDB Atlas `$vectorSearch` (DESIGN.md §5).
+
+The tenant scope is a **pre-filter** inside `$vectorSearch`, so the ANN candidates are drawn
+from the tenant's own rows only (fixes REFERENCE §16.2, where the tenant was filtered after the
+ANN and small tenants got empty or truncated results). A scope without a user pre-filters on
+`userAddress: null`, i.e. user-less rows only (fixes §16.3); this relies on rows storing the
+field explicitly, as `MongoMemoryStore.document` does, because Atlas matches `null` only
+against an explicit null, not a missing field.
+
+Filter clauses use the full `{"path": {"$eq": value}}` form joined by `$and`, which every Atlas
+release accepts (early ones rejected the short `{path: value}` form). Every path in the
+pre-filter must be declared a `filter` field of the index: `ATLAS_FILTER_FIELDS`.
+
+Scores: for `cosine` similarity Atlas reports `(1 + cos) / 2` in [0, 1]; `atlas_score_to_cosine`
+maps it back to the cosine in [-1, 1] that the exact path reports, so thresholds mean the same
+on both paths (REFERENCE §16.15).
+
+Documents are read back into `MemoryRow`s with `engine.adapters.mongo`'s private helpers
+`_scope_of` and `_unvector`, so both Mongo adapters decode rows identically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.errors import OperationFailure, PyMongoError
+from pymongo.operations import SearchIndexModel
+
+from engine.adapters.mongo import _scope_of, _unvector
+from engine.errors import DependencyFailed, InputRejected
+from engine.records import INACTIVE_STATUSES, MemoryRow
+from engine.scoping import TenantFilter
+
+log = logging.getLogger(__name__)
+
+Doc = dict[str, Any]
+
+INDEX_NAME = "vector_index"
+VECTOR_PATH = "embedding"
+SCORE_FIELD = "score"
+MAX_CANDIDATES = 10_000
+"""Atlas's upper bound on `numCandidates` (a larger value fails the query, §16.29)."""
+MIN_CANDIDATES = 100
+CANDIDATES_PER_RESULT = 20
+"""Atlas recommends `numCandidates` of at least 20 x `limit` for good ANN recall."""
+MAX_DIMENSIONS = 8192
+SIMILARITIES = ("cosine", "dotProduct", "euclidean")
+
+ATLAS_FILTER_FIELDS = (
+    "agentWallet",
+    "userAddress",
+    "mode",
+    "haiId",
+    "threadId",
+    "scopeKind",
+    "scopeId",
+    "source",
+    "metadata.status",
+    "metadata.app_id",
+    "metadata.retention",
+    "metadata.type",
+    "embeddingModel",
+)
+"""The paths declared as `filter` fields of the vector index: the only ones a pre-filter may use."""
+
+_EXTRA_OPERATORS = frozenset({"$eq", "$ne", "$in", "$nin"})
+_PROJECTED = (
+    "vectorId",
+    "agentWallet",
+    "userAddress",
+    "threadId",
+    "mode",
+    "haiId",
+    "content",
+    VECTOR_PATH,
+    "embeddingModel",
+    "source",
+    "createdAt",
+    "metadata",
+    "decayScore",
+    "accessCount",
+)
+_UNSUPPORTED_CODES = frozenset(
+    {
+        59,  # CommandNotFound: a server that predates search index commands
+        115,  # CommandNotSupported: community / non-Atlas mongod (and SecantusDB)
+        31082,  # SearchNotEnabled: mongod without a search process
+        40324,  # unrecognized pipeline stage name `$vectorSearch`
+    }
+)
+
+
+def vector_index_definition(dimensions: int, similarity: str = "cosine") -> Doc:
+    """The `vectorSearch` index definition: `embedding` with the embedder's dimension (not a
+    hard-coded 1024: fixes §16.25) plus one `filter` field per `ATLAS_FILTER_FIELDS` entry."""
+    if isinstance(dimensions, bool) or not 1 <= dimensions <= MAX_DIMENSIONS:
+        raise ValueError(f"dimensions must be within 1..{MAX_DIMENSIONS}, got {dimensions!r}")
+    if similarity not in SIMILARITIES:
+        raise ValueError(f"similarity must be one of {SIMILARITIES}, got {similarity!r}")
+    vector: Doc = {
+        "type": "vector",
+        "path": VECTOR_PATH,
+        "numDimensions": dimensions,
+        "similarity": similarity,
+    }
+    return {"fields": [vector, *({"type": "filter", "path": p} for p in ATLAS_FILTER_FIELDS)]}
+
+
+def candidates_for(k: int) -> tuple[int, int]:
+    """`(numCandidates, limit)` for `k` results: `numCandidates = min(10000, max(100, 20k))` and
+    `limit = min(k, numCandidates)`, so neither can exceed Atlas's cap (fixes §16.29)."""
+    if isinstance(k, bool) or k < 1:
+        raise InputRejected(f"k must be a positive integer, got {k!r}")
+    candidates = min(MAX_CANDIDATES, max(MIN_CANDIDATES, CANDIDATES_PER_RESULT * k))
+    return candidates, min(k, candidates)
+
+
+def _is_primitive(value: object) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def _extra_condition(path: str, value: object) -> object:
+    if path not in ATLAS_FILTER_FIELDS:
+        raise InputRejected(f"filter {path!r} is not a vector index filter field")
+    if _is_primitive(value):
+        return {"$eq": value}
+    if isinstance(value, Mapping) and len(value) == 1:
+        op, operand = next(iter(value.items()))
+        if op in ("$eq", "$ne") and _is_primitive(operand):
+            return {op: operand}
+        if (
+            op in _EXTRA_OPERATORS
+            and isinstance(operand, list | tuple)
+            and operand
+            and all(_is_primitive(v) for v in operand)
+        ):
+            return {op: list(operand)}
+    raise InputRejected(
+        f"filter {path!r}: expected a value or one of {sorted(_EXTRA_OPERATORS)} with plain values"
+    )
+
+
+def atlas_prefilter(
+    where: TenantFilter,
+    *,
+    sources: Sequence[str] | None,
+    model: str | None = None,
+    extra: Mapping[str, object] | None = None,
+) -> Doc:
+    """The `$vectorSearch.filter`: the tenant (`agentWallet`, `userAddress` with `None` meaning
+    user-less rows only, `mode`/`haiId`/`threadId` when set), active rows only, `source` among
+    `sources` when given, `embeddingModel` when given, then `extra` clauses (values as produced
+    by `engine.filters.mongo_clauses`). Clauses are ANDed, so `extra` can only narrow."""
+    clauses: list[Doc] = [
+        {"agentWallet": {"$eq": where.agent_wallet}},
+        {"userAddress": {"$eq": where.user_address}},
+    ]
+    for path, value in (
+        ("mode", where.mode),
+        ("haiId", where.hai_id),
+        ("threadId", where.thread_id),
+    ):
+        if value is not None:
+            clauses.append({path: {"$eq": value}})
+    clauses.append({"metadata.status": {"$nin": list(INACTIVE_STATUSES)}})
+    if sources is not None:
+        if not sources:
+            raise InputRejected("sources must not be empty (None means every source)")
+        clauses.append({"source": {"$in": list(sources)}})
+    if model is not None:
+        clauses.append({"embeddingModel": {"$eq": model}})
+    clauses.extend({path: _extra_condition(path, cond)} for path, cond in (extra or {}).items())
+    return {"$and": clauses}
+
+
+def _query_vector(query_vector: Sequence[float] | npt.NDArray[np.floating[Any]]) -> list[float]:
+    values = [float(x) for x in query_vector]
+    if not values or not all(math.isfinite(x) for x in values):
+        raise InputRejected("the query vector must be non-empty and finite")
+    return values
+
+
+def atlas_pipeline(
+    where: TenantFilter,
+    query_vector: Sequence[float] | npt.NDArray[np.floating[Any]],
+    *,
+    k: int,
+    sources: Sequence[str] | None,
+    extra: Mapping[str, object] | None = None,
+    index: str = INDEX_NAME,
+    model: str | None = None,
+) -> list[Doc]:
+    """The aggregation: `$vectorSearch` pre-filtered by `atlas_prefilter` (results best first),
+    then a `$project` of the fields a `MemoryRow` needs plus `score` (Atlas's score, see
+    `atlas_score_to_cosine`)."""
+    num_candidates, limit = candidates_for(k)
+    search: Doc = {
+        "index": index,
+        "path": VECTOR_PATH,
+        "queryVector": _query_vector(query_vector),
+        "numCandidates": num_candidates,
+        "limit": limit,
+        "filter": atlas_prefilter(where, sources=sources, model=model, extra=extra),
+    }
+    project: Doc = {field: 1 for field in _PROJECTED}
+    project[SCORE_FIELD] = {"$meta": "vectorSearchScore"}
+    return [{"$vectorSearch": search}, {"$project": project}]
+
+
+def atlas_score_to_cosine(score: float) -> float:
+    """Cosine similarity in [-1, 1] of an Atlas `cosine` score `(1 + cos) / 2` in [0, 1]."""
+    return 2.0 * score - 1.0
+
+
+def _row(doc: Mapping[str, Any]) -> MemoryRow:
+    return MemoryRow(
+        vector_id=doc["vectorId"],
+        scope=_scope_of(doc),
+        content=doc["content"],
+        embedding=_unvector(doc[VECTOR_PATH]),
+        embedding_model=doc.get("embeddingModel", ""),
+        source=doc["source"],
+        created_at=int(doc["createdAt"]),
+        metadata=dict(doc.get("metadata") or {}),
+        decay_score=float(doc.get("decayScore", 1.0)),
+        access_count=int(doc.get("accessCount", 0)),
+    )
+
+
+class AtlasVectorIndex:
+    """ANN search over the `memory` collection through its Atlas vector index.
+
+    Needs a `cosine` index made by `ensure_vector_index` with the embedder's dimension.
+    """
+
+    def __init__(self, collection: AsyncCollection[Doc], *, index: str = INDEX_NAME) -> None:
+        self._col = collection
+        self._index = index
+
+    async def search(
+        self,
+        where: TenantFilter,
+        query: Sequence[float] | npt.NDArray[np.floating[Any]],
+        *,
+        model: str,
+        k: int,
+        sources: Sequence[str] | None = None,
+        version: str | None = None,
+    ) -> list[tuple[MemoryRow, float]]:
+        """Up to `k` active rows `where` admits, embedded by `model`, as `(row, cosine)` pairs,
+        most similar first (cosine in [-1, 1], higher is more similar). Approximate: the best
+        row may be missed when the tenant has far more rows than `numCandidates`.
+
+        `version` (the `VectorIndex` port's reuse token) is ignored: Atlas always searches the
+        current data, there is nothing process-local to reuse."""
+        if sources is not None and not sources:
+            return []
+        pipeline = atlas_pipeline(
+            where, query, k=k, sources=sources, index=self._index, model=model
+        )
+        try:
+            cursor = await self._col.aggregate(pipeline)
+            docs = await cursor.to_list(length=None)
+        except PyMongoError as exc:
+            raise DependencyFailed(f"vector search failed: {exc}") from exc
+        hits = [(_row(d), atlas_score_to_cosine(float(d[SCORE_FIELD]))) for d in docs]
+        hits.sort(key=lambda hit: hit[1], reverse=True)
+        return hits
+
+
+def search_unsupported(exc: OperationFailure) -> bool:
+    """Whether the server said it has no Atlas Search (as opposed to a real failure)."""
+    if exc.code in _UNSUPPORTED_CODES:
+        return True
+    details = exc.details or {}
+    message = str(details.get("errmsg") or exc)
+    return "Atlas" in message and (
+        "requires additional configuration" in message or "only supported" in message
+    )
+
+
+_DEFINITION_KEYS = ("type", "path", "numDimensions", "similarity")
+
+
+def _fields_key(definition: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    """The fields of a definition, order-free, on the keys we set (the server may add its
+    defaults, which must not count as a change)."""
+    fields = definition.get("fields") or []
+    return sorted(tuple(str(f.get(key, "")) for key in _DEFINITION_KEYS) for f in fields)
+
+
+async def _search_index(collection: AsyncCollection[Doc], name: str) -> Mapping[str, Any] | None:
+    cursor = await collection.list_search_indexes(name)
+    found: list[Mapping[str, Any]] = await cursor.to_list(length=None)
+    return found[0] if found else None
+
+
+async def _wait_queryable(collection: AsyncCollection[Doc], name: str, seconds: float) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while True:
+        info = await _search_index(collection, name)
+        status = None if info is None else info.get("status")
+        if info is not None and info.get("queryable") and status in (None, "READY"):
+            return
+        if status == "FAILED":
+            raise DependencyFailed(f"vector index {name!r} failed to build: {info}")
+        if loop.time() >= deadline:
+            raise DependencyFailed(
+                f"vector index {name!r} not queryable after {seconds}s: {status}"
+            )
+        await asyncio.sleep(0.5)
+
+
+async def ensure_vector_index(
+    collection: AsyncCollection[Doc],
+    dimensions: int,
+    *,
+    similarity: str = "cosine",
+    name: str = INDEX_NAME,
+    wait_seconds: float = 0.0,
+) -> bool:
+    """Create the vector index, or update it when its definition differs (an identical one is
+    left alone: an update rebuilds the index). True when the index exists afterwards; False,
+    with a warning logged, when the server has no Atlas Search (then use the exact path).
+
+    The collection must exist (`ensure_schema` creates it). Atlas builds indexes
+    asynchronously: with `wait_seconds > 0`, wait until the index is queryable and raise
+    `DependencyFailed` if it is not by then. Other server errors raise `DependencyFailed`.
+    """
+    definition = vector_index_definition(dimensions, similarity)
+    try:
+        current = await _search_index(collection, name)
+        if current is None:
+            model = SearchIndexModel(definition, name=name, type="vectorSearch")
+            await collection.create_search_index(model)
+            log.info("vector index created", extra={"index": name, "dimensions": dimensions})
+        elif _fields_key(current.get("latestDefinition") or {}) != _fields_key(definition):
+            await collection.update_search_index(name, definition)
+            log.info("vector index updated", extra={"index": name, "dimensions": dimensions})
+        if wait_seconds > 0:
+            await _wait_queryable(collection, name, wait_seconds)
+    except OperationFailure as exc:
+        if search_unsupported(exc):
+            log.warning(
+                "no Atlas vector search on this server, vector index %r not created: %s",
+                name,
+                (exc.details or {}).get("errmsg") or exc,
+                extra={"index": name, "code": exc.code},
+            )
+            return False
+        raise DependencyFailed(f"vector index {name!r} could not be ensured: {exc}") from exc
+    except PyMongoError as exc:
+        raise DependencyFailed(f"vector index {name!r} could not be ensured: {exc}") from exc
+    return True

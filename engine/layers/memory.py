@@ -1,0 +1,118 @@
+"""The layers over the `memory` collection: graph (facts) and vectors (every source).
+
+Candidates come from the vector index (exact cosine over the tenant's rows, or Atlas with a
+pre-filter); BM25 over the candidates adds lexical evidence. When ranked, the candidates go
+through temporal decay → rerank (fail-soft) → MMR (λ = 0.7), whose order survives the final
+sort (fixes REFERENCE §16.7). The double-ranking rule: when a request asks for both graph and
+vectors, vectors keeps its raw relevance order (no decay, rerank or MMR).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from engine.errors import DependencyFailed
+from engine.hits import Hit
+from engine.layers.query import LayerQuery
+from engine.lexical import all_terms, bm25
+from engine.ports import VectorIndex
+from engine.ranking import mmr
+from engine.records import MemoryRow
+from engine.relevance import relevance
+from engine.rerank import Reranker, rerank_fail_soft
+from engine.scoping import tenant_filter
+
+log = logging.getLogger(__name__)
+
+CANDIDATES_PER_RESULT = 3
+"""Candidates fetched per returned hit, so MMR and the reranker have room to work."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryLayerOptions:
+    layer: str
+    sources: Sequence[str] | None
+    ranked: bool
+    reranker: Reranker | None = None
+    half_life_days: float = 30.0
+    mmr_lambda: float = 0.7
+    rerank_min_candidates: int = 3
+    rerank_dominance_delta: float = 0.05
+    version: str | None = None
+
+
+def _hit(layer: str, row: MemoryRow, cosine: float, score: float) -> Hit:
+    confidence = row.metadata.get("confidence")
+    importance = row.metadata.get("importance")
+    return Hit(
+        layer=layer,
+        id=row.vector_id,
+        text=row.content,
+        score=score,
+        created_at=row.created_at,
+        confidence=float(confidence) if isinstance(confidence, int | float) else None,
+        importance=float(importance) if isinstance(importance, int | float) else None,
+        access_count=row.access_count,
+        source=row.source,
+        raw={
+            "id": row.vector_id,
+            "vectorId": row.vector_id,
+            "content": row.content,
+            "score": score,
+            "cosine": cosine,
+            "source": row.source,
+            "agentWallet": row.scope.agent_wallet,
+            "userAddress": row.scope.user_address,
+            "threadId": row.scope.thread_id,
+            "mode": row.scope.mode,
+            "haiId": row.scope.hai_id,
+            "decayScore": row.decay_score,
+            "accessCount": row.access_count,
+            "createdAt": row.created_at,
+            "metadata": {
+                k: v
+                for k, v in row.metadata.items()
+                if k in ("type", "factType", "confidence", "importance", "retention", "status")
+            },
+        },
+    )
+
+
+async def search_memory(
+    index: VectorIndex, q: LayerQuery, options: MemoryLayerOptions
+) -> list[Hit]:
+    """Hits of the tenant's memory rows (all threads), best first, at most `q.limit`."""
+    if q.vector is None:
+        raise DependencyFailed("no query vector")
+    candidates = await index.search(
+        tenant_filter(q.scope, durable=True),
+        q.vector,
+        model=q.model,
+        k=CANDIDATES_PER_RESULT * q.limit,
+        sources=options.sources,
+        version=options.version,
+    )
+    lexical = bm25(q.terms, [all_terms(row.content) for row, _ in candidates])
+    hits: list[Hit] = []
+    vectors = {}
+    for (row, cosine), lex in zip(candidates, lexical, strict=True):
+        score = relevance(cosine, lex, q.relevance)
+        if score is not None:
+            hits.append(_hit(options.layer, row, cosine, score))
+            vectors[row.vector_id] = row.embedding
+    if not options.ranked:
+        return sorted(hits, key=lambda h: (-(h.score or 0.0), h.id))[: q.limit]
+    ranked, outcome = await rerank_fail_soft(
+        options.reranker,
+        q.query,
+        hits,
+        now_ms=q.now_ms,
+        half_life_days=options.half_life_days,
+        min_candidates=options.rerank_min_candidates,
+        dominance_delta=options.rerank_dominance_delta,
+        log=log,
+    )
+    log.debug("layer %s rerank: %s", options.layer, outcome)
+    return mmr(ranked, options.mmr_lambda, vectors=vectors)[: q.limit]

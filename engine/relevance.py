@@ -1,0 +1,28 @@
+"""How a layer turns semantic and lexical evidence into one relevance in [0, 1].
+
+relevance = w·cos⁺ + (1 − w)·lexical, with w = 0.7 by default (cos⁺ = cosine clipped at 0).
+A candidate is a hit when its cosine reaches `min_cosine` or its lexical score reaches
+`min_lexical`: paraphrases are found by meaning, names and rare words by their letters.
+Without a vector (another embedding model, or none stored) only the lexical test applies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class RelevancePolicy:
+    semantic_weight: float = 0.7
+    min_cosine: float = 0.3
+    min_lexical: float = 0.34
+
+
+def relevance(cosine: float | None, lexical: float, policy: RelevancePolicy) -> float | None:
+    """The combined relevance, or None when the candidate is not a hit."""
+    if cosine is None:
+        return lexical if lexical >= policy.min_lexical else None
+    if cosine < policy.min_cosine and lexical < policy.min_lexical:
+        return None
+    w = policy.semantic_weight
+    return w * max(0.0, min(1.0, cosine)) + (1 - w) * lexical

@@ -1,0 +1,81 @@
+"""Exact cosine search over a tenant's rows, with the tenant's matrix kept in a bounded
+in-process LRU keyed by the tenant's namespace token (a write bumps the token, so the next
+search reloads). Exact within a scope beats ANN recall and stays fast at 10k rows."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from engine.ports import MemoryStore, Vector
+from engine.records import MemoryRow
+from engine.scoping import TenantFilter
+
+
+@dataclass(frozen=True, slots=True)
+class _Matrix:
+    version: str | None
+    rows: list[MemoryRow]
+    matrix: npt.NDArray[np.float32]
+    sources: npt.NDArray[np.str_]
+
+
+class ExactVectorIndex:
+    def __init__(self, memory: MemoryStore, *, max_tenants: int = 256) -> None:
+        self._memory = memory
+        self._max = max_tenants
+        self._lru: OrderedDict[tuple[TenantFilter, str, int], _Matrix] = OrderedDict()
+        self.loads = 0
+        """How many times rows were read from the store (observability and tests)."""
+
+    async def _matrix(
+        self, where: TenantFilter, model: str, dim: int, version: str | None
+    ) -> _Matrix:
+        key = (where, model, dim)
+        cached = self._lru.get(key)
+        if cached is not None and version is not None and cached.version == version:
+            self._lru.move_to_end(key)
+            return cached
+        self.loads += 1
+        rows = [
+            row
+            for row in await self._memory.active_rows(where)
+            if row.embedding_model == model and row.embedding_dim == dim
+        ]
+        matrix = (
+            np.stack([row.embedding for row in rows]).astype(np.float32)
+            if rows
+            else np.zeros((0, dim), dtype=np.float32)
+        )
+        entry = _Matrix(version, rows, matrix, np.array([r.source for r in rows], dtype=np.str_))
+        if version is not None:
+            self._lru[key] = entry
+            self._lru.move_to_end(key)
+            while len(self._lru) > self._max:
+                self._lru.popitem(last=False)
+        return entry
+
+    async def search(
+        self,
+        where: TenantFilter,
+        query: Vector,
+        *,
+        model: str,
+        k: int,
+        sources: Sequence[str] | None = None,
+        version: str | None = None,
+    ) -> list[tuple[MemoryRow, float]]:
+        entry = await self._matrix(where, model, int(query.shape[0]), version)
+        if k <= 0 or not entry.rows:
+            return []
+        scores = entry.matrix @ query.astype(np.float32)
+        if sources is not None:
+            scores = np.where(np.isin(entry.sources, list(sources)), scores, -np.inf)
+        k = min(k, len(entry.rows))
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(entry.rows[i], float(scores[i])) for i in top if np.isfinite(scores[i])]
