@@ -17,6 +17,7 @@ from typing import Any
 
 from engine.access import MEMORY_LAYERS, AccessRecorder
 from engine.errors import DependencyFailed, MemoryError_
+from engine.filters import parse_filters
 from engine.hits import Hit
 from engine.layers import (
     LayerQuery,
@@ -154,7 +155,8 @@ class MemorySearch:
     async def search(
         self, scope: Scope, query: str, layers: Sequence[str], limit: int, now_ms: int
     ) -> LayerResult:
-        """Hits per layer (layers that failed are absent)."""
+        """Hits per layer (layers that failed are absent). Bad filters raise `InputRejected`."""
+        filters = parse_filters(scope.filters)  # a clear error; nothing is dropped silently
         token = await self.cache.token([GLOBAL_NAMESPACE, *namespace_chain(scope)])
         key = layers_cache_key(scope, query, layers, limit, token) if token else None
         if key is not None:
@@ -172,6 +174,7 @@ class MemorySearch:
                 model=self.embedder.model,
                 now_ms=now_ms,
                 relevance=self.policy.relevance,
+                filters=filters,
             ),
             layers,
             version,

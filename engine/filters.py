@@ -45,6 +45,7 @@ on a durable layer). A layer read therefore goes:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Iterator, Mapping
@@ -306,9 +307,8 @@ def narrow(where: TenantFilter, filters: Filters) -> TenantFilter | None:
         updates[_TENANT_ATTRS[path]] = only
     if not updates:
         return where
-    return TenantFilter(
-        agent_wallet=where.agent_wallet,
-        user_address=where.user_address,
+    return dataclasses.replace(
+        where,
         mode=updates.get("mode", where.mode),
         hai_id=updates.get("hai_id", where.hai_id),
         thread_id=updates.get("thread_id", where.thread_id),

@@ -9,6 +9,7 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from engine.filters import NO_FILTERS, Filters
 from engine.records import (
     ArchiveRecord,
     MemoryRow,
@@ -136,8 +137,10 @@ class VectorIndex(Protocol):
         k: int,
         sources: Sequence[str] | None = None,
         version: str | None = None,
+        filters: Filters = NO_FILTERS,
     ) -> list[tuple[MemoryRow, float]]:
-        """Up to `k` (row, cosine) pairs, best first, of active rows embedded by `model`.
-        `version` identifies the tenant's data (its namespace token): an index may reuse
-        what it loaded for the same version; None means "do not reuse"."""
+        """Up to `k` (row, cosine) pairs, best first, of active rows embedded by `model`
+        that pass `filters` (applied before the top-k, never after). `version` identifies
+        the tenant's data (its namespace token): an index may reuse what it loaded for the
+        same version; None means "do not reuse"."""
         ...

@@ -35,6 +35,18 @@ class ScopeFields:
     def scope_id(self) -> str:
         return self.hai_id or self.agent_wallet
 
+    def view(self) -> dict[str, Any]:
+        """The stored tenant fields, as in a document (for filter matching)."""
+        return {
+            "agentWallet": self.agent_wallet,
+            "userAddress": self.user_address,
+            "threadId": self.thread_id,
+            "mode": self.mode,
+            "haiId": self.hai_id,
+            "scopeKind": self.scope_kind,
+            "scopeId": self.scope_id,
+        }
+
 
 Vector = npt.NDArray[np.float32]
 
@@ -83,6 +95,10 @@ class Transcript:
     created_at: int
     updated_at: int
     turn_vectors: list[TurnVector] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def view(self) -> dict[str, Any]:
+        return {**self.scope.view(), "metadata": self.metadata}
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +127,9 @@ class WorkingSession:
     created_at: int
     turn_vectors: list[TurnVector] = field(default_factory=list)
 
+    def view(self) -> dict[str, Any]:
+        return {**self.scope.view(), "workingMemory": {"state": self.state, "entities": {}}}
+
 
 @dataclass(frozen=True, slots=True)
 class MemoryRow:
@@ -136,6 +155,9 @@ class MemoryRow:
         value = self.metadata.get("status", ACTIVE)
         return value if isinstance(value, str) else ACTIVE
 
+    def view(self) -> dict[str, Any]:
+        return {**self.scope.view(), "source": self.source, "metadata": self.metadata}
+
 
 @dataclass(frozen=True, slots=True)
 class PatternRecord:
@@ -158,6 +180,10 @@ class PatternRecord:
     tags: list[str] = field(default_factory=list)
     status: str = ACTIVE
 
+    def view(self) -> dict[str, Any]:
+        meta = {"tags": self.tags, "patternType": self.pattern_type}
+        return {**self.scope.view(), "metadata": meta}
+
 
 @dataclass(frozen=True, slots=True)
 class ArchiveRecord:
@@ -176,3 +202,6 @@ class ArchiveRecord:
     embedding_model: str | None = None
     status: str = ACTIVE
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    def view(self) -> dict[str, Any]:
+        return {**self.scope.view(), "metadata": self.metadata}

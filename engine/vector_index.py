@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from engine.filters import NO_FILTERS, Filters, matches
 from engine.ports import MemoryStore, Vector
 from engine.records import MemoryRow
 from engine.scoping import TenantFilter
@@ -68,6 +69,7 @@ class ExactVectorIndex:
         k: int,
         sources: Sequence[str] | None = None,
         version: str | None = None,
+        filters: Filters = NO_FILTERS,
     ) -> list[tuple[MemoryRow, float]]:
         entry = await self._matrix(where, model, int(query.shape[0]), version)
         if k <= 0 or not entry.rows:
@@ -75,6 +77,9 @@ class ExactVectorIndex:
         scores = entry.matrix @ query.astype(np.float32)
         if sources is not None:
             scores = np.where(np.isin(entry.sources, list(sources)), scores, -np.inf)
+        if filters:
+            allowed = np.array([matches(filters, row.view()) for row in entry.rows])
+            scores = np.where(allowed, scores, -np.inf)
         k = min(k, len(entry.rows))
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]

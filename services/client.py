@@ -3,7 +3,9 @@
 * `record_turn(...)` (post_turn) and `remember(...)` validate at the edge (a bad input raises
   `ScopeError` with the reference's message and nothing is published), publish, and return
   once the broker acknowledged the event.
-* `context(...)` (pre_turn) and `search_layers(...)` are request-reply: the request carries
+* `context(...)` (pre_turn) and `search_layers(...)` validate their scope and filters the
+  same way (`InputRejected` for an unknown or operator-bearing filter key), then are
+  request-reply: the request carries
   `reply_to` (this client's own reply topic, one per process) and a `correlation_id`; the
   search group answers there. A reply that does not arrive within the timeout raises
   `TimeoutError`; a reply with an error raises `RequestFailed`.
@@ -22,6 +24,7 @@ from typing import Any, TypeVar
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from pydantic import BaseModel
 
+from engine.filters import parse_filters
 from schemas import topics
 from schemas.events import MemoryRemembered, TurnRecorded
 from schemas.inputs import context_request, memory_remembered, turn_recorded
@@ -167,6 +170,7 @@ class MemoryClient:
         maxItemChars, budget={"maxCharacters": n}, includeRaw."""
         scope_body = scope.wire() if isinstance(scope, Scope) else scope
         request = context_request({**scope_body, **options, "query": query})
+        parse_filters(request.scope.filters)  # InputRejected before anything is published
         key = request.scope.agent_wallet
         return await self._request(topics.SEARCH, request, key, ContextReply, timeout)
 
@@ -181,6 +185,7 @@ class MemoryClient:
     ) -> LayerSearchReply:
         """Raw layer hits (no packing)."""
         scope_model = scope if isinstance(scope, Scope) else Scope.parse(scope)
+        parse_filters(scope_model.filters)
         request = LayerSearchRequest.model_validate(
             {
                 "scope": scope_model,

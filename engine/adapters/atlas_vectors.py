@@ -35,6 +35,7 @@ from pymongo.operations import SearchIndexModel
 
 from engine.adapters.mongo import _scope_of, _unvector
 from engine.errors import DependencyFailed, InputRejected
+from engine.filters import NO_FILTERS, Filters, matches, mongo_clauses
 from engine.records import INACTIVE_STATUSES, MemoryRow
 from engine.scoping import TenantFilter
 
@@ -253,17 +254,28 @@ class AtlasVectorIndex:
         k: int,
         sources: Sequence[str] | None = None,
         version: str | None = None,
+        filters: Filters = NO_FILTERS,
     ) -> list[tuple[MemoryRow, float]]:
         """Up to `k` active rows `where` admits, embedded by `model`, as `(row, cosine)` pairs,
         most similar first (cosine in [-1, 1], higher is more similar). Approximate: the best
         row may be missed when the tenant has far more rows than `numCandidates`.
 
+        Caller filters on indexed filter fields join the pre-filter; the others are checked
+        on the returned rows (and may then leave fewer than `k`).
         `version` (the `VectorIndex` port's reuse token) is ignored: Atlas always searches the
         current data, there is nothing process-local to reuse."""
         if sources is not None and not sources:
             return []
+        clauses = mongo_clauses(filters)
+        indexed = {k_: v for k_, v in clauses.items() if k_ in ATLAS_FILTER_FIELDS}
         pipeline = atlas_pipeline(
-            where, query, k=k, sources=sources, index=self._index, model=model
+            where,
+            query,
+            k=k,
+            sources=sources,
+            index=self._index,
+            model=model,
+            extra=indexed or None,
         )
         try:
             cursor = await self._col.aggregate(pipeline)
@@ -271,6 +283,8 @@ class AtlasVectorIndex:
         except PyMongoError as exc:
             raise DependencyFailed(f"vector search failed: {exc}") from exc
         hits = [(_row(d), atlas_score_to_cosine(float(d[SCORE_FIELD]))) for d in docs]
+        if len(indexed) < len(clauses):
+            hits = [(row, score) for row, score in hits if matches(filters, row.view())]
         hits.sort(key=lambda hit: hit[1], reverse=True)
         return hits
 

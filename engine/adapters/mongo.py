@@ -215,6 +215,7 @@ class MongoTranscriptStore:
                 created_at=int(d["createdAt"]),
                 updated_at=int(d["updatedAt"]),
                 turn_vectors=[_turn_vector_of(v) for v in d.get("turnVectors", [])],
+                metadata=dict(d.get("metadata") or {}),
             )
             for d in docs
         ]

@@ -22,7 +22,6 @@ from engine.ranking import mmr
 from engine.records import MemoryRow
 from engine.relevance import relevance
 from engine.rerank import Reranker, rerank_fail_soft
-from engine.scoping import tenant_filter
 
 log = logging.getLogger(__name__)
 
@@ -86,13 +85,17 @@ async def search_memory(
     """Hits of the tenant's memory rows (all threads), best first, at most `q.limit`."""
     if q.vector is None:
         raise DependencyFailed("no query vector")
+    where = q.where(options.layer, durable=True)
+    if where is None:
+        return []
     candidates = await index.search(
-        tenant_filter(q.scope, durable=True),
+        where,
         q.vector,
         model=q.model,
         k=CANDIDATES_PER_RESULT * q.limit,
         sources=options.sources,
         version=options.version,
+        filters=q.filters.applies_to(options.layer),
     )
     lexical = bm25(q.terms, [all_terms(row.content) for row, _ in candidates])
     hits: list[Hit] = []

@@ -9,7 +9,6 @@ from engine.lexical import all_terms, bm25
 from engine.ports import ArchiveStore, PatternStore
 from engine.records import ArchiveRecord, PatternRecord
 from engine.relevance import relevance
-from engine.scoping import tenant_filter
 
 
 def pattern_text(p: PatternRecord) -> str:
@@ -31,8 +30,10 @@ def pattern_text(p: PatternRecord) -> str:
 async def search_patterns(store: PatternStore, q: LayerQuery) -> list[Hit]:
     """Patterns of the tenant plus the agent's user-less (agent-wide) patterns; never another
     user's (the reference's patterns carried no scope at all, §16.12)."""
-    where = tenant_filter(q.scope, durable=True, shared=True)
-    patterns = await store.active(where, 4 * q.limit)
+    where = q.where("patterns", durable=True, shared=True)
+    if where is None:
+        return []
+    patterns = [p for p in await store.active(where, 4 * q.limit) if q.keep("patterns", p.view())]
     texts = [pattern_text(p) for p in patterns]
     lexical = bm25(
         q.terms,
@@ -75,7 +76,10 @@ def archive_text(a: ArchiveRecord) -> str:
 
 async def search_archives(store: ArchiveStore, q: LayerQuery) -> list[Hit]:
     """Archives of the tenant, matched on their summary and topics (never on the payload)."""
-    archives = await store.active(tenant_filter(q.scope, durable=True), 4 * q.limit)
+    where = q.where("archives", durable=True)
+    if where is None:
+        return []
+    archives = [a for a in await store.active(where, 4 * q.limit) if q.keep("archives", a.view())]
     texts = [archive_text(a) for a in archives]
     lexical = bm25(q.terms, [all_terms(t) for t in texts])
     hits: list[Hit] = []

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from engine.filters import NO_FILTERS, Filters, matches, narrow
 from engine.lexical import terms
 from engine.ports import Vector
 from engine.records import TurnVector
 from engine.relevance import RelevancePolicy
+from engine.scoping import TenantFilter, tenant_filter
 from schemas.scope import Scope
 
 
@@ -24,6 +27,19 @@ class LayerQuery:
     model: str
     now_ms: int
     relevance: RelevancePolicy = field(default_factory=RelevancePolicy)
+    filters: Filters = NO_FILTERS
+    """The caller's validated filters (all layers; each layer keeps the ones it honours)."""
+
+    def where(self, layer: str, *, durable: bool, shared: bool = False) -> TenantFilter | None:
+        """The layer's read filter with the tenant-path filters folded in; None when the
+        filters contradict the scope (the layer then returns nothing)."""
+        base = tenant_filter(self.scope, durable=durable, shared=shared)
+        return narrow(base, self.filters.applies_to(layer))
+
+    def keep(self, layer: str, view: Mapping[str, object]) -> bool:
+        """Whether a candidate (as a document view) passes the layer's other filters."""
+        own = self.filters.applies_to(layer)
+        return not own or matches(own, view)
 
     @property
     def terms(self) -> list[str]:

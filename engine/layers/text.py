@@ -10,7 +10,6 @@ from engine.lexical import all_terms, bm25
 from engine.ports import TranscriptStore, WorkingStore
 from engine.records import StoredMessage, Transcript
 from engine.relevance import relevance
-from engine.scoping import tenant_filter
 
 WORKING_LINES_SHOWN = 5
 _SPACES = re.compile(r"\s+")
@@ -23,8 +22,11 @@ def _line(m: StoredMessage) -> str:
 async def search_working(store: WorkingStore, q: LayerQuery) -> list[Hit]:
     """Working buffers of the scope's thread that are relevant to the query. A hit's text is
     its newest lines, newest first (fixes REFERENCE §16.9)."""
+    where = q.where("working", durable=False)
+    if where is None:
+        return []
     sessions = [
-        s for s in await store.recent(tenant_filter(q.scope, durable=False), 3 * q.limit) if s.lines
+        s for s in await store.recent(where, 3 * q.limit) if s.lines and q.keep("working", s.view())
     ]
     lexical = bm25(q.terms, [all_terms("\n".join(s.lines)) for s in sessions])
     hits: list[Hit] = []
@@ -66,7 +68,10 @@ def _turns(t: Transcript) -> list[tuple[str, list[StoredMessage]]]:
 async def search_scene(store: TranscriptStore, q: LayerQuery) -> list[Hit]:
     """The thread's transcripts, one candidate per turn: a hit shows the turn that matched
     (all of the transcript is searched, not only the recent lines)."""
-    transcripts = await store.recent(tenant_filter(q.scope, durable=False), 3 * q.limit)
+    where = q.where("scene", durable=False)
+    if where is None:
+        return []
+    transcripts = [t for t in await store.recent(where, 3 * q.limit) if q.keep("scene", t.view())]
     candidates: list[tuple[Transcript, str, list[StoredMessage]]] = [
         (t, turn_id, msgs) for t in transcripts for turn_id, msgs in _turns(t) if msgs
     ]
