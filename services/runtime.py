@@ -130,7 +130,7 @@ async def open_runtime(
     try:
         db = mongo[settings.mongo_db]
         await ensure_schema(db)
-        cache = RedisQueryCache(redis)
+        cache = RedisQueryCache(redis, prefix=settings.cache_prefix or settings.mongo_db)
         model: Embedder = embedder or build_embedder(settings)
         if settings.embedding_cache_ttl_seconds > 0:
             model = CachedEmbedder(model, cache, ttl_seconds=settings.embedding_cache_ttl_seconds)

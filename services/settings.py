@@ -83,6 +83,11 @@ class Settings(BaseSettings):
     rerank_dominance_delta: float = Field(
         default=0.05, ge=0, description="Skip rerank when top1 − top2 ≥ this."
     )
+    cache_prefix: str | None = Field(
+        default=None,
+        description="Prefix of every Redis key (default: the database name), so deployments "
+        "can share one Redis.",
+    )
     embedding_cache_ttl_seconds: int = Field(
         default=86_400, ge=0, description="Embedding cache TTL (0 disables the cache)."
     )

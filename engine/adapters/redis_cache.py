@@ -17,12 +17,14 @@ log = logging.getLogger(__name__)
 
 
 class RedisQueryCache:
-    def __init__(self, client: Redis) -> None:
+    def __init__(self, client: Redis, *, prefix: str = "") -> None:
+        """`prefix` namespaces every key, so deployments (databases) can share one Redis."""
         self._redis = client
+        self._prefix = f"{prefix}:" if prefix else ""
 
     async def token(self, chain: Sequence[str]) -> str | None:
         try:
-            values = await self._redis.mget(list(chain))
+            values = await self._redis.mget([self._prefix + key for key in chain])
         except RedisError as exc:
             log.warning("cache token unavailable: %s", exc)
             return None
@@ -31,7 +33,7 @@ class RedisQueryCache:
 
     async def get(self, key: str) -> bytes | None:
         try:
-            value = await self._redis.get(key)
+            value = await self._redis.get(self._prefix + key)
         except RedisError as exc:
             log.warning("cache get failed: %s", exc)
             return None
@@ -39,7 +41,7 @@ class RedisQueryCache:
 
     async def set(self, key: str, value: bytes, ttl_seconds: int) -> None:
         try:
-            await self._redis.set(key, value, ex=max(1, ttl_seconds))
+            await self._redis.set(self._prefix + key, value, ex=max(1, ttl_seconds))
         except RedisError as exc:
             log.warning("cache set failed: %s", exc)
 
@@ -47,8 +49,8 @@ class RedisQueryCache:
         try:
             async with self._redis.pipeline(transaction=False) as pipe:
                 for key in chain:
-                    pipe.incr(key)
-                    pipe.expire(key, max(1, ttl_seconds))
+                    pipe.incr(self._prefix + key)
+                    pipe.expire(self._prefix + key, max(1, ttl_seconds))
                 await pipe.execute()
         except RedisError as exc:
             # not fail-soft: a lost bump would serve stale answers, so the invalidation
