@@ -37,10 +37,11 @@ class CachedEmbedder:
 
     async def embed(self, texts: Sequence[str], input_type: InputType) -> list[Vector]:
         keys = [embedding_key(self.model, self.dimension, input_type, t) for t in texts]
-        blobs = await asyncio.gather(*(self._cache.get(k) for k in keys))
+        # return_exceptions: a cache that fails is a miss, never a failed embedding
+        blobs = await asyncio.gather(*(self._cache.get(k) for k in keys), return_exceptions=True)
         out: list[Vector | None] = [
             np.frombuffer(b, dtype="<f4").astype(np.float32)
-            if b is not None and len(b) == 4 * self.dimension
+            if isinstance(b, bytes) and len(b) == 4 * self.dimension
             else None
             for b in blobs
         ]
@@ -53,6 +54,7 @@ class CachedEmbedder:
                 *(
                     self._cache.set(keys[i], vector.astype("<f4").tobytes(), self._ttl)
                     for i, vector in zip(missing, fresh, strict=True)
-                )
+                ),
+                return_exceptions=True,
             )
         return [v for v in out if v is not None]

@@ -134,7 +134,8 @@ STOPWORDS = frozenset(
 
 
 def stem(word: str) -> str:
-    """A light suffix stripper: enough for plural and past forms of English words."""
+    """A light suffix stripper: enough for plural and past forms of English words. A final
+    "e" goes too, so "move", "moved" and "moves" share one term."""
     for suffix, replacement in (
         ("ies", "y"),
         ("ied", "y"),
@@ -144,7 +145,10 @@ def stem(word: str) -> str:
         ("s", ""),
     ):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)] + replacement
+            word = word[: -len(suffix)] + replacement
+            break
+    if word.endswith("e") and len(word) > 3:
+        word = word[:-1]
     return word
 
 

@@ -207,7 +207,8 @@ def mmr(
 ) -> list[Hit]:
     """Maximal marginal relevance: the hits in pick order, with scores consistent with it.
 
-    Relevance is the min–max normalised score (1.0 for all when scores are equal). Each step
+    Relevance is the score itself when every score lies in [0, 1] (our layers' relevances
+    do), else the min–max normalised score (1.0 for all when scores are equal). Each step
     picks the hit maximising `lam·relevance − (1 − lam)·max similarity to the hits already
     picked`; ties go to the better-scored hit. `lam` is clamped to [0, 1]; `lam = 1` returns a
     plain sort by score with scores unchanged. Similarity is the cosine of `vectors[hit.id]`
@@ -233,8 +234,14 @@ def mmr(
     raw = np.array([_score(h) for h in ordered], dtype=np.float64)
     lo, hi = float(raw.min()), float(raw.max())
     spread = hi - lo
-    relevance = (raw - lo) / spread if spread > 0 else np.ones_like(raw)
-    base, span = (lo, spread) if spread > 0 else (0.0, max(hi, 0.0))
+    if lo >= 0.0 and hi <= 1.0:
+        # Scores already on [0, 1] (every layer's relevance is) are used as they are: min–max
+        # stretching would give the lowest candidate relevance 0 whatever its score, so a
+        # novel but slightly less relevant hit could never overtake a near-duplicate.
+        relevance, base, span = raw, 0.0, 1.0
+    else:
+        relevance = (raw - lo) / spread if spread > 0 else np.ones_like(raw)
+        base, span = (lo, spread) if spread > 0 else (0.0, max(hi, 0.0))
 
     order, values = _greedy(relevance[: len(head)], _pairwise(head, similarity, vectors), lam)
     # After the head, the tail keeps its own relevance (no diversity penalty).

@@ -6,6 +6,8 @@ from the wall clock, so replaying a topic rebuilds identical records.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +36,15 @@ class ScopeFields:
     @property
     def scope_id(self) -> str:
         return self.hai_id or self.agent_wallet
+
+    def document_key(self, session_id: str) -> str:
+        """The storage key of a session's transcript or working buffer: the session id
+        within this tenant. The reference keyed them by session id alone, whose thread form
+        (`session:global:<agent>:<thread>`) names no user and the local form no agent, so
+        two users sharing a thread id wrote into one document; the key now carries the
+        whole tenant (agent, user, mode, hai) and cannot collide across tenants."""
+        parts = [self.agent_wallet, self.user_address, self.mode, self.hai_id, session_id]
+        return "s_" + hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:40]
 
     def view(self) -> dict[str, Any]:
         """The stored tenant fields, as in a document (for filter matching)."""

@@ -1,7 +1,8 @@
 """Explicit remember (REFERENCE §7.4), deduplicated.
 
 A remembered fact becomes a `source: "fact"` memory row whose id is derived from
-`factHash = H32(agent | lower(user or "_") | lower(trim(text)))`, so remembering the same fact
+`factHash = H32(agent | lower(user or "_") | lower(trim(text)) [| mode | hai])`, so remembering
+the same fact
 twice (or redelivering the event) keeps one row: the reference never deduplicated this path
 (§16.13). Caller metadata cannot override system keys (§16.27).
 """
@@ -34,13 +35,17 @@ SYSTEM_KEYS = frozenset(
 )
 
 
-def fact_hash(agent: str, user: str | None, text: str) -> str:
-    """The dedupe key of a fact within a tenant (case- and edge-space-insensitive text)."""
-    return h32(f"{agent}|{(user or '_').lower()}|{text.strip().lower()}")
+def fact_hash(
+    agent: str, user: str | None, text: str, mode: str | None = None, hai: str | None = None
+) -> str:
+    """The dedupe key of a fact within a tenant (case- and edge-space-insensitive text).
 
-
-def fact_vector_id(agent: str, user: str | None, text: str) -> str:
-    return "fact_" + fact_hash(agent, user, text)
+    Mode and hai are part of it when set: a fact remembered in two visibility scopes is two
+    rows, each visible where it was said (one shared row would be visible in only one)."""
+    base = f"{agent}|{(user or '_').lower()}|{text.strip().lower()}"
+    if mode is not None or hai is not None:
+        base += f"|{mode or '_'}|{hai or '_'}"
+    return h32(base)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +61,9 @@ class Rememberer:
 
     async def remember(self, event: MemoryRemembered) -> FactStored:
         scope = event.scope
-        digest = fact_hash(scope.agent_wallet, scope.user_address, event.content)
+        digest = fact_hash(
+            scope.agent_wallet, scope.user_address, event.content, scope.mode, scope.hai_id
+        )
         vector_id = "fact_" + digest
         if await self.memory.exists(vector_id):
             return FactStored(vector_id, inserted=False)

@@ -37,14 +37,15 @@ class InMemoryTranscriptStore:
         self._turns: dict[str, set[str]] = {}
 
     async def append(self, turn: TranscriptAppend) -> bool:
-        seen = self._turns.setdefault(turn.session_id, set())
+        key = turn.scope.document_key(turn.session_id)
+        seen = self._turns.setdefault(key, set())
         if turn.turn_id in seen:
             return False
         seen.add(turn.turn_id)
-        old = self._docs.get(turn.session_id)
+        old = self._docs.get(key)
         messages: list[StoredMessage] = [*(old.messages if old else []), *turn.messages]
         messages.sort(key=lambda m: m.timestamp)
-        self._docs[turn.session_id] = Transcript(
+        self._docs[key] = Transcript(
             session_id=turn.session_id,
             scope=old.scope if old else turn.scope,
             messages=messages,
@@ -71,13 +72,14 @@ class InMemoryWorkingStore:
         self._turns: dict[str, list[str]] = {}
 
     async def append(self, lines: WorkingAppend, keep: int) -> bool:
-        seen = self._turns.setdefault(lines.session_id, [])
+        key = lines.scope.document_key(lines.session_id)
+        seen = self._turns.setdefault(key, [])
         if lines.turn_id in seen:
             return False
         seen.append(lines.turn_id)
-        old = self._docs.get(lines.session_id)
+        old = self._docs.get(key)
         newest_first = [*reversed(lines.lines), *(old.lines if old else [])][:keep]
-        self._docs[lines.session_id] = WorkingSession(
+        self._docs[key] = WorkingSession(
             session_id=lines.session_id,
             scope=old.scope if old else lines.scope,
             lines=newest_first,

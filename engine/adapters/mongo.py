@@ -1,7 +1,8 @@
 """MongoDB adapters (PyMongo's native async API, `AsyncMongoClient`).
 
-Documents use the reference's camelCase field names. Natural keys are the `_id`
-(`sessionId` for transcripts and working sessions, `vectorId` for memory rows), so an upsert
+Documents use the reference's camelCase field names. Natural keys are the `_id` (the session
+id within its tenant, `ScopeFields.document_key`, for transcripts and working sessions;
+`vectorId` for memory rows), so an upsert
 guarded by `turnIds: {$ne: turnId}` is an idempotent append: a redelivered turn matches no
 document, the upsert then collides on `_id` and is reported as "already applied".
 
@@ -191,7 +192,9 @@ class MongoTranscriptStore:
             update["$set"] = sets
         try:
             result = await self._col.update_one(
-                {"_id": turn.session_id, "turnIds": {"$ne": turn.turn_id}}, update, upsert=True
+                {"_id": turn.scope.document_key(turn.session_id), "turnIds": {"$ne": turn.turn_id}},
+                update,
+                upsert=True,
             )
         except DuplicateKeyError:
             return False
@@ -253,7 +256,12 @@ class MongoWorkingStore:
             update["$set"] = {f"workingMemory.state.{k}": v for k, v in lines.state.items()}
         try:
             result = await self._col.update_one(
-                {"_id": lines.session_id, "turnIds": {"$ne": lines.turn_id}}, update, upsert=True
+                {
+                    "_id": lines.scope.document_key(lines.session_id),
+                    "turnIds": {"$ne": lines.turn_id},
+                },
+                update,
+                upsert=True,
             )
         except DuplicateKeyError:
             return False

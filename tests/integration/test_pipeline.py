@@ -185,7 +185,7 @@ async def test_publishing_the_same_event_twice_leaves_identical_documents(
     await client.publish(topics.TURNS, first, first.session_id)
     await _processed(client, pipeline)
     before = await _snapshot(db)
-    session = next(d for d in before["session_transcripts"] if d["_id"] == first.session_id)
+    session = next(d for d in before["session_transcripts"] if d["sessionId"] == first.session_id)
     assert sorted(m["role"] for m in session["messages"]) == ["assistant", "tool", "user"]
     stamps = [m["timestamp"] for m in session["messages"]]
     assert stamps == sorted(stamps)

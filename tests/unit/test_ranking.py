@@ -156,15 +156,15 @@ FOUR = [
 
 
 def test_mmr_changes_the_returned_order_fixes_16_7() -> None:
-    # lo = 0.2, hi = 1.0 ⇒ relevance A 1, B 0.875, C 0.625, D 0; sim(A, B) = 6/7, others 0.
-    # λ = 0.7. Pick 1: A (0.7). Pick 2: B = 0.6125 − 0.3·6/7 = 0.3554 < C = 0.4375 ⇒ C.
-    # Pick 3: B (0.3554) over D (0). Pick 4: D.
-    # Scores: A 1.0; C 0.2 + (0.4375/0.7)·0.8 = 0.7; B 0.2 + (0.3554/0.7)·0.8 = 0.6061; D 0.2.
+    # Scores are on [0, 1], so relevance = score: A 1, B 0.9, C 0.7, D 0.2; sim(A, B) = 6/7.
+    # λ = 0.7. Pick 1: A (0.7). Pick 2: B = 0.63 − 0.3·6/7 = 0.3729 < C = 0.49 ⇒ C.
+    # Pick 3: B (0.3729) over D (0.14). Pick 4: D.
+    # Scores (value / λ): A 1.0; C 0.7; B 0.5327; D 0.2.
     assert text_similarity(FOUR[0], FOUR[1]) == pytest.approx(6 / 7)
     ranked = mmr(FOUR, 0.7)
     assert ids(by_score(list(FOUR))) == ["A", "B", "C", "D"]
     assert ids(ranked) == ["A", "C", "B", "D"]
-    b_score = 0.2 + (0.7 * 0.875 - 0.3 * 6 / 7) / 0.7 * 0.8
+    b_score = (0.7 * 0.9 - 0.3 * 6 / 7) / 0.7
     assert [h.score for h in ranked] == pytest.approx([1.0, 0.7, b_score, 0.2])
     # the near-duplicate now scores below the novel hit, so a later sort keeps MMR's order
     assert ids(by_score(ranked)) == ["A", "C", "B", "D"]
@@ -191,9 +191,9 @@ def test_mmr_equal_scores_ties_go_to_input_order_and_duplicates_drop() -> None:
         hit("z", 0.5, "delta epsilon zeta"),
     ]
     ranked = mmr(hits, 0.7)
-    # All relevance 1. Pick 1: x (first wins the tie). Pick 2: z 0.7 vs y 0.7 − 0.3 = 0.4.
+    # All relevance 0.5. Pick 1: x (first wins the tie). Pick 2: z 0.35 vs y 0.35 − 0.3.
     assert ids(ranked) == ["x", "z", "y"]
-    assert [h.score for h in ranked] == pytest.approx([0.5, 0.5, 0.4 / 0.7 * 0.5])
+    assert [h.score for h in ranked] == pytest.approx([0.5, 0.5, 0.05 / 0.7])
     assert ids(by_score(ranked)) == ["x", "z", "y"]
 
 
