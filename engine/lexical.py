@@ -134,21 +134,25 @@ STOPWORDS = frozenset(
 
 
 def stem(word: str) -> str:
-    """A light suffix stripper: enough for plural and past forms of English words. A final
-    "e" goes too, so "move", "moved" and "moves" share one term."""
-    for suffix, replacement in (
-        ("ies", "y"),
-        ("ied", "y"),
-        ("ing", ""),
-        ("ed", ""),
-        ("es", ""),
-        ("s", ""),
-    ):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)] + replacement
-            break
-    if word.endswith("e") and len(word) > 3:
-        word = word[:-1]
+    """A light suffix stripper for plural and past forms of English words: "move", "moved"
+    and "moves" share one term, as do "city"/"cities", "class"/"classes", "use"/"used"."""
+    vowels = "aeiou"
+    if len(word) >= 5 and word.endswith(("ies", "ied")):
+        return word[:-3] + "i"
+    for suffix, shortest in (("ing", 3), ("ed", 2), ("es", 3)):
+        if word.endswith(suffix) and len(word) - len(suffix) >= shortest:
+            return word[: -len(suffix)]
+    if word.endswith("s") and not word.endswith("ss") and len(word) >= 4:
+        return _base(word[:-1], vowels)
+    return _base(word, vowels)
+
+
+def _base(word: str, vowels: str) -> str:
+    """The uninflected form's base: a final "e" goes, a final consonant + "y" becomes "i"."""
+    if len(word) > 2 and word.endswith("e"):
+        return word[:-1]
+    if len(word) > 2 and word.endswith("y") and word[-2] not in vowels:
+        return word[:-1] + "i"
     return word
 
 
