@@ -5,7 +5,9 @@ Rules (they fix REFERENCE §16.3 and §16.20):
   keys alike, never lower-cased).
 * `userAddress` matches exactly; a scope without a user sees only rows stored without a
   user (agent-level memory), never every user's rows.
-* `mode` / `haiId` constrain only when the scope sets them.
+* `mode` / `haiId` constrain only when the scope sets them; a "global" scope also sees rows
+  stored without a mode (SDK calls, knowledge, workflow memory: fixes §16.12, where the
+  native runtime's `mode: "global"` hid them all). "local" sees local rows only.
 * `threadId` constrains thread-scoped layers (working, scene) when set; durable layers
   (vectors and later graph, patterns, archives) ignore it.
 """
@@ -33,6 +35,13 @@ class TenantFilter:
     """Also admit the agent's user-less rows (agent-wide knowledge such as tool patterns)."""
 
     @property
+    def modes(self) -> tuple[str | None, ...] | None:
+        """The `mode` values admitted; None means any."""
+        if self.mode is None:
+            return None
+        return ("global", None) if self.mode == "global" else (self.mode,)
+
+    @property
     def users(self) -> tuple[str | None, ...]:
         """The `userAddress` values admitted."""
         if self.shared and self.user_address is not None:
@@ -44,7 +53,7 @@ class TenantFilter:
         return (
             row.agent_wallet == self.agent_wallet
             and row.user_address in self.users
-            and (self.mode is None or row.mode == self.mode)
+            and (self.mode is None or row.mode in (self.modes or ()))
             and (self.hai_id is None or row.hai_id == self.hai_id)
             and (self.thread_id is None or row.thread_id == self.thread_id)
         )

@@ -159,15 +159,15 @@ def atlas_prefilter(
     user-less rows only, `mode`/`haiId`/`threadId` when set), active rows only, `source` among
     `sources` when given, `embeddingModel` when given, then `extra` clauses (values as produced
     by `engine.filters.mongo_clauses`). Clauses are ANDed, so `extra` can only narrow."""
+    users = where.users
     clauses: list[Doc] = [
         {"agentWallet": {"$eq": where.agent_wallet}},
-        {"userAddress": {"$eq": where.user_address}},
+        {"userAddress": {"$eq": users[0]} if len(users) == 1 else {"$in": list(users)}},
     ]
-    for path, value in (
-        ("mode", where.mode),
-        ("haiId", where.hai_id),
-        ("threadId", where.thread_id),
-    ):
+    modes = where.modes
+    if modes is not None:
+        clauses.append({"mode": {"$eq": modes[0]} if len(modes) == 1 else {"$in": list(modes)}})
+    for path, value in (("haiId", where.hai_id), ("threadId", where.thread_id)):
         if value is not None:
             clauses.append({path: {"$eq": value}})
     clauses.append({"metadata.status": {"$nin": list(INACTIVE_STATUSES)}})

@@ -126,8 +126,9 @@ def tenant_query(where: TenantFilter) -> Doc:
         "agentWallet": where.agent_wallet,
         "userAddress": users[0] if len(users) == 1 else {"$in": list(users)},
     }
-    if where.mode is not None:
-        query["mode"] = where.mode
+    modes = where.modes
+    if modes is not None:
+        query["mode"] = modes[0] if len(modes) == 1 else {"$in": list(modes)}
     if where.hai_id is not None:
         query["haiId"] = where.hai_id
     if where.thread_id is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engine.errors import DependencyFailed
 from engine.hits import Hit
@@ -118,4 +118,6 @@ async def search_memory(
         log=log,
     )
     log.debug("layer %s rerank: %s", options.layer, outcome)
-    return mmr(ranked, options.mmr_lambda, vectors=vectors)[: q.limit]
+    final = mmr(ranked, options.mmr_lambda, vectors=vectors)[: q.limit]
+    # the raw item reports the score the hit is ranked by (after decay, rerank and MMR)
+    return [replace(h, raw={**h.raw, "score": h.score}) for h in final]

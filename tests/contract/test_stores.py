@@ -468,7 +468,13 @@ async def test_active_rows_admit_only_the_filters_tenant(stores: Stores) -> None
     assert await ids(where()) == {"v-mine", "v-other-thread", "v-no-thread", "v-global"}
     assert await ids(where(thread="T1")) == {"v-mine", "v-global"}
     assert await ids(where(user=None)) == {"v-user-less"}
-    assert await ids(where(mode="global")) == {"v-global"}
+    # a global read also sees the tenant's mode-less rows (fixes 16.12)
+    assert await ids(where(mode="global")) == {
+        "v-mine",
+        "v-other-thread",
+        "v-no-thread",
+        "v-global",
+    }
     assert await ids(where(agent="B")) == {"v-other-agent"}
     assert await ids(where(agent="a")) == set()
 

@@ -153,7 +153,6 @@ def test_mode_and_hai_constrain_only_when_set() -> None:
     by_mode = tenant_filter(scope(mode="global"), durable=True)
     assert by_mode.admits(row(mode="global"))
     assert not by_mode.admits(row(mode="local", hai="H"))
-    assert not by_mode.admits(row())
 
     by_hai = tenant_filter(scope(mode="local", haiId="H1"), durable=True)
     assert by_hai.admits(row(mode="local", hai="H1"))
@@ -176,3 +175,11 @@ def test_scope_fields_prefers_the_explicit_thread() -> None:
     assert scope_fields(s, "S-1").thread_id == "S-1"
     assert scope_fields(s).scope_id == "0xAbC"
     assert scope_fields(scope(mode="local", haiId="H")).scope_id == "H"
+
+
+def test_a_global_read_sees_mode_less_rows_fixes_16_12() -> None:
+    by_mode = tenant_filter(scope(mode="global"), durable=True)
+    assert by_mode.admits(row())
+    local = tenant_filter(scope(mode="local", haiId="H"), durable=True)
+    assert not local.admits(row())
+    assert not local.admits(row(mode="global"))

@@ -218,7 +218,12 @@ def admitted(owner: Tenant, reader: Tenant, thread: str | None, layer: str) -> b
     return (
         owner.agent == reader.agent
         and owner.user in users
-        and (reader.mode is None or owner.mode == reader.mode)
+        # a "global" reader also sees mode-less rows of its tenant (§16.12); "local" only local
+        and (
+            reader.mode is None
+            or owner.mode == reader.mode
+            or (reader.mode == "global" and owner.mode is None)
+        )
         and (reader.hai is None or owner.hai == reader.hai)
         and (layer not in ("working", "scene") or thread is None or owner.thread == thread)
     )
