@@ -12,7 +12,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from engine.access import MEMORY_LAYERS, AccessRecorder
@@ -89,8 +89,15 @@ def layers_cache_key(
     return f"memory:query:layers:{part}:{h32(payload)}:ns:{token}"
 
 
+_HIT_FIELDS = tuple(f.name for f in fields(Hit))
+
+
 def _encode(hits: dict[str, list[Hit]]) -> bytes:
-    return json.dumps({k: [asdict(h) for h in v] for k, v in hits.items()}, default=str).encode()
+    # field by field: dataclasses.asdict deep-copies every raw item and cost ~2 ms a request
+    return json.dumps(
+        {k: [{f: getattr(h, f) for f in _HIT_FIELDS} for h in v] for k, v in hits.items()},
+        default=str,
+    ).encode()
 
 
 def _decode(blob: bytes) -> dict[str, list[Hit]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -23,6 +23,15 @@ class _Matrix:
     rows: list[MemoryRow]
     matrix: npt.NDArray[np.float32]
     sources: npt.NDArray[np.str_]
+    masks: dict[tuple[str, ...], npt.NDArray[np.bool_]] = field(default_factory=dict)
+
+    def source_mask(self, sources: Sequence[str]) -> npt.NDArray[np.bool_]:
+        """Rows of the given sources (memoised: the same few source sets recur)."""
+        key = tuple(sorted(sources))
+        mask = self.masks.get(key)
+        if mask is None:
+            mask = self.masks[key] = np.isin(self.sources, list(key))
+        return mask
 
 
 class ExactVectorIndex:
@@ -76,7 +85,7 @@ class ExactVectorIndex:
             return []
         scores = entry.matrix @ query.astype(np.float32)
         if sources is not None:
-            scores = np.where(np.isin(entry.sources, list(sources)), scores, -np.inf)
+            scores = np.where(entry.source_mask(sources), scores, -np.inf)
         if filters:
             allowed = np.array([matches(filters, row.view()) for row in entry.rows])
             scores = np.where(allowed, scores, -np.inf)

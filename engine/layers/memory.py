@@ -83,6 +83,7 @@ async def search_memory(
     index: VectorIndex, q: LayerQuery, options: MemoryLayerOptions
 ) -> list[Hit]:
     """Hits of the tenant's memory rows (all threads), best first, at most `q.limit`."""
+    q = await q.with_vector()
     if q.vector is None:
         raise DependencyFailed("no query vector")
     where = q.where(options.layer, durable=True)

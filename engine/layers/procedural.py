@@ -34,6 +34,7 @@ async def search_patterns(store: PatternStore, q: LayerQuery) -> list[Hit]:
     if where is None:
         return []
     patterns = [p for p in await store.active(where, 4 * q.limit) if q.keep("patterns", p.view())]
+    q = await q.with_vector()
     texts = [pattern_text(p) for p in patterns]
     lexical = bm25(
         q.terms,
@@ -80,6 +81,7 @@ async def search_archives(store: ArchiveStore, q: LayerQuery) -> list[Hit]:
     if where is None:
         return []
     archives = [a for a in await store.active(where, 4 * q.limit) if q.keep("archives", a.view())]
+    q = await q.with_vector()
     texts = [archive_text(a) for a in archives]
     lexical = bm25(q.terms, [all_terms(t) for t in texts])
     hits: list[Hit] = []

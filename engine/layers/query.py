@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -18,7 +18,10 @@ from schemas.scope import Scope
 
 @dataclass(frozen=True)
 class LayerQuery:
-    """`vector` is the query embedded once per request by `model` (unit length)."""
+    """`vector` is the query embedded once per request by `model` (unit length), or None.
+
+    It may still be on its way: a layer fetches its candidates first, then calls
+    `with_vector()`, so the database reads overlap the embedding."""
 
     scope: Scope
     query: str
@@ -29,6 +32,14 @@ class LayerQuery:
     relevance: RelevancePolicy = field(default_factory=RelevancePolicy)
     filters: Filters = NO_FILTERS
     """The caller's validated filters (all layers; each layer keeps the ones it honours)."""
+    pending: Awaitable[Vector | None] | None = None
+    """The embedding in progress (shared by every layer of the request)."""
+
+    async def with_vector(self) -> LayerQuery:
+        """This query once its vector is known (None if the embedding failed)."""
+        if self.pending is None:
+            return self
+        return replace(self, vector=await self.pending, pending=None)
 
     def where(self, layer: str, *, durable: bool, shared: bool = False) -> TenantFilter | None:
         """The layer's read filter with the tenant-path filters folded in; None when the

@@ -28,6 +28,7 @@ async def search_working(store: WorkingStore, q: LayerQuery) -> list[Hit]:
     sessions = [
         s for s in await store.recent(where, 3 * q.limit) if s.lines and q.keep("working", s.view())
     ]
+    q = await q.with_vector()
     lexical = bm25(q.terms, [all_terms("\n".join(s.lines)) for s in sessions])
     hits: list[Hit] = []
     for s, lex in zip(sessions, lexical, strict=True):
@@ -72,6 +73,7 @@ async def search_scene(store: TranscriptStore, q: LayerQuery) -> list[Hit]:
     if where is None:
         return []
     transcripts = [t for t in await store.recent(where, 3 * q.limit) if q.keep("scene", t.view())]
+    q = await q.with_vector()
     candidates: list[tuple[Transcript, str, list[StoredMessage]]] = [
         (t, turn_id, msgs) for t in transcripts for turn_id, msgs in _turns(t) if msgs
     ]
