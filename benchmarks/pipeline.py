@@ -9,6 +9,9 @@ one, as an agent runtime would. Printed figures (milliseconds, p50/p95/p99):
 * post_turn publish → ack: `MemoryClient.record_turn` until the broker acknowledged it;
 * post_turn → visible in pre_turn: from publishing a turn that carries a unique word until a
   pre_turn reply contains it (pre_turn polled back to back);
+* post_turn → extracted fact in pre_turn: from publishing "I just moved to <new city>" until
+  the rule-based extractor's fact is in another thread's graph layer (extraction group →
+  memory.facts.v1 → facts group → invalidation);
 * pre_turn request-reply over Kafka, cache miss (a new query each time) and cache hit.
 
 Set MNEMOSTREAM_KAFKA_BOOTSTRAP, MNEMOSTREAM_MONGO_URI and MNEMOSTREAM_REDIS_URL to run it
@@ -21,6 +24,7 @@ import argparse
 import asyncio
 import os
 import platform
+import random
 import statistics
 import subprocess
 import sys
@@ -153,6 +157,33 @@ async def run(args: argparse.Namespace, ends: Endpoints, tag: str) -> None:
                     raise SystemExit("a turn did not become visible within 30 s")
             visible.append((time.perf_counter() - start) * 1000)
 
+        facts: list[float] = []
+        for i in range(args.facts):
+            city = "".join(
+                random.choice("bcdfghklmnprstvz") + random.choice("aeiou") for _ in range(4)
+            ).capitalize()
+            scope = {"agentWallet": agent, "userAddress": "mover"}
+            start = time.perf_counter()
+            await client.record_turn(
+                {
+                    **scope,
+                    "threadId": f"move{i}",
+                    "userMessage": f"I just moved to {city}.",
+                    "assistantMessage": "Congratulations!",
+                }
+            )
+            while city not in (
+                (
+                    await client.context(
+                        "Where do I live now?", {**scope, "threadId": "elsewhere"}, layers=["graph"]
+                    )
+                ).prompt
+                or ""
+            ):
+                if time.perf_counter() - start > 30:
+                    raise SystemExit("an extracted fact did not become visible within 30 s")
+            facts.append((time.perf_counter() - start) * 1000)
+
         misses: list[float] = []
         hits: list[float] = []
         scope = {"agentWallet": agent, "userAddress": "user3", "threadId": "thread3"}
@@ -173,6 +204,7 @@ async def run(args: argparse.Namespace, ends: Endpoints, tag: str) -> None:
     )
     print(line("post_turn publish → ack", acks))
     print(line("post_turn → visible in pre_turn", visible))
+    print(line("post_turn → extracted fact in pre_turn", facts))
     print(line("pre_turn request-reply (cache miss)", misses))
     print(line("pre_turn request-reply (cache hit)", hits))
 
@@ -182,6 +214,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--visible", type=int, default=60)
     parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--facts", type=int, default=40)
     args = parser.parse_args()
     tag = uuid.uuid4().hex[:8]
     with endpoints() as ends, groups(ends, tag):

@@ -34,6 +34,7 @@ from engine.ports import (
     Embedder,
     PatternStore,
     QueryCache,
+    RelationStore,
     TranscriptStore,
     Vector,
     VectorIndex,
@@ -75,11 +76,22 @@ class LayerResult:
 
 
 def layers_cache_key(
-    scope: Scope, query: str, layers: Sequence[str], limit: int, token: str
+    scope: Scope,
+    query: str,
+    layers: Sequence[str],
+    limit: int,
+    token: str,
+    as_of: int | None = None,
 ) -> str:
     """`memory:query:layers:<scope>:<H32(payload)>:ns:<token>`; ids keep their case."""
     payload = json.dumps(
-        {"query": query, "layers": sorted(layers), "limit": limit, "filters": scope.filters or {}},
+        {
+            "query": query,
+            "layers": sorted(layers),
+            "limit": limit,
+            "filters": scope.filters or {},
+            "asOf": as_of,
+        },
         sort_keys=True,
         separators=(",", ":"),
     )
@@ -116,6 +128,7 @@ class MemorySearch:
     cache: QueryCache
     reranker: Reranker | None = None
     access: AccessRecorder | None = None
+    relations: RelationStore | None = None
     policy: SearchPolicy = field(default_factory=SearchPolicy)
 
     async def _embed_query(self, query: str) -> Vector | None:
@@ -145,6 +158,7 @@ class MemorySearch:
                 rerank_min_candidates=p.rerank_min_candidates,
                 rerank_dominance_delta=p.rerank_dominance_delta,
                 version=version,
+                relations=self.relations if layer == "graph" else None,
             )
             return lambda: search_memory(self.index, q, options)
 
@@ -153,46 +167,53 @@ class MemorySearch:
             "scene": lambda: search_scene(self.transcripts, q),
             "patterns": lambda: search_patterns(self.patterns, q),
             "archives": lambda: search_archives(self.archives, q),
-            "graph": memory("graph", ["fact"], ranked=True),
+            "graph": memory("graph", ["fact", "entity"], ranked=True),
             # double-ranking rule: with graph present, vectors keeps its raw order
             "vectors": memory("vectors", None, ranked=not both),
         }
         return {name: table[name] for name in layers if name in table}
 
     async def search(
-        self, scope: Scope, query: str, layers: Sequence[str], limit: int, now_ms: int
+        self,
+        scope: Scope,
+        query: str,
+        layers: Sequence[str],
+        limit: int,
+        now_ms: int,
+        as_of: int | None = None,
     ) -> LayerResult:
         """Hits per layer (layers that failed are absent). Bad filters raise `InputRejected`."""
         filters = parse_filters(scope.filters)  # a clear error; nothing is dropped silently
         token = await self.cache.token([GLOBAL_NAMESPACE, *namespace_chain(scope)])
-        key = layers_cache_key(scope, query, layers, limit, token) if token else None
+        key = layers_cache_key(scope, query, layers, limit, token, as_of) if token else None
         if key is not None:
             blob = await self.cache.get(key)
             if blob is not None:
                 return LayerResult(_decode(blob), cached=True)
         version = await self.cache.token([GLOBAL_NAMESPACE, *namespace_chain(scope.tenant())])
-        vector = await self._embed_query(query)
+        # embedded once, while the layers read their candidates (they await it afterwards)
+        embedding = asyncio.ensure_future(self._embed_query(query))
         runners = self._runners(
             LayerQuery(
                 scope=scope,
                 query=query,
                 limit=limit,
-                vector=vector,
+                vector=None,
                 model=self.embedder.model,
                 now_ms=now_ms,
                 relevance=self.policy.relevance,
                 filters=filters,
+                as_of=as_of,
+                pending=embedding,
             ),
             layers,
             version,
         )
-        if vector is None:
-            runners = {k: v for k, v in runners.items() if k not in MEMORY_LAYERS}
         outcomes = await asyncio.gather(
             *(run() for run in runners.values()), return_exceptions=True
         )
         hits: dict[str, list[Hit]] = {}
-        complete = vector is not None
+        complete = await embedding is not None
         for name, outcome in zip(runners, outcomes, strict=True):
             if isinstance(outcome, MemoryError_):
                 log.warning("layer %s failed: %s", name, outcome, extra={"layer": name})
@@ -208,7 +229,7 @@ class MemorySearch:
     async def context(self, request: ContextRequest, now_ms: int) -> ContextReply:
         """The packed Memory context of REFERENCE §6.6."""
         result = await self.search(
-            request.scope, request.query, request.layers, request.limit, now_ms
+            request.scope, request.query, request.layers, request.limit, now_ms, request.as_of
         )
         packed = pack(
             request.query,
@@ -255,7 +276,7 @@ class MemorySearch:
     async def layer_search(self, request: LayerSearchRequest, now_ms: int) -> LayerSearchReply:
         """Raw layer items (no packing), REFERENCE §3 output."""
         result = await self.search(
-            request.scope, request.query, request.layers, request.limit, now_ms
+            request.scope, request.query, request.layers, request.limit, now_ms, request.as_of
         )
         return LayerSearchReply(
             query=request.query,

@@ -14,6 +14,7 @@ from engine.records import (
     ArchiveRecord,
     MemoryRow,
     PatternRecord,
+    RelationRecord,
     Transcript,
     TranscriptAppend,
     WorkingAppend,
@@ -81,9 +82,34 @@ class MemoryStore(Protocol):
         ...
 
     async def active_rows(
-        self, where: TenantFilter, *, sources: Sequence[str] | None = None
+        self,
+        where: TenantFilter,
+        *,
+        sources: Sequence[str] | None = None,
+        include_superseded: bool = False,
     ) -> list[MemoryRow]:
-        """Active rows (status not deleted/superseded) the filter admits, with embeddings."""
+        """Active rows (status not deleted/superseded) the filter admits, with embeddings;
+        `include_superseded` adds the replaced ones (for `as_of` reads)."""
+        ...
+
+    async def slot_rows(self, where: TenantFilter, slot: str) -> list[MemoryRow]:
+        """Every non-deleted fact of the tenant that sets `slot` (current and replaced)."""
+        ...
+
+    async def set_validity(
+        self, vector_id: str, invalid_at: int | None, superseded_by: str | None
+    ) -> None:
+        """Mark a fact replaced (at `invalid_at`, by `superseded_by`) or current again."""
+        ...
+
+
+class RelationStore(Protocol):
+    """Typed links between entities, keyed by `relation_id`."""
+
+    async def insert_if_absent(self, relation: RelationRecord) -> bool: ...
+
+    async def around(self, where: TenantFilter, entity_ids: Sequence[str]) -> list[RelationRecord]:
+        """Relations of the tenant touching any of the entities (either end)."""
         ...
 
 
@@ -138,9 +164,11 @@ class VectorIndex(Protocol):
         sources: Sequence[str] | None = None,
         version: str | None = None,
         filters: Filters = NO_FILTERS,
+        as_of: int | None = None,
     ) -> list[tuple[MemoryRow, float]]:
         """Up to `k` (row, cosine) pairs, best first, of active rows embedded by `model`
         that pass `filters` (applied before the top-k, never after). `version` identifies
         the tenant's data (its namespace token): an index may reuse what it loaded for the
-        same version; None means "do not reuse"."""
+        same version; None means "do not reuse". `as_of` (ms) searches the rows valid then
+        (facts replaced later included) instead of the current ones."""
         ...

@@ -156,10 +156,27 @@ class MemoryRow:
     metadata: dict[str, Any] = field(default_factory=dict)
     decay_score: float = 1.0
     access_count: int = 0
+    invalid_at: int | None = None
+    """When a later fact about the same thing replaced this one (ms); None while current."""
+    superseded_by: str | None = None
 
     @property
     def embedding_dim(self) -> int:
         return int(self.embedding.shape[0])
+
+    def valid_at(self, as_of: int | None) -> bool:
+        """Whether the row is visible: current rows when `as_of` is None; otherwise rows
+        that existed at `as_of` and had not been replaced yet (deleted rows never)."""
+        status = self.status
+        if status == "deleted":
+            return False
+        if as_of is None:
+            return status not in INACTIVE_STATUSES
+        if self.created_at > as_of:
+            return False
+        if self.invalid_at is None:
+            return status not in INACTIVE_STATUSES
+        return self.invalid_at > as_of
 
     @property
     def status(self) -> str:
@@ -216,3 +233,19 @@ class ArchiveRecord:
 
     def view(self) -> dict[str, Any]:
         return {**self.scope.view(), "metadata": self.metadata}
+
+
+@dataclass(frozen=True, slots=True)
+class RelationRecord:
+    """A directed, typed link between two entities of one tenant. Entity ids are the
+    entities' memory-row ids; names are kept alongside so hydration needs no second read."""
+
+    relation_id: str
+    scope: ScopeFields
+    source_id: str
+    source_name: str
+    type: str
+    target_id: str
+    target_name: str
+    created_at: int
+    metadata: dict[str, Any] = field(default_factory=dict)

@@ -23,6 +23,8 @@ class _Matrix:
     rows: list[MemoryRow]
     matrix: npt.NDArray[np.float32]
     sources: npt.NDArray[np.str_]
+    current: npt.NDArray[np.bool_]
+    """Rows visible without `as_of` (not replaced)."""
     masks: dict[tuple[str, ...], npt.NDArray[np.bool_]] = field(default_factory=dict)
 
     def source_mask(self, sources: Sequence[str]) -> npt.NDArray[np.bool_]:
@@ -53,7 +55,7 @@ class ExactVectorIndex:
         self.loads += 1
         rows = [
             row
-            for row in await self._memory.active_rows(where)
+            for row in await self._memory.active_rows(where, include_superseded=True)
             if row.embedding_model == model and row.embedding_dim == dim
         ]
         matrix = (
@@ -61,7 +63,13 @@ class ExactVectorIndex:
             if rows
             else np.zeros((0, dim), dtype=np.float32)
         )
-        entry = _Matrix(version, rows, matrix, np.array([r.source for r in rows], dtype=np.str_))
+        entry = _Matrix(
+            version,
+            rows,
+            matrix,
+            np.array([r.source for r in rows], dtype=np.str_),
+            np.array([r.valid_at(None) for r in rows], dtype=np.bool_),
+        )
         if version is not None:
             self._lru[key] = entry
             self._lru.move_to_end(key)
@@ -79,11 +87,18 @@ class ExactVectorIndex:
         sources: Sequence[str] | None = None,
         version: str | None = None,
         filters: Filters = NO_FILTERS,
+        as_of: int | None = None,
     ) -> list[tuple[MemoryRow, float]]:
         entry = await self._matrix(where, model, int(query.shape[0]), version)
         if k <= 0 or not entry.rows:
             return []
         scores = entry.matrix @ query.astype(np.float32)
+        visible = (
+            entry.current
+            if as_of is None
+            else np.array([r.valid_at(as_of) for r in entry.rows], dtype=np.bool_)
+        )
+        scores = np.where(visible, scores, -np.inf)
         if sources is not None:
             scores = np.where(entry.source_mask(sources), scores, -np.inf)
         if filters:

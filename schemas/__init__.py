@@ -4,6 +4,7 @@ Everything that crosses a process boundary (Kafka, HTTP) is defined here and now
 """
 
 from schemas.events import (
+    FactsExtracted,
     MemoryChanged,
     MemoryRemembered,
     Message,
@@ -25,6 +26,7 @@ __all__ = [
     "ContextReply",
     "ContextRequest",
     "ContextUsage",
+    "FactsExtracted",
     "LayerSearchReply",
     "LayerSearchRequest",
     "MemoryChanged",

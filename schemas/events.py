@@ -107,3 +107,38 @@ class MemoryChanged(Event):
     layers: list[str] = Field(min_length=1)
     cause_event_id: str | None = None
     producer: str = Field(min_length=1, max_length=64)
+
+
+FactType = Literal["preference", "identity", "context", "skill", "relationship", "event"]
+
+
+class FactItem(Contract):
+    text: str = Field(min_length=1, max_length=1_000)
+    type: FactType
+    confidence: float = Field(ge=0.0, le=1.0)
+    slot: str | None = Field(default=None, max_length=120)
+
+
+class EntityItem(Contract):
+    name: str = Field(min_length=1, max_length=200)
+    type: str = Field(min_length=1, max_length=64)
+    summary: str = Field(default="", max_length=1_000)
+
+
+class RelationItem(Contract):
+    source: str = Field(min_length=1, max_length=200)
+    type: str = Field(min_length=1, max_length=64)
+    target: str = Field(min_length=1, max_length=200)
+
+
+class FactsExtracted(Event):
+    """What the extractor read in one turn. Keyed by agent|user; `occurred_at` is the
+    turn's, so stored facts carry the time they were said."""
+
+    scope: Scope
+    turn_id: str = Field(min_length=1, max_length=128)
+    session_id: str = Field(min_length=1, max_length=512)
+    extractor: str = Field(min_length=1, max_length=200)
+    facts: list[FactItem] = Field(default_factory=list, max_length=50)
+    entities: list[EntityItem] = Field(default_factory=list, max_length=50)
+    relations: list[RelationItem] = Field(default_factory=list, max_length=50)

@@ -103,8 +103,24 @@ def context_request(body: object) -> ContextRequest:
             ),
             "budget_chars": _budget(data),
             "include_raw": data.get("includeRaw") is True,
+            "as_of": _as_of(data),
         },
     )
+
+
+def _as_of(data: dict[str, Any]) -> int | None:
+    value = data.get("asOf", data.get("as_of"))
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return int(value)
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            raise ScopeError("asOf must be an ISO-8601 time or milliseconds") from None
+        return to_ms(parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC))
+    raise ScopeError("asOf must be an ISO-8601 time or milliseconds")
 
 
 def _messages(data: dict[str, Any], now_ms: int) -> list[Message]:

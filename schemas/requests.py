@@ -25,6 +25,8 @@ class ContextRequest(Contract):
     max_item_chars: int = Field(default=500, ge=1, le=2000)
     budget_chars: int | None = Field(default=None, ge=1)
     include_raw: bool = False
+    as_of: int | None = Field(default=None, ge=0)
+    """Milliseconds since epoch: recall what was true then (facts replaced later included)."""
 
 
 class ContextItem(Contract):
@@ -64,6 +66,7 @@ class LayerSearchRequest(Contract):
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     layers: list[LayerName] = Field(default_factory=lambda: list(ALL_LAYERS), min_length=1)
     limit: int = Field(default=5, ge=1, le=20)
+    as_of: int | None = Field(default=None, ge=0)
 
 
 class LayerSearchReply(Contract):

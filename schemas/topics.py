@@ -10,6 +10,10 @@ TURNS: Final = "memory.turns.v1"
 """`TurnRecorded` events (post_turn), keyed by the thread session id."""
 REMEMBER: Final = "memory.remember.v1"
 """`MemoryRemembered` events (explicit remember), keyed by agent|user."""
+FACTS: Final = "memory.facts.v1"
+"""`FactsExtracted`: what the extraction group read in a turn, keyed by agent|user so one
+tenant's facts are stored in order (replaying this topic rebuilds the graph without
+re-running the extractor)."""
 CHANGED: Final = "memory.changed.v1"
 """`MemoryChanged`, published by writers after their write is durable; keyed by agent."""
 SEARCH: Final = "memory.search.v1"
@@ -27,6 +31,7 @@ REPLY_PREFIX: Final = "memory.replies."
 PARTITIONS: Final[dict[str, int]] = {
     TURNS: 8,
     REMEMBER: 4,
+    FACTS: 4,
     CHANGED: 4,
     SEARCH: 4,
     LAYER_SEARCH: 4,

@@ -19,7 +19,7 @@ from faststream.kafka import KafkaBroker
 from engine.errors import MemoryError_
 from engine.ports import Embedder
 from schemas import topics
-from services import facts, invalidation, search, transcripts
+from services import extraction, facts, invalidation, search, transcripts
 from services.infra import create_topics
 from services.runtime import Runtime, open_runtime
 from services.settings import Settings
@@ -33,6 +33,7 @@ def _warnings_only(record: logging.LogRecord) -> bool:
 
 GROUPS: dict[str, Callable[[KafkaBroker, Runtime], None]] = {
     transcripts.GROUP: transcripts.register,
+    extraction.GROUP: extraction.register,
     facts.GROUP: facts.register,
     invalidation.GROUP: invalidation.register,
     search.GROUP: search.register,

@@ -24,15 +24,25 @@ if TYPE_CHECKING:
 
 
 def subscriber(
-    broker: KafkaBroker, rt: Runtime, topic: str, group: str, *, interactive: bool = False
+    broker: KafkaBroker,
+    rt: Runtime,
+    topic: str,
+    group: str,
+    *,
+    interactive: bool = False,
+    part: str | None = None,
 ) -> DefaultSubscriber:
     """A durable group reading from `earliest` (the local broker's "latest" is wrong) that
     commits after the handler returns (at-least-once). Interactive (request/reply and cache
     invalidation) groups fetch with a short wait: a waiting fetch wakes after about half of
-    `fetch_max_wait_ms`."""
+    `fetch_max_wait_ms`.
+
+    A group that reads several topics gives each extra topic its own Kafka group id
+    (`<group>.<part>`): members of one Kafka group with different subscriptions were left
+    unassigned by the local broker, and separate ids keep each topic's progress visible."""
     return broker.subscriber(
         topic,
-        group_id=rt.group_id(group),
+        group_id=rt.group_id(f"{group}.{part}" if part else group),
         auto_offset_reset="earliest",
         session_timeout_ms=rt.settings.session_timeout_ms,
         heartbeat_interval_ms=rt.settings.heartbeat_interval_ms,
@@ -53,6 +63,7 @@ def on_event(
     *,
     name: str,
     interactive: bool = False,
+    part: str | None = None,
 ) -> None:
     """Register `work` for every `contract` event on `topic`, behind the DLQ guard (bounded
     retries, then the dead-letter topic). `name` names the handler in logs and AsyncAPI."""
@@ -61,7 +72,7 @@ def on_event(
         await consume(
             broker,
             message,
-            group=rt.group_id(group),
+            group=rt.group_id(f"{group}.{part}" if part else group),
             contract=contract,
             work=work,
             attempts=rt.settings.max_attempts,
@@ -69,7 +80,7 @@ def on_event(
         )
 
     handler.__name__ = handler.__qualname__ = name
-    subscriber(broker, rt, topic, group, interactive=interactive)(handler)
+    subscriber(broker, rt, topic, group, interactive=interactive, part=part)(handler)
 
 
 class ChangeAnnouncer:

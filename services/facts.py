@@ -1,14 +1,13 @@
-"""facts group: `MemoryRemembered` → one deduplicated `fact` row → `MemoryChanged`.
-
-(Asynchronous fact extraction from post_turn events joins this group in a later issue.)
-"""
+"""facts group: stores what the extraction group read (`FactsExtracted` → facts,
+entities, relations, contradictions resolved) and explicit remembers (`MemoryRemembered` →
+one deduplicated fact), then announces `MemoryChanged`."""
 
 from __future__ import annotations
 
 from faststream.kafka import KafkaBroker
 
 from schemas import topics
-from schemas.events import MemoryRemembered
+from schemas.events import FactsExtracted, MemoryRemembered
 from services.consumers import ChangeAnnouncer, on_event
 from services.runtime import Runtime
 
@@ -30,4 +29,11 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
         MemoryRemembered,
         remember,
         name="on_memory_remembered",
+        part="remember",
     )
+
+    async def store(event: FactsExtracted) -> None:
+        await rt.facts.store(event)
+        await changes.announce(event, event.scope, ["graph", "vectors"])
+
+    on_event(broker, rt, topics.FACTS, GROUP, FactsExtracted, store, name="on_facts_extracted")

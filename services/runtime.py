@@ -21,14 +21,18 @@ from engine.adapters.mongo import (
     MongoArchiveStore,
     MongoMemoryStore,
     MongoPatternStore,
+    MongoRelationStore,
     MongoTranscriptStore,
     MongoWorkingStore,
     ensure_schema,
 )
+from engine.adapters.openai_extractor import OpenAICompatibleExtractor
 from engine.adapters.redis_cache import RedisQueryCache
 from engine.adapters.rerankers import CloudflareReranker, HttpRerankReranker
 from engine.context import MemorySearch, SearchPolicy
 from engine.embedding_cache import CachedEmbedder
+from engine.extraction.types import ExtractionPolicy, Extractor
+from engine.facts import FactWriter
 from engine.ingest import DAY_MS, IngestPolicy, TurnRecorder
 from engine.ports import Embedder, VectorIndex
 from engine.relevance import RelevancePolicy
@@ -94,6 +98,25 @@ def build_reranker(settings: Settings, http: httpx.AsyncClient) -> Reranker | No
     return None
 
 
+def build_extractor(settings: Settings, http: httpx.AsyncClient) -> Extractor | None:
+    if settings.extractor == "none":
+        return None
+    if settings.extractor == "llm":
+        if not settings.llm_base_url:
+            raise NotConfigured("the llm extractor needs MNEMOSTREAM_LLM_BASE_URL")
+        key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else ""
+        return OpenAICompatibleExtractor(
+            http,
+            base_url=settings.llm_base_url,
+            api_key=key,
+            model=settings.llm_model,
+            timeout=settings.llm_timeout_seconds,
+        )
+    from engine.extraction.rules import RuleBasedExtractor
+
+    return RuleBasedExtractor()
+
+
 @dataclass(slots=True)
 class Runtime:
     settings: Settings
@@ -106,6 +129,9 @@ class Runtime:
     rememberer: Rememberer
     search: MemorySearch
     access: AccessRecorder
+    facts: FactWriter
+    extractor: Extractor | None
+    extraction_policy: ExtractionPolicy
 
     def group_id(self, group: str) -> str:
         return f"{self.settings.group_prefix}.{group}"
@@ -147,6 +173,7 @@ async def open_runtime(
             else ExactVectorIndex(memory, max_tenants=settings.vector_cache_tenants)
         )
         access = AccessRecorder(memory)
+        relations = MongoRelationStore(db)
         yield Runtime(
             settings=settings,
             endpoints=ends,
@@ -175,6 +202,7 @@ async def open_runtime(
                 cache=cache,
                 reranker=build_reranker(settings, http),
                 access=access,
+                relations=relations,
                 policy=SearchPolicy(
                     relevance=RelevancePolicy(
                         semantic_weight=settings.semantic_weight,
@@ -190,6 +218,13 @@ async def open_runtime(
                 ),
             ),
             access=access,
+            facts=FactWriter(memory, relations, model),
+            extractor=build_extractor(settings, http),
+            extraction_policy=ExtractionPolicy(
+                max_facts=settings.fact_max_per_turn,
+                min_confidence=settings.fact_min_confidence,
+                max_chars=settings.fact_max_chars,
+            ),
         )
     finally:
         await http.aclose()

@@ -36,7 +36,7 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
             log.warning("context request failed: %s", exc)
             return ContextReply(error=str(exc))
 
-    @subscriber(broker, rt, topics.LAYER_SEARCH, GROUP, interactive=True)
+    @subscriber(broker, rt, topics.LAYER_SEARCH, GROUP, interactive=True, part="layers")
     async def on_layer_search(message: KafkaMessage) -> LayerSearchReply:
         try:
             request = LayerSearchRequest.model_validate_json(message.body)

@@ -88,6 +88,21 @@ class Settings(BaseSettings):
         description="Prefix of every Redis key (default: the database name), so deployments "
         "can share one Redis.",
     )
+    extractor: Literal["rules", "llm", "none"] = Field(
+        default="rules",
+        description="Fact extractor: rule-based (offline), an OpenAI-compatible LLM, or none.",
+    )
+    llm_base_url: str | None = Field(
+        default=None, description="Base URL of the OpenAI-compatible API (…/v1/chat/completions)."
+    )
+    llm_api_key: SecretStr | None = Field(default=None, description="Bearer key of that API.")
+    llm_model: str = Field(default="gpt-4o-mini", description="Extraction model.")
+    llm_timeout_seconds: float = Field(default=8.0, gt=0, description="Extraction timeout.")
+    fact_max_per_turn: int = Field(default=5, ge=1, le=50, description="Facts kept per turn.")
+    fact_min_confidence: float = Field(
+        default=0.6, ge=0, le=1, description="Facts below this confidence are dropped."
+    )
+    fact_max_chars: int = Field(default=240, ge=40, le=1000, description="Longest fact kept.")
     embedding_cache_ttl_seconds: int = Field(
         default=86_400, ge=0, description="Embedding cache TTL (0 disables the cache)."
     )

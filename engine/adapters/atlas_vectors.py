@@ -80,6 +80,8 @@ _PROJECTED = (
     "mode",
     "haiId",
     "content",
+    "invalidAt",
+    "supersededBy",
     VECTOR_PATH,
     "embeddingModel",
     "source",
@@ -154,6 +156,7 @@ def atlas_prefilter(
     sources: Sequence[str] | None,
     model: str | None = None,
     extra: Mapping[str, object] | None = None,
+    include_superseded: bool = False,
 ) -> Doc:
     """The `$vectorSearch.filter`: the tenant (`agentWallet`, `userAddress` with `None` meaning
     user-less rows only, `mode`/`haiId`/`threadId` when set), active rows only, `source` among
@@ -170,7 +173,8 @@ def atlas_prefilter(
     for path, value in (("haiId", where.hai_id), ("threadId", where.thread_id)):
         if value is not None:
             clauses.append({path: {"$eq": value}})
-    clauses.append({"metadata.status": {"$nin": list(INACTIVE_STATUSES)}})
+    hidden = ["deleted"] if include_superseded else list(INACTIVE_STATUSES)
+    clauses.append({"metadata.status": {"$nin": hidden}})
     if sources is not None:
         if not sources:
             raise InputRejected("sources must not be empty (None means every source)")
@@ -197,6 +201,7 @@ def atlas_pipeline(
     extra: Mapping[str, object] | None = None,
     index: str = INDEX_NAME,
     model: str | None = None,
+    include_superseded: bool = False,
 ) -> list[Doc]:
     """The aggregation: `$vectorSearch` pre-filtered by `atlas_prefilter` (results best first),
     then a `$project` of the fields a `MemoryRow` needs plus `score` (Atlas's score, see
@@ -208,7 +213,9 @@ def atlas_pipeline(
         "queryVector": _query_vector(query_vector),
         "numCandidates": num_candidates,
         "limit": limit,
-        "filter": atlas_prefilter(where, sources=sources, model=model, extra=extra),
+        "filter": atlas_prefilter(
+            where, sources=sources, model=model, extra=extra, include_superseded=include_superseded
+        ),
     }
     project: Doc = {field: 1 for field in _PROJECTED}
     project[SCORE_FIELD] = {"$meta": "vectorSearchScore"}
@@ -232,6 +239,8 @@ def _row(doc: Mapping[str, Any]) -> MemoryRow:
         metadata=dict(doc.get("metadata") or {}),
         decay_score=float(doc.get("decayScore", 1.0)),
         access_count=int(doc.get("accessCount", 0)),
+        invalid_at=doc.get("invalidAt"),
+        superseded_by=doc.get("supersededBy"),
     )
 
 
@@ -255,6 +264,7 @@ class AtlasVectorIndex:
         sources: Sequence[str] | None = None,
         version: str | None = None,
         filters: Filters = NO_FILTERS,
+        as_of: int | None = None,
     ) -> list[tuple[MemoryRow, float]]:
         """Up to `k` active rows `where` admits, embedded by `model`, as `(row, cosine)` pairs,
         most similar first (cosine in [-1, 1], higher is more similar). Approximate: the best
@@ -276,6 +286,7 @@ class AtlasVectorIndex:
             index=self._index,
             model=model,
             extra=indexed or None,
+            include_superseded=as_of is not None,
         )
         try:
             cursor = await self._col.aggregate(pipeline)
@@ -285,6 +296,8 @@ class AtlasVectorIndex:
         hits = [(_row(d), atlas_score_to_cosine(float(d[SCORE_FIELD]))) for d in docs]
         if len(indexed) < len(clauses):
             hits = [(row, score) for row, score in hits if matches(filters, row.view())]
+        if as_of is not None:
+            hits = [(row, score) for row, score in hits if row.valid_at(as_of)]
         hits.sort(key=lambda hit: hit[1], reverse=True)
         return hits
 

@@ -19,6 +19,7 @@ from engine.records import (
     ArchiveRecord,
     MemoryRow,
     PatternRecord,
+    RelationRecord,
     StoredMessage,
     Transcript,
     TranscriptAppend,
@@ -122,15 +123,63 @@ class InMemoryMemoryStore:
         return bumped
 
     async def active_rows(
-        self, where: TenantFilter, *, sources: Sequence[str] | None = None
+        self,
+        where: TenantFilter,
+        *,
+        sources: Sequence[str] | None = None,
+        include_superseded: bool = False,
     ) -> list[MemoryRow]:
+        hidden = ("deleted",) if include_superseded else INACTIVE_STATUSES
         return [
             row
             for row in self._rows.values()
             if where.admits(row.scope)
-            and row.status not in INACTIVE_STATUSES
+            and row.status not in hidden
             and (sources is None or row.source in sources)
         ]
+
+    async def slot_rows(self, where: TenantFilter, slot: str) -> list[MemoryRow]:
+        return [
+            row
+            for row in self._rows.values()
+            if where.admits(row.scope)
+            and row.source == "fact"
+            and row.status != "deleted"
+            and row.metadata.get("slot") == slot
+        ]
+
+    async def set_validity(
+        self, vector_id: str, invalid_at: int | None, superseded_by: str | None
+    ) -> None:
+        row = self._rows.get(vector_id)
+        if row is not None:
+            status = "superseded" if invalid_at is not None else "active"
+            self._rows[vector_id] = replace(
+                row,
+                invalid_at=invalid_at,
+                superseded_by=superseded_by,
+                metadata={**row.metadata, "status": status},
+            )
+
+
+class InMemoryRelationStore:
+    def __init__(self) -> None:
+        self._rows: dict[str, RelationRecord] = {}
+
+    async def insert_if_absent(self, relation: RelationRecord) -> bool:
+        if relation.relation_id in self._rows:
+            return False
+        self._rows[relation.relation_id] = relation
+        return True
+
+    async def around(self, where: TenantFilter, entity_ids: Sequence[str]) -> list[RelationRecord]:
+        wanted = set(entity_ids)
+        rows = [
+            r
+            for r in self._rows.values()
+            if where.admits(r.scope) and (r.source_id in wanted or r.target_id in wanted)
+        ]
+        return sorted(rows, key=lambda r: (r.created_at, r.relation_id))
 
 
 class InMemoryPatternStore:

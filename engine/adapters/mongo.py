@@ -31,6 +31,7 @@ from engine.records import (
     ArchiveRecord,
     MemoryRow,
     PatternRecord,
+    RelationRecord,
     ScopeFields,
     StoredMessage,
     Transcript,
@@ -50,6 +51,7 @@ SESSIONS = "sessions"
 MEMORY = "memory"
 PATTERNS = "patterns"
 ARCHIVES = "archives"
+RELATIONS = "relations"
 WORKING_TURN_VECTORS = 6
 """Turn vectors kept per working buffer (about the turns its 12 lines come from)."""
 WORKING_TURN_IDS_KEPT = 1000
@@ -71,6 +73,11 @@ INDEXES: Mapping[str, Sequence[IndexModel]] = {
         IndexModel([*_TENANT, ("mode", ASCENDING), ("haiId", ASCENDING)]),
         IndexModel([("agentWallet", ASCENDING), ("createdAt", DESCENDING)]),
         IndexModel([("metadata.turnId", ASCENDING)]),
+        IndexModel([*_TENANT, ("metadata.slot", ASCENDING)]),
+    ),
+    RELATIONS: (
+        IndexModel([*_TENANT, ("sourceId", ASCENDING)]),
+        IndexModel([*_TENANT, ("targetId", ASCENDING)]),
     ),
     PATTERNS: (
         IndexModel([*_TENANT, ("status", ASCENDING), ("successRate", DESCENDING)]),
@@ -329,6 +336,9 @@ class MongoMemoryStore:
             "lastAccessedAt": row.created_at,
             "createdAt": row.created_at,
             "updatedAt": row.created_at,
+            "validAt": row.created_at,
+            "invalidAt": row.invalid_at,
+            "supersededBy": row.superseded_by,
             "metadata": {"status": "active", **row.metadata},
         }
 
@@ -362,12 +372,45 @@ class MongoMemoryStore:
         return result.modified_count
 
     async def active_rows(
-        self, where: TenantFilter, *, sources: Sequence[str] | None = None
+        self,
+        where: TenantFilter,
+        *,
+        sources: Sequence[str] | None = None,
+        include_superseded: bool = False,
     ) -> list[MemoryRow]:
         query = tenant_query(where)
-        query["metadata.status"] = {"$nin": list(INACTIVE_STATUSES)}
+        hidden = ["deleted"] if include_superseded else list(INACTIVE_STATUSES)
+        query["metadata.status"] = {"$nin": hidden}
         if sources is not None:
             query["source"] = {"$in": list(sources)}
+        return await self._rows(query)
+
+    async def slot_rows(self, where: TenantFilter, slot: str) -> list[MemoryRow]:
+        query = tenant_query(where)
+        query.update(
+            {"source": "fact", "metadata.slot": slot, "metadata.status": {"$ne": "deleted"}}
+        )
+        return await self._rows(query)
+
+    async def set_validity(
+        self, vector_id: str, invalid_at: int | None, superseded_by: str | None
+    ) -> None:
+        status = "superseded" if invalid_at is not None else "active"
+        try:
+            await self._col.update_one(
+                {"_id": vector_id},
+                {
+                    "$set": {
+                        "invalidAt": invalid_at,
+                        "supersededBy": superseded_by,
+                        "metadata.status": status,
+                    }
+                },
+            )
+        except PyMongoError as exc:
+            raise DependencyFailed(f"fact validity update failed: {exc}") from exc
+
+    async def _rows(self, query: Doc) -> list[MemoryRow]:
         try:
             docs = await self._col.find(query).to_list(length=None)
         except PyMongoError as exc:
@@ -384,6 +427,63 @@ class MongoMemoryStore:
                 metadata=dict(d.get("metadata") or {}),
                 decay_score=float(d.get("decayScore", 1.0)),
                 access_count=int(d.get("accessCount", 0)),
+                invalid_at=d.get("invalidAt"),
+                superseded_by=d.get("supersededBy"),
+            )
+            for d in docs
+        ]
+
+
+class MongoRelationStore:
+    def __init__(self, db: AsyncDatabase[Doc]) -> None:
+        self._col: AsyncCollection[Doc] = db[RELATIONS]
+
+    async def insert_if_absent(self, relation: RelationRecord) -> bool:
+        doc: Doc = {
+            "_id": relation.relation_id,
+            "relationId": relation.relation_id,
+            **_scope_doc(relation.scope),
+            "sourceId": relation.source_id,
+            "sourceName": relation.source_name,
+            "type": relation.type,
+            "targetId": relation.target_id,
+            "targetName": relation.target_name,
+            "createdAt": relation.created_at,
+            "metadata": relation.metadata,
+        }
+        try:
+            result = await self._col.update_one(
+                {"_id": relation.relation_id}, {"$setOnInsert": doc}, upsert=True
+            )
+        except DuplicateKeyError:
+            return False
+        except PyMongoError as exc:
+            raise DependencyFailed(f"relation insert failed: {exc}") from exc
+        return result.upserted_id is not None
+
+    async def around(self, where: TenantFilter, entity_ids: Sequence[str]) -> list[RelationRecord]:
+        if not entity_ids:
+            return []
+        ids = list(entity_ids)
+        query = {
+            **tenant_query(where),
+            "$or": [{"sourceId": {"$in": ids}}, {"targetId": {"$in": ids}}],
+        }
+        try:
+            docs = await self._col.find(query).sort("createdAt", ASCENDING).to_list(length=500)
+        except PyMongoError as exc:
+            raise DependencyFailed(f"relation read failed: {exc}") from exc
+        return [
+            RelationRecord(
+                relation_id=d["relationId"],
+                scope=_scope_of(d),
+                source_id=d["sourceId"],
+                source_name=d["sourceName"],
+                type=d["type"],
+                target_id=d["targetId"],
+                target_name=d["targetName"],
+                created_at=int(d["createdAt"]),
+                metadata=dict(d.get("metadata") or {}),
             )
             for d in docs
         ]

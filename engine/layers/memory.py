@@ -15,13 +15,15 @@ from dataclasses import dataclass, replace
 
 from engine.errors import DependencyFailed
 from engine.hits import Hit
+from engine.layers.graph import hydrate
 from engine.layers.query import LayerQuery
 from engine.lexical import all_terms, bm25
-from engine.ports import VectorIndex
+from engine.ports import RelationStore, VectorIndex
 from engine.ranking import mmr
 from engine.records import MemoryRow
 from engine.relevance import relevance
 from engine.rerank import Reranker, rerank_fail_soft
+from engine.scoping import TenantFilter
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +42,8 @@ class MemoryLayerOptions:
     rerank_min_candidates: int = 3
     rerank_dominance_delta: float = 0.05
     version: str | None = None
+    relations: RelationStore | None = None
+    """When set, matched entities are hydrated with their first-degree relations."""
 
 
 def _hit(layer: str, row: MemoryRow, cosine: float, score: float) -> Hit:
@@ -68,6 +72,8 @@ def _hit(layer: str, row: MemoryRow, cosine: float, score: float) -> Hit:
             "mode": row.scope.mode,
             "haiId": row.scope.hai_id,
             "decayScore": row.decay_score,
+            "invalidAt": row.invalid_at,
+            "supersededBy": row.superseded_by,
             "accessCount": row.access_count,
             "createdAt": row.created_at,
             "metadata": {
@@ -97,6 +103,7 @@ async def search_memory(
         sources=options.sources,
         version=options.version,
         filters=q.filters.applies_to(options.layer),
+        as_of=q.as_of,
     )
     lexical = bm25(q.terms, [all_terms(row.content) for row, _ in candidates])
     hits: list[Hit] = []
@@ -107,7 +114,8 @@ async def search_memory(
             hits.append(_hit(options.layer, row, cosine, score))
             vectors[row.vector_id] = row.embedding
     if not options.ranked:
-        return sorted(hits, key=lambda h: (-(h.score or 0.0), h.id))[: q.limit]
+        plain = sorted(hits, key=lambda h: (-(h.score or 0.0), h.id))[: q.limit]
+        return await _hydrated(options, where, plain)
     ranked, outcome = await rerank_fail_soft(
         options.reranker,
         q.query,
@@ -121,4 +129,12 @@ async def search_memory(
     log.debug("layer %s rerank: %s", options.layer, outcome)
     final = mmr(ranked, options.mmr_lambda, vectors=vectors)[: q.limit]
     # the raw item reports the score the hit is ranked by (after decay, rerank and MMR)
-    return [replace(h, raw={**h.raw, "score": h.score}) for h in final]
+    return await _hydrated(
+        options, where, [replace(h, raw={**h.raw, "score": h.score}) for h in final]
+    )
+
+
+async def _hydrated(options: MemoryLayerOptions, where: TenantFilter, hits: list[Hit]) -> list[Hit]:
+    if options.relations is None:
+        return hits
+    return await hydrate(options.relations, where, hits)

@@ -32,6 +32,8 @@ class LayerQuery:
     relevance: RelevancePolicy = field(default_factory=RelevancePolicy)
     filters: Filters = NO_FILTERS
     """The caller's validated filters (all layers; each layer keeps the ones it honours)."""
+    as_of: int | None = None
+    """Recall what was true at this time (ms); None = now (current facts only)."""
     pending: Awaitable[Vector | None] | None = None
     """The embedding in progress (shared by every layer of the request)."""
 

@@ -297,7 +297,7 @@ async def test_remembered_fact_is_deduplicated_and_recalled_from_another_thread(
     gus = {"agentWallet": "0xAgentOne", "userAddress": "gus", "threadId": "t-remember"}
     for content in ("Gus is allergic to peanuts.", "  gus is allergic to PEANUTS.  "):
         await client.remember({**gus, "content": content, "type": "identity"})
-        await _processed(client, pipeline, "facts")
+        await _processed(client, pipeline, "facts.remember")
     rows = await db["memory"].find({"userAddress": "gus", "source": "fact"}).to_list(length=None)
     assert len(rows) == 1  # the reference inserted one row per remember (§16.13)
     assert rows[0]["metadata"]["factType"] == "identity"

@@ -1,0 +1,167 @@
+"""Storing what the extractor read: facts, entities and relations, idempotent and in event
+time, with contradictions resolved over time.
+
+* **Facts** are `source: "fact"` memory rows whose id is the fact hash (agent, user,
+  normalised text, and mode/hai when set), so the same fact stored twice — two threads, two
+  consumers, a replay — is one row: the `_id` is the unique index.
+* **Contradictions.** A fact may name a single-valued `slot` ("residence", "employer",
+  "preference:coffee"). Facts of one tenant that share a slot are the same thing said at
+  different times: ordered by when they were said, each one is valid until the next one
+  (`invalidAt` = the successor's time, `supersededBy` = its id, status `superseded`), and
+  the newest is current. Nothing is deleted. The chain is recomputed from all the slot's
+  facts each time one lands, so the outcome does not depend on arrival order (replays and
+  out-of-order partitions converge to the same rows).
+* **Entities** are `source: "entity"` memory rows (embedded "Name (type): summary"), one per
+  normalised name per tenant; the user is the implicit node "user" and has no row.
+* **Relations** link two entities with a type (`LIVES_IN`, `SISTER_OF`, …), one per
+  (source, type, target) per tenant.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from engine.ports import Embedder, MemoryStore, RelationStore
+from engine.records import MemoryRow, RelationRecord, ScopeFields
+from engine.remember import fact_hash
+from engine.scoping import TenantFilter, scope_fields
+from schemas.events import EntityItem, FactsExtracted
+from schemas.inputs import h32, to_ms
+
+USER_NODE = "user"
+_NOT_WORD = re.compile(r"[^\w\s-]", re.UNICODE)
+_SPACES = re.compile(r"\s+")
+
+
+def normalise_name(name: str) -> str:
+    """Case-, punctuation- and space-insensitive form of an entity name."""
+    return _SPACES.sub(" ", _NOT_WORD.sub(" ", name.lower())).strip()
+
+
+def entity_id(scope: ScopeFields, name: str) -> str:
+    """The id of a tenant's entity, from its normalised name."""
+    parts = [scope.agent_wallet, scope.user_address, scope.mode, scope.hai_id, normalise_name(name)]
+    return "ent_" + h32(json.dumps(parts))
+
+
+def entity_text(entity: EntityItem) -> str:
+    summary = entity.summary.strip()
+    return f"{entity.name} ({entity.type})" + (f": {summary}" if summary else "")
+
+
+@dataclass(frozen=True, slots=True)
+class FactsStored:
+    facts_inserted: int
+    entities_inserted: int
+    relations_inserted: int
+    slots_resolved: int
+
+
+@dataclass(slots=True)
+class FactWriter:
+    memory: MemoryStore
+    relations: RelationStore
+    embedder: Embedder
+
+    async def store(self, event: FactsExtracted) -> FactsStored:
+        at = to_ms(event.occurred_at)
+        scope = event.scope
+        fields = scope_fields(scope)
+        facts = {
+            "fact_"
+            + fact_hash(scope.agent_wallet, scope.user_address, f.text, scope.mode, scope.hai_id): f
+            for f in event.facts
+        }
+        new_facts = {vid: f for vid, f in facts.items() if not await self.memory.exists(vid)}
+        entities = {
+            entity_id(fields, e.name): e
+            for e in event.entities
+            if normalise_name(e.name) not in ("", USER_NODE)
+        }
+        new_entities = {eid: e for eid, e in entities.items() if not await self.memory.exists(eid)}
+        texts = [f.text for f in new_facts.values()] + [
+            entity_text(e) for e in new_entities.values()
+        ]
+        vectors = await self.embedder.embed(texts, "document") if texts else []
+        inserted = 0
+        for (vid, fact), vector in zip(new_facts.items(), vectors, strict=False):
+            metadata = {
+                "type": "agent_memory_turn_graph",
+                "source": "extraction",
+                "layer": "graph",
+                "factHash": vid.removeprefix("fact_"),
+                "factType": fact.type,
+                "confidence": fact.confidence,
+                "extractor": event.extractor,
+                "sourceTurnId": event.turn_id,
+            }
+            if fact.slot:
+                metadata["slot"] = fact.slot
+            inserted += await self.memory.insert_if_absent(
+                MemoryRow(vid, fields, fact.text, vector, self.embedder.model, "fact", at, metadata)
+            )
+        entity_vectors = vectors[len(new_facts) :]
+        entities_inserted = 0
+        for (eid, entity), vector in zip(new_entities.items(), entity_vectors, strict=True):
+            metadata = {
+                "layer": "graph",
+                "entityType": entity.type,
+                "name": entity.name,
+                "normalisedName": normalise_name(entity.name),
+                "sourceTurnId": event.turn_id,
+            }
+            entities_inserted += await self.memory.insert_if_absent(
+                MemoryRow(
+                    eid,
+                    fields,
+                    entity_text(entity),
+                    vector,
+                    self.embedder.model,
+                    "entity",
+                    at,
+                    metadata,
+                )
+            )
+        relations_inserted = 0
+        for rel in event.relations:
+            source_id, target_id = entity_id(fields, rel.source), entity_id(fields, rel.target)
+            relation_id = "rel_" + h32(json.dumps([source_id, rel.type, target_id]))
+            relations_inserted += await self.relations.insert_if_absent(
+                RelationRecord(
+                    relation_id=relation_id,
+                    scope=fields,
+                    source_id=source_id,
+                    source_name=rel.source,
+                    type=rel.type,
+                    target_id=target_id,
+                    target_name=rel.target,
+                    created_at=at,
+                    metadata={"sourceTurnId": event.turn_id},
+                )
+            )
+        slots = sorted({f.slot for f in event.facts if f.slot})
+        for slot in slots:
+            await self.resolve_slot(fields, slot)
+        return FactsStored(inserted, entities_inserted, relations_inserted, len(slots))
+
+    async def resolve_slot(self, fields: ScopeFields, slot: str) -> None:
+        """Recompute the validity chain of one slot of one tenant (see the module doc)."""
+        where = TenantFilter(
+            agent_wallet=fields.agent_wallet,
+            user_address=fields.user_address,
+            mode=fields.mode,
+            hai_id=fields.hai_id,
+        )
+        rows = [
+            r
+            for r in await self.memory.slot_rows(where, slot)
+            if r.scope.mode == fields.mode and r.scope.hai_id == fields.hai_id
+        ]
+        rows.sort(key=lambda r: (r.created_at, r.vector_id))
+        for row, successor in zip(rows, [*rows[1:], None], strict=True):
+            invalid_at = successor.created_at if successor else None
+            by = successor.vector_id if successor else None
+            if (row.invalid_at, row.superseded_by) != (invalid_at, by):
+                await self.memory.set_validity(row.vector_id, invalid_at, by)
