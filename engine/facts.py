@@ -14,7 +14,8 @@ time, with contradictions resolved over time.
 * **Entities** are `source: "entity"` memory rows (embedded "Name (type): summary"), one per
   normalised name per tenant; the user is the implicit node "user" and has no row.
 * **Relations** link two entities with a type (`LIVES_IN`, `SISTER_OF`, …), one per
-  (source, type, target) per tenant.
+  (source, type, target) per tenant; of a single-valued type (`LIVES_IN`, `WORKS_AT`, …)
+  only the newest per source is current, older ones keep their `invalidAt`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,11 @@ from schemas.events import EntityItem, FactsExtracted
 from schemas.inputs import h32, to_ms
 
 USER_NODE = "user"
+SINGLE_VALUED_RELATIONS = frozenset(
+    {"LIVES_IN", "WORKS_AT", "WORKS_AS", "MARRIED_TO", "PARTNER_OF", "BORN_IN", "STUDIES_AT"}
+)
+"""Relation types an entity has one of at a time: a newer one of the same type from the same
+source replaces the older (it gets `invalidAt`), like a slotted fact."""
 _NOT_WORD = re.compile(r"[^\w\s-]", re.UNICODE)
 _SPACES = re.compile(r"\s+")
 
@@ -144,16 +150,38 @@ class FactWriter:
         slots = sorted({f.slot for f in event.facts if f.slot})
         for slot in slots:
             await self.resolve_slot(fields, slot)
+        kinds = sorted(
+            {
+                (entity_id(fields, r.source), r.type)
+                for r in event.relations
+                if r.type in SINGLE_VALUED_RELATIONS
+            }
+        )
+        for source_id, kind in kinds:
+            await self.resolve_relation(fields, source_id, kind)
         return FactsStored(inserted, entities_inserted, relations_inserted, len(slots))
 
-    async def resolve_slot(self, fields: ScopeFields, slot: str) -> None:
-        """Recompute the validity chain of one slot of one tenant (see the module doc)."""
-        where = TenantFilter(
+    async def resolve_relation(self, fields: ScopeFields, source_id: str, kind: str) -> None:
+        """Only the newest link of a single-valued type stays current (order-independent)."""
+        rows = await self.relations.from_source(self._tenant(fields), source_id, kind)
+        rows.sort(key=lambda r: (r.created_at, r.relation_id))
+        for row, successor in zip(rows, [*rows[1:], None], strict=True):
+            invalid_at = successor.created_at if successor else None
+            if row.invalid_at != invalid_at:
+                await self.relations.set_validity(row.relation_id, invalid_at)
+
+    @staticmethod
+    def _tenant(fields: ScopeFields) -> TenantFilter:
+        return TenantFilter(
             agent_wallet=fields.agent_wallet,
             user_address=fields.user_address,
             mode=fields.mode,
             hai_id=fields.hai_id,
         )
+
+    async def resolve_slot(self, fields: ScopeFields, slot: str) -> None:
+        """Recompute the validity chain of one slot of one tenant (see the module doc)."""
+        where = self._tenant(fields)
         rows = [
             r
             for r in await self.memory.slot_rows(where, slot)

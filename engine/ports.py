@@ -109,8 +109,17 @@ class RelationStore(Protocol):
     async def insert_if_absent(self, relation: RelationRecord) -> bool: ...
 
     async def around(self, where: TenantFilter, entity_ids: Sequence[str]) -> list[RelationRecord]:
-        """Relations of the tenant touching any of the entities (either end)."""
+        """Relations of the tenant touching any of the entities (either end), current and
+        replaced (callers check `valid_at`)."""
         ...
+
+    async def from_source(
+        self, where: TenantFilter, source_id: str, type: str
+    ) -> list[RelationRecord]:
+        """The tenant's relations of one type leaving one entity."""
+        ...
+
+    async def set_validity(self, relation_id: str, invalid_at: int | None) -> None: ...
 
 
 class PatternStore(Protocol):

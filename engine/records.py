@@ -249,3 +249,10 @@ class RelationRecord:
     target_name: str
     created_at: int
     metadata: dict[str, Any] = field(default_factory=dict)
+    invalid_at: int | None = None
+    """When a later link of a single-valued type replaced this one (ms); None while current."""
+
+    def valid_at(self, as_of: int | None) -> bool:
+        if as_of is None:
+            return self.invalid_at is None
+        return self.created_at <= as_of and (self.invalid_at is None or self.invalid_at > as_of)

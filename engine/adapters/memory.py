@@ -181,6 +181,20 @@ class InMemoryRelationStore:
         ]
         return sorted(rows, key=lambda r: (r.created_at, r.relation_id))
 
+    async def from_source(
+        self, where: TenantFilter, source_id: str, type: str
+    ) -> list[RelationRecord]:
+        return [
+            r
+            for r in self._rows.values()
+            if where.admits(r.scope) and r.source_id == source_id and r.type == type
+        ]
+
+    async def set_validity(self, relation_id: str, invalid_at: int | None) -> None:
+        row = self._rows.get(relation_id)
+        if row is not None:
+            self._rows[relation_id] = replace(row, invalid_at=invalid_at)
+
 
 class InMemoryPatternStore:
     def __init__(self) -> None:

@@ -449,6 +449,7 @@ class MongoRelationStore:
             "targetId": relation.target_id,
             "targetName": relation.target_name,
             "createdAt": relation.created_at,
+            "invalidAt": relation.invalid_at,
             "metadata": relation.metadata,
         }
         try:
@@ -465,10 +466,14 @@ class MongoRelationStore:
         if not entity_ids:
             return []
         ids = list(entity_ids)
-        query = {
-            **tenant_query(where),
-            "$or": [{"sourceId": {"$in": ids}}, {"targetId": {"$in": ids}}],
-        }
+        return await self._find(
+            {
+                **tenant_query(where),
+                "$or": [{"sourceId": {"$in": ids}}, {"targetId": {"$in": ids}}],
+            }
+        )
+
+    async def _find(self, query: Doc) -> list[RelationRecord]:
         try:
             docs = await self._col.find(query).sort("createdAt", ASCENDING).to_list(length=500)
         except PyMongoError as exc:
@@ -484,9 +489,21 @@ class MongoRelationStore:
                 target_name=d["targetName"],
                 created_at=int(d["createdAt"]),
                 metadata=dict(d.get("metadata") or {}),
+                invalid_at=d.get("invalidAt"),
             )
             for d in docs
         ]
+
+    async def from_source(
+        self, where: TenantFilter, source_id: str, type: str
+    ) -> list[RelationRecord]:
+        return await self._find({**tenant_query(where), "sourceId": source_id, "type": type})
+
+    async def set_validity(self, relation_id: str, invalid_at: int | None) -> None:
+        try:
+            await self._col.update_one({"_id": relation_id}, {"$set": {"invalidAt": invalid_at}})
+        except PyMongoError as exc:
+            raise DependencyFailed(f"relation validity update failed: {exc}") from exc
 
 
 def _optional_vector(doc: Mapping[str, Any]) -> Any:

@@ -28,12 +28,15 @@ def render_links(relations: list[RelationRecord]) -> str:
     )
 
 
-async def hydrate(store: RelationStore, where: TenantFilter, hits: list[Hit]) -> list[Hit]:
-    """Entity hits with their relations and neighbours appended; other hits unchanged."""
+async def hydrate(
+    store: RelationStore, where: TenantFilter, hits: list[Hit], as_of: int | None = None
+) -> list[Hit]:
+    """Entity hits with their relations (valid now, or at `as_of`) and neighbours appended;
+    other hits unchanged."""
     entity_ids = [h.id for h in hits if h.source == "entity"]
     if not entity_ids:
         return hits
-    relations = await store.around(where, entity_ids)
+    relations = [r for r in await store.around(where, entity_ids) if r.valid_at(as_of)]
     out: list[Hit] = []
     for hit in hits:
         if hit.source != "entity":

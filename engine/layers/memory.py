@@ -115,7 +115,7 @@ async def search_memory(
             vectors[row.vector_id] = row.embedding
     if not options.ranked:
         plain = sorted(hits, key=lambda h: (-(h.score or 0.0), h.id))[: q.limit]
-        return await _hydrated(options, where, plain)
+        return await _hydrated(options, where, plain, q.as_of)
     ranked, outcome = await rerank_fail_soft(
         options.reranker,
         q.query,
@@ -130,11 +130,13 @@ async def search_memory(
     final = mmr(ranked, options.mmr_lambda, vectors=vectors)[: q.limit]
     # the raw item reports the score the hit is ranked by (after decay, rerank and MMR)
     return await _hydrated(
-        options, where, [replace(h, raw={**h.raw, "score": h.score}) for h in final]
+        options, where, [replace(h, raw={**h.raw, "score": h.score}) for h in final], q.as_of
     )
 
 
-async def _hydrated(options: MemoryLayerOptions, where: TenantFilter, hits: list[Hit]) -> list[Hit]:
+async def _hydrated(
+    options: MemoryLayerOptions, where: TenantFilter, hits: list[Hit], as_of: int | None
+) -> list[Hit]:
     if options.relations is None:
         return hits
-    return await hydrate(options.relations, where, hits)
+    return await hydrate(options.relations, where, hits, as_of)

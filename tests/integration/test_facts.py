@@ -341,3 +341,78 @@ async def test_a_move_replaces_the_old_city_and_as_of_recalls_it(rt: Runtime) ->
     assert old["supersededBy"] == new["_id"]
     assert old["metadata"]["status"] == "superseded"
     assert new["invalidAt"] is None
+
+
+@pytest.fixture
+async def rules_pipeline(
+    stack: Endpoints, embedder: LocalMiniLMEmbedder, unique: Any
+) -> AsyncIterator[tuple[Runtime, MemoryClient]]:
+    settings = settings_for(
+        stack,
+        unique("rules"),
+        group_prefix=unique("rules-g"),
+        extractor="rules",
+        session_timeout_ms=2000,
+        heartbeat_interval_ms=500,
+    )
+    async with (
+        running_groups(settings, ["all"], embedder=embedder, broker_logs=False) as rt,
+        MemoryClient(stack.kafka_bootstrap, timeout=15) as client,
+    ):
+        yield rt, client
+        await rt.mongo.drop_database(settings.mongo_db)
+
+
+async def test_live_in_lisbon_then_moved_to_porto_end_to_end_with_the_rule_extractor(
+    rules_pipeline: tuple[Runtime, MemoryClient],
+) -> None:
+    rt, client = rules_pipeline
+    scope = {"agentWallet": "0xMover", "userAddress": "joana"}
+    lived = NOW - timedelta(days=60)
+    moved = NOW - timedelta(days=3)
+    await client.record_turn(
+        {
+            **scope,
+            "threadId": "intro",
+            "occurredAt": lived.isoformat(),
+            "userMessage": "Hi! I live in Lisbon with my two cats.",
+            "assistantMessage": "Nice to meet you!",
+        }
+    )
+    await client.record_turn(
+        {
+            **scope,
+            "threadId": "news",
+            "occurredAt": moved.isoformat(),
+            "userMessage": "Big news: I moved to Porto last weekend.",
+            "assistantMessage": "Congratulations on the move!",
+        }
+    )
+    question = {**scope, "threadId": "elsewhere"}
+    deadline = time.monotonic() + 30
+    while True:
+        now_reply = await client.context("Which city do I live in?", question, layers=["graph"])
+        if "Porto" in (now_reply.prompt or "") or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.2)
+    assert now_reply.prompt is not None
+    assert "Porto" in now_reply.prompt
+    assert "lives in Lisbon" not in now_reply.prompt  # replaced, not current
+    assert "LIVES_IN Lisbon" not in now_reply.prompt
+    assert "LIVES_IN Porto" in now_reply.prompt
+    before = await client.context(
+        "Which city do I live in?",
+        question,
+        layers=["graph"],
+        asOf=(moved - timedelta(days=1)).isoformat(),
+    )
+    assert before.prompt is not None
+    assert "lives in Lisbon" in before.prompt
+    assert "Porto" not in before.prompt
+    db = rt.mongo[rt.settings.mongo_db]
+    rows = (
+        await db["memory"]
+        .find({"userAddress": "joana", "metadata.slot": "residence"})
+        .to_list(length=None)
+    )
+    assert sorted(r["metadata"]["status"] for r in rows) == ["active", "superseded"]
