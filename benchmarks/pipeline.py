@@ -37,7 +37,7 @@ from pathlib import Path
 
 from services.client import MemoryClient
 from services.infra import ENV_KAFKA, ENV_MONGO, ENV_REDIS, Endpoints, start_stack, stop_stack
-from services.offsets import wait_processed
+from services.offsets import TopicPartition, committed, wait_processed
 
 TOPICS = ["Lisbon", "sourdough", "greyhound", "marathon", "violin", "kayak", "orchid", "chess"]
 
@@ -88,11 +88,13 @@ def groups_process(ends: Endpoints, tag: str, names: list[str]) -> Iterator[None
     subprocess.run(
         [sys.executable, "-m", "services", "db", "init"], env=env, check=True, capture_output=True
     )
+    log_path = Path(tempfile.gettempdir()) / f"mnemostream-bench-{tag}.log"
+    log = log_path.open("wb")  # the groups' warnings and errors, for a failed run
     proc = subprocess.Popen(
         [sys.executable, "-m", "services", "run", *names, "--log-level", "warning"],
         env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     try:
         yield
@@ -172,16 +174,25 @@ async def run(args: argparse.Namespace, ends: Endpoints, tag: str) -> None:
                     "assistantMessage": "Congratulations!",
                 }
             )
-            while city not in (
-                (
-                    await client.context(
-                        "Where do I live now?", {**scope, "threadId": "elsewhere"}, layers=["graph"]
-                    )
-                ).prompt
-                or ""
-            ):
+            turn_pos = client.last_position
+            while True:
+                reply = await client.context(
+                    "Where do I live now?", {**scope, "threadId": "elsewhere"}, layers=["graph"]
+                )
+                if city in (reply.prompt or ""):
+                    break
                 if time.perf_counter() - start > 30:
-                    raise SystemExit("an extracted fact did not become visible within 30 s")
+                    pos = turn_pos
+                    assert pos is not None
+                    tp = [TopicPartition(pos.topic, pos.partition)]
+                    done = {
+                        g: await committed(ends.kafka_bootstrap, f"bench-{tag}.{g}", tp)
+                        for g in ("transcripts", "extraction")
+                    }
+                    raise SystemExit(
+                        f"the fact about {city} did not become visible within 30 s: {reply}; "
+                        f"turn at {pos}, committed {done}"
+                    )
             facts.append((time.perf_counter() - start) * 1000)
 
         misses: list[float] = []

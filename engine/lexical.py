@@ -129,6 +129,17 @@ STOPWORDS = frozenset(
         "please",
         "thanks",
         "thank",
+        # time and degree words carry no topic: "where do I live now?" is about living
+        "now",
+        "today",
+        "currently",
+        "usually",
+        "ever",
+        "still",
+        "just",
+        "really",
+        "actually",
+        "maybe",
     ]
 )
 
@@ -177,7 +188,9 @@ def lexical_score(query_terms: list[str], text: str) -> float:
 
 
 BM25_K1 = 1.2
-BM25_B = 0.75
+BM25_B = 0.5
+"""Length normalisation, softer than the usual 0.75: memory texts are short, and a fact
+should not lose to a bare entity name merely for being a sentence."""
 
 
 def bm25(query_terms: list[str], documents: list[list[str]]) -> list[float]:

@@ -107,8 +107,16 @@ IDF_PARK = math.log(1 + (4 - 2 + 0.5) / (2 + 0.5))  # ln 2 ≈ 0.693147
 IDF_DF1 = math.log(1 + (4 - 1 + 0.5) / (1 + 0.5))  # ln(10/3) ≈ 1.203973
 
 
-def test_bm25_constants_are_the_usual_ones() -> None:
-    assert (BM25_K1, BM25_B) == (1.2, 0.75)
+def test_bm25_constants_are_the_usual_k1_and_a_softer_length_norm() -> None:
+    assert (BM25_K1, BM25_B) == (1.2, 0.5)
+
+
+def test_a_fact_sentence_is_not_outscored_by_bare_entity_names() -> None:
+    # one fact among short entity rows: its single matching term must still make it a hit
+    docs = [all_terms("The user lives in Miteloge")] + [[f"nam{i}", "plac"] for i in range(14)]
+    scores = bm25(terms("Where do I live now?"), docs)
+    assert scores[0] >= 0.5
+    assert max(scores[1:]) == 0.0
 
 
 def test_bm25_idf_weights_the_rarer_term_more() -> None:
@@ -144,11 +152,11 @@ def test_bm25_a_longer_document_scores_lower_for_the_same_term_frequency() -> No
 
     idf_dog = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))  # ln 1.6 ≈ 0.470004
     idf_park = math.log(1 + (3 - 1 + 0.5) / (1 + 0.5))  # ln(8/3) ≈ 0.980829
-    norm_short = 1.2 * (0.25 + 0.75 * 2 / 4)  # 0.75
-    norm_long = 1.2 * (0.25 + 0.75 * 6 / 4)  # 1.65
+    norm_short = 1.2 * (0.5 + 0.5 * 2 / 4)  # 0.9 (b = 0.5)
+    norm_long = 1.2 * (0.5 + 0.5 * 6 / 4)  # 1.5
     ideal = idf_dog + idf_park
-    assert scores[0] == pytest.approx(idf_dog * 2.2 / (1 + norm_short) / ideal)  # ≈ 0.360860
-    assert scores[1] == pytest.approx(idf_dog * 2.2 / (1 + norm_long) / ideal)  # ≈ 0.268947
+    assert scores[0] == pytest.approx(idf_dog * 2.2 / (1 + norm_short) / ideal)
+    assert scores[1] == pytest.approx(idf_dog * 2.2 / (1 + norm_long) / ideal)
     assert scores[2] == pytest.approx(idf_park * 2.2 / (1 + 1.2) / ideal)  # ≈ 0.676047
     assert scores[0] > scores[1]
 
