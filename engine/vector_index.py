@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.filters import NO_FILTERS, Filters, matches
+from engine.lexical import all_terms
 from engine.ports import MemoryStore, Vector
 from engine.records import MemoryRow
 from engine.scoping import TenantFilter
@@ -25,6 +26,8 @@ class _Matrix:
     sources: npt.NDArray[np.str_]
     current: npt.NDArray[np.bool_]
     """Rows visible without `as_of` (not replaced)."""
+    postings: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)
+    """Content term → rows holding it: lexical candidates without scanning every text."""
     masks: dict[tuple[str, ...], npt.NDArray[np.bool_]] = field(default_factory=dict)
 
     def source_mask(self, sources: Sequence[str]) -> npt.NDArray[np.bool_]:
@@ -63,12 +66,17 @@ class ExactVectorIndex:
             if rows
             else np.zeros((0, dim), dtype=np.float32)
         )
+        postings: dict[str, list[int]] = {}
+        for i, row in enumerate(rows):
+            for term in set(all_terms(row.content)):
+                postings.setdefault(term, []).append(i)
         entry = _Matrix(
             version,
             rows,
             matrix,
             np.array([r.source for r in rows], dtype=np.str_),
             np.array([r.valid_at(None) for r in rows], dtype=np.bool_),
+            postings={t: np.array(ix, dtype=np.int64) for t, ix in postings.items()},
         )
         if version is not None:
             self._lru[key] = entry
@@ -88,7 +96,10 @@ class ExactVectorIndex:
         version: str | None = None,
         filters: Filters = NO_FILTERS,
         as_of: int | None = None,
+        terms: Sequence[str] = (),
     ) -> list[tuple[MemoryRow, float]]:
+        """Also returns up to `k` more rows that hold a query term (best cosine first among
+        them), so a row the words find is a candidate even when its cosine is not top-k."""
         entry = await self._matrix(where, model, int(query.shape[0]), version)
         if k <= 0 or not entry.rows:
             return []
@@ -106,5 +117,12 @@ class ExactVectorIndex:
             scores = np.where(allowed, scores, -np.inf)
         k = min(k, len(entry.rows))
         top = np.argpartition(-scores, k - 1)[:k]
+        lexical = [entry.postings[t] for t in terms if t in entry.postings]
+        if lexical:
+            held = np.unique(np.concatenate(lexical))
+            held = held[np.isfinite(scores[held])]
+            if len(held) > k:
+                held = held[np.argpartition(-scores[held], k - 1)[:k]]
+            top = np.union1d(top, held)
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(entry.rows[i], float(scores[i])) for i in top if np.isfinite(scores[i])]

@@ -265,11 +265,13 @@ class AtlasVectorIndex:
         version: str | None = None,
         filters: Filters = NO_FILTERS,
         as_of: int | None = None,
+        terms: Sequence[str] = (),
     ) -> list[tuple[MemoryRow, float]]:
         """Up to `k` active rows `where` admits, embedded by `model`, as `(row, cosine)` pairs,
         most similar first (cosine in [-1, 1], higher is more similar). Approximate: the best
         row may be missed when the tenant has far more rows than `numCandidates`.
 
+        `terms` are not used: lexical candidates need an Atlas Search index (not built here).
         Caller filters on indexed filter fields join the pre-filter; the others are checked
         on the returned rows (and may then leave fewer than `k`).
         `version` (the `VectorIndex` port's reuse token) is ignored: Atlas always searches the

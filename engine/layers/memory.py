@@ -104,6 +104,7 @@ async def search_memory(
         version=options.version,
         filters=q.filters.applies_to(options.layer),
         as_of=q.as_of,
+        terms=q.terms,
     )
     lexical = bm25(q.terms, [all_terms(row.content) for row, _ in candidates])
     hits: list[Hit] = []
