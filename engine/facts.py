@@ -28,7 +28,7 @@ from engine.ports import Embedder, MemoryStore, RelationStore
 from engine.records import MemoryRow, RelationRecord, ScopeFields
 from engine.remember import fact_hash
 from engine.scoping import TenantFilter, scope_fields
-from schemas.events import EntityItem, FactsExtracted
+from schemas.events import EntityItem, FactItem, FactsExtracted
 from schemas.inputs import h32, to_ms
 
 USER_NODE = "user"
@@ -80,7 +80,13 @@ class FactWriter:
             + fact_hash(scope.agent_wallet, scope.user_address, f.text, scope.mode, scope.hai_id): f
             for f in event.facts
         }
-        new_facts = {vid: f for vid, f in facts.items() if not await self.memory.exists(vid)}
+        new_facts: dict[str, FactItem] = {}
+        for vid, f in facts.items():
+            status = await self.memory.status_of(vid)
+            if status is None:
+                new_facts[vid] = f
+            elif status == "deleted":  # re-stated after a delete: it returns (fixes §16.13)
+                await self.memory.revive(vid, at)
         entities = {
             entity_id(fields, e.name): e
             for e in event.entities

@@ -77,6 +77,15 @@ class MemoryStore(Protocol):
 
     async def exists(self, vector_id: str) -> bool: ...
 
+    async def status_of(self, vector_id: str) -> str | None:
+        """The row's `metadata.status` ("active" when unset), or None when there is none."""
+        ...
+
+    async def revive(self, vector_id: str, at: int) -> bool:
+        """Make a deleted row active again as if said at `at` (a re-stated fact returns);
+        False when the row is not deleted."""
+        ...
+
     async def bump_access(self, vector_ids: Sequence[str], at: int) -> int:
         """Count one access for each row (accessCount + 1, lastAccessedAt = at)."""
         ...

@@ -65,7 +65,12 @@ class Rememberer:
             scope.agent_wallet, scope.user_address, event.content, scope.mode, scope.hai_id
         )
         vector_id = "fact_" + digest
-        if await self.memory.exists(vector_id):
+        status = await self.memory.status_of(vector_id)
+        if status == "deleted":  # remembered again after a delete: it returns (fixes §16.13)
+            return FactStored(
+                vector_id, await self.memory.revive(vector_id, to_ms(event.occurred_at))
+            )
+        if status is not None:
             return FactStored(vector_id, inserted=False)
         [embedding] = await self.embedder.embed([event.content], "document")
         caller = {k: v for k, v in event.metadata.items() if k not in SYSTEM_KEYS}

@@ -113,6 +113,19 @@ class InMemoryMemoryStore:
     async def exists(self, vector_id: str) -> bool:
         return vector_id in self._rows
 
+    async def status_of(self, vector_id: str) -> str | None:
+        row = self._rows.get(vector_id)
+        return None if row is None else row.status
+
+    async def revive(self, vector_id: str, at: int) -> bool:
+        row = self._rows.get(vector_id)
+        if row is None or row.status != "deleted":
+            return False
+        self._rows[vector_id] = replace(
+            row, created_at=at, metadata={**row.metadata, "status": "active"}
+        )
+        return True
+
     async def bump_access(self, vector_ids: Sequence[str], at: int) -> int:
         bumped = 0
         for vector_id in vector_ids:

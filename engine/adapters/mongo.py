@@ -359,6 +359,35 @@ class MongoMemoryStore:
         except PyMongoError as exc:
             raise DependencyFailed(f"memory read failed: {exc}") from exc
 
+    async def status_of(self, vector_id: str) -> str | None:
+        try:
+            doc = await self._col.find_one({"_id": vector_id}, {"metadata.status": 1})
+        except PyMongoError as exc:
+            raise DependencyFailed(f"memory read failed: {exc}") from exc
+        if doc is None:
+            return None
+        status = (doc.get("metadata") or {}).get("status", "active")
+        return status if isinstance(status, str) else "active"
+
+    async def revive(self, vector_id: str, at: int) -> bool:
+        try:
+            result = await self._col.update_one(
+                {"_id": vector_id, "metadata.status": "deleted"},
+                {
+                    "$set": {
+                        "metadata.status": "active",
+                        "createdAt": at,
+                        "validAt": at,
+                        "updatedAt": at,
+                        "decayScore": 1.0,
+                    },
+                    "$unset": {"metadata.deletedAt": ""},
+                },
+            )
+        except PyMongoError as exc:
+            raise DependencyFailed(f"memory revive failed: {exc}") from exc
+        return result.modified_count == 1
+
     async def bump_access(self, vector_ids: Sequence[str], at: int) -> int:
         if not vector_ids:
             return 0

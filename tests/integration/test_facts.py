@@ -416,3 +416,19 @@ async def test_live_in_lisbon_then_moved_to_porto_end_to_end_with_the_rule_extra
         .to_list(length=None)
     )
     assert sorted(r["metadata"]["status"] for r in rows) == ["active", "superseded"]
+
+
+async def test_a_fact_stated_again_after_a_delete_returns_fixes_16_13(rt: Runtime) -> None:
+    fact = FactItem(text="The user runs marathons.", type="skill", confidence=0.9)
+    await rt.facts.store(extracted("kim", "t1", NOW - timedelta(days=10), fact))
+    db = rt.mongo[rt.settings.mongo_db]
+    await db["memory"].update_one(
+        {"userAddress": "kim", "source": "fact"},
+        {"$set": {"metadata.status": "deleted", "metadata.deletedAt": 1}},
+    )
+    await rt.facts.store(extracted("kim", "t2", NOW, fact))  # the user says it again
+    rows = await db["memory"].find({"userAddress": "kim", "source": "fact"}).to_list(length=None)
+    assert len(rows) == 1
+    assert rows[0]["metadata"]["status"] == "active"
+    assert rows[0]["createdAt"] == int(NOW.timestamp() * 1000)
+    assert "deletedAt" not in rows[0]["metadata"]
