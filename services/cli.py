@@ -34,7 +34,8 @@ def _logging(level: str) -> None:
 @app.command()
 def run(
     groups: Annotated[
-        list[str], typer.Argument(help="transcripts, extraction, facts, invalidation, search, or all")
+        list[str],
+        typer.Argument(help="transcripts, extraction, facts, invalidation, search, or all"),
     ],
     log_level: Annotated[str, typer.Option(help="Python log level.")] = "info",
 ) -> None:
