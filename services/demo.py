@@ -131,15 +131,17 @@ async def run_demo(settings: Settings, console: Console) -> None:
                     pos = client.last_position
                     last[pos.partition] = max(pos.offset, last.get(pos.partition, -1))
             console.print(f"published {len(CONVERSATION)} turns (2 users, 3 threads)")
-            for partition, offset in last.items():  # until the transcripts group stored them all
-                await wait_processed(
-                    ends.kafka_bootstrap,
-                    f"{local.group_prefix}.transcripts",
-                    topics.TURNS,
-                    partition,
-                    offset,
-                    timeout=60,
-                )
+            # until the transcripts and extraction groups have read them all
+            for group in ("transcripts", "extraction"):
+                for partition, offset in last.items():
+                    await wait_processed(
+                        ends.kafka_bootstrap,
+                        f"{local.group_prefix}.{group}",
+                        topics.TURNS,
+                        partition,
+                        offset,
+                        timeout=60,
+                    )
             for scope, question, expect in QUESTIONS:
                 scoped = {"agentWallet": AGENT, **scope}
                 reply = await _ask(client, scoped, question, expect=expect)
