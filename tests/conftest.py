@@ -8,7 +8,11 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from services.infra import ENV_KAFKA, ENV_MONGO, ENV_REDIS, Endpoints, start_stack, stop_stack
+
+# the scripted local HTTP server harness: `provider` and `client` fixtures
+pytest_plugins = ["tests.support.http_server"]
 
 
 @pytest.fixture(scope="session")
@@ -29,6 +33,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoints]:
         yield endpoints
     finally:
         stop_stack(state_dir)
+
+
+@pytest.fixture(scope="session")
+def minilm() -> LocalMiniLMEmbedder:
+    """The real local MiniLM embedder, loaded once per session (it keeps no per-test state)."""
+    return LocalMiniLMEmbedder.load()
 
 
 @pytest.fixture

@@ -16,7 +16,6 @@ from typing import Any, ClassVar
 
 import pytest
 from aiokafka import AIOKafkaConsumer
-from pydantic import SecretStr
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from schemas import topics
@@ -28,26 +27,11 @@ from services.client import MemoryClient
 from services.infra import Endpoints
 from services.offsets import wait_processed
 from services.runtime import Runtime, open_runtime
-from services.settings import Settings
+from tests.support.settings import make_settings
 
 pytestmark = pytest.mark.integration
 
 NOW = datetime.now(UTC)
-
-
-@pytest.fixture(scope="module")
-def embedder() -> LocalMiniLMEmbedder:
-    return LocalMiniLMEmbedder.load()
-
-
-def settings_for(stack: Endpoints, db: str, **extra: Any) -> Settings:
-    return Settings(
-        kafka_bootstrap=stack.kafka_bootstrap,
-        mongo_uri=SecretStr(stack.mongo_uri),
-        redis_url=SecretStr(stack.redis_url),
-        mongo_db=db,
-        **extra,
-    )
 
 
 # --- an OpenAI-compatible chat-completions server ---------------------------------------
@@ -132,9 +116,9 @@ def llm_url() -> Iterator[str]:
 
 @pytest.fixture
 async def pipeline(
-    stack: Endpoints, llm_url: str, embedder: LocalMiniLMEmbedder, unique: Any
+    stack: Endpoints, llm_url: str, minilm: LocalMiniLMEmbedder, unique: Any
 ) -> AsyncIterator[tuple[Runtime, MemoryClient]]:
-    settings = settings_for(
+    settings = make_settings(
         stack,
         unique("facts"),
         group_prefix=unique("facts-g"),
@@ -147,7 +131,7 @@ async def pipeline(
         max_attempts=3,
     )
     async with (
-        running_groups(settings, ["all"], embedder=embedder, broker_logs=False) as rt,
+        running_groups(settings, ["all"], embedder=minilm, broker_logs=False) as rt,
         MemoryClient(stack.kafka_bootstrap, timeout=15) as client,
     ):
         yield rt, client
@@ -270,22 +254,20 @@ def extracted(user: str, thread: str, at: datetime, *facts: FactItem) -> FactsEx
 
 
 @pytest.fixture
-async def rt(
-    stack: Endpoints, embedder: LocalMiniLMEmbedder, unique: Any
-) -> AsyncIterator[Runtime]:
-    settings = settings_for(stack, unique("facts_store"), extractor="none")
-    async with open_runtime(settings, embedder) as runtime:
+async def rt(stack: Endpoints, minilm: LocalMiniLMEmbedder, unique: Any) -> AsyncIterator[Runtime]:
+    settings = make_settings(stack, unique("facts_store"), extractor="none")
+    async with open_runtime(settings, minilm) as runtime:
         yield runtime
         await runtime.mongo.drop_database(settings.mongo_db)
 
 
 async def test_the_same_fact_from_two_threads_stored_concurrently_is_one_row(
-    rt: Runtime, stack: Endpoints, embedder: LocalMiniLMEmbedder
+    rt: Runtime, stack: Endpoints, minilm: LocalMiniLMEmbedder
 ) -> None:
     fact = FactItem(text="The user is allergic to shellfish.", type="identity", confidence=0.9)
     one = extracted("hana", "t1", NOW, fact)
     two = extracted("hana", "t2", NOW + timedelta(seconds=1), fact)
-    async with open_runtime(rt.settings, embedder) as other:  # a second consumer process
+    async with open_runtime(rt.settings, minilm) as other:  # a second consumer process
         await asyncio.gather(
             *(w.facts.store(e) for w, e in ((rt, one), (other, two)) for _ in range(3))
         )
@@ -345,9 +327,9 @@ async def test_a_move_replaces_the_old_city_and_as_of_recalls_it(rt: Runtime) ->
 
 @pytest.fixture
 async def rules_pipeline(
-    stack: Endpoints, embedder: LocalMiniLMEmbedder, unique: Any
+    stack: Endpoints, minilm: LocalMiniLMEmbedder, unique: Any
 ) -> AsyncIterator[tuple[Runtime, MemoryClient]]:
-    settings = settings_for(
+    settings = make_settings(
         stack,
         unique("rules"),
         group_prefix=unique("rules-g"),
@@ -356,7 +338,7 @@ async def rules_pipeline(
         heartbeat_interval_ms=500,
     )
     async with (
-        running_groups(settings, ["all"], embedder=embedder, broker_logs=False) as rt,
+        running_groups(settings, ["all"], embedder=minilm, broker_logs=False) as rt,
         MemoryClient(stack.kafka_bootstrap, timeout=15) as client,
     ):
         yield rt, client

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import SecretStr
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.adapters.mongo import MongoArchiveStore, MongoPatternStore
@@ -25,7 +24,7 @@ from schemas.inputs import context_request, memory_remembered, turn_recorded
 from schemas.requests import LayerSearchRequest
 from services.infra import Endpoints
 from services.runtime import Runtime, open_runtime
-from services.settings import Settings
+from tests.support.settings import make_settings
 
 pytestmark = pytest.mark.integration
 
@@ -35,27 +34,10 @@ AGENT = "0xRetrievalAgent"
 USER = "ursula"
 
 
-@pytest.fixture(scope="module")
-def embedder() -> LocalMiniLMEmbedder:
-    return LocalMiniLMEmbedder.load()
-
-
-def make_settings(stack: Endpoints, db: str, **extra: Any) -> Settings:
-    return Settings(
-        kafka_bootstrap=stack.kafka_bootstrap,
-        mongo_uri=SecretStr(stack.mongo_uri),
-        redis_url=SecretStr(stack.redis_url),
-        mongo_db=db,
-        **extra,
-    )
-
-
 @pytest.fixture
-async def rt(
-    stack: Endpoints, embedder: LocalMiniLMEmbedder, unique: Any
-) -> AsyncIterator[Runtime]:
+async def rt(stack: Endpoints, minilm: LocalMiniLMEmbedder, unique: Any) -> AsyncIterator[Runtime]:
     settings = make_settings(stack, unique("retrieval"))
-    async with open_runtime(settings, embedder) as runtime:
+    async with open_runtime(settings, minilm) as runtime:
         yield runtime
         await runtime.mongo.drop_database(settings.mongo_db)
 
@@ -74,7 +56,7 @@ async def turn(
     await rt.recorder.record(turn_recorded(body, now=NOW - timedelta(days=days_ago)))
 
 
-async def seed_everything(rt: Runtime, embedder: LocalMiniLMEmbedder) -> None:
+async def seed_everything(rt: Runtime, minilm: LocalMiniLMEmbedder) -> None:
     await turn(rt, 3, USER, "home", "We adopted a greyhound called Juniper last spring.")
     for i in range(8):  # push the greyhound out of the 12-line working buffer
         await turn(rt, 2, USER, "home", f"Reminder number {i} about the groceries list.")
@@ -92,7 +74,7 @@ async def seed_everything(rt: Runtime, embedder: LocalMiniLMEmbedder) -> None:
     )
     db = rt.mongo[rt.settings.mongo_db]
     summary = "search flights -> compare fares -> book ticket"
-    [pattern_vec, archive_vec] = await embedder.embed(
+    [pattern_vec, archive_vec] = await minilm.embed(
         [summary, "Kitchen renovation: new cabinets, tiles and a bigger oven."], "document"
     )
     await MongoPatternStore(db).upsert(
@@ -109,7 +91,7 @@ async def seed_everything(rt: Runtime, embedder: LocalMiniLMEmbedder) -> None:
             last_executed=NOW_MS - 86_400_000,
             created_at=NOW_MS - 9 * 86_400_000,
             embedding=pattern_vec,
-            embedding_model=embedder.model,
+            embedding_model=minilm.model,
         )
     )
     await MongoArchiveStore(db).insert_if_absent(
@@ -123,7 +105,7 @@ async def seed_everything(rt: Runtime, embedder: LocalMiniLMEmbedder) -> None:
             end=NOW_MS - 300 * 86_400_000,
             created_at=NOW_MS - 290 * 86_400_000,
             embedding=archive_vec,
-            embedding_model=embedder.model,
+            embedding_model=minilm.model,
         )
     )
 
@@ -141,9 +123,9 @@ PARAPHRASES = {
 
 @pytest.mark.parametrize("layer", list(PARAPHRASES))
 async def test_each_layer_answers_a_paraphrased_question(
-    rt: Runtime, embedder: LocalMiniLMEmbedder, layer: str
+    rt: Runtime, minilm: LocalMiniLMEmbedder, layer: str
 ) -> None:
-    await seed_everything(rt, embedder)
+    await seed_everything(rt, minilm)
     question, expected = PARAPHRASES[layer]
     scope = {"agentWallet": AGENT, "userAddress": USER, "threadId": "home"}
     reply = await rt.search.layer_search(
@@ -158,9 +140,9 @@ async def test_each_layer_answers_a_paraphrased_question(
 
 
 async def test_the_packed_context_combines_layers_within_the_budget(
-    rt: Runtime, embedder: LocalMiniLMEmbedder
+    rt: Runtime, minilm: LocalMiniLMEmbedder
 ) -> None:
-    await seed_everything(rt, embedder)
+    await seed_everything(rt, minilm)
     reply = await rt.search.context(
         context_request(
             {
@@ -201,10 +183,10 @@ FACTS = ["likes jazz", "owns a red bicycle", "is learning Japanese", "moved to P
 
 
 @pytest.fixture
-async def tenants_rt(stack: Endpoints, embedder: LocalMiniLMEmbedder) -> AsyncIterator[Runtime]:
+async def tenants_rt(stack: Endpoints, minilm: LocalMiniLMEmbedder) -> AsyncIterator[Runtime]:
     """Seeded once per test (hypothesis reuses it across its examples: reads only)."""
     name = f"tenancy_{int(time.time() * 1000)}"
-    async with open_runtime(make_settings(stack, name), embedder) as runtime:
+    async with open_runtime(make_settings(stack, name), minilm) as runtime:
         for agent in AGENTS:
             for user in USERS:
                 for thread in THREADS:
@@ -291,9 +273,9 @@ def reranker_url() -> Iterator[str]:
 
 
 async def _graph_order(
-    stack: Endpoints, embedder: LocalMiniLMEmbedder, db: str, **extra: Any
+    stack: Endpoints, minilm: LocalMiniLMEmbedder, db: str, **extra: Any
 ) -> list[str]:
-    async with open_runtime(make_settings(stack, db, **extra), embedder) as runtime:
+    async with open_runtime(make_settings(stack, db, **extra), minilm) as runtime:
         for i, fact in enumerate(
             [
                 "Vera plays the cello in an orchestra.",
@@ -323,12 +305,12 @@ async def _graph_order(
 
 
 async def test_a_local_http_reranker_reorders_and_a_dead_one_keeps_the_decayed_order(
-    stack: Endpoints, embedder: LocalMiniLMEmbedder, reranker_url: str, unique: Any
+    stack: Endpoints, minilm: LocalMiniLMEmbedder, reranker_url: str, unique: Any
 ) -> None:
-    plain = await _graph_order(stack, embedder, unique("plain"))
+    plain = await _graph_order(stack, minilm, unique("plain"))
     reranked = await _graph_order(
         stack,
-        embedder,
+        minilm,
         unique("rr"),
         rerank_provider="http",
         rerank_url=reranker_url,
@@ -337,7 +319,7 @@ async def test_a_local_http_reranker_reorders_and_a_dead_one_keeps_the_decayed_o
     )
     dead = await _graph_order(
         stack,
-        embedder,
+        minilm,
         unique("dead"),
         rerank_provider="http",
         rerank_url="http://127.0.0.1:9/v1/rerank",

@@ -12,21 +12,16 @@ import pytest
 from engine.access import MEMORY_LAYERS, AccessRecorder
 from engine.adapters.memory import (
     HashingEmbedder,
-    InMemoryArchiveStore,
     InMemoryMemoryStore,
-    InMemoryPatternStore,
-    InMemoryQueryCache,
-    InMemoryTranscriptStore,
-    InMemoryWorkingStore,
 )
 from engine.context import MemorySearch
 from engine.ingest import TurnRecorder
 from engine.remember import Rememberer
 from engine.scoping import TenantFilter
-from engine.vector_index import ExactVectorIndex
 from schemas.inputs import context_request, memory_remembered, to_ms, turn_recorded
 from schemas.requests import ContextReply, LayerSearchRequest
 from schemas.scope import Scope
+from tests.support.engine import InMemoryPorts
 
 AGENT = "0xAgent"
 SCOPE = {"agentWallet": AGENT, "userAddress": "U1", "threadId": "T1"}
@@ -55,28 +50,14 @@ class Engine:
 
 
 async def build_engine() -> Engine:
-    transcripts, working, memory = (
-        InMemoryTranscriptStore(),
-        InMemoryWorkingStore(),
-        InMemoryMemoryStore(),
-    )
-    embedder = HashingEmbedder()
-    access = AccessRecorder(memory)
+    ports = InMemoryPorts(HashingEmbedder())
+    access = AccessRecorder(ports.memory)
     e = Engine(
-        memory,
+        ports.memory,
         access,
-        MemorySearch(
-            transcripts=transcripts,
-            working=working,
-            patterns=InMemoryPatternStore(),
-            archives=InMemoryArchiveStore(),
-            index=ExactVectorIndex(memory),
-            embedder=embedder,
-            cache=InMemoryQueryCache(),
-            access=access,
-        ),
-        TurnRecorder(transcripts, working, memory, embedder),
-        Rememberer(memory, embedder),
+        ports.search(access=access),
+        ports.recorder(),
+        Rememberer(ports.memory, ports.embedder),
     )
     for i, fact in enumerate(FACTS):
         body = {**SCOPE, "content": fact}

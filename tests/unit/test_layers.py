@@ -62,11 +62,6 @@ UNRELATED_TURNS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def minilm() -> LocalMiniLMEmbedder:
-    return LocalMiniLMEmbedder.load()
-
-
 @dataclass
 class Engine:
     embedder: LocalMiniLMEmbedder

@@ -12,12 +12,7 @@ import pytest
 
 from engine.adapters.memory import (
     HashingEmbedder,
-    InMemoryArchiveStore,
-    InMemoryMemoryStore,
-    InMemoryPatternStore,
     InMemoryQueryCache,
-    InMemoryTranscriptStore,
-    InMemoryWorkingStore,
 )
 from engine.context import MemorySearch, invalidate
 from engine.errors import DependencyFailed
@@ -25,10 +20,10 @@ from engine.ingest import TurnRecorder
 from engine.ports import InputType, Vector, WorkingStore
 from engine.records import WorkingAppend, WorkingSession
 from engine.scoping import TenantFilter
-from engine.vector_index import ExactVectorIndex
 from schemas.inputs import context_request, to_ms, turn_recorded
 from schemas.requests import ContextReply, LayerSearchRequest
 from schemas.scope import Scope
+from tests.support.engine import InMemoryPorts
 
 AGENT = "0xAgent"
 T0 = datetime(2021, 3, 4, 10, 0, tzinfo=UTC)
@@ -91,26 +86,9 @@ class Engine:
 
 @pytest.fixture
 def engine() -> Engine:
-    transcripts, working, memory = (
-        InMemoryTranscriptStore(),
-        InMemoryWorkingStore(),
-        InMemoryMemoryStore(),
-    )
-    embedder, cache = CountingEmbedder(), InMemoryQueryCache()
-    return Engine(
-        TurnRecorder(transcripts, working, memory, embedder),
-        MemorySearch(
-            transcripts=transcripts,
-            working=working,
-            patterns=InMemoryPatternStore(),
-            archives=InMemoryArchiveStore(),
-            index=ExactVectorIndex(memory),
-            embedder=embedder,
-            cache=cache,
-        ),
-        cache,
-        embedder,
-    )
+    embedder = CountingEmbedder()
+    ports = InMemoryPorts(embedder)
+    return Engine(ports.recorder(), ports.search(), ports.cache, embedder)
 
 
 def scope_body(**kw: Any) -> dict[str, Any]:

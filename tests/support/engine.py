@@ -1,0 +1,46 @@
+"""The engine's read and write paths over fresh in-memory ports (no infrastructure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.access import AccessRecorder
+from engine.adapters.memory import (
+    InMemoryArchiveStore,
+    InMemoryMemoryStore,
+    InMemoryPatternStore,
+    InMemoryQueryCache,
+    InMemoryTranscriptStore,
+    InMemoryWorkingStore,
+)
+from engine.context import MemorySearch
+from engine.ingest import TurnRecorder
+from engine.ports import Embedder
+from engine.vector_index import ExactVectorIndex
+
+
+@dataclass
+class InMemoryPorts:
+    """One set of empty in-memory stores shared by the recorder and the search built from it."""
+
+    embedder: Embedder
+    transcripts: InMemoryTranscriptStore = field(default_factory=InMemoryTranscriptStore)
+    working: InMemoryWorkingStore = field(default_factory=InMemoryWorkingStore)
+    memory: InMemoryMemoryStore = field(default_factory=InMemoryMemoryStore)
+    cache: InMemoryQueryCache = field(default_factory=InMemoryQueryCache)
+
+    def recorder(self) -> TurnRecorder:
+        return TurnRecorder(self.transcripts, self.working, self.memory, self.embedder)
+
+    def search(self, access: AccessRecorder | None = None) -> MemorySearch:
+        """`MemorySearch` over these stores, fresh pattern and archive stores, exact vectors."""
+        return MemorySearch(
+            transcripts=self.transcripts,
+            working=self.working,
+            patterns=InMemoryPatternStore(),
+            archives=InMemoryArchiveStore(),
+            index=ExactVectorIndex(self.memory),
+            embedder=self.embedder,
+            cache=self.cache,
+            access=access,
+        )
