@@ -142,3 +142,12 @@ class FactsExtracted(Event):
     facts: list[FactItem] = Field(default_factory=list, max_length=50)
     entities: list[EntityItem] = Field(default_factory=list, max_length=50)
     relations: list[RelationItem] = Field(default_factory=list, max_length=50)
+
+
+class JobRequested(Event):
+    """A maintenance job to run (`memory.jobs.v1`, keyed by type). `job_id` is the
+    idempotency key: a job id that already finished is not run again."""
+
+    job_id: str = Field(default_factory=new_event_id, min_length=1, max_length=128)
+    type: Literal["consolidate", "decay_update", "cleanup", "patterns_extract", "archive_create"]
+    params: dict[str, Any] = Field(default_factory=dict)

@@ -19,7 +19,7 @@ from faststream.kafka import KafkaBroker
 from engine.errors import MemoryError_
 from engine.ports import Embedder
 from schemas import topics
-from services import extraction, facts, invalidation, search, transcripts
+from services import extraction, facts, invalidation, jobs, search, transcripts
 from services.infra import create_topics
 from services.runtime import Runtime, open_runtime
 from services.settings import Settings
@@ -37,6 +37,7 @@ GROUPS: dict[str, Callable[[KafkaBroker, Runtime], None]] = {
     facts.GROUP: facts.register,
     invalidation.GROUP: invalidation.register,
     search.GROUP: search.register,
+    jobs.GROUP: jobs.register,
 }
 """Every consumer group, by name (`mnemostream run <name>`)."""
 

@@ -26,6 +26,7 @@ from engine.adapters.mongo import (
     MongoWorkingStore,
     ensure_schema,
 )
+from engine.adapters.mongo_jobs import MongoJobStore, MongoMaintenanceStore
 from engine.adapters.openai_extractor import OpenAICompatibleExtractor
 from engine.adapters.redis_cache import RedisQueryCache
 from engine.adapters.rerankers import CloudflareReranker, HttpRerankReranker
@@ -130,6 +131,9 @@ class Runtime:
     search: MemorySearch
     access: AccessRecorder
     facts: FactWriter
+    memory: MongoMemoryStore
+    maintenance: MongoMaintenanceStore
+    jobs: MongoJobStore
     extractor: Extractor | None
     extraction_policy: ExtractionPolicy
 
@@ -219,6 +223,9 @@ async def open_runtime(
             ),
             access=access,
             facts=FactWriter(memory, relations, model),
+            memory=memory,
+            maintenance=MongoMaintenanceStore(db),
+            jobs=MongoJobStore(db),
             extractor=build_extractor(settings, http),
             extraction_policy=ExtractionPolicy(
                 max_facts=settings.fact_max_per_turn,

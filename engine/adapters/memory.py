@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from engine.jobs import JobRecord
 from engine.ports import InputType, Vector
 from engine.records import (
     INACTIVE_STATUSES,
@@ -103,6 +104,19 @@ class InMemoryWorkingStore:
 class InMemoryMemoryStore:
     def __init__(self) -> None:
         self._rows: dict[str, MemoryRow] = {}
+
+    def rows(self) -> list[MemoryRow]:
+        """Every row (for in-memory maintenance and tests)."""
+        return list(self._rows.values())
+
+    def row(self, vector_id: str) -> MemoryRow | None:
+        return self._rows.get(vector_id)
+
+    def put(self, row: MemoryRow) -> None:
+        self._rows[row.vector_id] = row
+
+    def drop(self, vector_id: str) -> None:
+        self._rows.pop(vector_id, None)
 
     async def insert_if_absent(self, row: MemoryRow) -> bool:
         if row.vector_id in self._rows:
@@ -301,3 +315,64 @@ class HashingEmbedder:
 
     async def embed(self, texts: Sequence[str], input_type: InputType) -> list[Vector]:
         return [self._one(text) for text in texts]
+
+
+class InMemoryJobStore:
+    def __init__(self) -> None:
+        self.records: dict[str, JobRecord] = {}
+
+    async def start(self, record: JobRecord) -> bool:
+        if record.job_id in self.records:
+            return False
+        self.records[record.job_id] = record
+        return True
+
+    async def get(self, job_id: str) -> JobRecord | None:
+        return self.records.get(job_id)
+
+    async def finish(self, record: JobRecord) -> None:
+        self.records[record.job_id] = record
+
+    async def running(self, job_type: str) -> list[JobRecord]:
+        return [r for r in self.records.values() if r.type == job_type and r.status == "running"]
+
+
+class InMemoryMaintenanceStore:
+    """Maintenance over an `InMemoryMemoryStore`'s rows."""
+
+    def __init__(self, memory: InMemoryMemoryStore) -> None:
+        self._memory = memory
+
+    async def users_of(self, agent: str) -> list[str | None]:
+        users = {r.scope.user_address for r in self._memory.rows() if r.scope.agent_wallet == agent}
+        return sorted(users, key=lambda u: (u is not None, u or ""))
+
+    async def agents(self) -> list[str]:
+        return sorted({r.scope.agent_wallet for r in self._memory.rows()})
+
+    async def set_decay(self, scores: Sequence[tuple[str, float]], at: int) -> int:
+        changed = 0
+        for vid, score in scores:
+            row = self._memory.row(vid)
+            if (
+                row is not None
+                and row.status not in INACTIVE_STATUSES
+                and row.metadata.get("retention") != "pinned"
+            ):
+                self._memory.put(replace(row, decay_score=score))
+                changed += 1
+        return changed
+
+    async def purge(self, cutoff: int, min_decay: float) -> int:
+        doomed = [
+            r.vector_id
+            for r in self._memory.rows()
+            if r.created_at < cutoff
+            and (
+                (r.decay_score < min_decay and r.metadata.get("retention") != "pinned")
+                or r.status == "deleted"
+            )
+        ]
+        for vid in doomed:
+            self._memory.drop(vid)
+        return len(doomed)

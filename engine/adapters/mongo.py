@@ -25,6 +25,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError, PyMongoError
 
+from engine.adapters.mongo_jobs import JOB_INDEXES, JOBS
 from engine.errors import DependencyFailed
 from engine.records import (
     INACTIVE_STATUSES,
@@ -79,6 +80,7 @@ INDEXES: Mapping[str, Sequence[IndexModel]] = {
         IndexModel([*_TENANT, ("sourceId", ASCENDING)]),
         IndexModel([*_TENANT, ("targetId", ASCENDING)]),
     ),
+    JOBS: tuple(JOB_INDEXES),
     PATTERNS: (
         IndexModel([*_TENANT, ("status", ASCENDING), ("successRate", DESCENDING)]),
         IndexModel([("agentWallet", ASCENDING), ("patternType", ASCENDING)]),

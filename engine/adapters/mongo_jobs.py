@@ -1,0 +1,140 @@
+"""MongoDB adapters of the maintenance ports: job records (`memory_jobs`) and bulk
+maintenance of the `memory` collection."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from pymongo import ASCENDING, DESCENDING, IndexModel, UpdateOne
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError, PyMongoError
+
+from engine.errors import DependencyFailed
+from engine.jobs import JobRecord
+from engine.records import INACTIVE_STATUSES
+
+Doc = dict[str, Any]
+JOBS = "memory_jobs"
+JOB_INDEXES = (
+    IndexModel([("type", ASCENDING), ("status", ASCENDING), ("createdAt", DESCENDING)]),
+    IndexModel([("status", ASCENDING), ("createdAt", DESCENDING)]),
+)
+
+
+def _doc(record: JobRecord) -> Doc:
+    data = asdict(record)
+    return {
+        "_id": record.job_id,
+        "jobId": record.job_id,
+        "type": record.type,
+        "status": record.status,
+        "createdAt": record.created_at,
+        "completedAt": record.completed_at,
+        "attempts": record.attempts,
+        "params": data["params"],
+        "result": data["result"],
+        "error": record.error,
+        "errorType": record.error_type,
+    }
+
+
+def _record(doc: Doc) -> JobRecord:
+    return JobRecord(
+        job_id=doc["jobId"],
+        type=doc["type"],
+        status=doc["status"],
+        created_at=int(doc["createdAt"]),
+        params=dict(doc.get("params") or {}),
+        completed_at=doc.get("completedAt"),
+        attempts=int(doc.get("attempts", 0)),
+        result=doc.get("result"),
+        error=doc.get("error"),
+        error_type=doc.get("errorType"),
+    )
+
+
+class MongoJobStore:
+    def __init__(self, db: AsyncDatabase[Doc]) -> None:
+        self._col = db[JOBS]
+
+    async def start(self, record: JobRecord) -> bool:
+        try:
+            await self._col.insert_one(_doc(record))
+        except DuplicateKeyError:
+            return False
+        except PyMongoError as exc:
+            raise DependencyFailed(f"job record failed: {exc}") from exc
+        return True
+
+    async def get(self, job_id: str) -> JobRecord | None:
+        try:
+            doc = await self._col.find_one({"_id": job_id})
+        except PyMongoError as exc:
+            raise DependencyFailed(f"job read failed: {exc}") from exc
+        return None if doc is None else _record(doc)
+
+    async def finish(self, record: JobRecord) -> None:
+        try:
+            await self._col.replace_one({"_id": record.job_id}, _doc(record), upsert=True)
+        except PyMongoError as exc:
+            raise DependencyFailed(f"job record failed: {exc}") from exc
+
+    async def running(self, job_type: str) -> list[JobRecord]:
+        try:
+            docs = await self._col.find({"type": job_type, "status": "running"}).to_list(100)
+        except PyMongoError as exc:
+            raise DependencyFailed(f"job read failed: {exc}") from exc
+        return [_record(d) for d in docs]
+
+
+class MongoMaintenanceStore:
+    def __init__(self, db: AsyncDatabase[Doc]) -> None:
+        self._col = db["memory"]
+
+    async def users_of(self, agent: str) -> list[str | None]:
+        try:
+            values = await self._col.distinct("userAddress", {"agentWallet": agent})
+        except PyMongoError as exc:
+            raise DependencyFailed(f"maintenance read failed: {exc}") from exc
+        users = {v if isinstance(v, str) else None for v in values}
+        return sorted(users, key=lambda u: (u is not None, u or ""))
+
+    async def agents(self) -> list[str]:
+        try:
+            values = await self._col.distinct("agentWallet")
+        except PyMongoError as exc:
+            raise DependencyFailed(f"maintenance read failed: {exc}") from exc
+        return sorted(v for v in values if isinstance(v, str))
+
+    async def set_decay(self, scores: Sequence[tuple[str, float]], at: int) -> int:
+        if not scores:
+            return 0
+        active = {"metadata.status": {"$nin": list(INACTIVE_STATUSES)}}
+        ops = [
+            UpdateOne(
+                {"_id": vid, **active, "metadata.retention": {"$ne": "pinned"}},
+                {"$set": {"decayScore": score}},
+            )
+            for vid, score in scores
+        ]
+        try:
+            result = await self._col.bulk_write(ops, ordered=False)
+        except PyMongoError as exc:
+            raise DependencyFailed(f"decay update failed: {exc}") from exc
+        return result.matched_count
+
+    async def purge(self, cutoff: int, min_decay: float) -> int:
+        old = {"createdAt": {"$lt": cutoff}}
+        query = {
+            "$or": [
+                {**old, "decayScore": {"$lt": min_decay}, "metadata.retention": {"$ne": "pinned"}},
+                {**old, "metadata.status": "deleted"},
+            ]
+        }
+        try:
+            result = await self._col.delete_many(query)
+        except PyMongoError as exc:
+            raise DependencyFailed(f"cleanup failed: {exc}") from exc
+        return result.deleted_count

@@ -1,0 +1,123 @@
+"""Maintenance over the `memory` collection: consolidate, decay, cleanup (REFERENCE §10.3-§10.5,
+with its bugs fixed).
+
+* **consolidate** works per agent *and user* (and mode/hai): duplicates are rows of one tenant
+  with the same normalised content and source; among the **active** ones the newest stays and
+  the older ones are superseded by it. Deleted rows are never touched and never make an active
+  copy lose (fixes §16.5: the reference compared across users and ignored status).
+* **decay_update** recomputes `decayScore = 0.5^(age/half-life)` for active rows only, in
+  batches, so it never undoes a delete (decay 0) or a supersede (fixes §16.16); pinned rows are
+  not decayed.
+* **cleanup** deletes rows older than the cutoff whose decay fell below the floor, unless
+  pinned, plus tombstones (soft-deleted rows) older than the cutoff. Transcripts are kept: the
+  log and the transcripts are the source of truth everything else is rebuilt from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from engine.ports import MemoryStore
+from engine.records import MemoryRow
+from engine.scoping import TenantFilter
+
+DAY_MS = 86_400_000
+
+
+class MaintenanceStore(Protocol):
+    async def users_of(self, agent: str) -> list[str | None]:
+        """Distinct `userAddress` values of the agent's rows (None = agent-level rows)."""
+        ...
+
+    async def agents(self) -> list[str]: ...
+
+    async def set_decay(self, scores: Sequence[tuple[str, float]], at: int) -> int:
+        """Write decay scores, only on rows that are still active and not pinned."""
+        ...
+
+    async def purge(self, cutoff: int, min_decay: float) -> int:
+        """Delete unpinned rows created before `cutoff` with decay below `min_decay`, and
+        soft-deleted rows created before `cutoff`. Returns how many."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Consolidated:
+    users: int
+    superseded: int
+
+
+def fingerprint(row: MemoryRow) -> str:
+    text = " ".join(row.content.lower().split())
+    parts = f"{text}::{row.source}::{row.scope.mode or '_'}::{row.scope.hai_id or '_'}"
+    return hashlib.sha256(parts.encode()).hexdigest()[:20]
+
+
+async def consolidate(
+    memory: MemoryStore, maintenance: MaintenanceStore, agent: str
+) -> Consolidated:
+    users = await maintenance.users_of(agent)
+    superseded = 0
+    for user in users:
+        rows = await memory.active_rows(TenantFilter(agent_wallet=agent, user_address=user))
+        groups: dict[str, list[MemoryRow]] = {}
+        for row in rows:
+            groups.setdefault(fingerprint(row), []).append(row)
+        for same in groups.values():
+            if len(same) < 2:
+                continue
+            same.sort(key=lambda r: (r.created_at, r.vector_id), reverse=True)
+            newest = same[0]
+            for older in same[1:]:
+                await memory.set_validity(older.vector_id, newest.created_at, newest.vector_id)
+                superseded += 1
+    return Consolidated(len(users), superseded)
+
+
+def decay_score(created_at: int, now: int, half_life_days: float) -> float:
+    if half_life_days <= 0 or not math.isfinite(half_life_days):
+        return 1.0
+    return float(0.5 ** (max(0, now - created_at) / DAY_MS / half_life_days))
+
+
+@dataclass(frozen=True, slots=True)
+class Decayed:
+    updated: int
+    average: float
+
+
+async def decay_update(
+    memory: MemoryStore,
+    maintenance: MaintenanceStore,
+    *,
+    agents: Sequence[str],
+    now: int,
+    half_life_days: float = 30.0,
+    batch: int = 500,
+) -> Decayed:
+    updated, total = 0, 0.0
+    for agent in agents:
+        for user in await maintenance.users_of(agent):
+            rows = [
+                r
+                for r in await memory.active_rows(
+                    TenantFilter(agent_wallet=agent, user_address=user)
+                )
+                if r.metadata.get("retention") != "pinned"
+            ]
+            scores = [(r.vector_id, decay_score(r.created_at, now, half_life_days)) for r in rows]
+            for start in range(0, len(scores), batch):
+                chunk = scores[start : start + batch]
+                updated += await maintenance.set_decay(chunk, now)
+                total += sum(score for _, score in chunk)
+    return Decayed(updated, total / updated if updated else 0.0)
+
+
+async def cleanup(
+    maintenance: MaintenanceStore, *, now: int, older_than_days: float = 90, min_decay: float = 0.2
+) -> int:
+    return await maintenance.purge(int(now - older_than_days * DAY_MS), min_decay)

@@ -1,0 +1,197 @@
+"""Maintenance jobs on the real stack: requested over Kafka, run by the jobs group, recorded
+in `memory_jobs`; rows shown before and after each job."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from engine.adapters.local_embedder import LocalMiniLMEmbedder
+from engine.adapters.mongo import MongoMemoryStore
+from engine.adapters.mongo_jobs import MongoJobStore
+from engine.errors import DependencyFailed
+from engine.jobs import run_job
+from engine.records import MemoryRow, ScopeFields
+from schemas import topics
+from schemas.events import JobRequested
+from services.app import running_groups
+from services.client import MemoryClient
+from services.infra import Endpoints
+from services.runtime import Runtime
+from tests.support.settings import make_settings
+
+pytestmark = pytest.mark.integration
+
+DAY = 86_400_000
+NOW = int(time.time() * 1000)
+VEC = np.ones(384, dtype=np.float32) / np.sqrt(384)
+
+
+@pytest.fixture
+async def jobs(
+    stack: Endpoints, minilm: LocalMiniLMEmbedder, unique: Any
+) -> AsyncIterator[tuple[Runtime, MemoryClient]]:
+    settings = make_settings(
+        stack,
+        unique("jobs"),
+        group_prefix=unique("jobs-g"),
+        session_timeout_ms=2000,
+        heartbeat_interval_ms=500,
+        extractor="none",
+    )
+    async with (
+        running_groups(settings, ["jobs"], embedder=minilm, broker_logs=False) as rt,
+        MemoryClient(stack.kafka_bootstrap, timeout=15) as client,
+    ):
+        yield rt, client
+        await rt.mongo.drop_database(settings.mongo_db)
+
+
+def row(vid: str, user: str | None, content: str, age_days: float, **meta: Any) -> MemoryRow:
+    return MemoryRow(
+        vid,
+        ScopeFields("0xJobs", user, None, None, None),
+        content,
+        VEC,
+        "all-MiniLM-L6-v2-int8",
+        "fact",
+        int(NOW - age_days * DAY),
+        dict(meta),
+    )
+
+
+async def seed(rt: Runtime, *rows: MemoryRow) -> None:
+    store = MongoMemoryStore(rt.mongo[rt.settings.mongo_db])
+    for r in rows:
+        await store.insert_if_absent(r)
+
+
+async def request(
+    rt: Runtime, client: MemoryClient, job_type: str, **params: Any
+) -> dict[str, Any]:
+    event = JobRequested(type=job_type, params=params)  # type: ignore[arg-type]
+    await client.publish(topics.JOBS, event, job_type)
+    col = rt.mongo[rt.settings.mongo_db]["memory_jobs"]
+    deadline = time.monotonic() + 60
+    while True:
+        doc = await col.find_one({"_id": event.job_id})
+        if doc is not None and doc["status"] != "running":
+            return doc
+        assert time.monotonic() < deadline, f"job {job_type} did not finish"
+        await asyncio.sleep(0.1)
+
+
+async def states(rt: Runtime) -> dict[str, tuple[str, float]]:
+    docs = await rt.mongo[rt.settings.mongo_db]["memory"].find({}).to_list(length=None)
+    return {d["_id"]: (d["metadata"]["status"], round(d["decayScore"], 3)) for d in docs}
+
+
+async def test_consolidate_supersedes_older_duplicates_per_user_only_fixes_16_5(
+    jobs: tuple[Runtime, MemoryClient],
+) -> None:
+    rt, client = jobs
+    await seed(
+        rt,
+        row("a-new", "ana", "Likes green tea.", 1),
+        row("a-old", "ana", "likes  green tea.", 5),
+        row("a-del", "ana", "Likes green tea.", 0.5, status="deleted"),
+        row("b-one", "ben", "Likes green tea.", 9),
+    )
+    before = await states(rt)
+    assert before["a-old"][0] == "active"
+    record = await request(rt, client, "consolidate", agentWallet="0xJobs")
+    after = await states(rt)
+    assert record["status"] == "completed"
+    assert record["result"]["superseded"] == 1
+    assert after["a-old"][0] == "superseded"  # the older active copy of ana's
+    assert after["a-new"][0] == "active"  # the newest active copy stays (a deleted newer one
+    assert after["a-del"][0] == "deleted"  # neither wins nor comes back)
+    assert after["b-one"][0] == "active"  # ben said the same thing: another user, untouched
+
+
+async def test_decay_update_never_undoes_a_delete_and_spares_pinned_rows_fixes_16_16(
+    jobs: tuple[Runtime, MemoryClient],
+) -> None:
+    rt, client = jobs
+    await seed(
+        rt,
+        row("month", "ana", "a month old", 30),
+        row("pinned", "ana", "keep", 90, retention="pinned"),
+        row("gone", "ana", "deleted", 30, status="deleted"),
+    )
+    store = rt.mongo[rt.settings.mongo_db]["memory"]
+    await store.update_one({"_id": "gone"}, {"$set": {"decayScore": 0.0}})
+    record = await request(rt, client, "decay_update", agentWallet="0xJobs")
+    after = await states(rt)
+    assert record["status"] == "completed"
+    assert record["result"]["updated"] == 1
+    assert after["month"][1] == pytest.approx(0.5, abs=0.01)  # one half-life
+    assert after["pinned"][1] == 1.0
+    assert after["gone"] == ("deleted", 0.0)
+
+
+async def test_cleanup_deletes_old_decayed_rows_and_tombstones_but_keeps_pinned(
+    jobs: tuple[Runtime, MemoryClient],
+) -> None:
+    rt, client = jobs
+    await seed(
+        rt,
+        row("stale", "ana", "old", 120),
+        row("pin", "ana", "old pinned", 120, retention="pinned"),
+        row("tomb", "ana", "old deleted", 100, status="deleted"),
+        row("fresh", "ana", "new", 1),
+    )
+    store = rt.mongo[rt.settings.mongo_db]["memory"]
+    await store.update_many({"_id": {"$in": ["stale", "pin"]}}, {"$set": {"decayScore": 0.06}})
+    record = await request(rt, client, "cleanup", olderThanDays=90)
+    after = await states(rt)
+    assert record["status"] == "completed"
+    assert record["result"]["deleted"] == 2
+    assert set(after) == {"pin", "fresh"}
+
+
+async def test_a_job_with_bad_parameters_ends_failed_with_its_error(
+    jobs: tuple[Runtime, MemoryClient],
+) -> None:
+    rt, client = jobs
+    record = await request(rt, client, "consolidate")  # no agent
+    assert record["status"] == "failed"
+    assert record["errorType"] == "InputRejected"
+    assert "agentWallet" in record["error"]
+
+
+async def test_a_failing_job_is_retried_then_recorded_failed_fixes_16_18(
+    jobs: tuple[Runtime, MemoryClient],
+) -> None:
+    rt, _ = jobs
+    store = MongoJobStore(rt.mongo[rt.settings.mongo_db])
+    calls = 0
+
+    async def flaky(params: Any) -> dict[str, Any]:
+        nonlocal calls
+        calls += 1
+        raise DependencyFailed(f"mongo unreachable (try {calls})")
+
+    record = await run_job(
+        store,
+        {"cleanup": flaky},
+        job_id="job-flaky",
+        job_type="cleanup",
+        params={},
+        now=lambda: NOW,
+        attempts=3,
+        backoff_seconds=0.01,
+    )
+    stored = await store.get("job-flaky")
+    assert calls == 3
+    assert record.status == "failed"
+    assert stored is not None
+    assert stored.status == "failed"
+    assert stored.attempts == 3
+    assert stored.error == "mongo unreachable (try 3)"
+    assert stored.error_type == "DependencyFailed"
