@@ -230,6 +230,9 @@ class ArchiveRecord:
     embedding_model: str | None = None
     status: str = ACTIVE
     metadata: dict[str, Any] = field(default_factory=dict)
+    content: str | None = None
+    """The stored payload (base64 of gzip of JSON); never searched, read back on demand."""
+    ipfs_cid: str | None = None
 
     def view(self) -> dict[str, Any]:
         return {**self.scope.view(), "metadata": self.metadata}

@@ -19,7 +19,7 @@ from faststream.kafka import KafkaBroker
 from engine.errors import MemoryError_
 from engine.ports import Embedder
 from schemas import topics
-from services import extraction, facts, invalidation, jobs, search, transcripts
+from services import extraction, facts, invalidation, jobs, patterns, search, transcripts
 from services.infra import create_topics
 from services.runtime import Runtime, open_runtime
 from services.settings import Settings
@@ -35,6 +35,7 @@ GROUPS: dict[str, Callable[[KafkaBroker, Runtime], None]] = {
     transcripts.GROUP: transcripts.register,
     extraction.GROUP: extraction.register,
     facts.GROUP: facts.register,
+    patterns.GROUP: patterns.register,
     invalidation.GROUP: invalidation.register,
     search.GROUP: search.register,
     jobs.GROUP: jobs.register,

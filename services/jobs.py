@@ -3,17 +3,22 @@ record that ends `completed` or `failed` with its error) → invalidate what it 
 
 from __future__ import annotations
 
+import base64
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from faststream.kafka import KafkaBroker
 
 from engine import maintenance
+from engine.archives import build_archive, embed_archive, encrypt_payload
 from engine.context import invalidate
 from engine.errors import InputRejected
 from engine.jobs import JobFunction, run_job
-from engine.scoping import GLOBAL_NAMESPACE
+from engine.patterns import executions_from_transcript
+from engine.records import ScopeFields
+from engine.scoping import GLOBAL_NAMESPACE, TenantFilter
 from schemas import topics
 from schemas.events import JobRequested
 from schemas.scope import Scope
@@ -75,7 +80,29 @@ def job_functions(rt: Runtime) -> dict[str, JobFunction]:
         await rt.search.cache.bump([GLOBAL_NAMESPACE], rt.search.policy.namespace_ttl_seconds)
         return {"deleted": deleted}
 
-    return {"consolidate": consolidate, "decay_update": decay_update, "cleanup": cleanup}
+    async def patterns_extract(params: Mapping[str, Any]) -> dict[str, Any]:
+        agents = _agents(params)
+        since = _now() - int(float(params.get("windowDays", 1)) * 86_400_000)
+        transcripts = counted = 0
+        for agent in agents:
+            for transcript in await rt.transcripts.of_agent(agent, since):
+                transcripts += 1
+                for run in executions_from_transcript(transcript):
+                    counted += await rt.patterns.record_execution(
+                        run.seed, turn_id=run.turn_id, succeeded=run.succeeded, at=run.at
+                    )
+        await touched(agents)
+        return {"transcripts": transcripts, "executionsCounted": counted}
+
+    archive_create = _archive_job(rt, touched)
+
+    return {
+        "consolidate": consolidate,
+        "decay_update": decay_update,
+        "cleanup": cleanup,
+        "patterns_extract": patterns_extract,
+        "archive_create": archive_create,
+    }
 
 
 def register(broker: KafkaBroker, rt: Runtime) -> None:
@@ -94,3 +121,45 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
         )
 
     on_event(broker, rt, topics.JOBS, GROUP, JobRequested, run, name="on_job_requested")
+
+
+def _archive_job(rt: Runtime, touched: Callable[[list[str]], Awaitable[None]]) -> JobFunction:
+    """archive_create: per agent and user, the window's rows → a compressed archive (never
+    empty, never mixing users), pinned to IPFS only encrypted."""
+
+    async def archive_create(params: Mapping[str, Any]) -> dict[str, Any]:
+        agents = _agents(params)
+        end = _now()
+        start = end - int(float(params.get("windowDays", 7)) * 86_400_000)
+        created: list[str] = []
+        pinned = 0
+        for agent in agents:
+            for user in await rt.maintenance.users_of(agent):
+                rows = [
+                    r
+                    for r in await rt.memory.active_rows(
+                        TenantFilter(agent_wallet=agent, user_address=user)
+                    )
+                    if start <= r.created_at < end and r.scope.mode is None and not r.scope.hai_id
+                ]
+                scope = ScopeFields(agent, user, None, None, None)
+                payload = build_archive(rows, scope=scope, start=start, end=end, created_at=end)
+                if payload is None:  # no empty archives
+                    continue
+                payload = await embed_archive(payload, rt.embedder)
+                record = replace(payload.record, content=payload.content)
+                if not await rt.archives.insert_if_absent(record):
+                    continue
+                created.append(record.archive_id)
+                if rt.pinner is not None and rt.settings.archive_encryption_key is not None:
+                    key = base64.b64decode(rt.settings.archive_encryption_key.get_secret_value())
+                    blob = encrypt_payload(
+                        payload.content.encode(), key, archive_id=record.archive_id
+                    )
+                    cid = await rt.pinner.pin_archive(record.archive_id, blob)
+                    await rt.archives.set_cid(record.archive_id, cid)
+                    pinned += 1
+        await touched(agents)
+        return {"archives": created, "pinned": pinned}
+
+    return archive_create

@@ -27,7 +27,10 @@ from engine.adapters.mongo import (
     ensure_schema,
 )
 from engine.adapters.mongo_jobs import MongoJobStore, MongoMaintenanceStore
+from engine.adapters.mongo_patterns import MongoPatternCounter, MongoSkillStore
+from engine.adapters.mongo_patterns import ensure_indexes as ensure_pattern_indexes
 from engine.adapters.openai_extractor import OpenAICompatibleExtractor
+from engine.adapters.pinata import PinataPinner
 from engine.adapters.redis_cache import RedisQueryCache
 from engine.adapters.rerankers import CloudflareReranker, HttpRerankReranker
 from engine.context import MemorySearch, SearchPolicy
@@ -118,6 +121,19 @@ def build_extractor(settings: Settings, http: httpx.AsyncClient) -> Extractor | 
     return RuleBasedExtractor()
 
 
+def build_pinner(settings: Settings, http: httpx.AsyncClient) -> PinataPinner | None:
+    """Pinata pinning of archives, only when credentials *and* an encryption key are set:
+    an archive is never pinned in plaintext (fixes REFERENCE §16.6)."""
+    jwt = settings.pinata_jwt.get_secret_value() if settings.pinata_jwt else None
+    key = settings.pinata_api_key
+    secret = settings.pinata_api_secret.get_secret_value() if settings.pinata_api_secret else None
+    if not (jwt or (key and secret)) or settings.archive_encryption_key is None:
+        return None
+    return PinataPinner(
+        http, jwt=jwt, api_key=key, api_secret=secret, base_url=settings.pinata_base_url
+    )
+
+
 @dataclass(slots=True)
 class Runtime:
     settings: Settings
@@ -134,6 +150,11 @@ class Runtime:
     memory: MongoMemoryStore
     maintenance: MongoMaintenanceStore
     jobs: MongoJobStore
+    patterns: MongoPatternCounter
+    skills: MongoSkillStore
+    archives: MongoArchiveStore
+    transcripts: MongoTranscriptStore
+    pinner: PinataPinner | None
     extractor: Extractor | None
     extraction_policy: ExtractionPolicy
 
@@ -160,6 +181,7 @@ async def open_runtime(
     try:
         db = mongo[settings.mongo_db]
         await ensure_schema(db)
+        await ensure_pattern_indexes(db)
         cache = RedisQueryCache(redis, prefix=settings.cache_prefix or settings.mongo_db)
         model: Embedder = embedder or build_embedder(settings)
         if settings.embedding_cache_ttl_seconds > 0:
@@ -226,6 +248,11 @@ async def open_runtime(
             memory=memory,
             maintenance=MongoMaintenanceStore(db),
             jobs=MongoJobStore(db),
+            patterns=MongoPatternCounter(db),
+            skills=MongoSkillStore(db),
+            archives=MongoArchiveStore(db),
+            transcripts=transcripts,
+            pinner=build_pinner(settings, http),
             extractor=build_extractor(settings, http),
             extraction_policy=ExtractionPolicy(
                 max_facts=settings.fact_max_per_turn,

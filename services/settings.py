@@ -103,6 +103,16 @@ class Settings(BaseSettings):
         default=0.6, ge=0, le=1, description="Facts below this confidence are dropped."
     )
     fact_max_chars: int = Field(default=240, ge=40, le=1000, description="Longest fact kept.")
+    archive_encryption_key: SecretStr | None = Field(
+        default=None,
+        description="Base64 of a 32-byte AES-256-GCM key; archives are pinned only encrypted.",
+    )
+    pinata_jwt: SecretStr | None = Field(default=None, description="Pinata JWT.")
+    pinata_api_key: str | None = Field(default=None, description="Pinata API key.")
+    pinata_api_secret: SecretStr | None = Field(default=None, description="Pinata API secret.")
+    pinata_base_url: str = Field(
+        default="https://api.pinata.cloud", description="Pinata API base URL."
+    )
     embedding_cache_ttl_seconds: int = Field(
         default=86_400, ge=0, description="Embedding cache TTL (0 disables the cache)."
     )

@@ -218,6 +218,19 @@ class MongoTranscriptStore:
             docs = await cursor.to_list(length=limit)
         except PyMongoError as exc:
             raise DependencyFailed(f"transcript read failed: {exc}") from exc
+        return self._transcripts(docs)
+
+    async def of_agent(self, agent: str, since: int) -> list[Transcript]:
+        """Every transcript of the agent (all users) updated since `since` (ms), for jobs."""
+        query = {"agentWallet": agent, "updatedAt": {"$gte": since}}
+        try:
+            docs = await self._col.find(query).to_list(length=None)
+        except PyMongoError as exc:
+            raise DependencyFailed(f"transcript read failed: {exc}") from exc
+        return self._transcripts(docs)
+
+    @staticmethod
+    def _transcripts(docs: list[Doc]) -> list[Transcript]:
         return [
             Transcript(
                 session_id=d["sessionId"],
@@ -622,6 +635,9 @@ class MongoArchiveStore:
             "embedding": _vector(archive.embedding) if archive.embedding is not None else None,
             "embeddingModel": archive.embedding_model,
             "metadata": {"entryCount": archive.entry_count, **archive.metadata},
+            "content": archive.content,
+            "compressed": archive.content is not None,
+            "ipfsCid": archive.ipfs_cid,
         }
         try:
             result = await self._col.update_one(
@@ -632,6 +648,20 @@ class MongoArchiveStore:
         except PyMongoError as exc:
             raise DependencyFailed(f"archive insert failed: {exc}") from exc
         return result.upserted_id is not None
+
+    async def set_cid(self, archive_id: str, cid: str) -> None:
+        """Record where the (encrypted) archive was pinned."""
+        try:
+            await self._col.update_one({"_id": archive_id}, {"$set": {"ipfsCid": cid}})
+        except PyMongoError as exc:
+            raise DependencyFailed(f"archive update failed: {exc}") from exc
+
+    async def content_of(self, archive_id: str) -> str | None:
+        try:
+            doc = await self._col.find_one({"_id": archive_id}, {"content": 1})
+        except PyMongoError as exc:
+            raise DependencyFailed(f"archive read failed: {exc}") from exc
+        return None if doc is None else doc.get("content")
 
     async def active(self, where: TenantFilter, limit: int) -> list[ArchiveRecord]:
         query = {**tenant_query(where), "status": {"$nin": list(INACTIVE_STATUSES)}}

@@ -6,6 +6,7 @@ from engine.hits import Hit
 from engine.layers.query import LayerQuery
 from engine.layers.text import best
 from engine.lexical import all_terms, bm25
+from engine.patterns import validate_counts
 from engine.ports import ArchiveStore, PatternStore
 from engine.records import ArchiveRecord, PatternRecord
 from engine.relevance import relevance
@@ -28,12 +29,17 @@ def pattern_text(p: PatternRecord) -> str:
 
 
 async def search_patterns(store: PatternStore, q: LayerQuery) -> list[Hit]:
-    """Patterns of the tenant plus the agent's user-less (agent-wide) patterns; never another
-    user's (the reference's patterns carried no scope at all, §16.12)."""
+    """Validated patterns (REFERENCE §9.2: ≥ 2 runs, ≥ 55 % successful, confidence ≥ 0.2) of
+    the tenant plus the agent's user-less (agent-wide) ones; never another user's (the
+    reference's patterns carried no scope at all, §16.12)."""
     where = q.where("patterns", durable=True, shared=True)
     if where is None:
         return []
-    patterns = [p for p in await store.active(where, 4 * q.limit) if q.keep("patterns", p.view())]
+    patterns = [
+        p
+        for p in await store.active(where, 4 * q.limit)
+        if q.keep("patterns", p.view()) and validate_counts(p.execution_count, p.success_rate)[0]
+    ]
     q = await q.with_vector()
     texts = [pattern_text(p) for p in patterns]
     lexical = bm25(

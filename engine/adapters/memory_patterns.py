@@ -1,0 +1,83 @@
+"""In-memory `PatternCounter` and `SkillStore` (unit tests, the contract suite's twin)."""
+
+from __future__ import annotations
+
+import builtins
+from collections import deque
+from dataclasses import dataclass, field, replace
+
+from engine.patterns import TURN_IDS_KEPT, PatternSeed, PatternState, Skill, to_record
+from engine.ports import PatternStore
+from engine.scoping import TenantFilter
+
+
+@dataclass
+class _Counted:
+    state: PatternState
+    turn_ids: deque[str] = field(default_factory=lambda: deque(maxlen=TURN_IDS_KEPT))
+
+
+class InMemoryPatternCounter:
+    """`mirror`, when given, receives every updated pattern as a `PatternRecord`, so an
+    in-memory patterns layer sees what was counted (as Mongo's shared collection does)."""
+
+    def __init__(self, mirror: PatternStore | None = None) -> None:
+        self._rows: dict[str, _Counted] = {}
+        self._mirror = mirror
+
+    async def record_execution(
+        self, pattern: PatternSeed, *, turn_id: str, succeeded: bool, at: int
+    ) -> bool:
+        row = self._rows.get(pattern.pattern_id)
+        if row is None:
+            state = PatternState(
+                pattern_id=pattern.pattern_id,
+                scope=pattern.scope,
+                steps=pattern.steps,
+                executions=0,
+                successes=0,
+                last_executed=at,
+                created_at=at,
+            )
+            row = self._rows[pattern.pattern_id] = _Counted(state)
+        elif turn_id in row.turn_ids:
+            return False
+        row.turn_ids.append(turn_id)
+        row.state = replace(
+            row.state,
+            executions=row.state.executions + 1,
+            successes=row.state.successes + int(succeeded),
+            last_executed=max(row.state.last_executed, at),
+        )
+        if self._mirror is not None:
+            await self._mirror.upsert(to_record(row.state))
+        return True
+
+    async def get(self, where: TenantFilter, pattern_id: str) -> PatternState | None:
+        row = self._rows.get(pattern_id)
+        return row.state if row is not None and where.admits(row.state.scope) else None
+
+    async def list(self, where: TenantFilter, limit: int) -> builtins.list[PatternState]:
+        states = [r.state for r in self._rows.values() if where.admits(r.state.scope)]
+        states.sort(key=lambda s: (-s.success_rate, -s.executions, -s.last_executed, s.pattern_id))
+        return states[:limit]
+
+
+class InMemorySkillStore:
+    def __init__(self) -> None:
+        self._rows: dict[str, Skill] = {}
+
+    async def promote(self, skill: Skill) -> bool:
+        if skill.skill_id in self._rows:
+            return False
+        self._rows[skill.skill_id] = skill
+        return True
+
+    async def get(self, where: TenantFilter, skill_id: str) -> Skill | None:
+        skill = self._rows.get(skill_id)
+        return skill if skill is not None and where.admits(skill.scope) else None
+
+    async def list(self, where: TenantFilter, limit: int) -> builtins.list[Skill]:
+        skills = [s for s in self._rows.values() if where.admits(s.scope)]
+        skills.sort(key=lambda s: (-s.success_rate, -s.usage_count, -s.created_at, s.skill_id))
+        return skills[:limit]

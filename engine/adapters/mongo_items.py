@@ -1,0 +1,105 @@
+"""`ItemStore` on MongoDB: single rows of the `memory` collection, addressed by `_id` within
+a tenant filter (`tenant_query`), so an id outside the caller's scope matches nothing.
+
+Every write is one `find_one_and_update` / `find_one_and_delete` whose filter carries the
+tenant and the visibility rule (not soft-deleted), so a row cannot change tenant or come back
+from a delete between the check and the write. Driver errors become `DependencyFailed`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from pymongo import ReturnDocument
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import PyMongoError
+
+from engine.adapters.mongo import MEMORY, Doc, _scope_of, _unvector, _vector, tenant_query
+from engine.errors import DependencyFailed
+from engine.items import RowPatch, soft_delete_patch
+from engine.records import MemoryRow
+from engine.scoping import TenantFilter
+
+
+def row_of(doc: Mapping[str, Any]) -> MemoryRow:
+    """The row of a stored `memory` document (as `MongoMemoryStore` reads them)."""
+    return MemoryRow(
+        vector_id=doc["vectorId"],
+        scope=_scope_of(doc),
+        content=doc["content"],
+        embedding=_unvector(doc["embedding"]),
+        embedding_model=doc.get("embeddingModel", ""),
+        source=doc["source"],
+        created_at=int(doc["createdAt"]),
+        metadata=dict(doc.get("metadata") or {}),
+        decay_score=float(doc.get("decayScore", 1.0)),
+        access_count=int(doc.get("accessCount", 0)),
+        invalid_at=doc.get("invalidAt"),
+        superseded_by=doc.get("supersededBy"),
+    )
+
+
+def patch_update(patch: RowPatch) -> Doc:
+    """The `$set` of a patch: metadata keys one by one (a merge, not a replacement)."""
+    sets: Doc = {f"metadata.{k}": v for k, v in patch.metadata.items()}
+    sets["updatedAt"] = patch.at
+    if patch.text is not None:
+        sets.update(
+            {
+                "content": patch.text.content,
+                "embedding": _vector(patch.text.embedding),
+                "embeddingModel": patch.text.model,
+                "embeddingDim": int(patch.text.embedding.shape[0]),
+            }
+        )
+    if patch.validity is not None:
+        sets["invalidAt"], sets["supersededBy"] = patch.validity
+    if patch.decay_score is not None:
+        sets["decayScore"] = patch.decay_score
+    return {"$set": sets}
+
+
+class MongoItemStore:
+    def __init__(self, db: AsyncDatabase[Doc]) -> None:
+        self._col: AsyncCollection[Doc] = db[MEMORY]
+
+    @staticmethod
+    def _query(where: TenantFilter, vector_id: str, *, visible: bool) -> Doc:
+        # item operations never widen to the agent's user-less rows (`shared`)
+        query = {**tenant_query(replace(where, shared=False)), "_id": vector_id}
+        if visible:
+            query["metadata.status"] = {"$ne": "deleted"}
+        return query
+
+    async def get(self, where: TenantFilter, vector_id: str) -> MemoryRow | None:
+        try:
+            doc = await self._col.find_one(self._query(where, vector_id, visible=True))
+        except PyMongoError as exc:
+            raise DependencyFailed(f"memory item read failed: {exc}") from exc
+        return None if doc is None else row_of(doc)
+
+    async def update(
+        self, where: TenantFilter, vector_id: str, patch: RowPatch
+    ) -> MemoryRow | None:
+        try:
+            doc = await self._col.find_one_and_update(
+                self._query(where, vector_id, visible=True),
+                patch_update(patch),
+                return_document=ReturnDocument.AFTER,
+            )
+        except PyMongoError as exc:
+            raise DependencyFailed(f"memory item update failed: {exc}") from exc
+        return None if doc is None else row_of(doc)
+
+    async def soft_delete(self, where: TenantFilter, vector_id: str, at: int) -> MemoryRow | None:
+        return await self.update(where, vector_id, soft_delete_patch(at))
+
+    async def hard_delete(self, where: TenantFilter, vector_id: str) -> MemoryRow | None:
+        try:
+            doc = await self._col.find_one_and_delete(self._query(where, vector_id, visible=False))
+        except PyMongoError as exc:
+            raise DependencyFailed(f"memory item delete failed: {exc}") from exc
+        return None if doc is None else row_of(doc)

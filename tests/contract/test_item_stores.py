@@ -1,0 +1,269 @@
+"""One suite, two implementations of `ItemStore` (in-memory and MongoDB), driven through the
+`engine.items` service functions. The Mongo cases are `integration` (unique db per test)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+from pymongo import AsyncMongoClient
+
+from engine.adapters.memory import HashingEmbedder
+from engine.adapters.mongo import MEMORY, MongoMemoryStore, ensure_schema
+from engine.adapters.mongo_items import MongoItemStore
+from engine.errors import DependencyFailed, NotFound
+from engine.items import (
+    InMemoryItemStore,
+    ItemStore,
+    delete_item,
+    get_item,
+    resolve_conflict,
+    update_item,
+)
+from engine.ports import MemoryStore
+from engine.records import MemoryRow, ScopeFields
+from engine.scoping import TenantFilter
+
+T0 = 1_600_000_000_000
+AGENT, USER = "0xAgentA", "0xUserU"
+USER_ROW = ScopeFields(AGENT, USER, "t1", "global", None)
+AGENT_ROW = ScopeFields(AGENT, None, None, None, None)
+MINE = TenantFilter(AGENT, USER)
+AGENT_ONLY = TenantFilter(AGENT, None)
+
+IMPLEMENTATIONS = [
+    pytest.param("memory", id="memory"),
+    pytest.param("mongo", id="mongo", marks=pytest.mark.integration),
+]
+
+
+@dataclass
+class Stores:
+    memory: MemoryStore
+    items: ItemStore
+    raw: Callable[[str], Awaitable[dict[str, Any] | None]] | None = None
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+async def stores(
+    request: pytest.FixtureRequest, unique: Callable[[str], str]
+) -> AsyncIterator[Stores]:
+    if request.param == "memory":
+        store = InMemoryItemStore()
+        yield Stores(store, store)
+        return
+    stack = request.getfixturevalue("stack")
+    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
+        stack.mongo_uri, serverSelectionTimeoutMS=10_000
+    )
+    name = unique("db")
+    try:
+        db = client[name]
+        await ensure_schema(db)
+
+        async def raw(vector_id: str) -> dict[str, Any] | None:
+            return await db[MEMORY].find_one({"_id": vector_id})
+
+        yield Stores(MongoMemoryStore(db), MongoItemStore(db), raw)
+    finally:
+        await client.drop_database(name)
+        await client.close()
+
+
+@pytest.fixture
+def embedder() -> HashingEmbedder:
+    return HashingEmbedder(32)
+
+
+async def seed(
+    stores: Stores, vector_id: str, content: str, scope: ScopeFields = USER_ROW
+) -> MemoryRow:
+    [vector] = await HashingEmbedder(32).embed([content], "document")
+    metadata = {"status": "active", "type": "explicit_save", "factHash": "h", "topic": "t"}
+    row = MemoryRow(vector_id, scope, content, vector, "seed-model", "fact", T0, metadata)
+    assert await stores.memory.insert_if_absent(row)
+    return row
+
+
+def snapshot(row: MemoryRow) -> tuple[Any, ...]:
+    """A comparable form of a row (arrays as lists)."""
+    return (
+        row.vector_id,
+        row.scope,
+        row.content,
+        row.embedding.tolist(),
+        row.embedding_model,
+        row.source,
+        row.created_at,
+        row.metadata,
+        row.decay_score,
+        row.invalid_at,
+        row.superseded_by,
+    )
+
+
+async def test_get_update_roundtrip(stores: Stores, embedder: HashingEmbedder) -> None:
+    seeded = await seed(stores, "a", "I live in Paris")
+    assert snapshot(await get_item(stores.items, MINE, "a")) == snapshot(seeded)
+    row = await update_item(
+        stores.items,
+        embedder,
+        MINE,
+        "a",
+        content=" I live in Rome ",
+        metadata={"mood": "ok", "type": "x"},
+        confidence=0.5,
+        at=T0 + 10,
+    )
+    assert row.content == "I live in Rome"
+    assert row.embedding_model == embedder.model
+    assert row.embedding_dim == embedder.dimension
+    assert row.metadata == {
+        "status": "active",
+        "type": "explicit_save",
+        "factHash": "h",
+        "topic": "t",
+        "mood": "ok",
+        "confidence": 0.5,
+    }
+    assert snapshot(await get_item(stores.items, MINE, "a")) == snapshot(row)
+    if stores.raw is not None:
+        doc = await stores.raw("a")
+        assert doc is not None
+        assert (doc["updatedAt"], doc["embeddingDim"]) == (T0 + 10, embedder.dimension)
+
+
+async def test_soft_then_hard_delete(stores: Stores) -> None:
+    await seed(stores, "a", "I live in Paris")
+    row = await delete_item(stores.items, MINE, "a", at=T0 + 5)
+    assert (row.status, row.metadata["deletedAt"], row.decay_score) == ("deleted", T0 + 5, 0.0)
+    with pytest.raises(NotFound):
+        await get_item(stores.items, MINE, "a")
+    with pytest.raises(NotFound):
+        await delete_item(stores.items, MINE, "a", at=T0 + 6)
+    assert await stores.memory.status_of("a") == "deleted"
+    await delete_item(stores.items, MINE, "a", hard=True, at=T0 + 7)
+    assert not await stores.memory.exists("a")
+    with pytest.raises(NotFound):
+        await delete_item(stores.items, MINE, "a", hard=True, at=T0 + 8)
+
+
+async def test_supersede_keeps_history_visible(stores: Stores, embedder: HashingEmbedder) -> None:
+    await seed(stores, "a", "I live in Paris")
+    await seed(stores, "b", "I live in Lyon")
+    await resolve_conflict(
+        stores.items, embedder, MINE, "a", resolution="supersede", winning_id="b", at=T0 + 3
+    )
+    row = await get_item(stores.items, MINE, "a")
+    assert (row.status, row.superseded_by, row.invalid_at) == ("superseded", "b", T0 + 3)
+    assert [r.vector_id for r in await stores.memory.active_rows(MINE)] == ["b"]
+
+
+async def test_merge(stores: Stores, embedder: HashingEmbedder) -> None:
+    await seed(stores, "a", "I live in Paris")
+    await seed(stores, "b", "I live in Lyon")
+    loser, winner = await resolve_conflict(
+        stores.items, embedder, MINE, "a", resolution="merge", winning_id="b", at=T0 + 3
+    )
+    stored = await get_item(stores.items, MINE, "b")
+    assert snapshot(stored) == snapshot(winner)
+    assert stored.content == "I live in Lyon\nI live in Paris"
+    [expected] = await embedder.embed([stored.content], "document")
+    np.testing.assert_allclose(stored.embedding, expected, rtol=1e-6)
+    assert stored.metadata["mergedFrom"] == ["a"]
+    assert (loser.status, loser.superseded_by) == ("superseded", "b")
+
+
+async def test_winner_in_another_scope_is_not_found(
+    stores: Stores, embedder: HashingEmbedder
+) -> None:
+    seeded = await seed(stores, "a", "I live in Paris")
+    await seed(stores, "theirs", "I live in Oslo", ScopeFields(AGENT, "0xUserV", None, None, None))
+    await seed(stores, "agents", "Agent-wide note", AGENT_ROW)
+    for other in ("theirs", "agents"):
+        with pytest.raises(NotFound):
+            await resolve_conflict(
+                stores.items, embedder, MINE, "a", resolution="supersede", winning_id=other, at=T0
+            )
+    assert snapshot(await get_item(stores.items, MINE, "a")) == snapshot(seeded)
+
+
+FOREIGN = [
+    pytest.param("a", TenantFilter("0xAgentB", USER), id="other-agent"),
+    pytest.param("a", TenantFilter(AGENT.lower(), USER), id="agent-case"),
+    pytest.param("a", TenantFilter(AGENT, "0xUserV"), id="other-user"),
+    pytest.param("a", AGENT_ONLY, id="userless-on-user-row"),
+    pytest.param("a", TenantFilter(AGENT, USER, mode="local", hai_id="h1"), id="other-mode"),
+    pytest.param("g", MINE, id="user-on-agent-row"),
+    pytest.param("g", TenantFilter(AGENT, USER, shared=True), id="shared-on-agent-row"),
+]
+
+
+@pytest.mark.parametrize(("vector_id", "where"), FOREIGN)
+async def test_every_operation_outside_scope_is_not_found(
+    stores: Stores, embedder: HashingEmbedder, vector_id: str, where: TenantFilter
+) -> None:
+    await seed(stores, "a", "I live in Paris", USER_ROW)
+    await seed(stores, "g", "Agent-wide note", AGENT_ROW)
+    await seed(stores, "w", "Another row", USER_ROW)
+    await seed(stores, "wg", "Another agent row", AGENT_ROW)
+    owner = MINE if vector_id == "a" else AGENT_ONLY
+    before = snapshot(await get_item(stores.items, owner, vector_id))
+    raw_before = await stores.raw(vector_id) if stores.raw else None
+    operations: list[Callable[[], Awaitable[Any]]] = [
+        lambda: get_item(stores.items, where, vector_id),
+        lambda: update_item(stores.items, embedder, where, vector_id, content="x", at=T0 + 1),
+        lambda: update_item(stores.items, embedder, where, vector_id, status="archived", at=T0),
+        lambda: delete_item(stores.items, where, vector_id, at=T0 + 1),
+        lambda: delete_item(stores.items, where, vector_id, hard=True, at=T0 + 1),
+        *(
+            lambda r=r: resolve_conflict(
+                stores.items, embedder, where, vector_id, resolution=r, at=T0 + 1
+            )
+            for r in ("keep", "ignore")
+        ),
+        *(
+            lambda r=r: resolve_conflict(
+                stores.items,
+                embedder,
+                where,
+                vector_id,
+                resolution=r,
+                winning_id="w" if vector_id == "a" else "wg",
+                at=T0 + 1,
+            )
+            for r in ("supersede", "merge")
+        ),
+    ]
+    for operation in operations:
+        with pytest.raises(NotFound):
+            await operation()
+    assert snapshot(await get_item(stores.items, owner, vector_id)) == before
+    if stores.raw is not None:
+        assert await stores.raw(vector_id) == raw_before
+
+
+def closed_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_mongo_driver_errors_are_dependency_failed(embedder: HashingEmbedder) -> None:
+    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
+        f"mongodb://127.0.0.1:{closed_port()}", serverSelectionTimeoutMS=200
+    )
+    try:
+        store = MongoItemStore(client["nothing"])
+        with pytest.raises(DependencyFailed, match="memory item read failed"):
+            await get_item(store, MINE, "a")
+        with pytest.raises(DependencyFailed, match="memory item delete failed"):
+            await delete_item(store, MINE, "a", hard=True, at=T0)
+        with pytest.raises(DependencyFailed, match="memory item update failed"):
+            await store.soft_delete(MINE, "a", T0)
+    finally:
+        await client.close()

@@ -1,0 +1,213 @@
+"""One suite, two implementations: the pattern counter and the skill store behave the same in
+memory and against the real MongoDB-wire server (the Mongo cases are `integration`). The
+patterns layer's own store (`PatternStore.active`) must see what the counter wrote."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from pymongo import AsyncMongoClient
+
+from engine.adapters.memory import InMemoryPatternStore
+from engine.adapters.memory_patterns import InMemoryPatternCounter, InMemorySkillStore
+from engine.adapters.mongo import MongoPatternStore, ensure_schema
+from engine.adapters.mongo_patterns import MongoPatternCounter, MongoSkillStore, ensure_indexes
+from engine.patterns import (
+    PatternCounter,
+    PatternSeed,
+    SkillStore,
+    describe,
+    promote,
+    skill_id,
+    validate,
+)
+from engine.ports import PatternStore
+from engine.records import ScopeFields
+from engine.scoping import TenantFilter
+
+T0 = 1_600_000_000_000
+FLIGHT = ("search_flights", "compare_fares", "book_ticket")
+SCOPE = ScopeFields("0xAgent", "0xUser", "th1", "global", None)
+WHERE = TenantFilter(agent_wallet="0xAgent", user_address="0xUser", mode="global")
+SEED = PatternSeed.of(SCOPE, FLIGHT)
+
+IMPLEMENTATIONS = [
+    pytest.param("memory", id="memory"),
+    pytest.param("mongo", id="mongo", marks=pytest.mark.integration),
+]
+
+
+@dataclass
+class Stores:
+    counter: PatternCounter
+    skills: SkillStore
+    layer: PatternStore
+    """What the patterns layer reads."""
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+async def stores(
+    request: pytest.FixtureRequest, unique: Callable[[str], str]
+) -> AsyncIterator[Stores]:
+    if request.param == "memory":
+        layer = InMemoryPatternStore()
+        yield Stores(InMemoryPatternCounter(mirror=layer), InMemorySkillStore(), layer)
+        return
+    stack = request.getfixturevalue("stack")
+    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
+        stack.mongo_uri, serverSelectionTimeoutMS=10_000
+    )
+    name = unique("db")
+    try:
+        db = client[name]
+        await ensure_schema(db)
+        await ensure_indexes(db)
+        yield Stores(MongoPatternCounter(db), MongoSkillStore(db), MongoPatternStore(db))
+    finally:
+        await client.drop_database(name)
+        await client.close()
+
+
+async def run(
+    counter: PatternCounter, seed: PatternSeed, outcomes: list[bool], first: int = 0
+) -> None:
+    for i, ok in enumerate(outcomes, start=first):
+        assert await counter.record_execution(seed, turn_id=f"turn-{i}", succeeded=ok, at=T0 + i)
+
+
+async def test_pattern_emerges_and_the_layer_sees_it(stores: Stores) -> None:
+    await run(stores.counter, SEED, [True, True, False, True, True, True])
+    state = await stores.counter.get(WHERE, SEED.pattern_id)
+    assert state is not None
+    assert (state.executions, state.successes) == (6, 5)
+    assert state.success_rate == pytest.approx(5 / 6)
+    assert (state.created_at, state.last_executed) == (T0, T0 + 5)
+    assert state.steps == FLIGHT
+    assert state.scope == ScopeFields("0xAgent", "0xUser", None, "global", None)
+    check = validate(state)
+    assert check.valid
+    assert check.confidence == pytest.approx(0.5)
+
+    [record] = await stores.layer.active(WHERE, 10)
+    assert record.pattern_id == SEED.pattern_id
+    assert record.success_rate == pytest.approx(5 / 6)
+    assert record.execution_count == 6
+    assert record.summary == state.summary == describe(FLIGHT, 6, 5)
+    assert "83% successful" in record.summary
+    assert (record.pattern_type, record.trigger_type, record.trigger_value) == (
+        "tool_sequence",
+        "context",
+        "search_flights",
+    )
+    assert record.steps == list(FLIGHT)
+    assert record.last_executed == T0 + 5
+    assert record.created_at == T0
+    assert record.status == "active"
+
+
+@pytest.mark.parametrize(("executions", "successes"), [(1, 0), (1, 1), (8, 1), (3, 2)])
+async def test_summary_and_rate_follow_every_count(
+    stores: Stores, executions: int, successes: int
+) -> None:
+    await run(stores.counter, SEED, [i < successes for i in range(executions)])
+    [record] = await stores.layer.active(WHERE, 10)
+    assert record.summary == describe(FLIGHT, executions, successes)
+    assert record.success_rate == pytest.approx(successes / executions)
+
+
+async def test_failing_sequence_does_not_validate(stores: Stores) -> None:
+    await run(stores.counter, SEED, [False] * 10)
+    state = await stores.counter.get(WHERE, SEED.pattern_id)
+    assert state is not None
+    assert (state.executions, state.successes, state.success_rate) == (10, 0, 0.0)
+    assert not validate(state).valid
+
+
+async def test_redelivered_turn_counts_once(stores: Stores) -> None:
+    c = stores.counter
+    assert await c.record_execution(SEED, turn_id="t1", succeeded=True, at=T0)
+    assert not await c.record_execution(SEED, turn_id="t1", succeeded=True, at=T0)
+    assert await c.record_execution(SEED, turn_id="t2", succeeded=False, at=T0 + 1)
+    assert not await c.record_execution(SEED, turn_id="t1", succeeded=False, at=T0 + 2)
+    state = await c.get(WHERE, SEED.pattern_id)
+    assert state is not None
+    assert (state.executions, state.successes, state.last_executed) == (2, 1, T0 + 1)
+
+
+async def test_concurrent_turns_all_count(stores: Stores) -> None:
+    c = stores.counter
+    applied = await asyncio.gather(
+        c.record_execution(SEED, turn_id="a", succeeded=True, at=T0),
+        c.record_execution(SEED, turn_id="b", succeeded=False, at=T0 + 1),
+    )
+    assert applied == [True, True]
+    state = await c.get(WHERE, SEED.pattern_id)
+    assert state is not None
+    assert (state.executions, state.successes) == (2, 1)
+    more = await asyncio.gather(
+        *(c.record_execution(SEED, turn_id=f"m{i}", succeeded=True, at=T0 + i) for i in range(8))
+    )
+    assert all(more)
+    state = await c.get(WHERE, SEED.pattern_id)
+    assert state is not None
+    assert (state.executions, state.successes) == (10, 9)
+    [record] = await stores.layer.active(WHERE, 10)
+    assert record.summary == describe(FLIGHT, 10, 9)
+
+
+async def test_concurrent_redeliveries_count_once(stores: Stores) -> None:
+    c = stores.counter
+    applied = await asyncio.gather(
+        *(c.record_execution(SEED, turn_id="same", succeeded=True, at=T0) for _ in range(4))
+    )
+    assert sorted(applied) == [False, False, False, True]
+    state = await c.get(WHERE, SEED.pattern_id)
+    assert state is not None
+    assert state.executions == 1
+
+
+async def test_reads_are_tenant_scoped_and_ordered(stores: Stores) -> None:
+    other_user = PatternSeed.of(ScopeFields("0xAgent", "0xOther", None, "global", None), FLIGHT)
+    short = PatternSeed.of(SCOPE, FLIGHT[:2])
+    await run(stores.counter, SEED, [True, False, True])
+    await run(stores.counter, short, [True, True])
+    await run(stores.counter, other_user, [True, True, True])
+    listed = await stores.counter.list(WHERE, 10)
+    assert [s.pattern_id for s in listed] == [short.pattern_id, SEED.pattern_id]
+    assert await stores.counter.get(WHERE, other_user.pattern_id) is None
+    assert len(await stores.counter.list(WHERE, 1)) == 1
+    layer = await stores.layer.active(WHERE, 10)
+    assert [p.pattern_id for p in layer] == [short.pattern_id, SEED.pattern_id]
+
+
+async def test_promotion_twice_gives_one_skill(stores: Stores) -> None:
+    await run(stores.counter, SEED, [True] * 4)
+    first = await promote(stores.counter, stores.skills, WHERE, SEED.pattern_id, "book", at=T0)
+    assert first.status == "promoted"
+    second = await promote(stores.counter, stores.skills, WHERE, SEED.pattern_id, "x", at=T0 + 1)
+    assert second.status == "already_promoted"
+    skills = await stores.skills.list(WHERE, 10)
+    assert len(skills) == 1
+    [skill] = skills
+    assert skill == first.skill == second.skill
+    assert skill.skill_id == skill_id(SEED.pattern_id)
+    assert skill.name == "book"
+    assert skill.tools == FLIGHT
+    assert skill.confidence == pytest.approx(0.4)
+    assert skill.scope == SEED.scope
+    assert await stores.skills.get(WHERE, skill.skill_id) == skill
+    foreign = TenantFilter(agent_wallet="0xAgent", user_address="0xOther", mode="global")
+    assert await stores.skills.get(foreign, skill.skill_id) is None
+    assert await stores.skills.list(foreign, 10) == []
+
+
+async def test_promotion_refuses_invalid_pattern(stores: Stores) -> None:
+    await run(stores.counter, SEED, [True, False, False, True])  # 50% < 55%
+    result = await promote(stores.counter, stores.skills, WHERE, SEED.pattern_id, "b", at=T0)
+    assert result.status == "invalid"
+    assert result.validation.occurrences == 4
+    assert await stores.skills.list(WHERE, 10) == []

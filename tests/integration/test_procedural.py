@@ -1,0 +1,232 @@
+"""Procedural memory and archives on the real stack: patterns emerge from tool outcomes and
+become searchable, a failing sequence never validates, promotion is idempotent, the recount
+job repairs counts, archives round-trip per user and are pinned only encrypted."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from engine.adapters.local_embedder import LocalMiniLMEmbedder
+from engine.adapters.mongo import MongoMemoryStore
+from engine.archives import decrypt_payload, read_archive
+from engine.errors import InputRejected
+from engine.patterns import promote
+from engine.records import MemoryRow, ScopeFields
+from engine.scoping import TenantFilter
+from schemas import topics
+from schemas.events import JobRequested
+from services.app import running_groups
+from services.client import MemoryClient
+from services.infra import Endpoints
+from services.offsets import wait_processed
+from services.runtime import Runtime
+from tests.support.http_server import Provider, Received, Reply, Responder
+from tests.support.settings import make_settings
+
+pytestmark = pytest.mark.integration
+
+AGENT = "0xProcedural"
+NOW = int(time.time() * 1000)
+DAY = 86_400_000
+ARCHIVE_AGENT = f"0xArchives{os.urandom(4).hex()}"
+"""Its own agent: consumer groups of every test read the shared turn topic from the start,
+so another test's turns must not land in the archive test's window."""
+
+
+@pytest.fixture
+async def stack_rt(
+    stack: Endpoints,
+    minilm: LocalMiniLMEmbedder,
+    unique: Any,
+    provider: Callable[[Responder], Provider],
+) -> AsyncIterator[tuple[Runtime, MemoryClient, Provider, bytes]]:
+    pinata = provider(lambda r: Reply(200, {"IpfsHash": "bafy-test-cid", "PinSize": 10}))
+    key = os.urandom(32)
+    settings = make_settings(
+        stack,
+        unique("proc"),
+        group_prefix=unique("proc-g"),
+        session_timeout_ms=2000,
+        heartbeat_interval_ms=500,
+        extractor="none",
+        pinata_jwt="jwt-test",
+        pinata_base_url=pinata.url,
+        archive_encryption_key=base64.b64encode(key).decode(),
+    )
+    groups = ["transcripts", "patterns", "invalidation", "search", "jobs"]
+    async with (
+        running_groups(settings, groups, embedder=minilm, broker_logs=False) as rt,
+        MemoryClient(stack.kafka_bootstrap, timeout=15) as client,
+    ):
+        yield rt, client, pinata, key
+        await rt.mongo.drop_database(settings.mongo_db)
+
+
+async def turn(
+    client: MemoryClient, rt: Runtime, user: str, n: int, tools: list[str], status: str
+) -> None:
+    await client.record_turn(
+        {
+            "agentWallet": AGENT,
+            "userAddress": user,
+            "threadId": f"trip{n}",
+            "userMessage": f"Please book my trip number {n}.",
+            "assistantMessage": "Booked.",
+            "toolEvents": [
+                {"name": t, "status": status, "timestamp": NOW + n * 10 + i}
+                for i, t in enumerate(tools)
+            ],
+        }
+    )
+    pos = client.last_position
+    assert pos is not None
+    await wait_processed(
+        rt.endpoints.kafka_bootstrap,
+        rt.group_id("patterns"),
+        pos.topic,
+        pos.partition,
+        pos.offset,
+        timeout=60,
+    )
+
+
+async def patterns_found(client: MemoryClient, user: str) -> str:
+    deadline = time.monotonic() + 20
+    while True:
+        reply = await client.context(
+            "How do I usually arrange travel bookings?",
+            {"agentWallet": AGENT, "userAddress": user},
+            layers=["patterns"],
+        )
+        if reply.prompt or time.monotonic() > deadline:
+            return reply.prompt or ""
+        await asyncio.sleep(0.2)
+
+
+async def test_a_pattern_emerges_from_successful_runs_and_a_failing_one_never_validates(
+    stack_rt: tuple[Runtime, MemoryClient, Provider, bytes],
+) -> None:
+    rt, client, _, _ = stack_rt
+    good = ["search_flights", "compare_fares", "book_ticket"]
+    bad = ["search_hotels", "reserve_room"]
+    for n in range(4):
+        await turn(client, rt, "ana", n, good, "completed")
+        await turn(client, rt, "ana", 100 + n, bad, "failed")
+    prompt = await patterns_found(client, "ana")
+    assert "search_flights -> compare_fares -> book_ticket" in prompt
+    assert "reserve_room" not in prompt  # 0 % successful: never validates
+    assert await patterns_found(client, "ben") == ""  # another user's procedures stay theirs
+
+    where = TenantFilter(agent_wallet=AGENT, user_address="ana")
+    [state] = [s for s in await rt.patterns.list(where, 10) if s.steps[0] == "search_flights"]
+    assert state.executions == 4
+    assert state.success_rate == 1.0
+    first = await promote(rt.patterns, rt.skills, where, state.pattern_id, "Book travel", at=NOW)
+    again = await promote(rt.patterns, rt.skills, where, state.pattern_id, "Book travel", at=NOW)
+    assert first.status == "promoted"
+    assert again.status == "already_promoted"
+    db = rt.mongo[rt.settings.mongo_db]
+    assert await db["skills"].count_documents({}) == 1
+    [failing] = [s for s in await rt.patterns.list(where, 10) if s.steps[0] == "search_hotels"]
+    refused = await promote(rt.patterns, rt.skills, where, failing.pattern_id, "Hotels", at=NOW)
+    assert refused.status == "invalid"
+
+
+async def wait_job(
+    rt: Runtime, client: MemoryClient, job_type: str, **params: Any
+) -> dict[str, Any]:
+    event = JobRequested(type=job_type, params=params)  # type: ignore[arg-type]
+    await client.publish(topics.JOBS, event, job_type)
+    col = rt.mongo[rt.settings.mongo_db]["memory_jobs"]
+    deadline = time.monotonic() + 60
+    while True:
+        doc = await col.find_one({"_id": event.job_id})
+        if doc is not None and doc["status"] != "running":
+            return doc
+        assert time.monotonic() < deadline, f"job {job_type} did not finish"
+        await asyncio.sleep(0.1)
+
+
+async def test_patterns_extract_recounts_from_transcripts(
+    stack_rt: tuple[Runtime, MemoryClient, Provider, bytes],
+) -> None:
+    rt, client, _, _ = stack_rt
+    for n in range(3):
+        await turn(client, rt, "cy", n, ["fetch_invoice", "send_email"], "completed")
+    db = rt.mongo[rt.settings.mongo_db]
+    before = await db["patterns"].find_one({"userAddress": "cy"})
+    assert before is not None
+    assert before["executionCount"] == 3
+    await db["patterns"].delete_many({})  # counts lost
+    record = await wait_job(rt, client, "patterns_extract", agentWallet=AGENT)
+    after = await db["patterns"].find_one({"userAddress": "cy"})
+    assert record["status"] == "completed"
+    assert after is not None
+    assert after["executionCount"] == 3  # rebuilt exactly, once per turn
+    assert after["successRate"] == 1.0
+
+
+def row(vid: str, user: str, content: str, age_days: float) -> MemoryRow:
+    vec = np.ones(384, dtype=np.float32) / np.sqrt(384)
+    return MemoryRow(
+        vid,
+        ScopeFields(ARCHIVE_AGENT, user, None, None, None),
+        content,
+        vec,
+        "all-MiniLM-L6-v2-int8",
+        "fact",
+        int(NOW - age_days * DAY),
+        {},
+    )
+
+
+async def test_archives_round_trip_per_user_and_are_pinned_only_encrypted(
+    stack_rt: tuple[Runtime, MemoryClient, Provider, bytes],
+) -> None:
+    rt, client, pinata, key = stack_rt
+    store = MongoMemoryStore(rt.mongo[rt.settings.mongo_db])
+    mine = [
+        row(f"ana-{i}", "ana", f"Ana renovated the kitchen cabinets, step {i}.", 1 + i)
+        for i in range(3)
+    ]
+    theirs = [row("ben-0", "ben", "Ben adopted a parrot called Kiwi.", 2)]
+    for r in [*mine, *theirs, row("old", "ana", "Too old for this archive.", 30)]:
+        await store.insert_if_absent(r)
+    record = await wait_job(rt, client, "archive_create", agentWallet=ARCHIVE_AGENT, windowDays=7)
+    assert record["status"] == "completed", record
+    assert len(record["result"]["archives"]) == 2  # one per user, none empty
+    assert record["result"]["pinned"] == 2
+    docs = {
+        d["userAddress"]: d
+        for d in await rt.mongo[rt.settings.mongo_db]["archives"].find({}).to_list(length=None)
+    }
+    ana = read_archive(docs["ana"]["content"])
+    assert sorted(e["vectorId"] for e in ana["entries"]) == ["ana-0", "ana-1", "ana-2"]
+    assert [e["content"] for e in ana["entries"] if e["vectorId"] == "ana-1"] == [mine[1].content]
+    assert "Kiwi" not in json.dumps(ana)  # never another user's rows
+    assert docs["ana"]["ipfsCid"] == "bafy-test-cid"
+    assert docs["ana"]["metadata"]["entryCount"] == 3
+    assert "kitchen" in docs["ana"]["topics"]
+
+    pinned: list[Received] = pinata.received
+    assert len(pinned) == 2
+    for request in pinned:
+        body = request.body.decode()
+        assert "kitchen" not in body  # no plaintext left the service
+        assert "Kiwi" not in body
+        assert request.headers["authorization"] == "Bearer jwt-test"
+    content = pinned[0].json()["pinataContent"]
+    blob = base64.b64decode(content["payload"])
+    plain = decrypt_payload(blob, key, archive_id=content["archiveId"])
+    assert read_archive(plain.decode())["archiveId"] == content["archiveId"]
+    with pytest.raises(InputRejected):
+        decrypt_payload(blob, os.urandom(32), archive_id=content["archiveId"])
