@@ -75,3 +75,30 @@ class LayerSearchReply(Contract):
     totals: dict[str, int] = Field(default_factory=dict)
     cached: bool = False
     error: str | None = None
+
+
+class ItemRequest(Contract):
+    """One item operation, always within an explicit scope (agent, and user when the item
+    is a user's): an item outside it is reported as not found."""
+
+    scope: Scope
+    op: Literal["get", "update", "delete", "resolve"]
+    id: str = Field(min_length=1, max_length=200)
+    content: str | None = Field(default=None, max_length=4_000)
+    metadata: dict[str, Any] | None = None
+    retention: str | None = Field(default=None, max_length=32)
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    status: str | None = Field(default=None, max_length=32)
+    hard: bool = False
+    resolution: str | None = Field(default=None, max_length=16)
+    winning_id: str | None = Field(default=None, max_length=200)
+    reason: str | None = Field(default=None, max_length=1_000)
+
+
+class ItemReply(Contract):
+    """`items` are the rows after the operation (without embeddings); `not_found` is set
+    when nothing matched within the scope (HTTP 404), `error` for bad input (400)."""
+
+    items: list[dict[str, Any]] = Field(default_factory=list)
+    not_found: bool = False
+    error: str | None = None

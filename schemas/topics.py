@@ -20,6 +20,8 @@ SEARCH: Final = "memory.search.v1"
 """`ContextRequest` (pre_turn) with `reply_to`; answered with `ContextReply`."""
 LAYER_SEARCH: Final = "memory.layers.search.v1"
 """`LayerSearchRequest` with `reply_to`; answered with `LayerSearchReply`."""
+ITEMS: Final = "memory.items.v1"
+"""`ItemRequest` (get/update/delete/resolve one memory item) with `reply_to`."""
 JOBS: Final = "memory.jobs.v1"
 """Maintenance job requests (later issue)."""
 DLQ: Final = "memory.dlq.v1"
@@ -35,6 +37,7 @@ PARTITIONS: Final[dict[str, int]] = {
     CHANGED: 4,
     SEARCH: 4,
     LAYER_SEARCH: 4,
+    ITEMS: 4,
     JOBS: 2,
     DLQ: 1,
 }

@@ -19,7 +19,16 @@ from faststream.kafka import KafkaBroker
 from engine.errors import MemoryError_
 from engine.ports import Embedder
 from schemas import topics
-from services import extraction, facts, invalidation, jobs, patterns, search, transcripts
+from services import (
+    extraction,
+    facts,
+    invalidation,
+    items,
+    jobs,
+    patterns,
+    search,
+    transcripts,
+)
 from services.infra import create_topics
 from services.runtime import Runtime, open_runtime
 from services.settings import Settings
@@ -39,6 +48,7 @@ GROUPS: dict[str, Callable[[KafkaBroker, Runtime], None]] = {
     invalidation.GROUP: invalidation.register,
     search.GROUP: search.register,
     jobs.GROUP: jobs.register,
+    items.GROUP: items.register,
 }
 """Every consumer group, by name (`mnemostream run <name>`)."""
 

@@ -35,7 +35,9 @@ def _logging(level: str) -> None:
 def run(
     groups: Annotated[
         list[str],
-        typer.Argument(help="transcripts, extraction, facts, invalidation, search, or all"),
+        typer.Argument(
+            help="transcripts, extraction, facts, patterns, invalidation, search, items, jobs, all"
+        ),
     ],
     log_level: Annotated[str, typer.Option(help="Python log level.")] = "info",
 ) -> None:
@@ -81,6 +83,60 @@ def topics_create() -> None:
     asyncio.run(create_topics(bootstrap, dict(topics.PARTITIONS)))
     for name, count in topics.PARTITIONS.items():
         console.print(f"{name}: {count} partitions")
+
+
+jobs_app = typer.Typer(help="Maintenance jobs.", no_args_is_help=True)
+app.add_typer(jobs_app, name="jobs")
+
+
+@jobs_app.command("run")
+def jobs_run(
+    job_type: Annotated[
+        str,
+        typer.Argument(
+            help="consolidate, decay_update, cleanup, patterns_extract or archive_create"
+        ),
+    ],
+    agent: Annotated[list[str] | None, typer.Option(help="Agent wallet (repeatable).")] = None,
+    window_days: Annotated[float | None, typer.Option(help="Window for patterns/archives.")] = None,
+) -> None:
+    """Publish one job request to memory.jobs.v1 (the jobs group runs it)."""
+    from schemas.events import JobRequested
+    from services.client import MemoryClient
+    from services.runtime import endpoints
+
+    params: dict[str, object] = {}
+    if agent:
+        params["agentWallets"] = agent
+    if window_days is not None:
+        params["windowDays"] = window_days
+    event = JobRequested.model_validate({"type": job_type, "params": params})
+
+    async def publish() -> None:
+        async with MemoryClient(endpoints(Settings()).kafka_bootstrap) as client:
+            await client.publish(topics.JOBS, event, job_type)
+
+    asyncio.run(publish())
+    console.print(f"published job {event.job_id} ({job_type})")
+
+
+@app.command()
+def schedule(
+    every: Annotated[float, typer.Option(help="Seconds between ticks.")] = 30.0,
+    log_level: Annotated[str, typer.Option(help="Python log level.")] = "info",
+) -> None:
+    """Publish the maintenance schedule's jobs (hourly decay; daily cleanup, consolidation
+    and pattern recount; weekly archives), skipping a job type still running."""
+    from services.runtime import open_runtime
+    from services.scheduler import run_scheduler
+
+    _logging(log_level)
+
+    async def serve() -> None:
+        async with open_runtime(Settings()) as rt:
+            await run_scheduler(rt, every_seconds=every)
+
+    asyncio.run(serve())
 
 
 @app.command()

@@ -28,7 +28,13 @@ from engine.filters import parse_filters
 from schemas import topics
 from schemas.events import MemoryRemembered, TurnRecorded
 from schemas.inputs import context_request, memory_remembered, turn_recorded
-from schemas.requests import ContextReply, LayerSearchReply, LayerSearchRequest
+from schemas.requests import (
+    ContextReply,
+    ItemReply,
+    ItemRequest,
+    LayerSearchReply,
+    LayerSearchRequest,
+)
 from schemas.scope import Scope
 from services.infra import create_topics
 
@@ -197,6 +203,38 @@ class MemoryClient:
         return await self._request(
             topics.LAYER_SEARCH, request, scope_model.agent_wallet, LayerSearchReply, timeout
         )
+
+    async def item(
+        self,
+        op: str,
+        item_id: str,
+        scope: dict[str, Any] | Scope,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> ItemReply:
+        """get / update / delete / resolve one memory item within `scope`. A missing or
+        out-of-scope item comes back with `not_found=True` (it is not an exception)."""
+        scope_model = scope if isinstance(scope, Scope) else Scope.parse(scope)
+        request = ItemRequest.model_validate(
+            {"scope": scope_model, "op": op, "id": item_id, **fields}
+        )
+        correlation_id = uuid.uuid4().hex
+        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        self._pending[correlation_id] = future
+        try:
+            await self.publish(
+                topics.ITEMS,
+                request,
+                scope_model.agent_wallet,
+                reply_to=self.reply_topic,
+                correlation_id=correlation_id,
+            )
+            async with asyncio.timeout(timeout or self._timeout):
+                payload = await future
+        finally:
+            self._pending.pop(correlation_id, None)
+        return ItemReply.model_validate_json(payload)
 
     async def _request(
         self, topic: str, request: BaseModel, key: str, reply: type[R], timeout: float | None

@@ -102,3 +102,10 @@ class ChangeAnnouncer:
             ),
             key=scope.agent_wallet.encode(),
         )
+
+    async def announce_at(self, scope: Scope, layers: list[str]) -> None:
+        """Announce a change made now by a request (not caused by an event)."""
+        await self._publisher.publish(
+            MemoryChanged(scope=scope, layers=layers, producer=self._producer),
+            key=scope.agent_wallet.encode(),
+        )

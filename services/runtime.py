@@ -26,6 +26,7 @@ from engine.adapters.mongo import (
     MongoWorkingStore,
     ensure_schema,
 )
+from engine.adapters.mongo_items import MongoItemStore
 from engine.adapters.mongo_jobs import MongoJobStore, MongoMaintenanceStore
 from engine.adapters.mongo_patterns import MongoPatternCounter, MongoSkillStore
 from engine.adapters.mongo_patterns import ensure_indexes as ensure_pattern_indexes
@@ -155,6 +156,7 @@ class Runtime:
     archives: MongoArchiveStore
     transcripts: MongoTranscriptStore
     pinner: PinataPinner | None
+    items: MongoItemStore
     extractor: Extractor | None
     extraction_policy: ExtractionPolicy
 
@@ -253,6 +255,7 @@ async def open_runtime(
             archives=MongoArchiveStore(db),
             transcripts=transcripts,
             pinner=build_pinner(settings, http),
+            items=MongoItemStore(db),
             extractor=build_extractor(settings, http),
             extraction_policy=ExtractionPolicy(
                 max_facts=settings.fact_max_per_turn,
