@@ -195,3 +195,46 @@ async def test_a_failing_job_is_retried_then_recorded_failed_fixes_16_18(
     assert stored.attempts == 3
     assert stored.error == "mongo unreachable (try 3)"
     assert stored.error_type == "DependencyFailed"
+
+
+async def test_the_scheduler_publishes_due_jobs_and_skips_a_type_still_running(
+    jobs: tuple[Runtime, MemoryClient],
+) -> None:
+    from datetime import UTC, datetime
+
+    from aiokafka import AIOKafkaConsumer
+
+    from engine.jobs import JobRecord
+    from services.scheduler import tick
+
+    rt, client = jobs
+    await seed(rt, row("any", "ana", "something", 1))
+    await rt.jobs.start(JobRecord("still-running", "cleanup", "running", NOW))
+    sunday = datetime(2020, 1, 5, tzinfo=UTC)  # far in the past: ids no other test uses
+    published = await tick(rt, client, sunday.replace(hour=0), sunday.replace(hour=4))
+    assert published == 4  # decay, consolidation, patterns, archive — cleanup is running
+    consumer = AIOKafkaConsumer(
+        topics.JOBS,
+        bootstrap_servers=rt.endpoints.kafka_bootstrap,
+        auto_offset_reset="earliest",
+        group_id=None,
+    )
+    await consumer.start()
+    try:
+        seen: set[str] = set()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and len(seen) < 4:
+            batch = await consumer.getmany(timeout_ms=500)
+            for records in batch.values():
+                for r in records:
+                    job = JobRequested.model_validate_json(r.value or b"{}")
+                    if job.job_id.endswith("2020-01-05T02:00Z") or "2020-01-05T0" in job.job_id:
+                        seen.add(job.job_id)
+    finally:
+        await consumer.stop()
+    assert seen == {
+        "hourly-decay:2020-01-05T04:00Z",
+        "daily-consolidation:2020-01-05T02:00Z",
+        "daily-patterns:2020-01-05T02:00Z",
+        "weekly-archive:2020-01-05T03:00Z",
+    }
