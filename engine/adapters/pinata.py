@@ -19,13 +19,13 @@ the whole exchange), a non-2xx status or a reply without a string `IpfsHash` rai
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import logging
 from typing import Any
 
 import httpx
 
+from engine.adapters.http import post_json
 from engine.errors import DependencyFailed, InputRejected
 
 log = logging.getLogger(__name__)
@@ -87,19 +87,6 @@ class PinataPinner:
 
     async def _post(self, body: dict[str, Any]) -> Any:
         """POST `body` and return the decoded JSON reply, within `self._timeout` seconds."""
-        try:
-            async with asyncio.timeout(self._timeout):
-                response = await self._client.post(
-                    self._url, json=body, headers=self._headers, timeout=self._timeout
-                )
-        except (TimeoutError, httpx.TimeoutException) as exc:
-            raise DependencyFailed(f"{self.name}: timed out after {self._timeout:g}s") from exc
-        except httpx.HTTPError as exc:
-            raise DependencyFailed(f"{self.name}: {type(exc).__name__}: {exc}") from exc
-        if not response.is_success:
-            excerpt = response.text[:_ERROR_BODY_CHARS]
-            raise DependencyFailed(f"{self.name}: HTTP {response.status_code}: {excerpt}")
-        try:
-            return response.json()
-        except ValueError as exc:  # json.JSONDecodeError and UnicodeDecodeError
-            raise DependencyFailed(f"{self.name}: reply body is not JSON") from exc
+        return await post_json(
+            self._client, self.name, self._url, body, self._headers, self._timeout
+        )

@@ -16,7 +16,6 @@ sigmoid (which keeps the order).
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -24,6 +23,7 @@ from urllib.parse import quote
 
 import httpx
 
+from engine.adapters.http import post_json
 from engine.errors import DependencyFailed
 
 CLOUDFLARE_BASE_URL = "https://api.cloudflare.com/client/v4"
@@ -81,31 +81,6 @@ def _collect(
     return _as_probabilities(scores)
 
 
-async def _post_json(
-    client: httpx.AsyncClient,
-    provider: str,
-    url: str,
-    body: Mapping[str, Any],
-    headers: Mapping[str, str],
-    deadline_s: float,
-) -> Any:
-    """POST `body` as JSON and return the decoded JSON reply, within `deadline_s` seconds."""
-    try:
-        async with asyncio.timeout(deadline_s):
-            response = await client.post(url, json=body, headers=headers, timeout=deadline_s)
-    except (TimeoutError, httpx.TimeoutException) as exc:
-        raise DependencyFailed(f"{provider}: timed out after {deadline_s:g}s") from exc
-    except httpx.HTTPError as exc:
-        raise DependencyFailed(f"{provider}: {type(exc).__name__}: {exc}") from exc
-    if not response.is_success:
-        excerpt = response.text[:_ERROR_BODY_CHARS]
-        raise DependencyFailed(f"{provider}: HTTP {response.status_code}: {excerpt}")
-    try:
-        return response.json()
-    except ValueError as exc:  # json.JSONDecodeError and UnicodeDecodeError
-        raise DependencyFailed(f"{provider}: reply is not JSON") from exc
-
-
 def _texts(documents: Sequence[tuple[str, str]]) -> tuple[list[str], list[str]]:
     """(ids, texts) of the documents worth sending: providers reject empty texts, and an
     empty text gets no score (the hit keeps its own)."""
@@ -150,7 +125,7 @@ class CloudflareReranker:
             "contexts": [{"text": t} for t in texts],
             "top_k": len(texts),
         }
-        reply = await _post_json(
+        reply = await post_json(
             self._client, self.name, self._url, body, self._headers, self._timeout
         )
         if not isinstance(reply, Mapping):
@@ -207,7 +182,7 @@ class HttpRerankReranker:
         body: dict[str, Any] = {"model": self._model, "query": query, "documents": texts}
         if self._top_field:
             body[self._top_field] = len(texts)
-        reply = await _post_json(
+        reply = await post_json(
             self._client, self.name, self._url, body, self._headers, self._timeout
         )
         if not isinstance(reply, Mapping):

@@ -3,7 +3,6 @@ in `memory_jobs`; rows shown before and after each job."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -23,6 +22,7 @@ from services.app import running_groups
 from services.client import MemoryClient
 from services.infra import Endpoints
 from services.runtime import Runtime
+from tests.support.jobs import run_and_wait
 from tests.support.settings import make_settings
 
 pytestmark = pytest.mark.integration
@@ -71,21 +71,6 @@ async def seed(rt: Runtime, *rows: MemoryRow) -> None:
         await store.insert_if_absent(r)
 
 
-async def request(
-    rt: Runtime, client: MemoryClient, job_type: str, **params: Any
-) -> dict[str, Any]:
-    event = JobRequested(type=job_type, params=params)  # type: ignore[arg-type]
-    await client.publish(topics.JOBS, event, job_type)
-    col = rt.mongo[rt.settings.mongo_db]["memory_jobs"]
-    deadline = time.monotonic() + 60
-    while True:
-        doc = await col.find_one({"_id": event.job_id})
-        if doc is not None and doc["status"] != "running":
-            return doc
-        assert time.monotonic() < deadline, f"job {job_type} did not finish"
-        await asyncio.sleep(0.1)
-
-
 async def states(rt: Runtime) -> dict[str, tuple[str, float]]:
     docs = await rt.mongo[rt.settings.mongo_db]["memory"].find({}).to_list(length=None)
     return {d["_id"]: (d["metadata"]["status"], round(d["decayScore"], 3)) for d in docs}
@@ -104,7 +89,7 @@ async def test_consolidate_supersedes_older_duplicates_per_user_only_fixes_16_5(
     )
     before = await states(rt)
     assert before["a-old"][0] == "active"
-    record = await request(rt, client, "consolidate", agentWallet="0xJobs")
+    record = await run_and_wait(rt, client, "consolidate", agentWallet="0xJobs")
     after = await states(rt)
     assert record["status"] == "completed"
     assert record["result"]["superseded"] == 1
@@ -126,7 +111,7 @@ async def test_decay_update_never_undoes_a_delete_and_spares_pinned_rows_fixes_1
     )
     store = rt.mongo[rt.settings.mongo_db]["memory"]
     await store.update_one({"_id": "gone"}, {"$set": {"decayScore": 0.0}})
-    record = await request(rt, client, "decay_update", agentWallet="0xJobs")
+    record = await run_and_wait(rt, client, "decay_update", agentWallet="0xJobs")
     after = await states(rt)
     assert record["status"] == "completed"
     assert record["result"]["updated"] == 1
@@ -148,7 +133,7 @@ async def test_cleanup_deletes_old_decayed_rows_and_tombstones_but_keeps_pinned(
     )
     store = rt.mongo[rt.settings.mongo_db]["memory"]
     await store.update_many({"_id": {"$in": ["stale", "pin"]}}, {"$set": {"decayScore": 0.06}})
-    record = await request(rt, client, "cleanup", olderThanDays=90)
+    record = await run_and_wait(rt, client, "cleanup", olderThanDays=90)
     after = await states(rt)
     assert record["status"] == "completed"
     assert record["result"]["deleted"] == 2
@@ -159,7 +144,7 @@ async def test_a_job_with_bad_parameters_ends_failed_with_its_error(
     jobs: tuple[Runtime, MemoryClient],
 ) -> None:
     rt, client = jobs
-    record = await request(rt, client, "consolidate")  # no agent
+    record = await run_and_wait(rt, client, "consolidate")  # no agent
     assert record["status"] == "failed"
     assert record["errorType"] == "InputRejected"
     assert "agentWallet" in record["error"]

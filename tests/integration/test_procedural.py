@@ -22,14 +22,13 @@ from engine.errors import InputRejected
 from engine.patterns import promote
 from engine.records import MemoryRow, ScopeFields
 from engine.scoping import TenantFilter
-from schemas import topics
-from schemas.events import JobRequested
 from services.app import running_groups
 from services.client import MemoryClient
 from services.infra import Endpoints
 from services.offsets import wait_processed
 from services.runtime import Runtime
 from tests.support.http_server import Provider, Received, Reply, Responder
+from tests.support.jobs import run_and_wait
 from tests.support.settings import make_settings
 
 pytestmark = pytest.mark.integration
@@ -141,21 +140,6 @@ async def test_a_pattern_emerges_from_successful_runs_and_a_failing_one_never_va
     assert refused.status == "invalid"
 
 
-async def wait_job(
-    rt: Runtime, client: MemoryClient, job_type: str, **params: Any
-) -> dict[str, Any]:
-    event = JobRequested(type=job_type, params=params)  # type: ignore[arg-type]
-    await client.publish(topics.JOBS, event, job_type)
-    col = rt.mongo[rt.settings.mongo_db]["memory_jobs"]
-    deadline = time.monotonic() + 60
-    while True:
-        doc = await col.find_one({"_id": event.job_id})
-        if doc is not None and doc["status"] != "running":
-            return doc
-        assert time.monotonic() < deadline, f"job {job_type} did not finish"
-        await asyncio.sleep(0.1)
-
-
 async def test_patterns_extract_recounts_from_transcripts(
     stack_rt: tuple[Runtime, MemoryClient, Provider, bytes],
 ) -> None:
@@ -167,7 +151,7 @@ async def test_patterns_extract_recounts_from_transcripts(
     assert before is not None
     assert before["executionCount"] == 3
     await db["patterns"].delete_many({})  # counts lost
-    record = await wait_job(rt, client, "patterns_extract", agentWallet=AGENT)
+    record = await run_and_wait(rt, client, "patterns_extract", agentWallet=AGENT)
     after = await db["patterns"].find_one({"userAddress": "cy"})
     assert record["status"] == "completed"
     assert after is not None
@@ -201,7 +185,9 @@ async def test_archives_round_trip_per_user_and_are_pinned_only_encrypted(
     theirs = [row("ben-0", "ben", "Ben adopted a parrot called Kiwi.", 2)]
     for r in [*mine, *theirs, row("old", "ana", "Too old for this archive.", 30)]:
         await store.insert_if_absent(r)
-    record = await wait_job(rt, client, "archive_create", agentWallet=ARCHIVE_AGENT, windowDays=7)
+    record = await run_and_wait(
+        rt, client, "archive_create", agentWallet=ARCHIVE_AGENT, windowDays=7
+    )
     assert record["status"] == "completed", record
     assert len(record["result"]["archives"]) == 2  # one per user, none empty
     assert record["result"]["pinned"] == 2

@@ -20,7 +20,9 @@ def test_hourly_decay_fires_on_every_hour_mark() -> None:
 
 def test_daily_jobs_fire_at_two_and_weekly_archives_on_sunday_at_three() -> None:
     assert firings(BY_NAME["daily-cleanup"], at(27, 0), at(29, 23)) == [
-        at(27, 2), at(28, 2), at(29, 2)
+        at(27, 2),
+        at(28, 2),
+        at(29, 2),
     ]
     assert firings(BY_NAME["weekly-archive"], at(23, 4), at(29, 23)) == [at(29, 3)]
     assert firings(BY_NAME["weekly-archive"], at(29, 3), at(29, 23)) == []  # exclusive start
