@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -137,6 +137,71 @@ def schedule(
             await run_scheduler(rt, every_seconds=every)
 
     asyncio.run(serve())
+
+
+dlq_app = typer.Typer(help="Dead letters (memory.dlq.v1).", no_args_is_help=True)
+app.add_typer(dlq_app, name="dlq")
+
+
+def _letters(limit: int) -> list[Any]:
+    from services.dead_letters import read_letters
+    from services.runtime import endpoints
+
+    return asyncio.run(read_letters(endpoints(Settings()).kafka_bootstrap, limit=limit))
+
+
+@dlq_app.command("list")
+def dlq_list(
+    limit: Annotated[int, typer.Option(help="At most this many.")] = 100,
+    group: Annotated[str | None, typer.Option(help="Only this consumer group.")] = None,
+) -> None:
+    """Dead letters, oldest first: ref (partition:offset), group, origin, error."""
+    from rich.table import Table
+
+    table = Table("ref", "failed at", "group", "source", "error")
+    for item in _letters(limit):
+        letter = item.letter
+        if group and letter.group != group:
+            continue
+        source = f"{letter.source_topic}[{letter.partition}]@{letter.offset}"
+        table.add_row(
+            item.ref,
+            letter.failed_at.isoformat(timespec="seconds"),
+            letter.group,
+            source,
+            f"{letter.error_type}: {letter.error[:80]}",
+        )
+    console.print(table)
+
+
+@dlq_app.command("show")
+def dlq_show(ref: Annotated[str, typer.Argument(help="partition:offset from `dlq list`.")]) -> None:
+    """One dead letter in full (JSON)."""
+    for item in _letters(10_000):
+        if item.ref == ref:
+            console.print_json(item.letter.model_dump_json())
+            return
+    raise typer.BadParameter(f"no dead letter {ref}")
+
+
+@dlq_app.command("redrive")
+def dlq_redrive(
+    refs: Annotated[list[str] | None, typer.Argument(help="partition:offset refs.")] = None,
+    group: Annotated[str | None, typer.Option(help="Every letter of this group.")] = None,
+) -> None:
+    """Re-publish dead letters' payloads to their source topics (after fixing the cause)."""
+    from services.dead_letters import redrive
+    from services.runtime import endpoints
+
+    chosen = [
+        item
+        for item in _letters(10_000)
+        if (refs and item.ref in refs) or (group and item.letter.group == group)
+    ]
+    if not chosen:
+        raise typer.BadParameter("nothing to redrive: give refs or --group")
+    count = asyncio.run(redrive(endpoints(Settings()).kafka_bootstrap, chosen))
+    console.print(f"re-published {count} message(s)")
 
 
 @app.command()

@@ -1,0 +1,83 @@
+"""Reading and re-driving the dead-letter topic (`mnemostream dlq list|show|redrive`).
+
+A dead letter keeps the failed message's payload, key, source topic/partition/offset, group,
+error and exception type (see `services.dlq.DeadLetter`). Re-driving publishes the payload,
+unchanged and with its key, back to its source topic once the cause is fixed; handlers are
+idempotent, so a message that had partly succeeded is safe to process again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from pydantic import ValidationError
+
+from schemas import topics
+from services.dlq import DeadLetter
+
+
+@dataclass(frozen=True, slots=True)
+class Letter:
+    """A dead letter and where it sits in the DLQ (partition, offset)."""
+
+    partition: int
+    offset: int
+    letter: DeadLetter
+
+    @property
+    def ref(self) -> str:
+        return f"{self.partition}:{self.offset}"
+
+
+async def read_letters(bootstrap: str, *, limit: int = 1000, idle_ms: int = 800) -> list[Letter]:
+    """Dead letters from the beginning of the DLQ (no consumer group: reading commits
+    nothing), oldest first, at most `limit`; unreadable records are skipped."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=None,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+    )
+    await consumer.start()
+    out: list[Letter] = []
+    try:
+        parts = consumer.partitions_for_topic(topics.DLQ) or {0}
+        consumer.assign([TopicPartition(topics.DLQ, p) for p in sorted(parts)])
+        while len(out) < limit:
+            batch = await consumer.getmany(timeout_ms=idle_ms, max_records=500)
+            if not batch:
+                break
+            for records in batch.values():
+                for record in records:
+                    try:
+                        letter = DeadLetter.model_validate_json(record.value or b"")
+                    except ValidationError:
+                        continue
+                    out.append(Letter(record.partition, record.offset, letter))
+    finally:
+        await consumer.stop()
+    out.sort(key=lambda x: (x.letter.failed_at, x.partition, x.offset))
+    return out[:limit]
+
+
+async def redrive(bootstrap: str, letters: Sequence[Letter]) -> int:
+    """Publish each letter's payload back to its source topic with its key."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1)
+    await producer.start()
+    try:
+        for item in letters:
+            letter = item.letter
+            await producer.send_and_wait(
+                letter.source_topic,
+                letter.payload.encode(),
+                key=letter.key.encode() if letter.key is not None else None,
+                headers=[
+                    ("content-type", b"application/json"),
+                    ("x-redriven-from", item.ref.encode()),
+                ],
+            )
+    finally:
+        await producer.stop()
+    return len(letters)

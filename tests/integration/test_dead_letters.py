@@ -1,0 +1,101 @@
+"""Dead letters: listed from the DLQ, and re-driven to their source topic after a fix."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from engine.adapters.local_embedder import LocalMiniLMEmbedder
+from schemas import topics
+from schemas.inputs import turn_recorded
+from services.app import running_groups
+from services.client import MemoryClient
+from services.dead_letters import read_letters, redrive
+from services.dlq import DeadLetter
+from services.infra import Endpoints
+from services.runtime import Runtime
+from tests.support.settings import make_settings
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+async def transcripts(
+    stack: Endpoints, minilm: LocalMiniLMEmbedder, unique: Any
+) -> AsyncIterator[tuple[Runtime, MemoryClient]]:
+    settings = make_settings(
+        stack,
+        unique("dlq"),
+        group_prefix=unique("dlq-g"),
+        session_timeout_ms=2000,
+        heartbeat_interval_ms=500,
+        extractor="none",
+    )
+    async with (
+        running_groups(settings, ["transcripts"], embedder=minilm, broker_logs=False) as rt,
+        MemoryClient(stack.kafka_bootstrap, timeout=15) as client,
+    ):
+        yield rt, client
+        await rt.mongo.drop_database(settings.mongo_db)
+
+
+async def test_a_dead_letter_is_listed_and_stored_after_a_redrive(
+    transcripts: tuple[Runtime, MemoryClient], stack: Endpoints, unique: Any
+) -> None:
+    rt, client = transcripts
+    group = unique("flaky-group")
+    turn = turn_recorded(
+        {
+            "agentWallet": "0xDLQ",
+            "userAddress": "zoe",
+            "threadId": "t",
+            "userMessage": "Remember my gate code 7741.",
+            "assistantMessage": "OK.",
+        }
+    )
+    # what a handler that failed three times (MongoDB unreachable) left behind
+    letter = DeadLetter(
+        group=group,
+        source_topic=topics.TURNS,
+        partition=0,
+        offset=123,
+        key=turn.session_id,
+        error="transcript append failed: timed out",
+        error_type="DependencyFailed",
+        attempts=3,
+        payload=turn.model_dump_json(),
+        failed_at=datetime.now(UTC),
+    )
+    await client.publish(topics.DLQ, letter, turn.session_id)
+
+    listed = [x for x in await read_letters(stack.kafka_bootstrap) if x.letter.group == group]
+    assert len(listed) == 1
+    assert listed[0].letter.error_type == "DependencyFailed"
+    cli = subprocess.run(
+        [sys.executable, "-m", "services", "dlq", "list", "--group", group],
+        env={**os.environ, **stack.to_env(), "COLUMNS": "250"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert listed[0].ref in cli.stdout
+    assert "DependencyFailed" in cli.stdout
+
+    assert await redrive(stack.kafka_bootstrap, listed) == 1  # the cause is fixed: send again
+    col = rt.mongo[rt.settings.mongo_db]["session_transcripts"]
+    deadline = time.monotonic() + 30
+    while not await col.find_one({"sessionId": turn.session_id}):
+        assert time.monotonic() < deadline, "the re-driven turn was not stored"
+        await asyncio.sleep(0.1)
+    doc = await col.find_one({"sessionId": turn.session_id})
+    assert doc is not None
+    assert doc["messages"][0]["content"] == "Remember my gate code 7741."
