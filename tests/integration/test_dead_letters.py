@@ -16,13 +16,12 @@ import pytest
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from schemas import topics
 from schemas.inputs import turn_recorded
-from services.app import running_groups
 from services.client import MemoryClient
 from services.dead_letters import read_letters, redrive
 from services.dlq import DeadLetter
 from services.infra import Endpoints
 from services.runtime import Runtime
-from tests.support.settings import make_settings
+from tests.support.pipeline import groups_running
 
 pytestmark = pytest.mark.integration
 
@@ -31,20 +30,8 @@ pytestmark = pytest.mark.integration
 async def transcripts(
     stack: Endpoints, minilm: LocalMiniLMEmbedder, unique: Any
 ) -> AsyncIterator[tuple[Runtime, MemoryClient]]:
-    settings = make_settings(
-        stack,
-        unique("dlq"),
-        group_prefix=unique("dlq-g"),
-        session_timeout_ms=2000,
-        heartbeat_interval_ms=500,
-        extractor="none",
-    )
-    async with (
-        running_groups(settings, ["transcripts"], embedder=minilm, broker_logs=False) as rt,
-        MemoryClient(stack.kafka_bootstrap, timeout=15) as client,
-    ):
-        yield rt, client
-        await rt.mongo.drop_database(settings.mongo_db)
+    async with groups_running(stack, minilm, "dlq", ["transcripts"]) as pair:
+        yield pair
 
 
 async def test_a_dead_letter_is_listed_and_stored_after_a_redrive(

@@ -12,12 +12,11 @@ import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.remember import fact_hash
-from services.app import running_groups
 from services.client import MemoryClient
 from services.infra import Endpoints
 from services.offsets import wait_processed
 from services.runtime import Runtime
-from tests.support.settings import make_settings
+from tests.support.pipeline import groups_running
 
 pytestmark = pytest.mark.integration
 
@@ -28,21 +27,10 @@ AGENT = "0xItems"
 async def items(
     stack: Endpoints, minilm: LocalMiniLMEmbedder, unique: Any
 ) -> AsyncIterator[tuple[Runtime, MemoryClient]]:
-    settings = make_settings(
-        stack,
-        unique("items"),
-        group_prefix=unique("items-g"),
-        session_timeout_ms=2000,
-        heartbeat_interval_ms=500,
-        extractor="none",
-    )
-    groups = ["facts", "items", "invalidation", "search"]
-    async with (
-        running_groups(settings, groups, embedder=minilm, broker_logs=False) as rt,
-        MemoryClient(stack.kafka_bootstrap, timeout=15) as client,
-    ):
-        yield rt, client
-        await rt.mongo.drop_database(settings.mongo_db)
+    async with groups_running(
+        stack, minilm, "items", ["facts", "items", "invalidation", "search"]
+    ) as pair:
+        yield pair
 
 
 async def remembered(rt: Runtime, client: MemoryClient, user: str, text: str) -> str:

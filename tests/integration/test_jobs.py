@@ -18,12 +18,11 @@ from engine.jobs import run_job
 from engine.records import MemoryRow, ScopeFields
 from schemas import topics
 from schemas.events import JobRequested
-from services.app import running_groups
 from services.client import MemoryClient
 from services.infra import Endpoints
 from services.runtime import Runtime
 from tests.support.jobs import run_and_wait
-from tests.support.settings import make_settings
+from tests.support.pipeline import groups_running
 
 pytestmark = pytest.mark.integration
 
@@ -36,20 +35,8 @@ VEC = np.ones(384, dtype=np.float32) / np.sqrt(384)
 async def jobs(
     stack: Endpoints, minilm: LocalMiniLMEmbedder, unique: Any
 ) -> AsyncIterator[tuple[Runtime, MemoryClient]]:
-    settings = make_settings(
-        stack,
-        unique("jobs"),
-        group_prefix=unique("jobs-g"),
-        session_timeout_ms=2000,
-        heartbeat_interval_ms=500,
-        extractor="none",
-    )
-    async with (
-        running_groups(settings, ["jobs"], embedder=minilm, broker_logs=False) as rt,
-        MemoryClient(stack.kafka_bootstrap, timeout=15) as client,
-    ):
-        yield rt, client
-        await rt.mongo.drop_database(settings.mongo_db)
+    async with groups_running(stack, minilm, "jobs", ["jobs"]) as pair:
+        yield pair
 
 
 def row(vid: str, user: str | None, content: str, age_days: float, **meta: Any) -> MemoryRow:
