@@ -88,14 +88,15 @@ async def turn(
     )
     pos = client.last_position
     assert pos is not None
-    await wait_processed(
-        rt.endpoints.kafka_bootstrap,
-        rt.group_id("patterns"),
-        pos.topic,
-        pos.partition,
-        pos.offset,
-        timeout=60,
-    )
+    for group in ("patterns", "transcripts"):  # counted, and its transcript stored
+        await wait_processed(
+            rt.endpoints.kafka_bootstrap,
+            rt.group_id(group),
+            pos.topic,
+            pos.partition,
+            pos.offset,
+            timeout=60,
+        )
 
 
 async def patterns_found(client: MemoryClient, user: str) -> str:
