@@ -15,8 +15,8 @@ Scores: for `cosine` similarity Atlas reports `(1 + cos) / 2` in [0, 1]; `atlas_
 maps it back to the cosine in [-1, 1] that the exact path reports, so thresholds mean the same
 on both paths (REFERENCE §16.15).
 
-Documents are read back into `MemoryRow`s with `engine.adapters.mongo`'s private helpers
-`_scope_of` and `_unvector`, so both Mongo adapters decode rows identically.
+Documents are read back into `MemoryRow`s with `engine.adapters.mongo`'s
+`row_of`, so every Mongo adapter decodes rows identically.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import OperationFailure, PyMongoError
 from pymongo.operations import SearchIndexModel
 
-from engine.adapters.mongo import _scope_of, _unvector
+from engine.adapters.mongo import row_of
 from engine.errors import DependencyFailed, InputRejected
 from engine.filters import NO_FILTERS, Filters, matches, mongo_clauses
 from engine.records import INACTIVE_STATUSES, MemoryRow
@@ -227,23 +227,6 @@ def atlas_score_to_cosine(score: float) -> float:
     return 2.0 * score - 1.0
 
 
-def _row(doc: Mapping[str, Any]) -> MemoryRow:
-    return MemoryRow(
-        vector_id=doc["vectorId"],
-        scope=_scope_of(doc),
-        content=doc["content"],
-        embedding=_unvector(doc[VECTOR_PATH]),
-        embedding_model=doc.get("embeddingModel", ""),
-        source=doc["source"],
-        created_at=int(doc["createdAt"]),
-        metadata=dict(doc.get("metadata") or {}),
-        decay_score=float(doc.get("decayScore", 1.0)),
-        access_count=int(doc.get("accessCount", 0)),
-        invalid_at=doc.get("invalidAt"),
-        superseded_by=doc.get("supersededBy"),
-    )
-
-
 class AtlasVectorIndex:
     """ANN search over the `memory` collection through its Atlas vector index.
 
@@ -295,7 +278,7 @@ class AtlasVectorIndex:
             docs = await cursor.to_list(length=None)
         except PyMongoError as exc:
             raise DependencyFailed(f"vector search failed: {exc}") from exc
-        hits = [(_row(d), atlas_score_to_cosine(float(d[SCORE_FIELD]))) for d in docs]
+        hits = [(row_of(d), atlas_score_to_cosine(float(d[SCORE_FIELD]))) for d in docs]
         if len(indexed) < len(clauses):
             hits = [(row, score) for row, score in hits if matches(filters, row.view())]
         if as_of is not None:

@@ -319,6 +319,24 @@ class MongoWorkingStore:
         return out
 
 
+def row_of(doc: Mapping[str, Any]) -> MemoryRow:
+    """The row of a stored `memory` document (the inverse of `MongoMemoryStore.document`)."""
+    return MemoryRow(
+        vector_id=doc["vectorId"],
+        scope=_scope_of(doc),
+        content=doc["content"],
+        embedding=_unvector(doc["embedding"]),
+        embedding_model=doc.get("embeddingModel", ""),
+        source=doc["source"],
+        created_at=int(doc["createdAt"]),
+        metadata=dict(doc.get("metadata") or {}),
+        decay_score=float(doc.get("decayScore", 1.0)),
+        access_count=int(doc.get("accessCount", 0)),
+        invalid_at=doc.get("invalidAt"),
+        superseded_by=doc.get("supersededBy"),
+    )
+
+
 def _vector(embedding: np.ndarray[Any, Any]) -> Binary:
     return Binary.from_vector(embedding.astype(np.float32).tolist(), BinaryVectorDtype.FLOAT32)
 
@@ -459,23 +477,7 @@ class MongoMemoryStore:
             docs = await self._col.find(query).to_list(length=None)
         except PyMongoError as exc:
             raise DependencyFailed(f"memory read failed: {exc}") from exc
-        return [
-            MemoryRow(
-                vector_id=d["vectorId"],
-                scope=_scope_of(d),
-                content=d["content"],
-                embedding=_unvector(d["embedding"]),
-                embedding_model=d.get("embeddingModel", ""),
-                source=d["source"],
-                created_at=int(d["createdAt"]),
-                metadata=dict(d.get("metadata") or {}),
-                decay_score=float(d.get("decayScore", 1.0)),
-                access_count=int(d.get("accessCount", 0)),
-                invalid_at=d.get("invalidAt"),
-                superseded_by=d.get("supersededBy"),
-            )
-            for d in docs
-        ]
+        return [row_of(d) for d in docs]
 
 
 class MongoRelationStore:

@@ -8,38 +8,18 @@ from a delete between the check and the write. Driver errors become `DependencyF
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from pymongo import ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
-from engine.adapters.mongo import MEMORY, Doc, _scope_of, _unvector, _vector, tenant_query
+from engine.adapters.mongo import MEMORY, Doc, _vector, row_of, tenant_query
 from engine.errors import DependencyFailed
 from engine.items import RowPatch, soft_delete_patch
 from engine.records import MemoryRow
 from engine.scoping import TenantFilter
-
-
-def row_of(doc: Mapping[str, Any]) -> MemoryRow:
-    """The row of a stored `memory` document (as `MongoMemoryStore` reads them)."""
-    return MemoryRow(
-        vector_id=doc["vectorId"],
-        scope=_scope_of(doc),
-        content=doc["content"],
-        embedding=_unvector(doc["embedding"]),
-        embedding_model=doc.get("embeddingModel", ""),
-        source=doc["source"],
-        created_at=int(doc["createdAt"]),
-        metadata=dict(doc.get("metadata") or {}),
-        decay_score=float(doc.get("decayScore", 1.0)),
-        access_count=int(doc.get("accessCount", 0)),
-        invalid_at=doc.get("invalidAt"),
-        superseded_by=doc.get("supersededBy"),
-    )
 
 
 def patch_update(patch: RowPatch) -> Doc:
