@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import builtins
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from engine.evals import EvalRun
 from engine.filters import NO_FILTERS, Filters
 from engine.records import (
     ArchiveRecord,
@@ -112,6 +115,34 @@ class MemoryStore(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class VectorStats:
+    """Counts over a tenant's active `memory` rows (deleted and superseded excluded).
+    `oldest` / `newest` are `createdAt` in ms since epoch, None when there is no row;
+    `avg_decay_score` is in [0, 1] (0 when there is no row)."""
+
+    total: int = 0
+    avg_decay_score: float = 0.0
+    oldest: int | None = None
+    newest: int | None = None
+    by_source: Mapping[str, int] = field(default_factory=dict)
+
+
+class MemoryStatsReader(Protocol):
+    """Aggregate counts for admin tools (REFERENCE §13.2 stats): no content leaves."""
+
+    async def stats(self, agent_wallet: str, user_address: str | None = None) -> VectorStats:
+        """Stats of the agent's active rows; `user_address=None` counts every user's rows
+        (and the agent-level ones), a user counts only that user's."""
+        ...
+
+
+class TranscriptCounter(Protocol):
+    async def count(self, agent_wallet: str, user_address: str | None = None) -> int:
+        """Number of stored transcripts of the agent (`user_address` as in `stats`)."""
+        ...
+
+
 class RelationStore(Protocol):
     """Typed links between entities, keyed by `relation_id`."""
 
@@ -191,4 +222,22 @@ class VectorIndex(Protocol):
         same version; None means "do not reuse". `as_of` (ms) searches the rows valid then
         (facts replaced later included) instead of the current ones. `terms` (content terms
         of the query) let an index add rows that hold them to the cosine candidates."""
+        ...
+
+
+class EvalStore(Protocol):
+    """Eval runs, keyed by `eval_run_id`, readable only by the agent that ran them (another
+    agent's run is "not found", never an error that would confirm it exists)."""
+
+    async def save(self, run: EvalRun) -> None:
+        """Store the run; saving a run with the same id again replaces it."""
+        ...
+
+    async def get(self, run_id: str, agent_wallet: str) -> EvalRun | None:
+        """The run when it exists and belongs to `agent_wallet`, else None."""
+        ...
+
+    async def list(self, agent_wallet: str, limit: int) -> builtins.list[EvalRun]:
+        """The agent's runs, newest first (`created_at` descending, then id descending), at
+        most `limit`."""
         ...

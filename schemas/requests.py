@@ -102,3 +102,46 @@ class ItemReply(Contract):
     items: list[dict[str, Any]] = Field(default_factory=list)
     not_found: bool = False
     error: str | None = None
+
+
+AdminOp = Literal[
+    "patterns.list",
+    "patterns.get",
+    "patterns.validate",
+    "patterns.promote",
+    "skills.list",
+    "skills.get",
+    "jobs.get",
+    "stats",
+    "evals.run",
+    "evals.get",
+    "evals.list",
+]
+"""The reads (and the one promotion) of `memory.admin.v1` (REFERENCE §9, §10.6, §12, §13)."""
+
+
+class AdminRequest(Contract):
+    """One admin operation. `scope` is the caller's tenant: patterns and skills outside it
+    are not found; `jobs.get` without a scope reads any job (an unrestricted caller), with
+    one only a job naming that agent; `stats` without `userAddress` counts every user of
+    the agent (counts only, no content). `body` is the raw `evals.run` body."""
+
+    op: AdminOp
+    scope: Scope | None = None
+    id: str | None = Field(default=None, min_length=1, max_length=200)
+    limit: int = Field(default=20, ge=1, le=100)
+    name: str | None = Field(default=None, max_length=200)
+    """`patterns.promote`: the skill's name."""
+    pattern_type: str | None = Field(default=None, max_length=64)
+    min_success_rate: float | None = Field(default=None, ge=0.0, le=1.0)
+    category: str | None = Field(default=None, max_length=64)
+    body: dict[str, Any] | None = None
+
+
+class AdminReply(Contract):
+    """`result` is the JSON answer (camelCase keys); `not_found` is set when nothing matched
+    within the scope (HTTP 404), `error` for bad input (400)."""
+
+    result: dict[str, Any] | None = None
+    not_found: bool = False
+    error: str | None = None

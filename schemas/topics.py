@@ -22,6 +22,9 @@ LAYER_SEARCH: Final = "memory.layers.search.v1"
 """`LayerSearchRequest` with `reply_to`; answered with `LayerSearchReply`."""
 ITEMS: Final = "memory.items.v1"
 """`ItemRequest` (get/update/delete/resolve one memory item) with `reply_to`."""
+ADMIN: Final = "memory.admin.v1"
+"""`AdminRequest` (patterns, skills, job records, stats, evals) with `reply_to`; answered
+with `AdminReply`."""
 JOBS: Final = "memory.jobs.v1"
 """Maintenance job requests (later issue)."""
 DLQ: Final = "memory.dlq.v1"
@@ -38,6 +41,7 @@ PARTITIONS: Final[dict[str, int]] = {
     SEARCH: 4,
     LAYER_SEARCH: 4,
     ITEMS: 4,
+    ADMIN: 2,
     JOBS: 2,
     DLQ: 1,
 }

@@ -20,6 +20,7 @@ from engine.errors import MemoryError_
 from engine.ports import Embedder
 from schemas import topics
 from services import (
+    admin,
     extraction,
     facts,
     invalidation,
@@ -29,7 +30,9 @@ from services import (
     search,
     transcripts,
 )
+from services.health import Readiness, health_app, serving
 from services.infra import create_topics
+from services.metrics import LagMonitor, Metrics, consumed_by
 from services.runtime import Runtime, open_runtime
 from services.settings import Settings
 
@@ -49,6 +52,7 @@ GROUPS: dict[str, Callable[[KafkaBroker, Runtime], None]] = {
     search.GROUP: search.register,
     jobs.GROUP: jobs.register,
     items.GROUP: items.register,
+    admin.GROUP: admin.register,
 }
 """Every consumer group, by name (`mnemostream run <name>`)."""
 
@@ -73,27 +77,58 @@ async def running_groups(
     *,
     embedder: Embedder | None = None,
     broker_logs: bool = True,
+    http_required: bool = True,
 ) -> AsyncIterator[Runtime]:
     """Run the named groups until the context exits. `broker_logs=False` silences
-    FastStream's own lifecycle and per-message logs (our handlers still log failures)."""
+    FastStream's own lifecycle and per-message logs (our handlers still log failures).
+
+    With `settings.http_port` set, `/livez`, `/readyz` and `/metrics` (`services.health`)
+    are served from before the database is reached until the groups have stopped (if the
+    port cannot be bound: OSError, or with `http_required=False` a warning and no endpoints);
+    the consumer lag gauge is refreshed every `settings.lag_interval_seconds`."""
     groups = resolve_groups(names)
-    async with open_runtime(settings, embedder) as rt:
+    metrics, readiness = Metrics(), Readiness()
+    # health first: /livez answers and /readyz says what is missing during the whole start-up
+    async with (
+        serving(
+            health_app(readiness, metrics.registry),
+            settings.http_host,
+            settings.http_port,
+            required=http_required,
+        ),
+        open_runtime(settings, embedder) as rt,
+        contextlib.AsyncExitStack() as stack,
+    ):
+        readiness.schema_ready = True  # open_runtime ensured every collection and index
         await create_topics(rt.endpoints.kafka_bootstrap, dict(topics.PARTITIONS))
         broker = KafkaBroker(
-            rt.endpoints.kafka_bootstrap, client_id=f"mnemostream-{'-'.join(groups)}"
+            rt.endpoints.kafka_bootstrap,
+            client_id=f"mnemostream-{'-'.join(groups)}",
+            middlewares=[metrics.middleware],
         )
+        metrics.attach(broker)
         for group in groups:
             GROUPS[group](broker, rt)
+        readiness.watch(broker.subscribers)
         if not broker_logs:
             # FastStream keeps one shared access logger per broker kind and resets its level
             # when it builds it, so a filter (which it keeps) does the silencing
             logging.getLogger("faststream.access.kafka").addFilter(_warnings_only)
-        await broker.start()
-        background = (
-            [asyncio.create_task(search.flush_access_counts(rt), name="access-flush")]
-            if search.GROUP in groups
-            else []
+        lag = await stack.enter_async_context(
+            LagMonitor(
+                rt.endpoints.kafka_bootstrap,
+                metrics,
+                consumed_by(broker.subscribers),
+                interval=settings.lag_interval_seconds,
+            )
         )
+        await lag.refresh()  # before the groups join, so a backlog shows as lag at once
+        await broker.start()
+        background = [asyncio.create_task(lag.run(), name="consumer-lag")]
+        if search.GROUP in groups:
+            background.append(
+                asyncio.create_task(search.flush_access_counts(rt), name="access-flush")
+            )
         log.info("running groups %s", ", ".join(groups))
         try:
             yield rt

@@ -23,6 +23,8 @@ topics_app = typer.Typer(help="Kafka topics.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(topics_app, name="topics")
 console = Console()
+RUN_HTTP_PORT = 9464
+"""Default port of `run`'s health and metrics endpoints (Prometheus exporters' range)."""
 
 
 def _logging(level: str) -> None:
@@ -36,10 +38,20 @@ def run(
     groups: Annotated[
         list[str],
         typer.Argument(
-            help="transcripts, extraction, facts, patterns, invalidation, search, items, jobs, all"
+            help="transcripts, extraction, facts, patterns, invalidation, search, items, jobs, "
+            "admin, all"
         ),
     ],
     log_level: Annotated[str, typer.Option(help="Python log level.")] = "info",
+    http_port: Annotated[
+        int | None,
+        typer.Option(
+            help="Port of /livez, /readyz and /metrics (0 disables; default "
+            f"MNEMOSTREAM_HTTP_PORT if set, else {RUN_HTTP_PORT}).",
+            min=0,
+            max=65535,
+        ),
+    ] = None,
 ) -> None:
     """Run consumer groups until SIGINT/SIGTERM."""
     from services.app import resolve_groups, running_groups
@@ -49,13 +61,20 @@ def run(
         chosen = resolve_groups(groups)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
+    settings = Settings()
+    explicit = http_port is not None or "http_port" in settings.model_fields_set
+    if http_port is None:
+        http_port = settings.http_port if explicit else RUN_HTTP_PORT
+    settings = settings.model_copy(update={"http_port": http_port})
 
     async def serve() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        async with running_groups(Settings(), chosen):
+        # several group processes on one host cannot all have the default port: the later
+        # ones run without the endpoints (logged) instead of failing; a chosen port must bind
+        async with running_groups(settings, chosen, http_required=explicit):
             console.print(f"[green]ready[/green]: {', '.join(chosen)}")
             await stop.wait()
 
@@ -121,6 +140,34 @@ def jobs_run(
 
 
 @app.command()
+def replay(
+    target_db: Annotated[str, typer.Option(help="Database to rebuild into.")],
+    fresh: Annotated[
+        bool, typer.Option(help="Drop the target and start over (default: resume).")
+    ] = False,
+    agent: Annotated[
+        list[str] | None, typer.Option(help="Rebuild only this agent (repeatable).")
+    ] = None,
+    verify: Annotated[
+        bool, typer.Option(help="Then compare the rebuilt collections with the live ones.")
+    ] = False,
+) -> None:
+    """Rebuild memory from the log (turns, remembers, extracted facts) into TARGET_DB."""
+    from services.replay_view import run_replay
+
+    ok = run_replay(Settings(), target_db, fresh=fresh, agents=agent or [], verify=verify)
+    raise typer.Exit(0 if ok else 1)
+
+
+@app.command()
+def asyncapi() -> None:
+    """Print the AsyncAPI 3.0 document of the topics (docs/asyncapi.json is its output)."""
+    from services.asyncapi import render
+
+    typer.echo(render(), nl=False)
+
+
+@app.command()
 def schedule(
     every: Annotated[float, typer.Option(help="Seconds between ticks.")] = 30.0,
     log_level: Annotated[str, typer.Option(help="Python log level.")] = "info",
@@ -143,11 +190,12 @@ dlq_app = typer.Typer(help="Dead letters (memory.dlq.v1).", no_args_is_help=True
 app.add_typer(dlq_app, name="dlq")
 
 
-def _letters(limit: int) -> list[Any]:
+def _letters(limit: int, group: str | None = None) -> list[Any]:
     from services.dead_letters import read_letters
     from services.runtime import endpoints
 
-    return asyncio.run(read_letters(endpoints(Settings()).kafka_bootstrap, limit=limit))
+    bootstrap = endpoints(Settings()).kafka_bootstrap
+    return asyncio.run(read_letters(bootstrap, limit=limit, group=group))
 
 
 @dlq_app.command("list")
@@ -155,14 +203,12 @@ def dlq_list(
     limit: Annotated[int, typer.Option(help="At most this many.")] = 100,
     group: Annotated[str | None, typer.Option(help="Only this consumer group.")] = None,
 ) -> None:
-    """Dead letters, oldest first: ref (partition:offset), group, origin, error."""
+    """The newest dead letters, oldest first: ref (partition:offset), group, origin, error."""
     from rich.table import Table
 
     table = Table("ref", "failed at", "group", "source", "error")
-    for item in _letters(limit):
+    for item in _letters(limit, group):
         letter = item.letter
-        if group and letter.group != group:
-            continue
         source = f"{letter.source_topic}[{letter.partition}]@{letter.offset}"
         table.add_row(
             item.ref,
@@ -205,6 +251,33 @@ def dlq_redrive(
 
 
 @app.command()
+def gateway(
+    host: Annotated[str | None, typer.Option(help="Bind address (default: settings).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default: settings, 8080).")] = None,
+    log_level: Annotated[str, typer.Option(help="Python log level.")] = "info",
+) -> None:
+    """Serve the HTTP gateway (/api/memory/..., OpenAPI at /docs) until SIGINT/SIGTERM.
+    Needs MNEMOSTREAM_GATEWAY_API_KEYS or MNEMOSTREAM_GATEWAY_JWT_SECRET."""
+    import uvicorn
+
+    from services.gateway import GatewayNotSecured, create_app
+
+    _logging(log_level)
+    settings = Settings()
+    try:
+        api = create_app(settings)
+    except GatewayNotSecured as exc:
+        console.print(f"[red]refusing to start[/red]: {exc}")
+        raise typer.Exit(2) from None
+    uvicorn.run(
+        api,
+        host=host or settings.gateway_host,
+        port=port or settings.gateway_port,
+        log_level=log_level.lower(),
+    )
+
+
+@app.command()
 def demo() -> None:
     """Publish a short conversation and print the packed Memory context (starts the local
     stack if no servers are configured or running)."""
@@ -212,6 +285,77 @@ def demo() -> None:
 
     _logging("warning")
     main(Settings())
+
+
+@app.command("eval")
+def eval_cases(
+    cases: Annotated[
+        str,
+        typer.Argument(
+            help="JSON file: an array of {query, expected?, expectedMemoryId?} cases, or an "
+            "object with testCases."
+        ),
+    ],
+    agent: Annotated[str, typer.Option(help="Agent wallet.")],
+    user: Annotated[str | None, typer.Option(help="User address.")] = None,
+    k: Annotated[int, typer.Option(help="Items per layer (1-20).")] = 5,
+    layer: Annotated[
+        list[str] | None, typer.Option(help="Layer to search (repeatable; default all).")
+    ] = None,
+) -> None:
+    """Run retrieval evals in-process (recall@k, precision, context size, latency), store the
+    run and print it."""
+    import json
+    import time
+    from pathlib import Path
+
+    from rich.table import Table
+
+    from engine.errors import InputRejected, MemoryError_
+    from services.evals import run_eval
+    from services.runtime import NotConfigured, open_runtime
+
+    try:
+        loaded = json.loads(Path(cases).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise typer.BadParameter(f"cannot read {cases}: {exc}") from None
+    body: dict[str, Any] = dict(loaded) if isinstance(loaded, dict) else {"testCases": loaded}
+    body.update({"agentWallet": agent, "k": k})
+    if user:
+        body["userAddress"] = user
+    if layer:
+        body["layers"] = layer
+
+    async def evaluate() -> dict[str, Any]:
+        async with open_runtime(Settings()) as rt:
+            return await run_eval(rt, body, int(time.time() * 1000))
+
+    _logging("warning")
+    try:
+        run = asyncio.run(evaluate())
+    except InputRejected as exc:
+        raise typer.BadParameter(str(exc)) from None
+    except (MemoryError_, NotConfigured) as exc:
+        console.print(f"[red]eval failed[/red]: {exc}")
+        raise typer.Exit(1) from None
+    cases_table = Table("#", "query", "expected", "hit", "relevant/returned", "chars", "ms")
+    for i, r in enumerate(run["results"], start=1):
+        label = " | ".join(x for x in (r["expected"], r["expectedMemoryId"]) if x)
+        cases_table.add_row(
+            str(i),
+            r["query"],
+            label,
+            "[green]yes[/green]" if r["hit"] else "[red]no[/red]",
+            f"{r['relevant']}/{r['returned']}",
+            str(r["contextCharacters"]),
+            f"{r['latencyMs']:.1f}",
+        )
+    console.print(cases_table)
+    scores_table = Table("score", "value")
+    for name, value in run["scores"].items():
+        scores_table.add_row(name, f"{value:.3f}" if isinstance(value, float) else str(value))
+    console.print(scores_table)
+    console.print(f"eval run {run['evalRunId']} stored (k={run['k']})")
 
 
 def main() -> None:

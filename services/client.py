@@ -9,6 +9,8 @@
   `reply_to` (this client's own reply topic, one per process) and a `correlation_id`; the
   search group answers there. A reply that does not arrive within the timeout raises
   `TimeoutError`; a reply with an error raises `RequestFailed`.
+* `item(...)` and `admin(...)` (patterns, skills, job records, stats, evals) are
+  request-reply too, but return their reply: `not_found` and `error` are data, not raised.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
 from dataclasses import dataclass
 from types import TracebackType
@@ -29,6 +32,8 @@ from schemas import topics
 from schemas.events import MemoryRemembered, TurnRecorded
 from schemas.inputs import context_request, memory_remembered, turn_recorded
 from schemas.requests import (
+    AdminReply,
+    AdminRequest,
     ContextReply,
     ItemReply,
     ItemRequest,
@@ -41,6 +46,7 @@ from services.infra import create_topics
 log = logging.getLogger(__name__)
 
 R = TypeVar("R", ContextReply, LayerSearchReply)
+A = TypeVar("A", bound=BaseModel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,15 +160,23 @@ class MemoryClient:
         """post_turn. Accepts the reference body (`agentWallet`, `threadId`, `messages` or
         `userMessage` + `assistantMessage`, `toolEvents`, …) as a dict and/or keywords."""
         event = turn_recorded({**(body or {}), **fields})
-        await self.publish(topics.TURNS, event, event.session_id)
+        await self.publish_turn(event)
         return event
+
+    async def publish_turn(self, event: TurnRecorded) -> Position:
+        """Publish a validated turn, keyed by its thread session (one thread, one order)."""
+        return await self.publish(topics.TURNS, event, event.session_id)
 
     async def remember(self, body: dict[str, Any] | None = None, **fields: Any) -> MemoryRemembered:
         """remember: an explicit fact for the tenant's durable memory."""
         event = memory_remembered({**(body or {}), **fields})
-        key = f"{event.scope.agent_wallet}|{event.scope.user_address or ''}"
-        await self.publish(topics.REMEMBER, event, key)
+        await self.publish_remember(event)
         return event
+
+    async def publish_remember(self, event: MemoryRemembered) -> Position:
+        """Publish a validated remember, keyed by agent|user (one tenant's facts in order)."""
+        key = f"{event.scope.agent_wallet}|{event.scope.user_address or ''}"
+        return await self.publish(topics.REMEMBER, event, key)
 
     async def context(
         self,
@@ -219,38 +233,55 @@ class MemoryClient:
         request = ItemRequest.model_validate(
             {"scope": scope_model, "op": op, "id": item_id, **fields}
         )
+        return await self._exchange(
+            topics.ITEMS, request, scope_model.agent_wallet, ItemReply, timeout
+        )
+
+    async def admin(
+        self,
+        op: str,
+        scope: dict[str, Any] | Scope | None = None,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> AdminReply:
+        """One `memory.admin.v1` operation (patterns, skills, job records, stats, evals; see
+        `AdminRequest`). Like `item`, a missing or out-of-scope target comes back with
+        `not_found=True` and bad input with `error` (neither is raised); no reply within the
+        timeout raises `TimeoutError`."""
+        scope_model = scope if isinstance(scope, Scope) or scope is None else Scope.parse(scope)
+        request = AdminRequest.model_validate({"op": op, "scope": scope_model, **fields})
+        key = scope_model.agent_wallet if scope_model is not None else op
+        return await self._exchange(topics.ADMIN, request, key, AdminReply, timeout)
+
+    async def _exchange(
+        self, topic: str, request: BaseModel, key: str, reply: type[A], timeout: float | None
+    ) -> A:
+        """Publish `request` with this client's reply topic and a deadline (when this client
+        stops waiting), and wait for its answer."""
         correlation_id = uuid.uuid4().hex
         future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         self._pending[correlation_id] = future
+        wait = timeout or self._timeout
         try:
             await self.publish(
-                topics.ITEMS,
+                topic,
                 request,
-                scope_model.agent_wallet,
+                key,
                 reply_to=self.reply_topic,
                 correlation_id=correlation_id,
+                deadline=int((time.time() + wait) * 1000),
             )
-            async with asyncio.timeout(timeout or self._timeout):
+            async with asyncio.timeout(wait):
                 payload = await future
         finally:
             self._pending.pop(correlation_id, None)
-        return ItemReply.model_validate_json(payload)
+        return reply.model_validate_json(payload)
 
     async def _request(
         self, topic: str, request: BaseModel, key: str, reply: type[R], timeout: float | None
     ) -> R:
-        correlation_id = uuid.uuid4().hex
-        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-        self._pending[correlation_id] = future
-        try:
-            await self.publish(
-                topic, request, key, reply_to=self.reply_topic, correlation_id=correlation_id
-            )
-            async with asyncio.timeout(timeout or self._timeout):
-                payload = await future
-        finally:
-            self._pending.pop(correlation_id, None)
-        answer = reply.model_validate_json(payload)
+        answer = await self._exchange(topic, request, key, reply, timeout)
         if answer.error:
             raise RequestFailed(answer.error)
         return answer

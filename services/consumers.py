@@ -3,6 +3,7 @@ event handler and the `MemoryChanged` announcer."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -15,6 +16,7 @@ from schemas import topics
 from schemas.events import Event, MemoryChanged
 from schemas.scope import Scope
 from services.dlq import consume
+from services.metrics import metrics_of
 from services.runtime import Runtime
 
 E = TypeVar("E", bound=BaseModel)
@@ -66,7 +68,17 @@ def on_event(
     part: str | None = None,
 ) -> None:
     """Register `work` for every `contract` event on `topic`, behind the DLQ guard (bounded
-    retries, then the dead-letter topic). `name` names the handler in logs and AsyncAPI."""
+    retries, then the dead-letter topic). `name` names the handler in logs and AsyncAPI.
+    Outcomes are counted in the metrics attached to `broker`, if any."""
+
+    metrics = metrics_of(broker)
+    only = frozenset(rt.settings.only_agents)
+
+    async def chosen(event: E) -> Any:
+        scope = getattr(event, "scope", None)
+        if only and (scope is None or scope.agent_wallet not in only):
+            return None  # another tenant's event: acknowledged, not processed
+        return await work(event)
 
     async def handler(message: KafkaMessage) -> None:
         await consume(
@@ -74,13 +86,30 @@ def on_event(
             message,
             group=rt.group_id(f"{group}.{part}" if part else group),
             contract=contract,
-            work=work,
+            work=chosen,
             attempts=rt.settings.max_attempts,
             backoff_ms=rt.settings.retry_backoff_ms,
+            metrics=metrics,
         )
 
     handler.__name__ = handler.__qualname__ = name
     subscriber(broker, rt, topic, group, interactive=interactive, part=part)(handler)
+
+
+DEADLINE_HEADER = "deadline"
+"""Request header: milliseconds since epoch after which the requester stopped waiting."""
+EXPIRED = "the request expired before it was served"
+
+
+def expired(message: KafkaMessage) -> bool:
+    """Whether a request's deadline has passed. Such a request is answered with an error and
+    not served: nobody reads the answer, and a command (an item update) must not be applied
+    again when a new group reads the request topic from the beginning."""
+    deadline = (message.headers or {}).get(DEADLINE_HEADER)
+    try:
+        return deadline is not None and int(deadline) < time.time() * 1000
+    except (TypeError, ValueError):
+        return False
 
 
 class ChangeAnnouncer:

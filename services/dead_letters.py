@@ -31,9 +31,12 @@ class Letter:
         return f"{self.partition}:{self.offset}"
 
 
-async def read_letters(bootstrap: str, *, limit: int = 1000, idle_ms: int = 800) -> list[Letter]:
-    """Dead letters from the beginning of the DLQ (no consumer group: reading commits
-    nothing), oldest first, at most `limit`; unreadable records are skipped."""
+async def read_letters(
+    bootstrap: str, *, limit: int = 1000, group: str | None = None, idle_ms: int = 800
+) -> list[Letter]:
+    """The newest `limit` dead letters (of `group` only, if given), oldest first. The whole
+    DLQ is read without a consumer group (reading commits nothing); unreadable records are
+    skipped."""
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap,
         group_id=None,
@@ -45,7 +48,7 @@ async def read_letters(bootstrap: str, *, limit: int = 1000, idle_ms: int = 800)
     try:
         parts = consumer.partitions_for_topic(topics.DLQ) or {0}
         consumer.assign([TopicPartition(topics.DLQ, p) for p in sorted(parts)])
-        while len(out) < limit:
+        while True:
             batch = await consumer.getmany(timeout_ms=idle_ms, max_records=500)
             if not batch:
                 break
@@ -55,11 +58,13 @@ async def read_letters(bootstrap: str, *, limit: int = 1000, idle_ms: int = 800)
                         letter = DeadLetter.model_validate_json(record.value or b"")
                     except ValidationError:
                         continue
+                    if group is not None and letter.group != group:
+                        continue
                     out.append(Letter(record.partition, record.offset, letter))
     finally:
         await consumer.stop()
     out.sort(key=lambda x: (x.letter.failed_at, x.partition, x.offset))
-    return out[:limit]
+    return out[-limit:] if limit > 0 else []
 
 
 async def redrive(bootstrap: str, letters: Sequence[Letter]) -> int:

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from aiokafka import ConsumerRecord
 from faststream.kafka import KafkaBroker
 from faststream.kafka.message import KafkaMessage
 from pydantic import BaseModel, ValidationError
@@ -22,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from engine.errors import InputRejected
 from schemas import topics
 from schemas.scope import first_error
+from services.metrics import EventProbe, Metrics
 
 log = logging.getLogger(__name__)
 
@@ -52,25 +54,32 @@ async def consume(
     work: Callable[[E], Awaitable[Any]],
     attempts: int,
     backoff_ms: int,
+    metrics: Metrics | None = None,
 ) -> bool:
-    """Decode and process one message; True if processed, False if dead-lettered."""
+    """Decode and process one message; True if processed, False if dead-lettered. With
+    `metrics`, counts the outcome, each failed attempt and retry, and the handling time."""
+    probe = EventProbe(metrics, group, _record(message).topic)
     try:
         event = contract.model_validate_json(message.body)
     except ValidationError as exc:
-        await _dead_letter(broker, message, group, first_error(exc), "ValidationError", 0)
+        await _dead_letter(broker, message, group, first_error(exc), "ValidationError", 0, probe)
         return False
     for attempt in range(1, attempts + 1):
         try:
             await work(event)
+            probe.processed()
             return True
         except InputRejected as exc:
-            await _dead_letter(broker, message, group, str(exc), type(exc).__name__, attempt)
+            kind = type(exc).__name__
+            await _dead_letter(broker, message, group, str(exc), kind, attempt, probe)
             return False
         except Exception as exc:
+            kind = type(exc).__name__
             if attempt == attempts:
                 log.exception("giving up after %d attempts", attempt, extra={"group": group})
-                await _dead_letter(broker, message, group, str(exc), type(exc).__name__, attempt)
+                await _dead_letter(broker, message, group, str(exc), kind, attempt, probe)
                 return False
+            probe.retrying(kind)
             delay = backoff_ms * 2 ** (attempt - 1) / 1000
             log.warning("attempt %d failed (%s), retrying in %.2fs", attempt, exc, delay)
             await asyncio.sleep(delay)
@@ -78,10 +87,15 @@ async def consume(
 
 
 async def _dead_letter(
-    broker: KafkaBroker, message: KafkaMessage, group: str, error: str, kind: str, attempts: int
+    broker: KafkaBroker,
+    message: KafkaMessage,
+    group: str,
+    error: str,
+    kind: str,
+    attempts: int,
+    probe: EventProbe,
 ) -> None:
-    raw = message.raw_message
-    record = raw[0] if isinstance(raw, tuple) else raw
+    record = _record(message)
     key = record.key.decode("utf-8", "replace") if isinstance(record.key, bytes) else None
     letter = DeadLetter(
         group=group,
@@ -97,3 +111,9 @@ async def _dead_letter(
     )
     log.error("dead-lettered %s[%d]@%d: %s", record.topic, record.partition, record.offset, error)
     await broker.publish(letter, topics.DLQ, key=record.key)
+    probe.dead_lettered(kind)
+
+
+def _record(message: KafkaMessage) -> ConsumerRecord:
+    raw = message.raw_message
+    return raw[0] if isinstance(raw, tuple) else raw

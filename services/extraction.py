@@ -13,6 +13,7 @@ from engine.extraction.turns import extract_turn
 from schemas import topics
 from schemas.events import TurnRecorded
 from services.consumers import on_event
+from services.metrics import extraction_timer, metrics_of
 from services.runtime import Runtime
 
 GROUP = "extraction"
@@ -24,8 +25,11 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
     if extractor is None:
         return
 
+    metrics = metrics_of(broker)
+
     async def extract(event: TurnRecorded) -> None:
-        found = await extract_turn(event, extractor, rt.extraction_policy)
+        with extraction_timer(metrics, rt.settings.extractor):
+            found = await extract_turn(event, extractor, rt.extraction_policy)
         if found is not None:
             key = f"{event.scope.agent_wallet}|{event.scope.user_address or ''}"
             await facts.publish(found, key=key.encode())

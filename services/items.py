@@ -25,7 +25,7 @@ from engine.scoping import tenant_filter
 from schemas import topics
 from schemas.requests import ItemReply, ItemRequest
 from schemas.scope import first_error
-from services.consumers import ChangeAnnouncer, subscriber
+from services.consumers import EXPIRED, ChangeAnnouncer, expired, subscriber
 from services.runtime import Runtime
 
 GROUP = "items"
@@ -93,6 +93,8 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
 
     @subscriber(broker, rt, topics.ITEMS, GROUP, interactive=True)
     async def on_item_request(message: KafkaMessage) -> ItemReply:
+        if expired(message):
+            return ItemReply(error=EXPIRED)
         try:
             request = ItemRequest.model_validate_json(message.body)
             rows = await handle(rt, request)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterable
 
-from aiokafka import TopicPartition
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 
@@ -45,4 +46,55 @@ async def wait_processed(
         await asyncio.sleep(0.05)
 
 
-__all__ = ["TopicPartition", "committed", "wait_processed"]
+async def wait_caught_up(
+    bootstrap: str, group_id: str, ends: dict[tuple[str, int], int], *, timeout: float = 60
+) -> None:
+    """Wait until the group has committed up to `ends` ({(topic, partition): next offset})
+    on every listed partition; TimeoutError naming the ones behind if not."""
+    deadline = time.monotonic() + timeout
+    partitions = [TopicPartition(topic, n) for topic, n in ends]
+    while True:
+        done = await committed(bootstrap, group_id, partitions)
+        behind = {key: end for key, end in ends.items() if done.get(key, -1) < end and end > 0}
+        if not behind:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{group_id} is behind on {sorted(behind)}")
+        await asyncio.sleep(0.1)
+
+
+async def start_at_end(bootstrap: str, subscriptions: Iterable[tuple[str, str]]) -> None:
+    """For each (group id, topic) of a group that has no members yet, commit the topic's
+    current end offsets, so the group reads only what is published from now on. (A new
+    group's "latest" reset is wrong on the local broker, DESIGN.md §4: every subscriber
+    resets to earliest, and this is how a new group skips a log it must not process.)"""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        await consumer.topics()  # refreshes the cluster metadata
+        wanted = list(subscriptions)
+        ends = await consumer.end_offsets(
+            [
+                TopicPartition(topic, n)
+                for topic in {t for _, t in wanted}
+                for n in sorted(consumer.partitions_for_topic(topic) or ())
+            ]
+        )
+    finally:
+        await consumer.stop()
+    for group_id, topic in wanted:
+        mine = {tp: offset for tp, offset in ends.items() if tp.topic == topic}
+        if not mine:
+            continue  # the topic does not exist yet: there is nothing to skip
+        member = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap, group_id=group_id, enable_auto_commit=False
+        )
+        await member.start()
+        try:
+            member.assign(list(mine))
+            await member.commit(mine)
+        finally:
+            await member.stop()
+
+
+__all__ = ["TopicPartition", "committed", "start_at_end", "wait_caught_up", "wait_processed"]

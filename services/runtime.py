@@ -26,6 +26,8 @@ from engine.adapters.mongo import (
     MongoWorkingStore,
     ensure_schema,
 )
+from engine.adapters.mongo_evals import MongoEvalStore
+from engine.adapters.mongo_evals import ensure_indexes as ensure_eval_indexes
 from engine.adapters.mongo_items import MongoItemStore
 from engine.adapters.mongo_jobs import MongoJobStore, MongoMaintenanceStore
 from engine.adapters.mongo_patterns import MongoPatternCounter, MongoSkillStore
@@ -159,6 +161,7 @@ class Runtime:
     items: MongoItemStore
     extractor: Extractor | None
     extraction_policy: ExtractionPolicy
+    evals: MongoEvalStore
 
     def group_id(self, group: str) -> str:
         return f"{self.settings.group_prefix}.{group}"
@@ -184,6 +187,7 @@ async def open_runtime(
         db = mongo[settings.mongo_db]
         await ensure_schema(db)
         await ensure_pattern_indexes(db)
+        await ensure_eval_indexes(db)
         cache = RedisQueryCache(redis, prefix=settings.cache_prefix or settings.mongo_db)
         model: Embedder = embedder or build_embedder(settings)
         if settings.embedding_cache_ttl_seconds > 0:
@@ -262,6 +266,7 @@ async def open_runtime(
                 min_confidence=settings.fact_min_confidence,
                 max_chars=settings.fact_max_chars,
             ),
+            evals=MongoEvalStore(db),
         )
     finally:
         await http.aclose()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import TypeVar
 
 from faststream.kafka import KafkaBroker
 from faststream.kafka.annotations import KafkaMessage
@@ -17,19 +18,31 @@ from engine.errors import MemoryError_
 from schemas import topics
 from schemas.requests import ContextReply, ContextRequest, LayerSearchReply, LayerSearchRequest
 from schemas.scope import first_error
-from services.consumers import subscriber
+from services.consumers import EXPIRED, expired, subscriber
+from services.metrics import metrics_of
 from services.runtime import Runtime
 
 GROUP = "search"
+R = TypeVar("R", ContextReply, LayerSearchReply)
 log = logging.getLogger(__name__)
 
 
 def register(broker: KafkaBroker, rt: Runtime) -> None:
+    metrics = metrics_of(broker)
+
+    def counted(request: str, reply: R) -> R:
+        if metrics is not None and reply.error is None:
+            metrics.cache_lookup(request, hit=reply.cached)
+        return reply
+
     @subscriber(broker, rt, topics.SEARCH, GROUP, interactive=True)
     async def on_context_request(message: KafkaMessage) -> ContextReply:
+        if expired(message):
+            return ContextReply(error=EXPIRED)
         try:
             request = ContextRequest.model_validate_json(message.body)
-            return await rt.search.context(request, int(time.time() * 1000))
+            now = int(time.time() * 1000)
+            return counted("context", await rt.search.context(request, now))
         except ValidationError as exc:
             return ContextReply(error=first_error(exc))
         except MemoryError_ as exc:
@@ -38,9 +51,12 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
 
     @subscriber(broker, rt, topics.LAYER_SEARCH, GROUP, interactive=True, part="layers")
     async def on_layer_search(message: KafkaMessage) -> LayerSearchReply:
+        if expired(message):
+            return LayerSearchReply(error=EXPIRED)
         try:
             request = LayerSearchRequest.model_validate_json(message.body)
-            return await rt.search.layer_search(request, int(time.time() * 1000))
+            now = int(time.time() * 1000)
+            return counted("layers", await rt.search.layer_search(request, now))
         except ValidationError as exc:
             return LayerSearchReply(error=first_error(exc))
         except MemoryError_ as exc:

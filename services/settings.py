@@ -6,11 +6,12 @@ values.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 class Settings(BaseSettings):
@@ -32,6 +33,10 @@ class Settings(BaseSettings):
         default=Path(".mnemostream"), description="Where `infra up` records the local stack."
     )
     group_prefix: str = Field(default="mnemostream", description="Consumer group id prefix.")
+    only_agents: list[str] = Field(
+        default_factory=list,
+        description="Process only these agents' events (a tenant's replay); empty ⇒ everyone's.",
+    )
     session_timeout_ms: int = Field(default=10_000, ge=1000, description="Kafka group session.")
     heartbeat_interval_ms: int = Field(default=3_000, ge=100, description="Kafka heartbeat.")
     reply_fetch_wait_ms: int = Field(
@@ -125,3 +130,45 @@ class Settings(BaseSettings):
     request_timeout_seconds: float = Field(
         default=5.0, gt=0, description="Client request-reply timeout."
     )
+    http_host: str = Field(
+        default="127.0.0.1",
+        description="Bind address of a group process's /livez, /readyz and /metrics "
+        "(0.0.0.0 in a container).",
+    )
+    http_port: int = Field(
+        default=0,
+        ge=0,
+        le=65535,
+        description="Port of /livez, /readyz and /metrics; 0 ⇒ not served "
+        "(`mnemostream run` defaults to 9464).",
+    )
+    lag_interval_seconds: float = Field(
+        default=5.0, gt=0, description="How often the consumer lag gauge is refreshed."
+    )
+    gateway_host: str = Field(default="127.0.0.1", description="HTTP gateway bind address.")
+    gateway_port: int = Field(default=8080, ge=1, le=65535, description="HTTP gateway port.")
+    gateway_api_keys: Annotated[list[SecretStr], NoDecode] = Field(
+        default_factory=list,
+        description="Gateway API keys (comma-separated or a JSON list), sent as `X-API-Key` "
+        "or `Authorization: Bearer`.",
+    )
+    gateway_jwt_secret: SecretStr | None = Field(
+        default=None,
+        description="HS256 secret of gateway JWTs (`Authorization: Bearer`); an `agent` claim "
+        "limits the token to that agentWallet.",
+    )
+    gateway_allow_anonymous: bool = Field(
+        default=False,
+        description="Serve the gateway without keys or JWT secret (explicit opt-in, dev only).",
+    )
+
+    @field_validator("gateway_api_keys", mode="before")
+    @classmethod
+    def _split_keys(cls, value: Any) -> Any:
+        """`a,b` or `["a", "b"]` from the environment; blank entries are dropped."""
+        if isinstance(value, str):
+            text = value.strip()
+            value = json.loads(text) if text.startswith("[") else text.split(",")
+        if isinstance(value, list):
+            return [v.strip() if isinstance(v, str) else v for v in value if v != ""]
+        return value

@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 
 from engine.jobs import JobRecord
-from engine.ports import InputType, Vector
+from engine.ports import InputType, Vector, VectorStats
 from engine.records import (
     INACTIVE_STATUSES,
     ArchiveRecord,
@@ -66,6 +66,14 @@ class InMemoryTranscriptStore:
         docs = [d for d in self._docs.values() if where.admits(d.scope)]
         docs.sort(key=lambda d: (-d.updated_at, d.session_id))
         return docs[:limit]
+
+    async def count(self, agent_wallet: str, user_address: str | None = None) -> int:
+        return sum(
+            1
+            for d in self._docs.values()
+            if d.scope.agent_wallet == agent_wallet
+            and (user_address is None or d.scope.user_address == user_address)
+        )
 
 
 class InMemoryWorkingStore:
@@ -164,6 +172,27 @@ class InMemoryMemoryStore:
             and row.status not in hidden
             and (sources is None or row.source in sources)
         ]
+
+    async def stats(self, agent_wallet: str, user_address: str | None = None) -> VectorStats:
+        rows = [
+            r
+            for r in self._rows.values()
+            if r.scope.agent_wallet == agent_wallet
+            and (user_address is None or r.scope.user_address == user_address)
+            and r.status not in INACTIVE_STATUSES
+        ]
+        if not rows:
+            return VectorStats()
+        by_source: dict[str, int] = {}
+        for r in rows:
+            by_source[r.source] = by_source.get(r.source, 0) + 1
+        return VectorStats(
+            total=len(rows),
+            avg_decay_score=sum(r.decay_score for r in rows) / len(rows),
+            oldest=min(r.created_at for r in rows),
+            newest=max(r.created_at for r in rows),
+            by_source=by_source,
+        )
 
     async def slot_rows(self, where: TenantFilter, slot: str) -> list[MemoryRow]:
         return [

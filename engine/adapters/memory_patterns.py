@@ -48,6 +48,7 @@ class InMemoryPatternCounter:
             executions=row.state.executions + 1,
             successes=row.state.successes + int(succeeded),
             last_executed=max(row.state.last_executed, at),
+            created_at=min(row.state.created_at, at),
         )
         if self._mirror is not None:
             await self._mirror.upsert(to_record(row.state))

@@ -27,6 +27,7 @@ from pymongo.errors import DuplicateKeyError, PyMongoError
 
 from engine.adapters.mongo_jobs import JOB_INDEXES, JOBS
 from engine.errors import DependencyFailed
+from engine.ports import VectorStats
 from engine.records import (
     INACTIVE_STATUSES,
     ArchiveRecord,
@@ -145,6 +146,14 @@ def tenant_query(where: TenantFilter) -> Doc:
     return query
 
 
+def _agent_query(agent_wallet: str, user_address: str | None) -> Doc:
+    """Every row of the agent, or of one of its users (admin aggregates only)."""
+    query: Doc = {"agentWallet": agent_wallet}
+    if user_address is not None:
+        query["userAddress"] = user_address
+    return query
+
+
 def _date(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
@@ -219,6 +228,13 @@ class MongoTranscriptStore:
         except PyMongoError as exc:
             raise DependencyFailed(f"transcript read failed: {exc}") from exc
         return self._transcripts(docs)
+
+    async def count(self, agent_wallet: str, user_address: str | None = None) -> int:
+        """Transcripts of the agent (every user when `user_address` is None)."""
+        try:
+            return await self._col.count_documents(_agent_query(agent_wallet, user_address))
+        except PyMongoError as exc:
+            raise DependencyFailed(f"transcript count failed: {exc}") from exc
 
     async def of_agent(self, agent: str, since: int) -> list[Transcript]:
         """Every transcript of the agent (all users) updated since `since` (ms), for jobs."""
@@ -471,6 +487,34 @@ class MongoMemoryStore:
             )
         except PyMongoError as exc:
             raise DependencyFailed(f"fact validity update failed: {exc}") from exc
+
+    async def stats(self, agent_wallet: str, user_address: str | None = None) -> VectorStats:
+        """Active rows of the agent grouped by source in one aggregation (a missing
+        `decayScore` counts as 1, the default of a new row)."""
+        query = _agent_query(agent_wallet, user_address)
+        query["metadata.status"] = {"$nin": list(INACTIVE_STATUSES)}
+        group = {
+            "_id": "$source",
+            "n": {"$sum": 1},
+            "decay": {"$sum": {"$ifNull": ["$decayScore", 1.0]}},
+            "oldest": {"$min": "$createdAt"},
+            "newest": {"$max": "$createdAt"},
+        }
+        try:
+            cursor = await self._col.aggregate([{"$match": query}, {"$group": group}])
+            groups = await cursor.to_list(length=None)
+        except PyMongoError as exc:
+            raise DependencyFailed(f"memory stats failed: {exc}") from exc
+        total = sum(int(g["n"]) for g in groups)
+        if not total:
+            return VectorStats()
+        return VectorStats(
+            total=total,
+            avg_decay_score=sum(float(g["decay"]) for g in groups) / total,
+            oldest=min(int(g["oldest"]) for g in groups),
+            newest=max(int(g["newest"]) for g in groups),
+            by_source={str(g["_id"]): int(g["n"]) for g in groups},
+        )
 
     async def _rows(self, query: Doc) -> list[MemoryRow]:
         try:

@@ -98,7 +98,6 @@ def _pipeline(pattern: PatternSeed, turn_id: str, succeeded: bool, at: int) -> l
         "patternType": PATTERN_TYPE,
         "trigger": {"type": TRIGGER_TYPE, "value": pattern.trigger},
         "steps": [{"action": a, "order": i} for i, a in enumerate(pattern.steps)],
-        "createdAt": at,
         "status": ACTIVE,
         "tags": list(PATTERN_TAGS),
         "embedding": None,
@@ -107,6 +106,9 @@ def _pipeline(pattern: PatternSeed, turn_id: str, succeeded: bool, at: int) -> l
     counts: Doc = {
         "executionCount": {"$add": [{"$ifNull": ["$executionCount", 0]}, 1]},
         "successCount": {"$add": [{"$ifNull": ["$successCount", 0]}, int(succeeded)]},
+        # the earliest execution, not the first one processed: turns of different
+        # sessions arrive in any order, and a replay must give the same document
+        "createdAt": {"$min": ["$createdAt", _lit(at)]},
         "lastExecuted": {"$max": ["$lastExecuted", _lit(at)]},
         "updatedAt": {"$max": ["$updatedAt", _lit(at)]},
         "turnIds": {
@@ -200,7 +202,9 @@ class MongoPatternCounter:
         return [_state_of(d) for d in docs]
 
 
-def _skill_doc(s: Skill) -> Doc:
+def skill_document(s: Skill) -> Doc:
+    """The stored skill (REFERENCE §9.3's shape, keyed by its id); the admin API shows it
+    as is, without `_id`."""
     return {
         "_id": s.skill_id,
         "skillId": s.skill_id,
@@ -250,7 +254,7 @@ class MongoSkillStore:
 
     async def promote(self, skill: Skill) -> bool:
         try:
-            await self._col.insert_one(_skill_doc(skill))
+            await self._col.insert_one(skill_document(skill))
         except DuplicateKeyError:
             return False
         except PyMongoError as exc:

@@ -127,6 +127,20 @@ async def test_failing_sequence_does_not_validate(stores: Stores) -> None:
     assert not validate(state).valid
 
 
+async def test_created_at_is_the_earliest_execution_whatever_the_arrival_order(
+    stores: Stores,
+) -> None:
+    # turns of different sessions reach the counter in any order; a replay must give the
+    # same document as live processing did
+    for i, at in enumerate((T0 + 30, T0 + 10, T0 + 20)):
+        assert await stores.counter.record_execution(SEED, turn_id=f"t{i}", succeeded=True, at=at)
+    state = await stores.counter.get(WHERE, SEED.pattern_id)
+    assert state is not None
+    assert (state.created_at, state.last_executed) == (T0 + 10, T0 + 30)
+    [record] = await stores.layer.active(WHERE, 10)
+    assert record.created_at == T0 + 10
+
+
 async def test_redelivered_turn_counts_once(stores: Stores) -> None:
     c = stores.counter
     assert await c.record_execution(SEED, turn_id="t1", succeeded=True, at=T0)

@@ -25,8 +25,9 @@ from schemas.scope import Scope
 from services.app import running_groups
 from services.client import MemoryClient
 from services.infra import Endpoints
-from services.offsets import wait_processed
+from services.offsets import start_at_end, wait_processed
 from services.runtime import Runtime, open_runtime
+from tests.support.pipeline import subscriptions
 from tests.support.settings import make_settings
 
 pytestmark = pytest.mark.integration
@@ -130,6 +131,8 @@ async def pipeline(
         retry_backoff_ms=50,
         max_attempts=3,
     )
+    # the topics are shared by the session's tests: start at their ends (see groups_running)
+    await start_at_end(stack.kafka_bootstrap, subscriptions(settings.group_prefix, ["all"]))
     async with (
         running_groups(settings, ["all"], embedder=minilm, broker_logs=False) as rt,
         MemoryClient(stack.kafka_bootstrap, timeout=15) as client,
@@ -337,6 +340,8 @@ async def rules_pipeline(
         session_timeout_ms=2000,
         heartbeat_interval_ms=500,
     )
+    # the topics are shared by the session's tests: start at their ends (see groups_running)
+    await start_at_end(stack.kafka_bootstrap, subscriptions(settings.group_prefix, ["all"]))
     async with (
         running_groups(settings, ["all"], embedder=minilm, broker_logs=False) as rt,
         MemoryClient(stack.kafka_bootstrap, timeout=15) as client,

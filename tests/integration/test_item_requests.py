@@ -105,3 +105,29 @@ async def test_update_re_embeds_and_delete_hides_and_every_change_reaches_pre_tu
     assert deleted.items[0]["status"] == "deleted"
     assert await recall(client, "wes", "How does Wes get to work?", None) == ""
     assert (await client.item("get", item, scope)).not_found
+
+
+async def test_an_expired_update_request_is_not_applied(
+    items: tuple[Runtime, MemoryClient],
+) -> None:
+    """A request whose client stopped waiting is not served: a new group reading the request
+    topic from the beginning must not apply old commands again."""
+    from schemas import topics
+    from schemas.requests import ItemRequest
+    from schemas.scope import Scope
+
+    rt, client = items
+    user = f"wes{time.time_ns()}"
+    item = await remembered(rt, client, user, "Wes parks on level 3.")
+    scope = {"agentWallet": AGENT, "userAddress": user}
+    stale = ItemRequest(scope=Scope.parse(scope), op="update", id=item, content="Level 9.")
+    await client.publish(
+        topics.ITEMS,
+        stale,
+        AGENT,  # the key of every item request of this agent: same partition, served in order
+        reply_to=client.reply_topic,
+        correlation_id="stale-request",
+        deadline=int(time.time() * 1000) - 1,
+    )
+    reply = await client.item("get", item, scope)
+    assert reply.items[0]["content"] == "Wes parks on level 3."

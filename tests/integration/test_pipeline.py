@@ -22,7 +22,8 @@ from schemas.inputs import turn_recorded
 from schemas.requests import ContextReply
 from services.client import MemoryClient
 from services.infra import Endpoints
-from services.offsets import wait_processed
+from services.offsets import start_at_end, wait_processed
+from tests.support.pipeline import subscriptions
 
 pytestmark = pytest.mark.integration
 
@@ -56,6 +57,10 @@ def pipeline(stack: Endpoints, tmp_path_factory: pytest.TempPathFactory) -> Iter
         check=True,
         capture_output=True,
         timeout=120,
+    )
+    # the topics are shared by the session's tests: start at their ends (see groups_running)
+    asyncio.run(
+        start_at_end(stack.kafka_bootstrap, subscriptions(env["MNEMOSTREAM_GROUP_PREFIX"], GROUPS))
     )
     processes: dict[str, subprocess.Popen[bytes]] = {}
     try:

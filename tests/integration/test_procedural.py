@@ -25,10 +25,11 @@ from engine.scoping import TenantFilter
 from services.app import running_groups
 from services.client import MemoryClient
 from services.infra import Endpoints
-from services.offsets import wait_processed
+from services.offsets import start_at_end, wait_processed
 from services.runtime import Runtime
 from tests.support.http_server import Provider, Received, Reply, Responder
 from tests.support.jobs import run_and_wait
+from tests.support.pipeline import subscriptions
 from tests.support.settings import make_settings
 
 pytestmark = pytest.mark.integration
@@ -62,6 +63,8 @@ async def stack_rt(
         archive_encryption_key=base64.b64encode(key).decode(),
     )
     groups = ["transcripts", "patterns", "invalidation", "search", "jobs"]
+    # the topics are shared by the session's tests: start at their ends (see groups_running)
+    await start_at_end(stack.kafka_bootstrap, subscriptions(settings.group_prefix, groups))
     async with (
         running_groups(settings, groups, embedder=minilm, broker_logs=False) as rt,
         MemoryClient(stack.kafka_bootstrap, timeout=15) as client,
@@ -148,12 +151,13 @@ async def test_patterns_extract_recounts_from_transcripts(
     for n in range(3):
         await turn(client, rt, "cy", n, ["fetch_invoice", "send_email"], "completed")
     db = rt.mongo[rt.settings.mongo_db]
-    before = await db["patterns"].find_one({"userAddress": "cy"})
+    cy = {"agentWallet": AGENT, "userAddress": "cy"}  # other tests have users named cy too
+    before = await db["patterns"].find_one(cy)
     assert before is not None
     assert before["executionCount"] == 3
     await db["patterns"].delete_many({})  # counts lost
     record = await run_and_wait(rt, client, "patterns_extract", agentWallet=AGENT)
-    after = await db["patterns"].find_one({"userAddress": "cy"})
+    after = await db["patterns"].find_one(cy)
     assert record["status"] == "completed"
     assert after is not None
     assert after["executionCount"] == 3  # rebuilt exactly, once per turn

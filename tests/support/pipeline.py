@@ -9,11 +9,24 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
-from services.app import running_groups
+from services.app import resolve_groups, running_groups
+from services.asyncapi import CHANNELS
 from services.client import MemoryClient
 from services.infra import Endpoints
+from services.offsets import start_at_end
 from services.runtime import Runtime
 from tests.support.settings import make_settings
+
+
+def subscriptions(group_prefix: str, groups: Sequence[str]) -> list[tuple[str, str]]:
+    """(Kafka group id, topic) of every subscriber of the named groups."""
+    chosen = resolve_groups(groups)
+    return [
+        (f"{group_prefix}.{consumer}", channel.topic)
+        for channel in CHANNELS
+        for consumer in channel.consumers
+        if consumer.split(".")[0] in chosen
+    ]
 
 
 @asynccontextmanager
@@ -22,9 +35,15 @@ async def groups_running(
     minilm: LocalMiniLMEmbedder,
     name: str,
     groups: Sequence[str],
+    *,
+    from_start: bool = False,
     **settings: Any,
 ) -> AsyncIterator[tuple[Runtime, MemoryClient]]:
-    """`groups` of a deployment named `name` (fast group joins, no extractor unless set)."""
+    """`groups` of a deployment named `name` (fast group joins, no extractor unless set).
+
+    The topics are shared by every test of the session, so the groups start at the topics'
+    current ends and see only what the test publishes; `from_start=True` makes them read
+    everything from the beginning, as a new deployment's groups do."""
     tag = uuid.uuid4().hex[:10]
     config = make_settings(
         stack,
@@ -37,6 +56,8 @@ async def groups_running(
             **settings,
         },
     )
+    if not from_start:
+        await start_at_end(stack.kafka_bootstrap, subscriptions(config.group_prefix, groups))
     async with (
         running_groups(config, groups, embedder=minilm, broker_logs=False) as rt,
         MemoryClient(stack.kafka_bootstrap, timeout=15) as client,

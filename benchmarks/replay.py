@@ -1,0 +1,132 @@
+"""Replay rate next to live ingest rate, with the local MiniLM embedder and rule extractor.
+
+    python -m benchmarks.replay                    # from the repo root; starts its own stack
+    python -m benchmarks.replay --turns 1000 --remembers 100
+
+1. **Live ingest:** the writer groups (transcripts, extraction, facts, patterns) run in this
+   process; N turns and M remembers are published as fast as the broker acknowledges them,
+   and the clock stops when every group has committed the last offset of every partition
+   (facts included: they pass through the extraction group and `memory.facts.v1`).
+   Rate = log records (turns + remembers + extracted-facts events) / seconds.
+2. **Replay:** `services.replay.replay` rebuilds the same records into another database
+   under fresh groups. Rate = the same log records / seconds, group joins included.
+3. **Verify:** the rebuilt database is compared with the live one (it must be equal).
+
+Set MNEMOSTREAM_KAFKA_BOOTSTRAP, MNEMOSTREAM_MONGO_URI and MNEMOSTREAM_REDIS_URL to run it
+against servers of your own instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import platform
+import time
+import uuid
+
+from benchmarks.pipeline import endpoints
+from engine.adapters.local_embedder import LocalMiniLMEmbedder
+from schemas import topics
+from services.app import running_groups
+from services.client import MemoryClient
+from services.infra import Endpoints
+from services.offsets import wait_caught_up
+from services.replay import end_offsets, replay
+from services.settings import Settings
+from services.verify import compare
+
+CITIES = ("Porto", "Lisbon", "Madrid", "Oslo", "Tallinn", "Riga", "Ghent")
+GROUPS = ("transcripts", "extraction", "facts", "patterns")
+
+
+def turn(agent: str, n: int, now_ms: int) -> dict[str, object]:
+    return {
+        "agentWallet": agent,
+        "userAddress": f"user{n % 5}",
+        "threadId": f"thread{n % 11}",
+        "userMessage": f"I live in {CITIES[n % len(CITIES)]}. Plan day {n} of my trip please.",
+        "assistantMessage": f"Day {n} is planned: museum in the morning, river walk later.",
+        "toolEvents": [
+            {"name": tool, "status": "success", "timestamp": now_ms + n}
+            for tool in ("search_flights", "book_hotel")[: 1 + n % 2]
+        ],
+        "occurredAt": now_ms - 1000 * n,
+    }
+
+
+async def live_ingest(
+    settings: Settings, ends: Endpoints, agent: str, turns: int, remembers: int
+) -> tuple[int, float]:
+    """(log records, seconds) from the first publish until every group caught up."""
+    model = LocalMiniLMEmbedder.load()
+    async with (
+        running_groups(settings, GROUPS, embedder=model, broker_logs=False) as rt,
+        MemoryClient(ends.kafka_bootstrap, timeout=30) as client,
+    ):
+        before = await end_offsets(ends.kafka_bootstrap)
+        now_ms = int(time.time() * 1000)
+        began = time.monotonic()
+        for n in range(turns):
+            await client.record_turn(turn(agent, n, now_ms))
+        for n in range(remembers):
+            await client.remember(
+                agentWallet=agent, userAddress=f"user{n % 5}", content=f"Prefers seat {n}A."
+            )
+        published = await end_offsets(ends.kafka_bootstrap)
+        for group in ("transcripts", "patterns", "extraction"):
+            await wait_caught_up(
+                ends.kafka_bootstrap, rt.group_id(group), _of(published, topics.TURNS), timeout=900
+            )
+        await wait_caught_up(
+            ends.kafka_bootstrap,
+            rt.group_id("facts.remember"),
+            _of(published, topics.REMEMBER),
+            timeout=900,
+        )
+        facts = _of(await end_offsets(ends.kafka_bootstrap), topics.FACTS)
+        await wait_caught_up(ends.kafka_bootstrap, rt.group_id("facts"), facts, timeout=900)
+        seconds = time.monotonic() - began
+        after = await end_offsets(ends.kafka_bootstrap)
+    records = sum(after[k] - before.get(k, 0) for k in after)
+    return records, seconds
+
+
+def _of(offsets: dict[tuple[str, int], int], topic: str) -> dict[tuple[str, int], int]:
+    return {k: v for k, v in offsets.items() if k[0] == topic}
+
+
+async def main(turns: int, remembers: int) -> None:
+    tag = uuid.uuid4().hex[:8]
+    agent = f"0xbench{tag}"
+    with endpoints() as ends:
+        settings = Settings(
+            kafka_bootstrap=ends.kafka_bootstrap,
+            mongo_uri=ends.mongo_uri,
+            redis_url=ends.redis_url,
+            mongo_db=f"bench_replay_{tag}",
+            group_prefix=f"bench-{tag}",
+            extractor="rules",
+            session_timeout_ms=2000,
+            heartbeat_interval_ms=500,
+        )
+        records, seconds = await live_ingest(settings, ends, agent, turns, remembers)
+        model = LocalMiniLMEmbedder.load()
+        target = f"bench_rebuilt_{tag}"
+        report = await replay(settings, target, embedder=model)
+        checked = await compare(settings, settings.mongo_db, target)
+    print(f"machine: {platform.machine()} {platform.system()}, python {platform.python_version()}")
+    print(f"log: {turns} turns + {remembers} remembers -> {records} records (with facts events)")
+    print(f"live ingest  {records / seconds:8.1f} records/s  ({seconds:6.1f} s, 4 groups)")
+    print(
+        f"replay       {report.rate:8.1f} records/s  ({report.seconds:6.1f} s, "
+        f"{report.records} records, group joins included)"
+    )
+    print(f"verify       {'equal' if checked.equal else 'DIFFERENT'}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--turns", type=int, default=500)
+    parser.add_argument("--remembers", type=int, default=50)
+    args = parser.parse_args()
+    asyncio.run(main(args.turns, args.remembers))

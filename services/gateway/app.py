@@ -1,0 +1,106 @@
+"""The HTTP gateway's app factory: the reference's `/api/memory/...` routes (REFERENCE §13)
+in front of the Kafka services. Writes publish events; reads are request-reply."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from services.client import MemoryClient
+from services.gateway import errors, items, loop, ops, patterns
+from services.gateway.auth import Authenticator
+from services.gateway.models import Health
+from services.infra import read_endpoints
+from services.runtime import NotConfigured
+from services.settings import Settings
+
+PREFIX = "/api/memory"
+
+
+def kafka_bootstrap(settings: Settings) -> str:
+    """The configured Kafka bootstrap, else the local stack's (`mnemostream infra up`)."""
+    if settings.kafka_bootstrap:
+        return settings.kafka_bootstrap
+    local = read_endpoints(settings.state_dir)
+    if local is None:
+        raise NotConfigured(
+            "no Kafka configured: set MNEMOSTREAM_KAFKA_BOOTSTRAP or run `mnemostream infra up`"
+        )
+    return local.kafka_bootstrap
+
+
+def _document_errors(app: FastAPI) -> None:
+    """The OpenAPI document without FastAPI's 422 responses: validation problems are 400
+    `{"error": ...}` here (see `services.gateway.errors`)."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            spec = get_openapi(
+                title=app.title,
+                version=app.version,
+                summary=app.summary,
+                description=app.description,
+                routes=app.routes,
+            )
+            for path in spec.get("paths", {}).values():
+                for operation in path.values():
+                    operation.get("responses", {}).pop("422", None)
+            schemas = spec.get("components", {}).get("schemas", {})
+            for name in ("HTTPValidationError", "ValidationError"):
+                schemas.pop(name, None)
+            app.openapi_schema = spec
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def create_app(settings: Settings, client: MemoryClient | None = None) -> FastAPI:
+    """The gateway. Without `client`, the lifespan opens a `MemoryClient` on the configured
+    Kafka and closes it on shutdown; a given client is used as is (its owner closes it).
+
+    Raises `GatewayNotSecured` when neither API keys nor a JWT secret is configured and
+    `gateway_allow_anonymous` is not set: the gateway does not start open by accident."""
+    auth = Authenticator.from_settings(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if client is not None:
+            app.state.client = client
+            yield
+            return
+        async with MemoryClient(
+            kafka_bootstrap(settings), timeout=settings.request_timeout_seconds
+        ) as own:
+            app.state.client = own
+            yield
+
+    app = FastAPI(
+        title="mnemostream gateway",
+        version="1",
+        summary="Memory for AI agents: the canonical loop, items, patterns, jobs, evals.",
+        description=(
+            "Writes (turns, remember, jobs) are published to Kafka and answered 202 with the "
+            "ids of what will be stored; reads are request-reply over Kafka. Every error is "
+            '`{"error": "<message>"}`. Authenticate with `X-API-Key` or `Authorization: '
+            "Bearer` (an API key or an HS256 JWT; an `agent` claim limits the token to that "
+            "agentWallet)."
+        ),
+        lifespan=lifespan,
+    )
+    app.state.auth = auth
+    errors.install(app)
+    for module in (loop, items, patterns, ops):
+        app.include_router(module.router, prefix=PREFIX)
+
+    _document_errors(app)
+
+    @app.get("/healthz", response_model=Health, tags=["health"])
+    async def healthz() -> Health:
+        """Liveness (no authentication): the process is up and its Kafka client started."""
+        return Health()
+
+    return app

@@ -1,0 +1,96 @@
+"""Shared route helpers: the `MemoryClient` dependency, scopes from bodies and query strings
+(checked against the caller), and reply unwrapping."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from pydantic import BaseModel
+
+from schemas.requests import ALL_LAYERS, AdminReply, ItemReply
+from schemas.scope import Scope, ScopeError
+from services.client import MemoryClient
+from services.gateway.auth import Principal
+from services.gateway.errors import ApiError
+
+
+def memory_client(request: Request) -> MemoryClient:
+    """FastAPI dependency: the gateway's started `MemoryClient`."""
+    client: MemoryClient = request.app.state.client
+    return client
+
+
+Client = Annotated[MemoryClient, Depends(memory_client)]
+
+
+def raw(body: BaseModel) -> dict[str, Any]:
+    """The keys the caller sent (extra keys included), for the loose parsers."""
+    return body.model_dump(exclude_unset=True)
+
+
+def body_scope(caller: Principal, data: dict[str, Any]) -> Scope:
+    """The body's scope (400 with the reference's message), allowed for the caller (403).
+    A caller limited to one agent may omit `agentWallet`: it is filled in."""
+    if caller.agent is not None and not any(
+        data.get(k) for k in ("agentWallet", "agent_id", "agent_wallet")
+    ):
+        data["agentWallet"] = caller.agent
+    scope = Scope.parse(data)
+    caller.allow(scope.agent_wallet)
+    return scope
+
+
+def query_scope(
+    caller: Principal,
+    agent_wallet: str | None,
+    user_address: str | None = None,
+    thread_id: str | None = None,
+    mode: str | None = None,
+    hai_id: str | None = None,
+) -> Scope:
+    """The scope of a GET/DELETE from its query string (same rules as `body_scope`)."""
+    agent = caller.agent_or(agent_wallet)
+    if agent is None:
+        raise ScopeError("agentWallet is required")
+    fields = {
+        "agentWallet": agent,
+        "userAddress": user_address,
+        "threadId": thread_id,
+        "mode": mode,
+        "haiId": hai_id,
+    }
+    return Scope.parse({k: v for k, v in fields.items() if v is not None})
+
+
+def item_rows(reply: ItemReply) -> list[dict[str, Any]]:
+    """The rows of an item reply; 404 / 400 for `not_found` / `error`."""
+    if reply.not_found:
+        raise ApiError(404, reply.error or "item not found")
+    if reply.error:
+        raise ApiError(400, reply.error)
+    return reply.items
+
+
+def admin_result(reply: AdminReply) -> dict[str, Any]:
+    """The result of an admin reply; 404 / 400 for `not_found` / `error`."""
+    if reply.not_found:
+        raise ApiError(404, reply.error or "not found")
+    if reply.error:
+        raise ApiError(400, reply.error)
+    return reply.result or {}
+
+
+def clamp(value: float | None, default: int, low: int, high: int) -> int:
+    """An integer in [low, high]; missing, 0 or not finite ⇒ `default` (the reference's
+    clamp, REFERENCE §6.1)."""
+    if value is None or not math.isfinite(value) or math.floor(value) == 0:
+        return default
+    return max(low, min(high, math.floor(value)))
+
+
+def known_layers(names: list[str] | None) -> list[str]:
+    """The known layer names in the caller's order (unknown ones dropped); none ⇒ all."""
+    chosen: list[str] = [layer for layer in dict.fromkeys(names or ()) if layer in ALL_LAYERS]
+    return chosen or [str(layer) for layer in ALL_LAYERS]

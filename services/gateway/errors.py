@@ -1,0 +1,114 @@
+"""Every gateway error is `{"error": "<message>"}` (REFERENCE §1.2), with a status that says
+whose fault it is:
+
+* 400 - the body or a parameter is invalid (FastAPI's own validation included: never 422),
+  or the memory service answered the request with an error;
+* 401 - no credential, or a wrong one;
+* 403 - a credential limited to one agentWallet asked for another (tenant isolation);
+* 404 - nothing with that id within the caller's scope, or an unknown route;
+* 504 - the memory service did not answer in time (request-reply over Kafka).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ValidationError
+from starlette.exceptions import HTTPException
+
+from engine.errors import InputRejected, NotFound
+from schemas.scope import ScopeError, first_error
+from services.client import RequestFailed
+
+log = logging.getLogger(__name__)
+
+
+class ErrorBody(BaseModel):
+    """Every 4xx/5xx answer of the gateway."""
+
+    error: str
+
+
+class ApiError(HTTPException):
+    """An HTTP error whose `detail` is the message of the `{"error": ...}` body."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(status_code=status, detail=message, headers=headers)
+
+
+def _doc(description: str) -> dict[str, Any]:
+    return {"model": ErrorBody, "description": description}
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    400: _doc("Invalid input, or the memory service rejected the request."),
+    401: _doc("Missing or invalid credentials."),
+    403: _doc("The credential is limited to another agentWallet."),
+    504: _doc("The memory service did not answer in time."),
+}
+"""Error responses every authenticated route can give (for the OpenAPI document)."""
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: _doc("Nothing with this id in your scope.")}
+
+
+def _body(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+def validation_message(exc: RequestValidationError) -> str:
+    """One line for the first problem: `field: what is wrong` (the body's own location
+    prefix and list indexes in the reference's `messages[0].role` form)."""
+    errors = exc.errors()
+    if not errors:
+        return "invalid request"
+    err = errors[0]
+    if err.get("type") == "json_invalid":
+        return "request body is not valid JSON"
+    parts: list[str] = []
+    for part in err.get("loc", ())[1:] if err.get("loc", ("",))[0] == "body" else err["loc"]:
+        if isinstance(part, int):
+            parts[-1:] = [f"{parts[-1] if parts else ''}[{part}]"]
+        else:
+            parts.append(str(part))
+    where = ".".join(parts)
+    msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+    if err.get("type") == "missing" and not where:
+        return "a JSON object body is required"
+    return f"{where}: {msg}" if where else msg
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers that turn every error into `{"error": ...}`."""
+
+    async def http_error(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, HTTPException)  # noqa: S101 - registered for this type
+        message = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)
+        return _body(exc.status_code, message, exc.headers)
+
+    async def invalid(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)  # noqa: S101
+        return _body(400, validation_message(exc))
+
+    async def rejected(_: Request, exc: Exception) -> JSONResponse:
+        if isinstance(exc, ValidationError):
+            return _body(400, first_error(exc))
+        return _body(400, str(exc))
+
+    async def not_found(_: Request, exc: Exception) -> JSONResponse:
+        return _body(404, str(exc))
+
+    async def timed_out(request: Request, _: Exception) -> JSONResponse:
+        log.warning("request-reply timed out: %s %s", request.method, request.url.path)
+        return _body(504, "the memory service did not answer in time; retry later")
+
+    app.add_exception_handler(HTTPException, http_error)
+    app.add_exception_handler(RequestValidationError, invalid)
+    for kind in (ScopeError, InputRejected, RequestFailed, ValidationError):
+        app.add_exception_handler(kind, rejected)
+    app.add_exception_handler(NotFound, not_found)
+    app.add_exception_handler(TimeoutError, timed_out)

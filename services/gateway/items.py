@@ -1,0 +1,140 @@
+"""Raw layer search and the item lifecycle (REFERENCE §11, §13.2), request-reply over Kafka.
+
+Every item operation runs inside the caller's explicit scope: `agentWallet` is required (a
+token limited to one agent fills it in) and a scope without `userAddress` reaches only
+agent-level items (fixes §16.3, where get/update/delete worked by id alone). An item outside
+the scope is 404, exactly like a missing one.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+
+from engine.filters import parse_filters
+from schemas.scope import ScopeError, clean_str
+from services.gateway.auth import Caller
+from services.gateway.deps import (
+    Client,
+    body_scope,
+    clamp,
+    item_rows,
+    known_layers,
+    query_scope,
+    raw,
+)
+from services.gateway.errors import ERRORS, NOT_FOUND
+from services.gateway.models import (
+    ConflictResolved,
+    ItemDeleted,
+    ItemPatchBody,
+    ItemResponse,
+    ItemUpdated,
+    LayerSearchBody,
+    LayerSearchResponse,
+    ResolveBody,
+)
+
+router = APIRouter(tags=["items"], responses=ERRORS)
+
+ItemId = Annotated[str, Path(min_length=1, max_length=200, description="The item's id.")]
+AgentQuery = Annotated[
+    str | None,
+    Query(alias="agentWallet", max_length=256, description="Required unless the token names one."),
+]
+UserQuery = Annotated[str | None, Query(alias="userAddress", max_length=256)]
+
+
+@router.post("/layers/search", response_model=LayerSearchResponse)
+async def search_layers(
+    body: LayerSearchBody, client: Client, caller: Caller
+) -> LayerSearchResponse:
+    """Raw hits per layer, no packing: `{query, layers, totals}`. `limit` is per layer and
+    clamped to 1-20 (the reference left it unbounded, §16.29); unknown layers are dropped."""
+    data = raw(body)
+    scope = body_scope(caller, data)
+    parse_filters(scope.filters)
+    query = clean_str(data.get("query"))
+    if query is None:
+        raise ScopeError("query is required")
+    reply = await client.search_layers(
+        query,
+        scope,
+        layers=known_layers(body.layers),
+        limit=clamp(body.limit, 5, 1, 20),
+    )
+    return LayerSearchResponse(
+        query=reply.query, layers=reply.layers, totals=reply.totals, cached=reply.cached
+    )
+
+
+@router.post("/items/search", response_model=LayerSearchResponse)
+async def search_items(
+    body: LayerSearchBody, client: Client, caller: Caller
+) -> LayerSearchResponse:
+    """The same raw layer search (the reference's alias of /layers/search)."""
+    return await search_layers(body, client, caller)
+
+
+@router.get("/items/{id}", response_model=ItemResponse, responses=NOT_FOUND)
+async def get_item(
+    id: ItemId,
+    client: Client,
+    caller: Caller,
+    agent_wallet: AgentQuery = None,
+    user_address: UserQuery = None,
+) -> ItemResponse:
+    """One active item: `{item}` (deleted and superseded items are 404)."""
+    scope = query_scope(caller, agent_wallet, user_address)
+    return ItemResponse(item=item_rows(await client.item("get", id, scope))[0])
+
+
+@router.patch("/items/{id}", response_model=ItemUpdated, responses=NOT_FOUND)
+async def update_item(
+    id: ItemId,
+    body: ItemPatchBody,
+    client: Client,
+    caller: Caller,
+) -> ItemUpdated:
+    """Update content (re-embedded), metadata (merged), retention, confidence or status:
+    `{updated, item}`."""
+    data = raw(body)
+    scope = body_scope(caller, data)
+    fields = {k: data[k] for k in ("content", "retention", "confidence", "status") if k in data}
+    reply = await client.item("update", id, scope, metadata=data.get("metadata"), **fields)
+    return ItemUpdated(updated=True, item=item_rows(reply)[0])
+
+
+@router.delete("/items/{id}", response_model=ItemDeleted, responses=NOT_FOUND)
+async def delete_item(
+    id: ItemId,
+    client: Client,
+    caller: Caller,
+    agent_wallet: AgentQuery = None,
+    user_address: UserQuery = None,
+    hard_delete: Annotated[bool, Query(alias="hardDelete")] = False,
+) -> ItemDeleted:
+    """Soft delete (status `deleted`, hidden everywhere) or, with `hardDelete=true`, remove."""
+    scope = query_scope(caller, agent_wallet, user_address)
+    rows = item_rows(await client.item("delete", id, scope, hard=hard_delete))
+    return ItemDeleted(deleted=True, hardDeleted=hard_delete, item=rows[0] if rows else None)
+
+
+@router.post("/conflicts/{id}/resolve", response_model=ConflictResolved, responses=NOT_FOUND)
+async def resolve_conflict(
+    id: ItemId,
+    body: ResolveBody,
+    client: Client,
+    caller: Caller,
+) -> ConflictResolved:
+    """Resolve a conflict on an item: `resolution` ∈ supersede, keep, merge, ignore (else
+    400): `{resolved, memoryId, items}` (`items`: the rows after the resolution)."""
+    data = raw(body)
+    scope = body_scope(caller, data)
+    resolution = clean_str(data.get("resolution"))
+    if resolution is None:
+        raise ScopeError("resolution is required (supersede, keep, merge or ignore)")
+    fields = {"winning_id": data.get("winningMemoryId"), "reason": data.get("reason")}
+    reply = await client.item("resolve", id, scope, resolution=resolution, **fields)
+    return ConflictResolved(resolved=True, memoryId=id, items=item_rows(reply))

@@ -1,0 +1,173 @@
+"""The canonical loop (REFERENCE §13.1): pre_turn is request-reply over Kafka; post_turn and
+remember are validated here and published, answering 202 with the ids of what will be
+written (the consumer groups write it; nothing is stored before the answer)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Response
+
+from engine.filters import parse_filters
+from engine.remember import fact_hash
+from schemas.inputs import context_request, memory_remembered, turn_recorded
+from schemas.requests import ContextReply
+from schemas.scope import ScopeError
+from services import client as sdk
+from services.gateway.auth import Caller, Principal
+from services.gateway.deps import Client, body_scope, raw
+from services.gateway.errors import ERRORS
+from services.gateway.models import (
+    ContextBody,
+    ContextItemOut,
+    ContextResponse,
+    ContextUsageOut,
+    LoopBody,
+    Position,
+    RememberAccepted,
+    RememberBody,
+    RememberedMemory,
+    TurnAccepted,
+    TurnBody,
+    Workflow,
+)
+
+router = APIRouter(tags=["loop"], responses=ERRORS)
+
+STEPS = {
+    "pre_turn": "pre_turn",
+    "context": "pre_turn",
+    "post_turn": "post_turn",
+    "record_turn": "post_turn",
+    "remember": "remember",
+    "save": "remember",
+}
+"""Accepted `step`/`op` values of POST /loop and the step each one means."""
+
+
+def _position(at: sdk.Position) -> Position:
+    return Position(topic=at.topic, partition=at.partition, offset=at.offset)
+
+
+def context_response(reply: ContextReply) -> ContextResponse:
+    usage = reply.context_usage
+    return ContextResponse(
+        workflow=Workflow(step="pre_turn", next=["post_turn", "remember"]),
+        contextId=reply.context_id,
+        prompt=reply.prompt,
+        items=[
+            ContextItemOut(
+                layer=i.layer,
+                text=i.text,
+                id=i.id,
+                score=i.score,
+                source=i.source,
+                createdAt=i.created_at,
+            )
+            for i in reply.items
+        ],
+        totals=reply.totals,
+        contextUsage=ContextUsageOut(
+            characters=usage.characters,
+            rawCharacters=usage.raw_characters,
+            budgetCharacters=usage.budget_characters,
+            savedCharactersVsRaw=usage.saved_characters_vs_raw,
+            items=usage.items,
+        )
+        if usage is not None
+        else None,
+        omitted=reply.omitted,
+        raw=reply.raw,
+        cached=reply.cached,
+    )
+
+
+async def assemble(
+    client: sdk.MemoryClient, caller: Principal, data: dict[str, Any]
+) -> ContextResponse:
+    """pre_turn: validate (400), check the tenant (403), ask the search group."""
+    body_scope(caller, data)
+    request = context_request(data)
+    parse_filters(request.scope.filters)
+    return context_response(await client.context(request.query, data))
+
+
+async def record(client: sdk.MemoryClient, caller: Principal, data: dict[str, Any]) -> TurnAccepted:
+    """post_turn: validate (400), check the tenant (403), publish the `TurnRecorded`."""
+    body_scope(caller, data)
+    event = turn_recorded(data)
+    at = await client.publish_turn(event)
+    return TurnAccepted(
+        workflow=Workflow(step="post_turn", next=["pre_turn", "remember"]),
+        eventId=event.event_id,
+        sessionId=event.session_id,
+        threadId=event.thread_id,
+        turnId=event.turn_id,
+        position=_position(at),
+    )
+
+
+async def remember(
+    client: sdk.MemoryClient, caller: Principal, data: dict[str, Any]
+) -> RememberAccepted:
+    """remember: validate (400), check the tenant (403), publish the `MemoryRemembered`.
+    `memory.id` is the fact's item id: remembering the same fact again names the same item."""
+    body_scope(caller, data)
+    event = memory_remembered(data)
+    at = await client.publish_remember(event)
+    s = event.scope
+    item_id = "fact_" + fact_hash(s.agent_wallet, s.user_address, event.content, s.mode, s.hai_id)
+    return RememberAccepted(
+        workflow=Workflow(step="remember", next=["pre_turn", "post_turn"]),
+        eventId=event.event_id,
+        memory=RememberedMemory(
+            id=item_id,
+            text=event.content,
+            type=event.type,
+            retention=event.retention,
+            confidence=event.confidence,
+        ),
+        position=_position(at),
+    )
+
+
+@router.post("/context/assemble", response_model=ContextResponse)
+async def assemble_context(body: ContextBody, client: Client, caller: Caller) -> ContextResponse:
+    """pre_turn: the packed Memory context for a query (REFERENCE §6)."""
+    return await assemble(client, caller, raw(body))
+
+
+@router.post("/turns/record", response_model=TurnAccepted, status_code=202)
+async def record_turn(body: TurnBody, client: Client, caller: Caller) -> TurnAccepted:
+    """post_turn: accepted for asynchronous processing (transcript, working memory, turn
+    vector, facts, patterns are written by the consumer groups)."""
+    return await record(client, caller, raw(body))
+
+
+@router.post("/remember", response_model=RememberAccepted, status_code=202)
+async def remember_fact(body: RememberBody, client: Client, caller: Caller) -> RememberAccepted:
+    """remember: an explicit fact, accepted for asynchronous storage."""
+    return await remember(client, caller, raw(body))
+
+
+@router.post(
+    "/loop",
+    response_model=ContextResponse | TurnAccepted | RememberAccepted,
+    responses={202: {"model": TurnAccepted | RememberAccepted, "description": "A write step."}},
+)
+async def loop(
+    body: LoopBody, response: Response, client: Client, caller: Caller
+) -> ContextResponse | TurnAccepted | RememberAccepted:
+    """One loop step by name (`step` or `op`): pre_turn answers 200, the writes 202."""
+    data = raw(body)
+    name = data.pop("step", None)
+    alias = data.pop("op", None)
+    step = STEPS.get(name if isinstance(name, str) else alias if isinstance(alias, str) else "")
+    if step is None:
+        raise ScopeError("step must be pre_turn, post_turn, or remember")
+    if step == "pre_turn":
+        return await assemble(client, caller, data)
+    response.status_code = 202
+    if step == "post_turn":
+        return await record(client, caller, data)
+    return await remember(client, caller, data)

@@ -1,0 +1,367 @@
+"""The gateway's documented request and response shapes (the OpenAPI document).
+
+Request bodies are the reference's loose JSON (REFERENCE §1.1, §6.1, §7.1, §7.4): every key
+is optional here and unknown keys are kept, because aliases (`agent_id`, `user_id`, …) and
+"first present wins" rules are applied afterwards by `schemas.inputs`, which raises the
+reference's 400 messages. A key of the wrong JSON type is a 400 already at this level.
+Responses use the reference's camelCase keys.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+WORKFLOW_VERSION = "compose.agent_memory.v1"
+
+
+class _Loose(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+
+class _Reply(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+
+# --- request bodies ------------------------------------------------------------------------
+
+
+class ScopeBody(_Loose):
+    """The tenant scope (REFERENCE §1.1): `agentWallet` (or `agent_id`) is required."""
+
+    agentWallet: str | None = Field(default=None, description="Required (alias agent_id).")
+    agent_id: str | None = None
+    userAddress: str | None = Field(default=None, description="Alias user_id.")
+    user_id: str | None = None
+    threadId: str | None = Field(default=None, description="Aliases thread_id, runId, run_id.")
+    thread_id: str | None = None
+    runId: str | None = None
+    run_id: str | None = None
+    mode: str | None = Field(default=None, description='"global" or "local" (else ignored).')
+    haiId: str | None = Field(default=None, description="Required when mode is local.")
+    hai_id: str | None = None
+    filters: dict[str, Any] | None = Field(default=None, description="Allowlisted filters.")
+    metadata: dict[str, Any] | None = None
+
+
+class ContextBody(ScopeBody):
+    """pre_turn (REFERENCE §6.1); numbers are clamped, not rejected."""
+
+    query: str | None = Field(default=None, description="Required.")
+    layers: list[str] | None = None
+    limit: float | None = None
+    maxItems: float | None = None
+    maxItemChars: float | None = None
+    budget: dict[str, Any] | None = None
+    maxContextCharacters: float | None = None
+    includeRaw: bool | None = None
+    asOf: int | str | None = Field(default=None, description="ISO-8601 or ms since epoch.")
+
+
+class MessageBody(_Loose):
+    role: str | None = Field(default=None, description="user, assistant, system or tool.")
+    content: str | None = None
+    timestamp: int | None = Field(default=None, description="ms since epoch.")
+    toolCalls: list[dict[str, Any]] | None = None
+
+
+class ToolEventBody(_Loose):
+    name: str | None = Field(default=None, description="Required (aliases toolName, tool).")
+    args: dict[str, Any] | None = None
+    status: str | None = None
+    result: str | None = None
+    timestamp: int | None = None
+
+
+class TurnBody(ScopeBody):
+    """post_turn (REFERENCE §7.1): `messages`, or `userMessage` + `assistantMessage`."""
+
+    messages: list[MessageBody] | None = None
+    userMessage: str | None = None
+    assistantMessage: str | None = None
+    toolEvents: list[ToolEventBody] | None = None
+    sessionId: str | None = None
+    turnId: str | None = None
+    contextId: str | None = None
+    summary: str | None = None
+    totalTokens: int | None = None
+    tokenCount: int | None = None
+    modelUsed: str | None = None
+    model: str | None = None
+    contextWindow: int | None = None
+    occurredAt: int | str | None = None
+
+
+class RememberBody(ScopeBody):
+    """remember (REFERENCE §7.4): `content` (alias `fact`) is required."""
+
+    content: str | None = None
+    fact: str | None = None
+    type: str | None = None
+    retention: str | None = None
+    confidence: float | None = None
+    scope: str | None = None
+    conflictPolicy: str | None = None
+    conflict_policy: str | None = None
+    occurredAt: int | str | None = None
+
+
+class LoopBody(_Loose):
+    """One step of the canonical loop plus that step's body (REFERENCE §13.1)."""
+
+    step: str | None = Field(
+        default=None, description="pre_turn|context, post_turn|record_turn, remember|save."
+    )
+    op: str | None = Field(default=None, description="Alias of step.")
+
+
+class LayerSearchBody(ScopeBody):
+    query: str | None = Field(default=None, description="Required.")
+    layers: list[str] | None = None
+    limit: float | None = Field(default=None, description="Per layer, clamped to 1-20.")
+
+
+class ItemPatchBody(ScopeBody):
+    """`metadata` here is merged into the item's metadata."""
+
+    content: str | None = None
+    retention: str | None = None
+    confidence: float | None = None
+    status: str | None = Field(default=None, description="active, superseded or archived.")
+
+
+class ResolveBody(ScopeBody):
+    resolution: str | None = Field(default=None, description="supersede, keep, merge, ignore.")
+    winningMemoryId: str | None = None
+    reason: str | None = None
+
+
+class PromoteBody(ScopeBody):
+    skillName: str | None = Field(default=None, description="Required.")
+    validationData: dict[str, Any] | None = Field(
+        default=None, description="Ignored: validation is recomputed from stored counts."
+    )
+
+
+class ScopeOnlyBody(ScopeBody):
+    pass
+
+
+class JobBody(_Loose):
+    """A maintenance job (REFERENCE §10.6): `type` plus its parameters."""
+
+    type: str | None = Field(
+        default=None,
+        description="consolidate, decay_update, cleanup, patterns_extract or archive_create.",
+    )
+    agentWallet: str | None = None
+    agentWallets: list[str] | None = None
+    windowDays: float | None = None
+    halfLifeDays: float | None = None
+    olderThanDays: float | None = None
+
+
+class EvalCase(_Loose):
+    query: str | None = None
+    expected: str | None = None
+    expectedMemoryId: str | None = None
+
+
+class EvalBody(ScopeBody):
+    """An eval run (REFERENCE §12)."""
+
+    testCases: list[EvalCase] | None = Field(default=None, description="Required.")
+    k: int | None = None
+    limit: int | None = None
+    layers: list[str] | None = None
+
+
+# --- responses -----------------------------------------------------------------------------
+
+
+class Workflow(_Reply):
+    v: str = WORKFLOW_VERSION
+    step: Literal["pre_turn", "post_turn", "remember"]
+    next: list[str]
+
+
+class ContextItemOut(_Reply):
+    layer: str
+    text: str
+    id: str | None = None
+    score: float | None = None
+    source: str | None = None
+    createdAt: int | None = None
+
+
+class ContextUsageOut(_Reply):
+    characters: int
+    rawCharacters: int
+    budgetCharacters: int | None = None
+    savedCharactersVsRaw: int
+    items: int
+
+
+class ContextResponse(_Reply):
+    """REFERENCE §6.6, plus `cached`."""
+
+    workflow: Workflow
+    contextId: str
+    prompt: str | None
+    items: list[ContextItemOut]
+    totals: dict[str, int]
+    contextUsage: ContextUsageOut | None = None
+    omitted: dict[str, int]
+    raw: dict[str, list[dict[str, Any]]] | None = None
+    cached: bool = False
+
+
+class Position(_Reply):
+    """Where the event landed on the log (to wait for a consumer group's progress)."""
+
+    topic: str
+    partition: int
+    offset: int
+
+
+class TurnAccepted(_Reply):
+    """REFERENCE §7.1's answer for an asynchronous write: the ids, `accepted: true`, and no
+    `stored` / `vectorId` (they are written later by the consumer groups)."""
+
+    workflow: Workflow
+    success: bool = True
+    accepted: bool = True
+    eventId: str
+    sessionId: str
+    threadId: str
+    turnId: str
+    position: Position | None = None
+
+
+class RememberedMemory(_Reply):
+    id: str = Field(description="The fact's item id (GET /items/{id} once it is stored).")
+    text: str
+    type: str
+    retention: str | None = None
+    confidence: float
+    status: Literal["queued"] = "queued"
+
+
+class RememberAccepted(_Reply):
+    """REFERENCE §7.4's answer for an asynchronous write: no `graphSaved`/`vectorSaved`
+    (not known yet); `memory.status` is `queued` and `memory.id` is the item id to come."""
+
+    workflow: Workflow
+    success: bool = True
+    accepted: bool = True
+    eventId: str
+    memory: RememberedMemory
+    position: Position | None = None
+
+
+class LayerSearchResponse(_Reply):
+    query: str
+    layers: dict[str, list[dict[str, Any]]]
+    totals: dict[str, int]
+    cached: bool = False
+
+
+class ItemResponse(_Reply):
+    item: dict[str, Any]
+
+
+class ItemUpdated(_Reply):
+    updated: bool
+    item: dict[str, Any]
+
+
+class ItemDeleted(_Reply):
+    deleted: bool
+    hardDeleted: bool
+    item: dict[str, Any] | None = None
+
+
+class ConflictResolved(_Reply):
+    resolved: bool
+    memoryId: str
+    items: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class PatternsResponse(_Reply):
+    patterns: list[dict[str, Any]]
+
+
+class PatternResponse(_Reply):
+    pattern: dict[str, Any]
+
+
+class ValidationResponse(_Reply):
+    valid: bool
+    confidence: float
+    occurrences: int
+    successRate: float
+    toolSequence: list[str]
+
+
+class PromotionResponse(_Reply):
+    skillId: str | None
+    promoted: bool
+    status: Literal["promoted", "already_promoted", "invalid"]
+    validation: ValidationResponse
+    skill: dict[str, Any] | None = None
+
+
+class SkillsResponse(_Reply):
+    skills: list[dict[str, Any]]
+
+
+class SkillResponse(_Reply):
+    skill: dict[str, Any]
+
+
+class JobRecordOut(_Reply):
+    """A job record (REFERENCE §10.6). `status` is `queued` right after POST /jobs (the
+    record appears once the jobs group picks the request up), then running → completed or
+    failed; `data` is the job's result."""
+
+    jobId: str
+    type: str
+    status: Literal["queued", "running", "completed", "failed"]
+    params: dict[str, Any]
+    createdAt: int
+    agentWallet: str | None = None
+    completedAt: int | None = None
+    attempts: int = 0
+    data: dict[str, Any] | None = None
+    error: str | None = None
+    errorType: str | None = None
+    eventId: str | None = None
+
+
+class StatsResponse(_Reply):
+    """REFERENCE §13.2 over active rows; times in ms since epoch (null without rows)."""
+
+    agentWallet: str
+    userAddress: str | None = None
+    totalVectors: int
+    totalTranscripts: int
+    avgDecayScore: float
+    oldestVector: int | None
+    newestVector: int | None
+    byType: dict[str, int]
+
+
+class EvalRun(_Reply):
+    evalRunId: str
+    status: str
+    scores: dict[str, Any]
+    results: list[dict[str, Any]]
+
+
+class EvalRuns(_Reply):
+    runs: list[EvalRun]
+
+
+class Health(_Reply):
+    status: Literal["ok"] = "ok"

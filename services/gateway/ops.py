@@ -1,0 +1,139 @@
+"""Maintenance jobs, stats and evals (REFERENCE §10.6, §12, §13.2).
+
+* POST /jobs publishes a `JobRequested` to `memory.jobs.v1` and answers 202 with the queued
+  record (`status: "queued"`); the jobs group runs it (always asynchronously: the reference's
+  inline execution inside the HTTP request, §16.29, is not offered). GET /jobs/{jobId} reads
+  the record, 404 until the jobs group has picked the request up. A credential limited to one
+  agent may run jobs only for that agent, and never `cleanup` (it spans every tenant).
+* GET /stats/{agentWallet}: counts over the agent's active rows (`userAddress` narrows them
+  to one user); no content.
+* Evals are run, stored and listed by the admin group (`services.evals`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+
+from engine.jobs import JOB_TYPES
+from schemas import topics
+from schemas.events import JobRequested
+from schemas.inputs import to_ms
+from schemas.scope import Scope, ScopeError
+from services.admin import job_agents
+from services.gateway.auth import Caller
+from services.gateway.deps import Client, admin_result, body_scope, clamp, query_scope, raw
+from services.gateway.errors import ERRORS, NOT_FOUND, ApiError
+from services.gateway.models import (
+    EvalBody,
+    EvalRun,
+    EvalRuns,
+    JobBody,
+    JobRecordOut,
+    StatsResponse,
+)
+
+router = APIRouter(tags=["operations"], responses=ERRORS)
+
+EVAL_TIMEOUT_SECONDS = 60.0
+"""An eval runs one search per test case: it may take longer than a single read."""
+
+AgentQuery = Annotated[
+    str | None,
+    Query(alias="agentWallet", max_length=256, description="Required unless the token names one."),
+]
+
+
+@router.post("/jobs", response_model=JobRecordOut, status_code=202)
+async def create_job(body: JobBody, client: Client, caller: Caller) -> JobRecordOut:
+    """Queue a maintenance job: the record with `status: "queued"` and its `jobId`."""
+    params = raw(body)
+    job_type = params.pop("type", None)
+    params.pop("execution", None)
+    if job_type not in JOB_TYPES:
+        raise ScopeError(f"type must be one of {', '.join(JOB_TYPES)}")
+    if caller.agent is not None:
+        if job_type == "cleanup":
+            raise ApiError(403, "cleanup spans every tenant: it needs an unrestricted credential")
+        for agent in job_agents(params):
+            caller.allow(agent)
+        if not job_agents(params):
+            params["agentWallet"] = caller.agent
+    event = JobRequested.model_validate({"type": job_type, "params": params})
+    await client.publish(topics.JOBS, event, event.type)
+    agents = job_agents(params)
+    return JobRecordOut(
+        jobId=event.job_id,
+        type=event.type,
+        status="queued",
+        params=params,
+        createdAt=to_ms(event.occurred_at),
+        agentWallet=agents[0] if len(agents) == 1 else None,
+        eventId=event.event_id,
+    )
+
+
+@router.get("/jobs/{jobId}", response_model=JobRecordOut, responses=NOT_FOUND)
+async def get_job(
+    job_id: Annotated[str, Path(alias="jobId", min_length=1, max_length=128)],
+    client: Client,
+    caller: Caller,
+    agent_wallet: AgentQuery = None,
+) -> JobRecordOut:
+    """The job record (running, completed with `data`, or failed with `error`). With
+    `agentWallet` (or a token naming an agent) only a job for that agent is found."""
+    agent = caller.agent_or(agent_wallet)
+    scope = Scope.parse({"agentWallet": agent}) if agent is not None else None
+    reply = await client.admin("jobs.get", scope, id=job_id)
+    return JobRecordOut.model_validate(admin_result(reply))
+
+
+@router.get("/stats/{agentWallet}", response_model=StatsResponse)
+async def stats(
+    agent_wallet: Annotated[str, Path(alias="agentWallet", min_length=1, max_length=256)],
+    client: Client,
+    caller: Caller,
+    user_address: Annotated[str | None, Query(alias="userAddress", max_length=256)] = None,
+) -> StatsResponse:
+    """`{totalVectors, totalTranscripts, avgDecayScore, oldestVector, newestVector, byType}`
+    over active rows (`byType`: rows per source)."""
+    scope = query_scope(caller, agent_wallet, user_address)
+    reply = await client.admin("stats", scope)
+    return StatsResponse.model_validate(admin_result(reply))
+
+
+@router.post("/evals/runs", response_model=EvalRun)
+async def run_eval(body: EvalBody, client: Client, caller: Caller) -> EvalRun:
+    """Run and store a retrieval eval (REFERENCE §12): `{evalRunId, status, scores, results,
+    …}`. Scope aliases are honoured (the reference ignored them, §16.28)."""
+    data = raw(body)
+    scope = body_scope(caller, data)
+    reply = await client.admin("evals.run", scope, body=data, timeout=EVAL_TIMEOUT_SECONDS)
+    return EvalRun.model_validate(admin_result(reply))
+
+
+@router.get("/evals/runs", response_model=EvalRuns)
+async def list_evals(
+    client: Client,
+    caller: Caller,
+    agent_wallet: AgentQuery = None,
+    limit: Annotated[int, Query(description="1-100 (clamped), default 20.")] = 20,
+) -> EvalRuns:
+    """The agent's stored runs, newest first: `{runs}`."""
+    scope = query_scope(caller, agent_wallet)
+    reply = await client.admin("evals.list", scope, limit=clamp(limit, 20, 1, 100))
+    return EvalRuns.model_validate(admin_result(reply))
+
+
+@router.get("/evals/runs/{id}", response_model=EvalRun, responses=NOT_FOUND)
+async def get_eval(
+    id: Annotated[str, Path(min_length=1, max_length=200)],
+    client: Client,
+    caller: Caller,
+    agent_wallet: AgentQuery = None,
+) -> EvalRun:
+    """One stored run of the agent (another agent's run is 404)."""
+    scope = query_scope(caller, agent_wallet)
+    reply = await client.admin("evals.get", scope, id=id)
+    return EvalRun.model_validate(admin_result(reply))

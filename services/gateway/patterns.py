@@ -1,0 +1,136 @@
+"""Patterns and skills (REFERENCE §9, §13.3), request-reply over `memory.admin.v1`.
+
+Reads see the scope's own patterns plus the agent's user-less ones; promotion acts on the
+scope's own patterns only. Differences from the reference: validating an unknown pattern is
+404 (not an all-zero result), and promotion recomputes validation from the stored counts
+(the body's `validationData` is ignored, §16.19) and is idempotent (one skill per pattern);
+an invalid pattern answers 200 with `promoted: false, status: "invalid"`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+
+from schemas.scope import ScopeError, clean_str
+from services.gateway.auth import Caller
+from services.gateway.deps import Client, admin_result, body_scope, clamp, query_scope, raw
+from services.gateway.errors import ERRORS, NOT_FOUND
+from services.gateway.models import (
+    PatternResponse,
+    PatternsResponse,
+    PromoteBody,
+    PromotionResponse,
+    ScopeOnlyBody,
+    SkillResponse,
+    SkillsResponse,
+    ValidationResponse,
+)
+
+router = APIRouter(tags=["patterns"], responses=ERRORS)
+
+Id = Annotated[str, Path(min_length=1, max_length=200)]
+AgentQuery = Annotated[
+    str | None,
+    Query(alias="agentWallet", max_length=256, description="Required unless the token names one."),
+]
+UserQuery = Annotated[str | None, Query(alias="userAddress", max_length=256)]
+LimitQuery = Annotated[int, Query(description="1-100 (clamped), default 20.")]
+
+
+@router.get("/patterns", response_model=PatternsResponse)
+async def list_patterns(
+    client: Client,
+    caller: Caller,
+    agent_wallet: AgentQuery = None,
+    user_address: UserQuery = None,
+    pattern_type: Annotated[str | None, Query(alias="patternType", max_length=64)] = None,
+    min_success_rate: Annotated[float | None, Query(alias="minSuccessRate", ge=0, le=1)] = None,
+    limit: LimitQuery = 20,
+) -> PatternsResponse:
+    """`{patterns}`: success rate↓, executions↓, last executed↓."""
+    scope = query_scope(caller, agent_wallet, user_address)
+    reply = await client.admin(
+        "patterns.list",
+        scope,
+        limit=clamp(limit, 20, 1, 100),
+        pattern_type=pattern_type,
+        min_success_rate=min_success_rate,
+    )
+    return PatternsResponse.model_validate(admin_result(reply))
+
+
+@router.get("/patterns/{id}", response_model=PatternResponse, responses=NOT_FOUND)
+async def get_pattern(
+    id: Id,
+    client: Client,
+    caller: Caller,
+    agent_wallet: AgentQuery = None,
+    user_address: UserQuery = None,
+) -> PatternResponse:
+    """`{pattern}`."""
+    scope = query_scope(caller, agent_wallet, user_address)
+    reply = await client.admin("patterns.get", scope, id=id)
+    return PatternResponse.model_validate(admin_result(reply))
+
+
+@router.post("/patterns/{id}/validate", response_model=ValidationResponse, responses=NOT_FOUND)
+async def validate_pattern(
+    id: Id,
+    body: ScopeOnlyBody,
+    client: Client,
+    caller: Caller,
+) -> ValidationResponse:
+    """REFERENCE §9.2: `{valid, confidence, occurrences, successRate, toolSequence}`."""
+    scope = body_scope(caller, raw(body))
+    reply = await client.admin("patterns.validate", scope, id=id)
+    return ValidationResponse.model_validate(admin_result(reply))
+
+
+@router.post("/patterns/{id}/promote", response_model=PromotionResponse, responses=NOT_FOUND)
+async def promote_pattern(
+    id: Id,
+    body: PromoteBody,
+    client: Client,
+    caller: Caller,
+) -> PromotionResponse:
+    """Promote a valid pattern to a skill: `{skillId, promoted, status, validation, skill}`."""
+    data = raw(body)
+    scope = body_scope(caller, data)
+    name = clean_str(data.get("skillName"))
+    if name is None:
+        raise ScopeError("skillName is required")
+    reply = await client.admin("patterns.promote", scope, id=id, name=name)
+    return PromotionResponse.model_validate(admin_result(reply))
+
+
+@router.get("/skills", response_model=SkillsResponse)
+async def list_skills(
+    client: Client,
+    caller: Caller,
+    agent_wallet: AgentQuery = None,
+    user_address: UserQuery = None,
+    category: Annotated[str | None, Query(max_length=64)] = None,
+    limit: LimitQuery = 20,
+) -> SkillsResponse:
+    """`{skills}`: success rate↓, usage↓, created↓."""
+    scope = query_scope(caller, agent_wallet, user_address)
+    reply = await client.admin(
+        "skills.list", scope, limit=clamp(limit, 20, 1, 100), category=category
+    )
+    return SkillsResponse.model_validate(admin_result(reply))
+
+
+@router.get("/skills/{id}", response_model=SkillResponse, responses=NOT_FOUND)
+async def get_skill(
+    id: Id,
+    client: Client,
+    caller: Caller,
+    agent_wallet: AgentQuery = None,
+    user_address: UserQuery = None,
+) -> SkillResponse:
+    """`{skill}`."""
+    scope = query_scope(caller, agent_wallet, user_address)
+    reply = await client.admin("skills.get", scope, id=id)
+    return SkillResponse.model_validate(admin_result(reply))

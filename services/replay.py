@@ -1,0 +1,207 @@
+"""Rebuild memory from the log: the writer groups re-read the turn, remember and facts topics
+from the beginning into a target database.
+
+* **Fresh groups, resumable.** The replay's consumer groups are named by a prefix recorded in
+  the target database (`replay_state`), so running the same replay again resumes from the
+  groups' committed offsets; `fresh=True` drops the target first and starts new groups.
+* **Bounded.** The end offsets of every source partition are read when the replay starts;
+  it is done when each group has committed up to them. Events published later are left to the
+  live groups.
+* **Same documents.** The writers are the live groups' own code (transcripts, patterns,
+  facts); facts come from the recorded `FactsExtracted` events, so the model is not re-run and
+  the same log gives the same documents. Natural `_id`s make every write an idempotent upsert.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from pymongo import AsyncMongoClient
+
+from engine.ports import Embedder
+from schemas import topics
+from services import facts, patterns, transcripts
+from services.app import running_groups
+from services.offsets import committed
+from services.runtime import endpoints
+from services.settings import Settings
+
+STATE = "replay_state"
+"""Collection in the target database holding the replay's group prefix."""
+
+SOURCES: tuple[tuple[str, str], ...] = (
+    (transcripts.GROUP, topics.TURNS),
+    (patterns.GROUP, topics.TURNS),
+    (f"{facts.GROUP}.remember", topics.REMEMBER),
+    (facts.GROUP, topics.FACTS),
+)
+"""(consumer group suffix, topic) of every writer the replay runs."""
+
+WRITER_GROUPS = (transcripts.GROUP, patterns.GROUP, facts.GROUP)
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """One source partition of one replay group: where it started, is, and must reach."""
+
+    group: str
+    topic: str
+    partition: int
+    start: int
+    current: int
+    end: int
+
+    @property
+    def done(self) -> int:
+        return max(0, min(self.current, self.end) - self.start)
+
+    @property
+    def total(self) -> int:
+        return max(0, self.end - self.start)
+
+
+@dataclass(slots=True)
+class Progress:
+    """Every position, refreshed while the replay runs."""
+
+    positions: list[Position] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def done(self) -> int:
+        return sum(p.done for p in self.positions)
+
+    @property
+    def total(self) -> int:
+        return sum(p.total for p in self.positions)
+
+    @property
+    def finished(self) -> bool:
+        return all(p.current >= p.end for p in self.positions)
+
+    def records(self) -> int:
+        """Log records replayed: each topic counted once (two groups read the turns)."""
+        by_topic: dict[str, int] = {}
+        for group, topic in SOURCES:
+            count = sum(p.done for p in self.positions if p.group.endswith(f".{group}"))
+            by_topic[topic] = min(by_topic.get(topic, count), count)
+        return sum(by_topic.values())
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayReport:
+    target_db: str
+    group_prefix: str
+    records: int
+    seconds: float
+
+    @property
+    def rate(self) -> float:
+        """Log records per second."""
+        return self.records / self.seconds if self.seconds > 0 else 0.0
+
+
+async def end_offsets(bootstrap: str) -> dict[tuple[str, int], int]:
+    """The next offset of every partition of the source topics, now (the partitions are
+    read from the broker's metadata: a topic created elsewhere may have another count)."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        await consumer.topics()  # refreshes the cluster metadata
+        partitions = [
+            TopicPartition(topic, n)
+            for topic in dict.fromkeys(t for _, t in SOURCES)
+            for n in sorted(consumer.partitions_for_topic(topic) or ())
+        ]
+        ends = await consumer.end_offsets(partitions)
+    finally:
+        await consumer.stop()
+    return {(tp.topic, tp.partition): offset for tp, offset in ends.items()}
+
+
+async def group_prefix(settings: Settings, target_db: str, *, fresh: bool) -> str:
+    """The replay's group prefix, recorded in the target database (dropped first if `fresh`)."""
+    mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
+        endpoints(settings).mongo_uri, retryWrites=False
+    )
+    try:
+        if fresh:
+            await mongo.drop_database(target_db)
+        state = mongo[target_db][STATE]
+        found = await state.find_one({"_id": "replay"})
+        if found is not None:
+            return str(found["groupPrefix"])
+        prefix = f"{settings.group_prefix}-replay-{target_db}-{uuid.uuid4().hex[:8]}"
+        await state.insert_one({"_id": "replay", "groupPrefix": prefix})
+        return prefix
+    finally:
+        await mongo.close()
+
+
+async def positions(
+    bootstrap: str,
+    prefix: str,
+    ends: dict[tuple[str, int], int],
+    starts: dict[tuple[str, str, int], int] | None = None,
+) -> list[Position]:
+    """Where each replay group stands on each source partition (committed offsets)."""
+    found: list[Position] = []
+    for group, topic in SOURCES:
+        group_id = f"{prefix}.{group}"
+        parts = [TopicPartition(t, n) for t, n in sorted(ends) if t == topic]
+        done = await committed(bootstrap, group_id, parts)
+        for tp in parts:
+            current = max(done.get((topic, tp.partition), -1), 0)
+            start = current if starts is None else starts[(group_id, topic, tp.partition)]
+            end = ends[(topic, tp.partition)]
+            found.append(Position(group_id, topic, tp.partition, start, current, end))
+    return found
+
+
+async def replay(
+    settings: Settings,
+    target_db: str,
+    *,
+    fresh: bool = False,
+    agents: Sequence[str] = (),
+    embedder: Embedder | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    poll_seconds: float = 0.5,
+) -> ReplayReport:
+    """Replay the log into `target_db` until every source partition is caught up with where
+    it ended when the replay started. `agents` limits the rebuild to those tenants."""
+    bootstrap = endpoints(settings).kafka_bootstrap
+    prefix = await group_prefix(settings, target_db, fresh=fresh)
+    ends = await end_offsets(bootstrap)
+    first = await positions(bootstrap, prefix, ends)
+    starts = {(p.group, p.topic, p.partition): p.current for p in first}
+    progress = Progress(first)
+    target = settings.model_copy(
+        update={
+            "mongo_db": target_db,
+            "group_prefix": prefix,
+            "only_agents": list(agents),
+            # the live deployment's Redis keys: embeddings are cached by model and text, so
+            # a rebuild with the same model reuses them (another model misses, as it must)
+            "cache_prefix": settings.cache_prefix or settings.mongo_db,
+        }
+    )
+    began = time.monotonic()
+    if not progress.finished:
+        async with running_groups(target, WRITER_GROUPS, embedder=embedder, broker_logs=False):
+            while True:
+                progress.positions = await positions(bootstrap, prefix, ends, starts)
+                if on_progress is not None:
+                    on_progress(progress)
+                if progress.finished:
+                    break
+                await asyncio.sleep(poll_seconds)
+    elif on_progress is not None:
+        on_progress(progress)
+    return ReplayReport(target_db, prefix, progress.records(), time.monotonic() - began)

@@ -1,0 +1,123 @@
+"""Authentication over real HTTP: every route but /healthz is 401 without (or with a wrong)
+credential; JWTs work, a wrong secret is 401, and a token's `agent` claim confines it to that
+agentWallet (403 for any other)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from tests.gateway.conftest import PREFIX, Gateway, agent, until
+from tests.gateway.test_gateway_loop import remember
+
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="package")]
+
+BODY = {"agentWallet": "0xa", "query": "q", "content": "c", "type": "cleanup"}
+ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
+    ("POST", "/context/assemble", BODY),
+    ("POST", "/turns/record", BODY),
+    ("POST", "/remember", BODY),
+    ("POST", "/loop", {**BODY, "step": "pre_turn"}),
+    ("POST", "/layers/search", BODY),
+    ("POST", "/items/search", BODY),
+    ("GET", "/items/x?agentWallet=0xa", None),
+    ("PATCH", "/items/x", BODY),
+    ("DELETE", "/items/x?agentWallet=0xa", None),
+    ("POST", "/conflicts/x/resolve", {**BODY, "resolution": "keep"}),
+    ("GET", "/patterns?agentWallet=0xa", None),
+    ("GET", "/patterns/x?agentWallet=0xa", None),
+    ("POST", "/patterns/x/validate", BODY),
+    ("POST", "/patterns/x/promote", {**BODY, "skillName": "s"}),
+    ("GET", "/skills?agentWallet=0xa", None),
+    ("GET", "/skills/x?agentWallet=0xa", None),
+    ("POST", "/jobs", BODY),
+    ("GET", "/jobs/x", None),
+    ("POST", "/evals/runs", {**BODY, "testCases": [{"query": "q", "expected": "e"}]}),
+    ("GET", "/evals/runs?agentWallet=0xa", None),
+    ("GET", "/evals/runs/x?agentWallet=0xa", None),
+    ("GET", "/stats/0xa", None),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body"), ROUTES)
+async def test_every_route_needs_a_credential(
+    gw: Gateway, method: str, path: str, body: dict[str, Any] | None
+) -> None:
+    anonymous = await gw.anon.request(method, f"{PREFIX}{path}", json=body)
+    assert anonymous.status_code == 401, anonymous.text
+    assert anonymous.json() == {
+        "error": "missing credentials: send X-API-Key or Authorization: Bearer"
+    }
+    assert anonymous.headers["www-authenticate"] == "Bearer"
+    wrong_key = await gw.anon.request(
+        method, f"{PREFIX}{path}", json=body, headers={"X-API-Key": "nope"}
+    )
+    assert wrong_key.status_code == 401
+    assert wrong_key.json() == {"error": "invalid API key"}
+    forged = await gw.anon.request(
+        method,
+        f"{PREFIX}{path}",
+        json=body,
+        headers=gw.bearer(gw.token("not-the-secret-but-long-enough-for-hs256", sub="mallory")),
+    )
+    assert forged.status_code == 401
+    assert forged.json() == {"error": "invalid token"}
+
+
+async def test_healthz_needs_no_credential(gw: Gateway) -> None:
+    r = await gw.anon.get("/healthz")
+    assert (r.status_code, r.json()) == (200, {"status": "ok"})
+
+
+async def test_the_api_key_also_works_as_a_bearer_token(gw: Gateway) -> None:
+    r = await gw.anon.get(f"{PREFIX}/stats/{agent()}", headers=gw.bearer(gw.api_key))
+    assert r.status_code == 200
+
+
+async def test_jwt_with_an_agent_claim_is_confined_to_that_agent(gw: Gateway) -> None:
+    wallet, other = agent(), agent()
+    await remember(gw, {"agentWallet": wallet, "content": "Noa's locker is number 12."})
+    headers = gw.bearer(gw.token(sub="runtime-1", agent=wallet, exp=int(time.time()) + 600))
+
+    mine = await gw.anon.post(
+        f"{PREFIX}/context/assemble",
+        json={"query": "Which locker is Noa's?"},  # agentWallet filled in from the token
+        headers=headers,
+    )
+    assert mine.status_code == 200, mine.text
+    assert "number 12" in (mine.json()["prompt"] or "")
+    stats = await gw.anon.get(f"{PREFIX}/stats/{wallet}", headers=headers)
+    assert stats.json()["totalVectors"] == 1
+
+    for method, path, body in (
+        ("POST", "/context/assemble", {"agentWallet": other, "query": "q"}),
+        ("POST", "/remember", {"agent_id": other, "content": "x"}),
+        ("GET", f"/stats/{other}", None),
+        ("GET", f"/items/x?agentWallet={other}", None),
+        ("POST", "/jobs", {"type": "consolidate", "agentWallets": [wallet, other]}),
+        ("POST", "/jobs", {"type": "cleanup"}),
+        ("GET", f"/jobs/x?agentWallet={other}", None),
+    ):
+        r = await gw.anon.request(method, f"{PREFIX}{path}", json=body, headers=headers)
+        assert r.status_code == 403, (method, path, r.text)
+        assert r.json()["error"]
+
+    job = await gw.anon.post(f"{PREFIX}/jobs", json={"type": "consolidate"}, headers=headers)
+    assert job.status_code == 202, job.text
+    assert job.json()["params"] == {"agentWallet": wallet}
+    await until(
+        lambda: gw.anon.get(f"{PREFIX}/jobs/{job.json()['jobId']}", headers=headers),
+        lambda r: r.status_code == 200 and r.json()["status"] == "completed",
+        "the token's consolidate job to complete",
+    )
+
+
+async def test_jwt_without_agent_claim_is_unrestricted_and_expired_is_401(gw: Gateway) -> None:
+    admin = gw.bearer(gw.token(sub="admin-tool"))
+    r = await gw.anon.get(f"{PREFIX}/stats/{agent()}", headers=admin)
+    assert r.status_code == 200
+    expired = gw.bearer(gw.token(sub="admin-tool", exp=int(time.time()) - 60))
+    r = await gw.anon.get(f"{PREFIX}/stats/{agent()}", headers=expired)
+    assert (r.status_code, r.json()) == (401, {"error": "token expired"})

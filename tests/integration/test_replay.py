@@ -1,0 +1,139 @@
+"""Replay on the real stack: a few hundred turns and remembers ingested by the live groups,
+rebuilt from the log into another database, compared document by document; then the live
+database is dropped and rebuilt from the log too."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import pytest
+
+from engine.adapters.local_embedder import LocalMiniLMEmbedder
+from schemas import topics
+from services.infra import Endpoints
+from services.offsets import wait_caught_up
+from services.replay import end_offsets, replay
+from services.verify import compare, differences
+from tests.support.pipeline import groups_running
+
+pytestmark = pytest.mark.integration
+
+CITIES = ("Porto", "Lisbon", "Madrid", "Oslo", "Tallinn")
+TURNS = 240
+REMEMBERS = 12
+NOW_MS = int(datetime.now(UTC).timestamp() * 1000)
+
+
+def turn_body(agent: str, n: int) -> dict[str, object]:
+    user = f"user{n % 3}"
+    return {
+        "agentWallet": agent,
+        "userAddress": user,
+        "threadId": f"thread{n % 7}",
+        "turnId": f"turn-{n}",
+        "userMessage": f"I live in {CITIES[n % len(CITIES)]}. Please plan day {n} of my trip.",
+        "assistantMessage": f"Day {n} is planned around the old town.",
+        "toolEvents": [
+            {"name": tool, "status": "success" if n % 4 else "error", "timestamp": NOW_MS + n}
+            for tool in ("search_flights", "book_hotel")[: 1 + n % 2]
+        ],
+        "occurredAt": NOW_MS - (TURNS - n) * 60_000,
+    }
+
+
+async def test_replay_rebuilds_the_same_documents_and_verify_reports_equal(
+    stack: Endpoints, minilm: LocalMiniLMEmbedder, unique: Callable[[str], str]
+) -> None:
+    agent = f"0xreplay{uuid.uuid4().hex[:10]}"
+    rebuilt = unique("rebuilt")
+    groups = ["transcripts", "extraction", "facts", "patterns"]
+    # the live groups skip other tests' tenants on the shared topics, as the replay does
+    async with groups_running(
+        stack, minilm, "replay", groups, extractor="rules", only_agents=[agent]
+    ) as (rt, client):
+        settings = rt.settings
+        turns: dict[tuple[str, int], int] = {}
+        for n in range(TURNS):
+            await client.record_turn(turn_body(agent, n))
+            pos = client.last_position
+            assert pos is not None
+            turns[(pos.topic, pos.partition)] = pos.offset + 1
+        remembers: dict[tuple[str, int], int] = {}
+        for n in range(REMEMBERS):
+            await client.remember(
+                agentWallet=agent, userAddress=f"user{n % 3}", content=f"Prefers seat {n}A."
+            )
+            pos = client.last_position
+            assert pos is not None
+            remembers[(pos.topic, pos.partition)] = pos.offset + 1
+        bootstrap = stack.kafka_bootstrap
+        for group in ("transcripts", "patterns", "extraction"):
+            await wait_caught_up(bootstrap, rt.group_id(group), turns, timeout=180)
+        await wait_caught_up(bootstrap, rt.group_id("facts.remember"), remembers, timeout=60)
+        facts_ends = {
+            k: v for k, v in (await end_offsets(bootstrap)).items() if k[0] == topics.FACTS
+        }
+        await wait_caught_up(bootstrap, rt.group_id("facts"), facts_ends, timeout=120)
+
+        try:
+            first = await replay(settings, rebuilt, agents=[agent], embedder=minilm)
+            assert first.records >= TURNS + REMEMBERS
+            report = await compare(settings, settings.mongo_db, rebuilt, agents=[agent])
+            counts = {c.name: (c.live, c.rebuilt) for c in report.collections}
+            assert counts["session_transcripts"] == (21, 21)  # 7 threads x 3 users
+            assert counts["memory"][0] > TURNS  # session vectors, facts, remembers, entities
+            assert counts["patterns"][0] >= 2
+            assert report.equal, [
+                (c.name, c.missing, c.extra, c.changed) for c in report.collections
+            ]
+
+            # resumable: running it again finds nothing left to do and changes nothing
+            again = await replay(settings, rebuilt, agents=[agent], embedder=minilm)
+            assert again.records == 0
+            assert (await compare(settings, settings.mongo_db, rebuilt, agents=[agent])).equal
+
+            # drop the live database and rebuild it from the log as well
+            await rt.mongo.drop_database(settings.mongo_db)
+            await replay(settings, settings.mongo_db, fresh=True, agents=[agent], embedder=minilm)
+            restored = await compare(settings, rebuilt, settings.mongo_db, agents=[agent])
+            assert restored.equal
+            assert {c.name: c.live for c in restored.collections} == {
+                name: live for name, (live, _) in counts.items()
+            }
+        finally:
+            await rt.mongo.drop_database(rebuilt)
+
+
+async def test_replay_of_one_agent_leaves_other_tenants_out(
+    stack: Endpoints, minilm: LocalMiniLMEmbedder, unique: Callable[[str], str]
+) -> None:
+    ours, theirs = (f"0x{name}{uuid.uuid4().hex[:10]}" for name in ("ours", "theirs"))
+    rebuilt = unique("rebuilt")
+    async with groups_running(stack, minilm, "replay1", ["transcripts"]) as (rt, client):
+        ends: dict[tuple[str, int], int] = {}
+        for agent in (ours, theirs):
+            for n in range(5):
+                await client.record_turn(turn_body(agent, n))
+                pos = client.last_position
+                assert pos is not None
+                ends[(pos.topic, pos.partition)] = max(
+                    ends.get((pos.topic, pos.partition), 0), pos.offset + 1
+                )
+        await wait_caught_up(stack.kafka_bootstrap, rt.group_id("transcripts"), ends)
+        try:
+            await replay(rt.settings, rebuilt, agents=[ours], embedder=minilm)
+            stored = rt.mongo[rebuilt]["session_transcripts"]
+            assert await stored.count_documents({"agentWallet": ours}) == 5
+            assert await stored.count_documents({"agentWallet": {"$ne": ours}}) == 0
+        finally:
+            await rt.mongo.drop_database(rebuilt)
+
+
+def test_differences_name_the_changed_paths_and_tolerate_float_rounding() -> None:
+    live = {"a": 1, "b": {"c": [1.0, 2.0], "d": "x"}, "e": 0.5}
+    same = {"a": 1, "b": {"c": [1.0000001, 2.0], "d": "x"}, "e": 0.5}
+    other = {"a": 2, "b": {"c": [1.0, 2.5], "d": "x"}, "f": 1}
+    assert differences(live, same) == []
+    assert differences(live, other) == ["a", "b.c", "e", "f"]
