@@ -6,16 +6,21 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+from schemas.limits import INT64_MAX, DocumentObject
 from schemas.scope import Scope
 
 MAX_CONTENT_CHARS = 32_000
 """Upper bound on one message's content."""
 MAX_MESSAGES = 200
 """Upper bound on the messages of one turn (tool events included)."""
+MAX_TOOL_CALLS = 64
+"""Upper bound on the tool calls of one message."""
+MAX_LAYERS = 16
+"""Upper bound on the layer names of one `MemoryChanged`."""
 
 Role = Literal["user", "assistant", "system", "tool"]
 
@@ -44,7 +49,7 @@ class Event(Contract):
 
 class ToolCall(Contract):
     name: str = Field(min_length=1, max_length=200)
-    args: dict[str, Any] = Field(default_factory=dict)
+    args: DocumentObject = Field(default_factory=dict)
 
 
 class Message(Contract):
@@ -52,18 +57,18 @@ class Message(Contract):
 
     role: Role
     content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
-    timestamp: int = Field(ge=0)
-    tool_calls: list[ToolCall] | None = None
+    timestamp: int = Field(ge=0, le=INT64_MAX)
+    tool_calls: list[ToolCall] | None = Field(default=None, max_length=MAX_TOOL_CALLS)
 
 
 class ToolEvent(Contract):
     """A tool call made during the turn, with its outcome (`status`), for patterns."""
 
     name: str = Field(min_length=1, max_length=200)
-    args: dict[str, Any] = Field(default_factory=dict)
+    args: DocumentObject = Field(default_factory=dict)
     status: str = Field(default="completed", max_length=64)
     result: str | None = Field(default=None, max_length=MAX_CONTENT_CHARS)
-    timestamp: int = Field(ge=0)
+    timestamp: int = Field(ge=0, le=INT64_MAX)
 
 
 class TurnRecorded(Event):
@@ -81,10 +86,10 @@ class TurnRecorded(Event):
     messages: list[Message] = Field(min_length=1, max_length=MAX_MESSAGES)
     tool_events: list[ToolEvent] = Field(default_factory=list, max_length=MAX_MESSAGES)
     summary: str | None = Field(default=None, max_length=MAX_CONTENT_CHARS)
-    total_tokens: int = Field(default=0, ge=0)
+    total_tokens: int = Field(default=0, ge=0, le=INT64_MAX)
     model_used: str = Field(default="external", max_length=200)
-    context_window: int = Field(default=0, ge=0)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    context_window: int = Field(default=0, ge=0, le=INT64_MAX)
+    metadata: DocumentObject = Field(default_factory=dict)
 
 
 class MemoryRemembered(Event):
@@ -97,15 +102,17 @@ class MemoryRemembered(Event):
     confidence: float = Field(default=1.0, ge=0.0, le=1.0)
     conflict_policy: str | None = Field(default=None, max_length=32)
     memory_scope: str | None = Field(default=None, max_length=64)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: DocumentObject = Field(default_factory=dict)
 
 
 class MemoryChanged(Event):
     """Published by a writer after its write is durable; drives cache invalidation."""
 
     scope: Scope
-    layers: list[str] = Field(min_length=1)
-    cause_event_id: str | None = None
+    layers: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+        min_length=1, max_length=MAX_LAYERS
+    )
+    cause_event_id: str | None = Field(default=None, max_length=64)
     producer: str = Field(min_length=1, max_length=64)
 
 
@@ -150,4 +157,4 @@ class JobRequested(Event):
 
     job_id: str = Field(default_factory=new_event_id, min_length=1, max_length=128)
     type: Literal["consolidate", "decay_update", "cleanup", "patterns_extract", "archive_create"]
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: DocumentObject = Field(default_factory=dict)

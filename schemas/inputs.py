@@ -10,14 +10,19 @@ from __future__ import annotations
 import hashlib
 import math
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeGuard, TypeVar
+
+from pydantic import BaseModel
 
 from schemas.events import MemoryRemembered, Message, ToolEvent, TurnRecorded, utc_now
+from schemas.limits import INT64_MAX, MAX_MESSAGE_BYTES
 from schemas.requests import ALL_LAYERS, ContextRequest, LayerName
 from schemas.scope import Scope, ScopeError, clean_str, parse_model
 
 ROLES = ("user", "assistant", "system", "tool")
 TOOL_RESULT_CHARS = 2000
+
+E = TypeVar("E", bound=BaseModel)
 
 
 def h32(text: str) -> str:
@@ -42,6 +47,24 @@ def thread_session_id(scope: Scope, thread_id: str | None = None) -> str:
     else:
         key = f"global:{scope.agent_wallet}"
     return f"session:{key}:{thread_id or scope.thread_id or 'main'}"
+
+
+def _finite_number(value: object) -> TypeGuard[int | float]:
+    """A JSON number usable as milliseconds or a ratio: finite and within 64 bits."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return (isinstance(value, int) or math.isfinite(value)) and abs(value) <= INT64_MAX
+
+
+def within_message_limit(event: E, label: str) -> E:
+    """`event` if its JSON fits in one message (`MAX_MESSAGE_BYTES`), else `ScopeError`: the
+    edge never publishes what the broker or a consumer would refuse."""
+    size = len(event.model_dump_json().encode("utf-8"))
+    if size > MAX_MESSAGE_BYTES:
+        raise ScopeError(
+            f"{label} is {size} bytes as JSON; at most {MAX_MESSAGE_BYTES} bytes are accepted"
+        )
+    return event
 
 
 def _require_object(body: object, label: str) -> dict[str, Any]:
@@ -112,14 +135,14 @@ def _as_of(data: dict[str, Any]) -> int | None:
     value = data.get("asOf", data.get("as_of"))
     if value is None:
         return None
-    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+    if _finite_number(value) and value >= 0:
         return int(value)
     if isinstance(value, str):
         try:
             parsed = datetime.fromisoformat(value)
-        except ValueError:
+            return to_ms(parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC))
+        except (ValueError, OverflowError):
             raise ScopeError("asOf must be an ISO-8601 time or milliseconds") from None
-        return to_ms(parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC))
     raise ScopeError("asOf must be an ISO-8601 time or milliseconds")
 
 
@@ -211,7 +234,7 @@ def turn_recorded(body: object, *, now: datetime | None = None) -> TurnRecorded:
     tokens = data.get("totalTokens", data.get("tokenCount"))
     window = data.get("contextWindow")
     metadata = data.get("metadata")
-    return parse_model(
+    event = parse_model(
         TurnRecorded,
         {
             "occurred_at": occurred,
@@ -231,18 +254,22 @@ def turn_recorded(body: object, *, now: datetime | None = None) -> TurnRecorded:
             "metadata": metadata if isinstance(metadata, dict) else {},
         },
     )
+    return within_message_limit(event, "the turn")
 
 
 def _occurred_at(data: dict[str, Any]) -> datetime | None:
     value = data.get("occurredAt", data.get("occurred_at"))
-    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-        return from_ms(int(value))
-    if isinstance(value, str):
-        try:
+    try:
+        if _finite_number(value) and value > 0:
+            return from_ms(int(value))
+        if isinstance(value, str):
             parsed = datetime.fromisoformat(value)
-        except ValueError:
-            raise ScopeError("occurredAt must be an ISO-8601 time or milliseconds") from None
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+            parsed = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+            if to_ms(parsed) < 0:  # message timestamps are milliseconds since epoch
+                raise ValueError("before 1970")
+            return parsed
+    except (ValueError, OverflowError, OSError):
+        raise ScopeError("occurredAt must be an ISO-8601 time or milliseconds") from None
     return None
 
 
@@ -258,7 +285,7 @@ def memory_remembered(body: object, *, now: datetime | None = None) -> MemoryRem
         raise ScopeError("content is required")
     confidence = data.get("confidence")
     metadata = data.get("metadata")
-    return parse_model(
+    event = parse_model(
         MemoryRemembered,
         {
             "occurred_at": now or _occurred_at(data) or utc_now(),
@@ -266,12 +293,11 @@ def memory_remembered(body: object, *, now: datetime | None = None) -> MemoryRem
             "content": content,
             "type": clean_str(data.get("type")) or "explicit_save",
             "retention": clean_str(data.get("retention")),
-            "confidence": float(confidence)
-            if isinstance(confidence, int | float) and not isinstance(confidence, bool)
-            else 1.0,
+            "confidence": float(confidence) if _finite_number(confidence) else 1.0,
             "conflict_policy": clean_str(data.get("conflictPolicy"))
             or clean_str(data.get("conflict_policy")),
             "memory_scope": clean_str(data.get("scope")),
             "metadata": metadata if isinstance(metadata, dict) else {},
         },
     )
+    return within_message_limit(event, "the fact")

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from schemas.events import Contract
+from schemas.limits import INT64_MAX, DocumentObject, LargeJsonObject
 from schemas.scope import Scope
 
 LayerName = Literal["working", "scene", "graph", "patterns", "archives", "vectors"]
@@ -19,13 +20,15 @@ class ContextRequest(Contract):
 
     scope: Scope
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
-    layers: list[LayerName] = Field(default_factory=lambda: list(ALL_LAYERS), min_length=1)
+    layers: list[LayerName] = Field(
+        default_factory=lambda: list(ALL_LAYERS), min_length=1, max_length=len(ALL_LAYERS)
+    )
     limit: int = Field(default=5, ge=1, le=20)
     max_items: int = Field(default=8, ge=1, le=24)
     max_item_chars: int = Field(default=500, ge=1, le=2000)
-    budget_chars: int | None = Field(default=None, ge=1)
+    budget_chars: int | None = Field(default=None, ge=1, le=INT64_MAX)
     include_raw: bool = False
-    as_of: int | None = Field(default=None, ge=0)
+    as_of: int | None = Field(default=None, ge=0, le=INT64_MAX)
     """Milliseconds since epoch: recall what was true then (facts replaced later included)."""
 
 
@@ -64,9 +67,11 @@ class ContextReply(Contract):
 class LayerSearchRequest(Contract):
     scope: Scope
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
-    layers: list[LayerName] = Field(default_factory=lambda: list(ALL_LAYERS), min_length=1)
+    layers: list[LayerName] = Field(
+        default_factory=lambda: list(ALL_LAYERS), min_length=1, max_length=len(ALL_LAYERS)
+    )
     limit: int = Field(default=5, ge=1, le=20)
-    as_of: int | None = Field(default=None, ge=0)
+    as_of: int | None = Field(default=None, ge=0, le=INT64_MAX)
 
 
 class LayerSearchReply(Contract):
@@ -85,7 +90,7 @@ class ItemRequest(Contract):
     op: Literal["get", "update", "delete", "resolve"]
     id: str = Field(min_length=1, max_length=200)
     content: str | None = Field(default=None, max_length=4_000)
-    metadata: dict[str, Any] | None = None
+    metadata: DocumentObject | None = None
     retention: str | None = Field(default=None, max_length=32)
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
     status: str | None = Field(default=None, max_length=32)
@@ -135,7 +140,7 @@ class AdminRequest(Contract):
     pattern_type: str | None = Field(default=None, max_length=64)
     min_success_rate: float | None = Field(default=None, ge=0.0, le=1.0)
     category: str | None = Field(default=None, max_length=64)
-    body: dict[str, Any] | None = None
+    body: LargeJsonObject | None = None
 
 
 class AdminReply(Contract):

@@ -20,6 +20,8 @@ from pydantic import (
     model_validator,
 )
 
+from schemas.limits import DocumentObject, JsonObject
+
 M = TypeVar("M", bound="BaseModel")
 
 MAX_ID_CHARS = 256
@@ -109,8 +111,8 @@ class Scope(BaseModel):
         serialization_alias="haiId",
         max_length=MAX_ID_CHARS,
     )
-    filters: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
+    filters: JsonObject | None = None
+    metadata: DocumentObject | None = None
 
     @model_validator(mode="before")
     @classmethod

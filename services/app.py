@@ -34,6 +34,7 @@ from services.health import Readiness, health_app, serving
 from services.infra import create_topics
 from services.metrics import LagMonitor, Metrics, consumed_by
 from services.runtime import Runtime, open_runtime
+from services.security import kafka_security
 from services.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -100,9 +101,12 @@ async def running_groups(
         contextlib.AsyncExitStack() as stack,
     ):
         readiness.schema_ready = True  # open_runtime ensured every collection and index
-        await create_topics(rt.endpoints.kafka_bootstrap, dict(topics.PARTITIONS))
+        await create_topics(
+            rt.endpoints.kafka_bootstrap, dict(topics.PARTITIONS), kafka_options=rt.kafka_options
+        )
         broker = KafkaBroker(
             rt.endpoints.kafka_bootstrap,
+            security=kafka_security(settings),
             client_id=f"mnemostream-{'-'.join(groups)}",
             middlewares=[metrics.middleware],
         )
@@ -120,6 +124,7 @@ async def running_groups(
                 metrics,
                 consumed_by(broker.subscribers),
                 interval=settings.lag_interval_seconds,
+                kafka_options=rt.kafka_options,
             )
         )
         await lag.refresh()  # before the groups join, so a backlog shows as lag at once

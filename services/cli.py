@@ -97,9 +97,13 @@ def db_init() -> None:
 def topics_create() -> None:
     """Create every topic with its partition count."""
     from services.runtime import endpoints
+    from services.security import kafka_options
 
-    bootstrap = endpoints(Settings()).kafka_bootstrap
-    asyncio.run(create_topics(bootstrap, dict(topics.PARTITIONS)))
+    settings = Settings()
+    bootstrap = endpoints(settings).kafka_bootstrap
+    asyncio.run(
+        create_topics(bootstrap, dict(topics.PARTITIONS), kafka_options=kafka_options(settings))
+    )
     for name, count in topics.PARTITIONS.items():
         console.print(f"{name}: {count} partitions")
 
@@ -123,6 +127,7 @@ def jobs_run(
     from schemas.events import JobRequested
     from services.client import MemoryClient
     from services.runtime import endpoints
+    from services.security import kafka_options
 
     params: dict[str, object] = {}
     if agent:
@@ -132,7 +137,9 @@ def jobs_run(
     event = JobRequested.model_validate({"type": job_type, "params": params})
 
     async def publish() -> None:
-        async with MemoryClient(endpoints(Settings()).kafka_bootstrap) as client:
+        settings = Settings()
+        bootstrap = endpoints(settings).kafka_bootstrap
+        async with MemoryClient(bootstrap, kafka_options=kafka_options(settings)) as client:
             await client.publish(topics.JOBS, event, job_type)
 
     asyncio.run(publish())
@@ -193,9 +200,12 @@ app.add_typer(dlq_app, name="dlq")
 def _letters(limit: int, group: str | None = None) -> list[Any]:
     from services.dead_letters import read_letters
     from services.runtime import endpoints
+    from services.security import kafka_options
 
-    bootstrap = endpoints(Settings()).kafka_bootstrap
-    return asyncio.run(read_letters(bootstrap, limit=limit, group=group))
+    settings = Settings()
+    bootstrap = endpoints(settings).kafka_bootstrap
+    security = kafka_options(settings)
+    return asyncio.run(read_letters(bootstrap, limit=limit, group=group, kafka_options=security))
 
 
 @dlq_app.command("list")
@@ -238,6 +248,7 @@ def dlq_redrive(
     """Re-publish dead letters' payloads to their source topics (after fixing the cause)."""
     from services.dead_letters import redrive
     from services.runtime import endpoints
+    from services.security import kafka_options
 
     chosen = [
         item
@@ -246,7 +257,9 @@ def dlq_redrive(
     ]
     if not chosen:
         raise typer.BadParameter("nothing to redrive: give refs or --group")
-    count = asyncio.run(redrive(endpoints(Settings()).kafka_bootstrap, chosen))
+    settings = Settings()
+    bootstrap = endpoints(settings).kafka_bootstrap
+    count = asyncio.run(redrive(bootstrap, chosen, kafka_options=kafka_options(settings)))
     console.print(f"re-published {count} message(s)")
 
 

@@ -20,6 +20,7 @@ import contextlib
 import logging
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar
@@ -42,6 +43,7 @@ from schemas.requests import (
 )
 from schemas.scope import Scope
 from services.infra import create_topics
+from services.security import NO_OPTIONS
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +74,11 @@ class MemoryClient:
         timeout: float = 5.0,
         fetch_wait_ms: int = 25,
         client_id: str | None = None,
+        kafka_options: Mapping[str, Any] = NO_OPTIONS,
     ) -> None:
+        """`kafka_options`: aiokafka security arguments (`services.security.kafka_options`)."""
         self._bootstrap = bootstrap
+        self._kafka_options = kafka_options
         self._timeout = timeout
         self._fetch_wait_ms = fetch_wait_ms
         self.client_id = client_id or uuid.uuid4().hex[:12]
@@ -94,12 +99,17 @@ class MemoryClient:
         await self.close()
 
     async def start(self) -> None:
-        await create_topics(self._bootstrap, {**topics.PARTITIONS, self.reply_topic: 1})
+        await create_topics(
+            self._bootstrap,
+            {**topics.PARTITIONS, self.reply_topic: 1},
+            kafka_options=self._kafka_options,
+        )
         self._producer = AIOKafkaProducer(
             bootstrap_servers=self._bootstrap,
             client_id=f"mnemostream-sdk-{self.client_id}",
             linger_ms=0,
             acks=1,
+            **self._kafka_options,
         )
         await self._producer.start()
         # A private, single-partition reply topic read from its beginning without a group:
@@ -110,6 +120,7 @@ class MemoryClient:
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             fetch_max_wait_ms=self._fetch_wait_ms,
+            **self._kafka_options,
         )
         await self._consumer.start()
         self._consumer.assign([TopicPartition(self.reply_topic, 0)])

@@ -33,6 +33,7 @@ def subscriber(
     *,
     interactive: bool = False,
     part: str | None = None,
+    ack_policy: AckPolicy = AckPolicy.ACK,
 ) -> DefaultSubscriber:
     """A durable group reading from `earliest` (the local broker's "latest" is wrong) that
     commits after the handler returns (at-least-once). Interactive (request/reply and cache
@@ -51,7 +52,7 @@ def subscriber(
         fetch_max_wait_ms=(
             rt.settings.reply_fetch_wait_ms if interactive else rt.settings.fetch_wait_ms
         ),
-        ack_policy=AckPolicy.ACK,
+        ack_policy=ack_policy,
     )
 
 
@@ -90,10 +91,21 @@ def on_event(
             attempts=rt.settings.max_attempts,
             backoff_ms=rt.settings.retry_backoff_ms,
             metrics=metrics,
+            outage_seconds=rt.settings.outage_wait_seconds,
         )
 
     handler.__name__ = handler.__qualname__ = name
-    subscriber(broker, rt, topic, group, interactive=interactive, part=part)(handler)
+    # only a store outage escapes `consume` (every other failure ends processed or
+    # dead-lettered): the offset is then not committed and the message is read again
+    subscriber(
+        broker,
+        rt,
+        topic,
+        group,
+        interactive=interactive,
+        part=part,
+        ack_policy=AckPolicy.NACK_ON_ERROR,
+    )(handler)
 
 
 DEADLINE_HEADER = "deadline"

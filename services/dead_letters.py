@@ -8,14 +8,16 @@ idempotent, so a message that had partly succeeded is safe to process again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from pydantic import ValidationError
 
 from schemas import topics
 from services.dlq import DeadLetter
+from services.security import NO_OPTIONS
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +34,12 @@ class Letter:
 
 
 async def read_letters(
-    bootstrap: str, *, limit: int = 1000, group: str | None = None, idle_ms: int = 800
+    bootstrap: str,
+    *,
+    limit: int = 1000,
+    group: str | None = None,
+    idle_ms: int = 800,
+    kafka_options: Mapping[str, Any] = NO_OPTIONS,
 ) -> list[Letter]:
     """The newest `limit` dead letters (of `group` only, if given), oldest first. The whole
     DLQ is read without a consumer group (reading commits nothing); unreadable records are
@@ -42,6 +49,7 @@ async def read_letters(
         group_id=None,
         enable_auto_commit=False,
         auto_offset_reset="earliest",
+        **kafka_options,
     )
     await consumer.start()
     out: list[Letter] = []
@@ -67,9 +75,11 @@ async def read_letters(
     return out[-limit:] if limit > 0 else []
 
 
-async def redrive(bootstrap: str, letters: Sequence[Letter]) -> int:
+async def redrive(
+    bootstrap: str, letters: Sequence[Letter], *, kafka_options: Mapping[str, Any] = NO_OPTIONS
+) -> int:
     """Publish each letter's payload back to its source topic with its key."""
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1, **kafka_options)
     await producer.start()
     try:
         for item in letters:

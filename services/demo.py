@@ -28,6 +28,7 @@ from services.client import MemoryClient
 from services.infra import Endpoints, read_endpoints, start_stack, stop_stack
 from services.offsets import wait_processed
 from services.runtime import NotConfigured, endpoints
+from services.security import kafka_options
 from services.settings import Settings
 
 AGENT = "0xDemoAgent"
@@ -121,7 +122,11 @@ async def run_demo(settings: Settings, console: Console) -> None:
         )
         async with (
             running_groups(local, ["all"], broker_logs=False),
-            MemoryClient(ends.kafka_bootstrap, timeout=settings.request_timeout_seconds) as client,
+            MemoryClient(
+                ends.kafka_bootstrap,
+                timeout=settings.request_timeout_seconds,
+                kafka_options=kafka_options(local),
+            ) as client,
         ):
             now = int(time.time() * 1000) - 60_000
             last: dict[int, int] = {}
@@ -141,6 +146,7 @@ async def run_demo(settings: Settings, console: Console) -> None:
                         partition,
                         offset,
                         timeout=60,
+                        kafka_options=kafka_options(local),
                     )
             for scope, question, expect in QUESTIONS:
                 scoped = {"agentWallet": AGENT, **scope}

@@ -34,7 +34,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,6 +48,8 @@ from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from services.security import NO_OPTIONS, mask_url
 
 __all__ = [
     "ENV_KAFKA",
@@ -89,7 +91,7 @@ class InfraError(RuntimeError):
     """A local server could not be found, started, reached or stopped."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Endpoints:
     """Where the three services are reachable."""
 
@@ -110,6 +112,13 @@ class Endpoints:
         return {"kafka": self.kafka_bootstrap, "mongo": self.mongo_uri, "redis": self.redis_url}[
             service
         ]
+
+    def __repr__(self) -> str:
+        # a URI may carry a password: repr (logs, tracebacks, a Runtime's repr) masks it
+        return (
+            f"Endpoints(kafka_bootstrap={self.kafka_bootstrap!r}, "
+            f"mongo_uri={mask_url(self.mongo_uri)!r}, redis_url={mask_url(self.redis_url)!r})"
+        )
 
 
 class ServiceStatus(TypedDict):
@@ -593,6 +602,59 @@ def _port_clash(log_path: str | None) -> bool:
 # public API
 
 
+class Server:
+    """One local server on a fixed port that can be stopped and started again: the fault
+    tests stop a store mid-ingest and bring it back at the same address (MongoDB keeps its
+    data directory; the broker and Redis start empty, as they are memory-only)."""
+
+    def __init__(self, name: ServiceName, state_dir: Path) -> None:
+        self.name = name
+        self.state_dir = Path(state_dir).resolve()
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.port = _free_port()
+        self.endpoint = _launch_spec(name, self.port, self.state_dir).endpoint
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = DEFAULT_READY_TIMEOUT) -> None:
+        """Start it (it must not be running) and wait until it answers."""
+        if self._proc is not None:
+            raise InfraError(f"{self.name} is already running (pid {self._proc.pid})")
+        spec = _launch_spec(self.name, self.port, self.state_dir)
+        with (self.state_dir / f"{self.name}.log").open("ab") as out:
+            self._proc = subprocess.Popen(
+                spec.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=self.state_dir,
+                env=spec.env,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout
+        while not _PROBES[self.name](self.endpoint, 1.0):
+            if self._proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise InfraError(f"{self.name} did not start on port {self.port}")
+            time.sleep(0.05)
+
+    def stop(self, sig: signal.Signals = signal.SIGTERM, timeout: float = 15.0) -> None:
+        """Signal it (by PID) and wait for it to exit; SIGKILL after `timeout`."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.send_signal(sig)
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+
 def start_stack(
     state_dir: Path,
     *,
@@ -755,9 +817,14 @@ def running_stack(
 
 
 async def create_topics(
-    bootstrap: str, partitions: dict[str, int], *, retry_for: float = DEFAULT_READY_TIMEOUT
+    bootstrap: str,
+    partitions: dict[str, int],
+    *,
+    retry_for: float = DEFAULT_READY_TIMEOUT,
+    kafka_options: Mapping[str, Any] = NO_OPTIONS,
 ) -> None:
-    """Create topics with explicit partition counts (replication factor 1).
+    """Create topics with explicit partition counts (replication factor 1). `kafka_options`:
+    aiokafka security arguments (`services.security.kafka_options`).
 
     Topics that already exist are left alone (a warning is logged when their partition count
     differs). Retries for up to ``retry_for`` seconds while the broker is not reachable yet.
@@ -771,7 +838,9 @@ async def create_topics(
 
     deadline = time.monotonic() + retry_for
     while True:
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id="mnemostream-infra")
+        admin = AIOKafkaAdminClient(
+            bootstrap_servers=bootstrap, client_id="mnemostream-infra", **kafka_options
+        )
         try:
             await admin.start()
             response = await admin.create_topics(
@@ -840,8 +909,9 @@ def _console(*, stderr: bool = False) -> Console:
 
 
 def _print_endpoints(console: Console, endpoints: Endpoints) -> None:
+    """`KEY=value` lines, passwords masked (`infra env` prints the real values, for eval)."""
     for key, value in endpoints.to_env().items():
-        console.print(f"{key}={value}", markup=False)
+        console.print(f"{key}={mask_url(value)}", markup=False)
 
 
 @infra_app.command("up")
@@ -937,7 +1007,7 @@ def status_command(state_dir: StateDirOption = DEFAULT_STATE_DIR) -> None:
     for name, s in status.items():
         table.add_row(
             name,
-            escape(s["endpoint"]),
+            escape(mask_url(s["endpoint"])),
             str(s["pid"]) if s["pid"] is not None else "-",
             mark(s["alive"]),
             mark(s["ready"]),

@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +45,7 @@ from faststream.kafka.subscriber.usecase import LogicSubscriber
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from services.offsets import TopicPartition, committed
+from services.security import NO_OPTIONS
 
 log = logging.getLogger(__name__)
 
@@ -224,9 +225,16 @@ class LagMonitor:
     committed offsets (`services.offsets.committed`, partitions named)."""
 
     def __init__(
-        self, bootstrap: str, metrics: Metrics, groups: Sequence[Consumed], *, interval: float
+        self,
+        bootstrap: str,
+        metrics: Metrics,
+        groups: Sequence[Consumed],
+        *,
+        interval: float,
+        kafka_options: Mapping[str, Any] = NO_OPTIONS,
     ) -> None:
         self._bootstrap = bootstrap
+        self._kafka_options = kafka_options
         self._metrics = metrics
         self._groups = list(groups)
         self._interval = interval
@@ -238,6 +246,7 @@ class LagMonitor:
             client_id="mnemostream-lag",
             enable_auto_commit=False,
             request_timeout_ms=10_000,
+            **self._kafka_options,
         )
         await self._consumer.start()
 
@@ -278,7 +287,9 @@ class LagMonitor:
         try:
             ends = await consumer.end_offsets(partitions)
             beginnings = await consumer.beginning_offsets(partitions)
-            done = await committed(self._bootstrap, consumed.group, partitions)
+            done = await committed(
+                self._bootstrap, consumed.group, partitions, kafka_options=self._kafka_options
+            )
         except (KafkaError, OSError, TimeoutError) as exc:
             self._metrics.lag_failures.labels(group=consumed.group).inc()
             log.warning("lag refresh of %s failed: %s", consumed.group, exc)

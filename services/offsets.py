@@ -9,20 +9,28 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
+from services.security import NO_OPTIONS
+
 
 async def committed(
-    bootstrap: str, group_id: str, partitions: list[TopicPartition]
+    bootstrap: str,
+    group_id: str,
+    partitions: list[TopicPartition],
+    *,
+    kafka_options: Mapping[str, Any] = NO_OPTIONS,
 ) -> dict[tuple[str, int], int]:
     """`{(topic, partition): next offset to read}` as committed by the group.
+    `kafka_options`: security arguments (`services.security.kafka_options`), as everywhere.
 
     Partitions are always named: the local broker cannot answer the "all partitions" form of
     the offset-fetch request that aiokafka's admin client sends otherwise."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **kafka_options)
     await admin.start()
     try:
         offsets = await admin.list_consumer_group_offsets(group_id, partitions=partitions)
@@ -32,13 +40,22 @@ async def committed(
 
 
 async def wait_processed(
-    bootstrap: str, group_id: str, topic: str, partition: int, offset: int, *, timeout: float = 30
+    bootstrap: str,
+    group_id: str,
+    topic: str,
+    partition: int,
+    offset: int,
+    *,
+    timeout: float = 30,
+    kafka_options: Mapping[str, Any] = NO_OPTIONS,
 ) -> None:
     """Wait until the group has committed past `offset` on the partition; TimeoutError if not."""
     deadline = time.monotonic() + timeout
     key = (topic, partition)
     while True:
-        done = await committed(bootstrap, group_id, [TopicPartition(topic, partition)])
+        done = await committed(
+            bootstrap, group_id, [TopicPartition(topic, partition)], kafka_options=kafka_options
+        )
         if done.get(key, -1) > offset:
             return
         if time.monotonic() > deadline:
@@ -47,14 +64,19 @@ async def wait_processed(
 
 
 async def wait_caught_up(
-    bootstrap: str, group_id: str, ends: dict[tuple[str, int], int], *, timeout: float = 60
+    bootstrap: str,
+    group_id: str,
+    ends: dict[tuple[str, int], int],
+    *,
+    timeout: float = 60,
+    kafka_options: Mapping[str, Any] = NO_OPTIONS,
 ) -> None:
     """Wait until the group has committed up to `ends` ({(topic, partition): next offset})
     on every listed partition; TimeoutError naming the ones behind if not."""
     deadline = time.monotonic() + timeout
     partitions = [TopicPartition(topic, n) for topic, n in ends]
     while True:
-        done = await committed(bootstrap, group_id, partitions)
+        done = await committed(bootstrap, group_id, partitions, kafka_options=kafka_options)
         behind = {key: end for key, end in ends.items() if done.get(key, -1) < end and end > 0}
         if not behind:
             return
@@ -63,12 +85,19 @@ async def wait_caught_up(
         await asyncio.sleep(0.1)
 
 
-async def start_at_end(bootstrap: str, subscriptions: Iterable[tuple[str, str]]) -> None:
+async def start_at_end(
+    bootstrap: str,
+    subscriptions: Iterable[tuple[str, str]],
+    *,
+    kafka_options: Mapping[str, Any] = NO_OPTIONS,
+) -> None:
     """For each (group id, topic) of a group that has no members yet, commit the topic's
     current end offsets, so the group reads only what is published from now on. (A new
     group's "latest" reset is wrong on the local broker, DESIGN.md §4: every subscriber
     resets to earliest, and this is how a new group skips a log it must not process.)"""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, **kafka_options
+    )
     await consumer.start()
     try:
         await consumer.topics()  # refreshes the cluster metadata
@@ -87,7 +116,10 @@ async def start_at_end(bootstrap: str, subscriptions: Iterable[tuple[str, str]])
         if not mine:
             continue  # the topic does not exist yet: there is nothing to skip
         member = AIOKafkaConsumer(
-            bootstrap_servers=bootstrap, group_id=group_id, enable_auto_commit=False
+            bootstrap_servers=bootstrap,
+            group_id=group_id,
+            enable_auto_commit=False,
+            **kafka_options,
         )
         await member.start()
         try:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,7 @@ from services import facts, patterns, transcripts
 from services.app import running_groups
 from services.offsets import committed
 from services.runtime import endpoints
+from services.security import NO_OPTIONS, kafka_options, mongo_options
 from services.settings import Settings
 
 STATE = "replay_state"
@@ -107,10 +108,14 @@ class ReplayReport:
         return self.records / self.seconds if self.seconds > 0 else 0.0
 
 
-async def end_offsets(bootstrap: str) -> dict[tuple[str, int], int]:
+async def end_offsets(
+    bootstrap: str, *, kafka_options: Mapping[str, Any] = NO_OPTIONS
+) -> dict[tuple[str, int], int]:
     """The next offset of every partition of the source topics, now (the partitions are
     read from the broker's metadata: a topic created elsewhere may have another count)."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, **kafka_options
+    )
     await consumer.start()
     try:
         await consumer.topics()  # refreshes the cluster metadata
@@ -128,7 +133,7 @@ async def end_offsets(bootstrap: str) -> dict[tuple[str, int], int]:
 async def group_prefix(settings: Settings, target_db: str, *, fresh: bool) -> str:
     """The replay's group prefix, recorded in the target database (dropped first if `fresh`)."""
     mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        endpoints(settings).mongo_uri, retryWrites=False
+        endpoints(settings).mongo_uri, retryWrites=False, **mongo_options(settings)
     )
     try:
         if fresh:
@@ -149,13 +154,15 @@ async def positions(
     prefix: str,
     ends: dict[tuple[str, int], int],
     starts: dict[tuple[str, str, int], int] | None = None,
+    *,
+    kafka_options: Mapping[str, Any] = NO_OPTIONS,
 ) -> list[Position]:
     """Where each replay group stands on each source partition (committed offsets)."""
     found: list[Position] = []
     for group, topic in SOURCES:
         group_id = f"{prefix}.{group}"
         parts = [TopicPartition(t, n) for t, n in sorted(ends) if t == topic]
-        done = await committed(bootstrap, group_id, parts)
+        done = await committed(bootstrap, group_id, parts, kafka_options=kafka_options)
         for tp in parts:
             current = max(done.get((topic, tp.partition), -1), 0)
             start = current if starts is None else starts[(group_id, topic, tp.partition)]
@@ -177,9 +184,10 @@ async def replay(
     """Replay the log into `target_db` until every source partition is caught up with where
     it ended when the replay started. `agents` limits the rebuild to those tenants."""
     bootstrap = endpoints(settings).kafka_bootstrap
+    security = kafka_options(settings)
     prefix = await group_prefix(settings, target_db, fresh=fresh)
-    ends = await end_offsets(bootstrap)
-    first = await positions(bootstrap, prefix, ends)
+    ends = await end_offsets(bootstrap, kafka_options=security)
+    first = await positions(bootstrap, prefix, ends, kafka_options=security)
     starts = {(p.group, p.topic, p.partition): p.current for p in first}
     progress = Progress(first)
     target = settings.model_copy(
@@ -196,7 +204,9 @@ async def replay(
     if not progress.finished:
         async with running_groups(target, WRITER_GROUPS, embedder=embedder, broker_logs=False):
             while True:
-                progress.positions = await positions(bootstrap, prefix, ends, starts)
+                progress.positions = await positions(
+                    bootstrap, prefix, ends, starts, kafka_options=security
+                )
                 if on_progress is not None:
                     on_progress(progress)
                 if progress.finished:

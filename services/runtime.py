@@ -4,9 +4,9 @@ closed here. Nothing else in the code base opens a connection."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -47,6 +47,7 @@ from engine.remember import Rememberer
 from engine.rerank import Reranker
 from engine.vector_index import ExactVectorIndex
 from services.infra import Endpoints, read_endpoints
+from services.security import kafka_options, mongo_options, redis_options, redis_url
 from services.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -162,6 +163,8 @@ class Runtime:
     extractor: Extractor | None
     extraction_policy: ExtractionPolicy
     evals: MongoEvalStore
+    kafka_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    """aiokafka security arguments of every Kafka client (`services.security`)."""
 
     def group_id(self, group: str) -> str:
         return f"{self.settings.group_prefix}.{group}"
@@ -180,8 +183,14 @@ async def open_runtime(
         maxPoolSize=15,
         minPoolSize=2,
         tz_aware=True,
+        **mongo_options(settings),
     )
-    redis = Redis.from_url(ends.redis_url, socket_connect_timeout=2, socket_timeout=2)
+    redis = Redis.from_url(
+        redis_url(settings, ends.redis_url),
+        socket_connect_timeout=2,
+        socket_timeout=2,
+        **redis_options(settings, ends.redis_url),
+    )
     http = httpx.AsyncClient()
     try:
         db = mongo[settings.mongo_db]
@@ -267,6 +276,7 @@ async def open_runtime(
                 max_chars=settings.fact_max_chars,
             ),
             evals=MongoEvalStore(db),
+            kafka_options=kafka_options(settings),
         )
     finally:
         await http.aclose()

@@ -49,7 +49,7 @@ async def tick(rt: Runtime, client: MemoryClient, after: datetime, until: dateti
 
 
 async def run_scheduler(rt: Runtime, *, every_seconds: float = 30.0) -> None:
-    async with MemoryClient(rt.endpoints.kafka_bootstrap) as client:
+    async with MemoryClient(rt.endpoints.kafka_bootstrap, kafka_options=rt.kafka_options) as client:
         last = datetime.now(UTC) - CATCH_UP
         while True:
             now = datetime.now(UTC)

@@ -10,13 +10,18 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="MNEMOSTREAM_", env_nested_delimiter="__", frozen=True, extra="ignore"
+        env_prefix="MNEMOSTREAM_",
+        env_nested_delimiter="__",
+        frozen=True,
+        extra="ignore",
+        # a validation error must not echo its input: that holds passwords and keys
+        hide_input_in_errors=True,
     )
 
     kafka_bootstrap: str | None = Field(
@@ -127,6 +132,13 @@ class Settings(BaseSettings):
     query_cache_ttl_seconds: int = Field(default=120, ge=1, description="Layer query cache TTL.")
     max_attempts: int = Field(default=3, ge=1, le=20, description="Tries before the DLQ.")
     retry_backoff_ms: int = Field(default=200, ge=0, description="First retry delay (doubles).")
+    outage_wait_seconds: float = Field(
+        default=120.0,
+        gt=0,
+        le=280,
+        description="How long a message waits for an unreachable store before it is handed "
+        "back uncommitted and read again (below Kafka's 300 s poll interval).",
+    )
     request_timeout_seconds: float = Field(
         default=5.0, gt=0, description="Client request-reply timeout."
     )
@@ -162,6 +174,51 @@ class Settings(BaseSettings):
         description="Serve the gateway without keys or JWT secret (explicit opt-in, dev only).",
     )
 
+    # --- security (issue 7): TLS and credentials of Kafka, MongoDB and Redis --------------
+    # Mapped to each client's options by `services.security`; checked by `_check_security`.
+    kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+        default="PLAINTEXT", description="Kafka security protocol."
+    )
+    kafka_sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = Field(
+        default="PLAIN", description="SASL mechanism (with SASL_PLAINTEXT or SASL_SSL)."
+    )
+    kafka_sasl_username: str | None = Field(default=None, description="SASL user name.")
+    kafka_sasl_password: SecretStr | None = Field(default=None, description="SASL password.")
+    kafka_ssl_cafile: Path | None = Field(
+        default=None, description="PEM CA bundle of the brokers (default: the system's CAs)."
+    )
+    kafka_ssl_certfile: Path | None = Field(
+        default=None, description="PEM client certificate (mutual TLS)."
+    )
+    kafka_ssl_keyfile: Path | None = Field(
+        default=None, description="PEM private key of the client certificate."
+    )
+    mongo_tls: bool = Field(default=False, description="Connect to MongoDB over TLS.")
+    mongo_tls_ca_file: Path | None = Field(
+        default=None, description="PEM CA bundle of the MongoDB server (needs mongo_tls)."
+    )
+    mongo_tls_cert_key_file: Path | None = Field(
+        default=None, description="PEM client certificate and key (mutual TLS; needs mongo_tls)."
+    )
+    mongo_username: str | None = Field(
+        default=None, description="MongoDB user (instead of credentials in the URI)."
+    )
+    mongo_password: SecretStr | None = Field(default=None, description="MongoDB password.")
+    mongo_auth_source: str | None = Field(
+        default=None, description="Database holding the MongoDB user (driver default: admin)."
+    )
+    redis_username: str | None = Field(default=None, description="Redis ACL user name.")
+    redis_password: SecretStr | None = Field(
+        default=None, description="Redis password (`requirepass` or the ACL user's)."
+    )
+    redis_tls: bool = Field(
+        default=False, description="Connect to Redis over TLS (as a `rediss://` URL does)."
+    )
+    redis_tls_ca_file: Path | None = Field(
+        default=None, description="PEM CA bundle of the Redis server (needs TLS)."
+    )
+    # --- end of security settings ------------------------------------------------------------
+
     @field_validator("gateway_api_keys", mode="before")
     @classmethod
     def _split_keys(cls, value: Any) -> Any:
@@ -172,3 +229,59 @@ class Settings(BaseSettings):
         if isinstance(value, list):
             return [v.strip() if isinstance(v, str) else v for v in value if v != ""]
         return value
+
+    @model_validator(mode="after")
+    def _check_security(self) -> Settings:
+        """Reject security settings that would be ignored or cannot work, naming the
+        variables to fix (the values themselves are never part of the message)."""
+        problems = security_problems(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+def _env(field: str) -> str:
+    return f"MNEMOSTREAM_{field.upper()}"
+
+
+def security_problems(settings: Settings) -> list[str]:
+    """What is wrong with the security settings' combination (empty when nothing is)."""
+    s, problems = settings, []
+    sasl = s.kafka_security_protocol.startswith("SASL_")
+    ssl = s.kafka_security_protocol.endswith("SSL")
+    if sasl and not (s.kafka_sasl_username and s.kafka_sasl_password):
+        problems.append(
+            f"{_env('kafka_security_protocol')}={s.kafka_security_protocol} needs "
+            f"{_env('kafka_sasl_username')} and {_env('kafka_sasl_password')}"
+        )
+    if not sasl and (s.kafka_sasl_username or s.kafka_sasl_password):
+        problems.append(
+            "Kafka SASL credentials are set but "
+            f"{_env('kafka_security_protocol')} is {s.kafka_security_protocol}: "
+            "use SASL_PLAINTEXT or SASL_SSL"
+        )
+    kafka_files = ("kafka_ssl_cafile", "kafka_ssl_certfile", "kafka_ssl_keyfile")
+    if not ssl and any(getattr(s, name) for name in kafka_files):
+        problems.append(
+            f"Kafka TLS files are set but {_env('kafka_security_protocol')} is "
+            f"{s.kafka_security_protocol}: use SSL or SASL_SSL"
+        )
+    if s.kafka_ssl_keyfile and not s.kafka_ssl_certfile:
+        problems.append(f"{_env('kafka_ssl_keyfile')} needs {_env('kafka_ssl_certfile')}")
+    if not s.mongo_tls and (s.mongo_tls_ca_file or s.mongo_tls_cert_key_file):
+        problems.append(f"MongoDB TLS files are set but {_env('mongo_tls')} is not true")
+    if bool(s.mongo_username) != bool(s.mongo_password):
+        problems.append(f"{_env('mongo_username')} and {_env('mongo_password')} go together")
+    if s.redis_username and not s.redis_password:
+        problems.append(f"{_env('redis_username')} needs {_env('redis_password')}")
+    url = s.redis_url.get_secret_value() if s.redis_url else ""
+    if s.redis_tls_ca_file and not (s.redis_tls or url.startswith("rediss://")):
+        problems.append(
+            f"{_env('redis_tls_ca_file')} is set but Redis is not TLS: set "
+            f"{_env('redis_tls')}=true or use a rediss:// URL"
+        )
+    for name in (*kafka_files, "mongo_tls_ca_file", "mongo_tls_cert_key_file", "redis_tls_ca_file"):
+        path = getattr(s, name)
+        if path is not None and not path.is_file():
+            problems.append(f"{_env(name)}: no such file {path}")
+    return problems

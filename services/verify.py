@@ -18,6 +18,7 @@ from pymongo import AsyncMongoClient
 
 from engine.adapters.mongo import MEMORY, PATTERNS, RELATIONS, SESSIONS, TRANSCRIPTS
 from services.runtime import endpoints
+from services.security import mongo_options
 from services.settings import Settings
 
 COMPARED: Mapping[str, frozenset[str]] = {
@@ -91,7 +92,7 @@ async def compare(
 ) -> VerifyReport:
     """Compare every stream-written collection of two databases (of `agents` only, if given)."""
     mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        endpoints(settings).mongo_uri, retryWrites=False, tz_aware=True
+        endpoints(settings).mongo_uri, retryWrites=False, tz_aware=True, **mongo_options(settings)
     )
     query: dict[str, Any] = {"agentWallet": {"$in": list(agents)}} if agents else {}
     try:

@@ -13,9 +13,11 @@ from fastapi.openapi.utils import get_openapi
 from services.client import MemoryClient
 from services.gateway import errors, items, loop, ops, patterns
 from services.gateway.auth import Authenticator
+from services.gateway.limits import BodyLimit
 from services.gateway.models import Health
 from services.infra import read_endpoints
 from services.runtime import NotConfigured
+from services.security import kafka_options
 from services.settings import Settings
 
 PREFIX = "/api/memory"
@@ -73,7 +75,9 @@ def create_app(settings: Settings, client: MemoryClient | None = None) -> FastAP
             yield
             return
         async with MemoryClient(
-            kafka_bootstrap(settings), timeout=settings.request_timeout_seconds
+            kafka_bootstrap(settings),
+            timeout=settings.request_timeout_seconds,
+            kafka_options=kafka_options(settings),
         ) as own:
             app.state.client = own
             yield
@@ -93,6 +97,7 @@ def create_app(settings: Settings, client: MemoryClient | None = None) -> FastAP
     )
     app.state.auth = auth
     errors.install(app)
+    app.add_middleware(BodyLimit)
     for module in (loop, items, patterns, ops):
         app.include_router(module.router, prefix=PREFIX)
 

@@ -6,6 +6,7 @@ whose fault it is:
 * 401 - no credential, or a wrong one;
 * 403 - a credential limited to one agentWallet asked for another (tenant isolation);
 * 404 - nothing with that id within the caller's scope, or an unknown route;
+* 413 - the request body is larger than one Kafka message (`schemas.limits.MAX_MESSAGE_BYTES`);
 * 504 - the memory service did not answer in time (request-reply over Kafka).
 """
 
@@ -50,6 +51,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     400: _doc("Invalid input, or the memory service rejected the request."),
     401: _doc("Missing or invalid credentials."),
     403: _doc("The credential is limited to another agentWallet."),
+    413: _doc("The request body is larger than one message (`MAX_MESSAGE_BYTES`)."),
     504: _doc("The memory service did not answer in time."),
 }
 """Error responses every authenticated route can give (for the OpenAPI document)."""

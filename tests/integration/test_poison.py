@@ -5,9 +5,7 @@ after the fix a redrive stores the crashed turn."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,7 +17,8 @@ from engine.ports import InputType, Vector
 from schemas import topics
 from services.dead_letters import read_letters, redrive
 from services.infra import Endpoints
-from services.offsets import wait_processed
+from services.offsets import wait_caught_up, wait_processed
+from services.replay import end_offsets
 from tests.support.pipeline import groups_running
 
 pytestmark = pytest.mark.integration
@@ -118,11 +117,9 @@ async def test_poison_and_crash_are_dead_lettered_the_next_turn_is_stored_and_re
         embedder.broken = False  # the fix
         redriven = [x for x in letters if x.letter.offset == first.offset + 1]
         assert await redrive(stack.kafka_bootstrap, redriven) == 1
-        deadline = time.monotonic() + 30
-        while True:
-            stored = await transcripts.find_one({"sessionId": session})
-            assert stored is not None
-            if crashed.messages[0].content in [m["content"] for m in stored["messages"]]:
-                break
-            assert time.monotonic() < deadline, "the re-driven turn was not stored"
-            await asyncio.sleep(0.1)
+        key = (topics.TURNS, first.partition)
+        end = (await end_offsets(stack.kafka_bootstrap))[key]
+        await wait_caught_up(stack.kafka_bootstrap, group, {key: end}, timeout=90)
+        stored = await transcripts.find_one({"sessionId": session})
+        assert stored is not None
+        assert crashed.messages[0].content in [m["content"] for m in stored["messages"]]

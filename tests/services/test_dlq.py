@@ -9,12 +9,14 @@ from typing import Any
 import pytest
 from faststream.kafka import KafkaBroker, TestKafkaBroker
 from faststream.kafka.annotations import KafkaMessage
+from pymongo.errors import ServerSelectionTimeoutError
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from engine.errors import DependencyFailed, InputRejected
 from schemas import topics
 from schemas.events import MemoryChanged
 from schemas.scope import Scope
-from services.dlq import DeadLetter, consume
+from services.dlq import DeadLetter, StoreUnavailable, consume, is_outage
 
 SOURCE = "test.source.v1"
 
@@ -102,3 +104,60 @@ async def test_a_schema_error_is_dead_lettered_with_its_message(payload: bytes) 
     assert letter.attempts == 0
     assert letter.payload == payload.decode()
     assert letter.error
+
+
+def outage(n: int) -> DependencyFailed:
+    """What a Mongo adapter raises while the server is unreachable."""
+    try:
+        raise ServerSelectionTimeoutError(f"127.0.0.1:1: connection refused ({n})")
+    except ServerSelectionTimeoutError as exc:
+        try:
+            raise DependencyFailed(f"transcript append failed: {exc}") from exc
+        except DependencyFailed as wrapped:
+            return wrapped
+
+
+async def test_a_store_outage_is_waited_out_and_dead_letters_nothing() -> None:
+    # five failures in a row would exhaust three attempts; an outage does not count
+    broker, processed, letters = make_app([outage(i) for i in range(5)])
+    async with TestKafkaBroker(broker) as br:
+        await br.publish(changed(), SOURCE, key=b"k")
+    assert len(processed) == 1
+    assert letters == []
+
+
+def test_only_unreachable_stores_count_as_outages() -> None:
+    assert is_outage(outage(0))
+    assert not is_outage(DependencyFailed("cache bump failed"))
+    assert is_outage(RedisConnectionError("connection refused"))
+    assert not is_outage(ValueError("bad data"))
+    assert not is_outage(InputRejected("no"))
+
+
+async def test_an_outage_longer_than_the_wait_hands_the_message_back() -> None:
+    async def work(event: MemoryChanged) -> None:
+        raise outage(0)
+
+    broker = KafkaBroker()
+    raised: list[BaseException] = []
+
+    @broker.subscriber(SOURCE, group_id="g")
+    async def handle(message: KafkaMessage) -> None:
+        try:
+            await consume(
+                broker,
+                message,
+                group="test.group",
+                contract=MemoryChanged,
+                work=work,
+                attempts=3,
+                backoff_ms=1,
+                outage_seconds=0.2,
+            )
+        except StoreUnavailable as exc:
+            raised.append(exc)
+
+    async with TestKafkaBroker(broker) as br:
+        await br.publish(changed(), SOURCE, key=b"k")
+    assert len(raised) == 1
+    assert "unreachable" in str(raised[0])

@@ -1,0 +1,662 @@
+"""Load: N concurrent simulated agents against the pipeline over Kafka, for a bounded time.
+
+    python -m benchmarks.load                          # from the repo root; starts its own stack
+    python -m benchmarks.load --agents 32 --seconds 60 --think-ms 200
+    python -m benchmarks.load --processes per-group    # one OS process per consumer group
+
+The consumer groups run in a separate OS process (`python -m services run all`, or one
+process per group with `--processes per-group`), the agents in this one, as asyncio tasks
+sharing one `MemoryClient` (the SDK's recommendation: one per process; `--client-per-agent`
+gives each agent its own, with its own reply topic). Until the deadline each agent loops:
+
+1. pre_turn: `MemoryClient.context(<the user's message>, <its scope>)`, timed until the reply;
+2. post_turn: a turn with that user message and an assistant reply (sometimes tool events,
+   sometimes a fact such as "I live in <city>"), timed until the broker acknowledged it;
+3. `--think-ms` of pause.
+
+Printed: the machine, the configuration, per operation n / throughput / p50 / p95 / p99 / max
+(ms) / errors by type, the turns published, consumer lag per group (end offset − committed
+offset over the group's topics, sampled every `--sample-seconds`: the maximum during the run,
+the value at the deadline, and how long after the deadline it took to reach 0), and an
+exactly-once check: the turns stored in MongoDB (`session_transcripts` turn ids, their
+messages, and the session rows of `memory`) against the turns acknowledged, duplicates 0.
+
+Set MNEMOSTREAM_KAFKA_BOOTSTRAP, MNEMOSTREAM_MONGO_URI and MNEMOSTREAM_REDIS_URL to run it
+against servers of your own instead (new groups read the topics from the beginning there, so
+the lag then includes older traffic).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import math
+import os
+import platform
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer
+from pymongo import AsyncMongoClient
+
+from benchmarks.pipeline import endpoints
+from engine.adapters.mongo import MEMORY, TRANSCRIPTS
+from schemas import topics
+from schemas.inputs import turn_recorded
+from services.app import resolve_groups
+from services.asyncapi import CHANNELS
+from services.client import MemoryClient, RequestFailed
+from services.infra import Endpoints
+from services.metrics import group_lag
+from services.offsets import TopicPartition, committed, wait_processed
+
+# --- pure helpers (tests/unit/test_load_stats.py) ----------------------------------------
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100) by linear interpolation between the closest ranks (numpy's
+    default); NaN for no values."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * min(100.0, max(0.0, q)) / 100
+    low = math.floor(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+@dataclass(frozen=True, slots=True)
+class OpSummary:
+    """One operation over a run: successful calls, their latencies (ms), failures by type."""
+
+    name: str
+    n: int
+    per_second: float
+    p50: float
+    p95: float
+    p99: float
+    max: float
+    errors: dict[str, int]
+
+
+def summarize(
+    name: str, latencies_ms: Sequence[float], errors: dict[str, int], seconds: float
+) -> OpSummary:
+    """Throughput is successful calls per second of the run."""
+    return OpSummary(
+        name=name,
+        n=len(latencies_ms),
+        per_second=len(latencies_ms) / seconds if seconds > 0 else 0.0,
+        p50=percentile(latencies_ms, 50),
+        p95=percentile(latencies_ms, 95),
+        p99=percentile(latencies_ms, 99),
+        max=max(latencies_ms) if latencies_ms else math.nan,
+        errors=dict(errors),
+    )
+
+
+def format_errors(errors: dict[str, int]) -> str:
+    """`0`, or `3 (timeout 2, request failed 1)` with the most frequent first."""
+    total = sum(errors.values())
+    if not total:
+        return "0"
+    parts = ", ".join(f"{kind} {n}" for kind, n in sorted(errors.items(), key=lambda e: -e[1]))
+    return f"{total} ({parts})"
+
+
+OP_HEADER = (
+    f"{'operation':<24} {'n':>6} {'per s':>7} {'p50':>8} {'p95':>8} {'p99':>8} {'max':>8}"
+    "  errors   (latencies in ms)"
+)
+
+
+def format_op(op: OpSummary) -> str:
+    return (
+        f"{op.name:<24} {op.n:>6} {op.per_second:>7.1f} {op.p50:>8.1f} {op.p95:>8.1f}"
+        f" {op.p99:>8.1f} {op.max:>8.1f}  {format_errors(op.errors)}"
+    )
+
+
+def error_kind(exc: BaseException) -> str:
+    """How a failed call is counted: timeout, request failed, or the exception's type."""
+    if isinstance(exc, TimeoutError):
+        return "timeout"
+    if isinstance(exc, RequestFailed):
+        return "request failed"
+    return type(exc).__name__
+
+
+Sample = tuple[float, dict[str, int]]
+"""(seconds since the run started, {group: lag in messages})."""
+
+
+def max_lag(samples: Sequence[Sample], group: str) -> int:
+    return max((lags.get(group, 0) for _, lags in samples), default=0)
+
+
+def drain_time(samples: Sequence[Sample], group: str, since: float) -> float | None:
+    """Seconds after `since` until the group's lag reached 0 for good: the first sample at
+    or after `since` that has lag 0 and only zeros after it. None if it never did."""
+    after = [(t, lags.get(group, 0)) for t, lags in samples if t >= since]
+    if not after or after[-1][1] > 0:
+        return None
+    drained = after[-1][0]
+    for t, lag in reversed(after):
+        if lag > 0:
+            break
+        drained = t
+    return max(0.0, drained - since)
+
+
+def format_seconds(value: float | None) -> str:
+    return "not drained" if value is None else f"{value:.1f} s"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredCheck:
+    """The exactly-once comparison of the turns acknowledged with what MongoDB holds."""
+
+    published: int
+    stored: int
+    duplicates: int
+    missing: int
+    unexpected: int
+    messages_expected: int
+    messages_stored: int
+    session_rows: int
+    session_row_duplicates: int
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.published == self.stored
+            and not (self.duplicates or self.missing or self.unexpected)
+            and self.messages_expected == self.messages_stored
+            and self.session_rows == self.published
+            and not self.session_row_duplicates
+        )
+
+
+def check_stored(
+    published: dict[str, int],
+    uncertain: set[str],
+    transcript_turn_ids: Sequence[str],
+    message_turn_ids: Sequence[str],
+    row_turn_ids: Sequence[str],
+) -> StoredCheck:
+    """`published` maps acknowledged turn ids to their message count (user + assistant +
+    tool events); `uncertain` are turns whose publish failed or timed out (they may or may
+    not have landed and are left out of the comparison)."""
+    ignore = set(uncertain) - set(published)
+    turns = Counter(t for t in transcript_turn_ids if t not in ignore)
+    rows = Counter(t for t in row_turn_ids if t not in ignore)
+    stored_messages = sum(1 for t in message_turn_ids if t not in ignore)
+    return StoredCheck(
+        published=len(published),
+        stored=len(turns),
+        duplicates=sum(n - 1 for n in turns.values()),
+        missing=len(set(published) - set(turns)),
+        unexpected=len(set(turns) - set(published)),
+        messages_expected=sum(published.values()),
+        messages_stored=stored_messages,
+        session_rows=len(rows),
+        session_row_duplicates=sum(n - 1 for n in rows.values()),
+    )
+
+
+# --- simulated agents ---------------------------------------------------------------------
+
+CITIES = ("Porto", "Lisbon", "Madrid", "Oslo", "Tallinn", "Riga", "Ghent", "Kyoto", "Lima")
+FOODS = ("sourdough", "ramen", "lentil soup", "tacos", "pad thai", "risotto")
+PROJECTS = ("billing migration", "Q3 roadmap", "mobile release", "data warehouse", "offsite")
+DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "weekend")
+TOOLS = ("search_flights", "book_hotel", "calendar_lookup", "web_search", "send_email")
+ASKS = (
+    "Can you find me a flight to {city} next {day}?",
+    "What should I cook tonight? I have {food} ingredients at home.",
+    "Remind me what we decided about the {project} deadline.",
+    "Summarise my notes from {day} about the {project}.",
+    "Is it worth visiting {city} in the rainy season?",
+    "Draft a short email to the team about the {project} status.",
+    "What did I say I wanted to eat on {day}?",
+)
+REPLIES = (
+    "Here is what I found: three options, the cheapest leaves early on {day}.",
+    "Based on what you told me before, I would suggest {food} with a simple salad.",
+    "We agreed to move the {project} deadline by one week and review it on {day}.",
+    "Done. I kept it short and mentioned the open questions about the {project}.",
+    "Yes, {city} is quieter then; pack a rain jacket.",
+)
+FACTS = ("I live in {city}.", "I just moved to {city}.", "My favourite food is {food}.")
+
+
+def simulated_turn(rng: random.Random, tool_share: float, fact_share: float) -> dict[str, Any]:
+    """A user message, the assistant's reply and maybe tool events (no scope)."""
+    words = {
+        "city": rng.choice(CITIES),
+        "food": rng.choice(FOODS),
+        "project": rng.choice(PROJECTS),
+        "day": rng.choice(DAYS),
+    }
+    user = rng.choice(ASKS).format(**words)
+    if rng.random() < fact_share:
+        user = f"{rng.choice(FACTS).format(**words)} {user}"
+    body: dict[str, Any] = {
+        "userMessage": user,
+        "assistantMessage": rng.choice(REPLIES).format(**words),
+    }
+    if rng.random() < tool_share:  # stamped at publish time (`now_ms + i`) by turn_recorded
+        body["toolEvents"] = [
+            {
+                "name": tool,
+                "args": {"query": words["city"]},
+                "status": "success" if rng.random() < 0.9 else "error",
+            }
+            for tool in rng.sample(TOOLS, rng.randint(1, 2))
+        ]
+    return body
+
+
+@dataclass(slots=True)
+class Tally:
+    pre_turn_ms: list[float] = field(default_factory=list)
+    pre_turn_errors: Counter[str] = field(default_factory=Counter)
+    pre_turn_cached: int = 0
+    ack_ms: list[float] = field(default_factory=list)
+    ack_errors: Counter[str] = field(default_factory=Counter)
+    published: dict[str, int] = field(default_factory=dict)
+    """Acknowledged turn id → messages it stores (user, assistant, tool events)."""
+    uncertain: set[str] = field(default_factory=set)
+    collisions: int = 0
+    facts: int = 0
+
+
+async def agent(
+    client: MemoryClient,
+    wallet: str,
+    rng: random.Random,
+    args: argparse.Namespace,
+    deadline: float,
+    tally: Tally,
+) -> None:
+    n = 0
+    while time.monotonic() < deadline:
+        user = rng.randrange(args.users_per_agent)
+        # a user comes back to a thread for a while, then starts another one
+        thread = f"u{user}-t{n // (4 * args.users_per_agent) + rng.randrange(2)}"
+        scope = {"agentWallet": wallet, "userAddress": f"user{user}", "threadId": thread}
+        turn = simulated_turn(rng, args.tool_share, args.fact_share)
+        start = time.perf_counter()
+        try:
+            reply = await client.context(turn["userMessage"], scope, timeout=args.timeout)
+        except Exception as exc:  # noqa: BLE001 - every failure is counted, the agent goes on
+            tally.pre_turn_errors[error_kind(exc)] += 1
+        else:
+            tally.pre_turn_ms.append((time.perf_counter() - start) * 1000)
+            tally.pre_turn_cached += reply.cached
+        event = turn_recorded({**scope, **turn})
+        start = time.perf_counter()
+        try:
+            async with asyncio.timeout(args.timeout):
+                await client.publish_turn(event)
+        except Exception as exc:  # noqa: BLE001
+            tally.ack_errors[error_kind(exc)] += 1
+            tally.uncertain.add(event.turn_id)
+        else:
+            tally.ack_ms.append((time.perf_counter() - start) * 1000)
+            if event.turn_id in tally.published:
+                tally.collisions += 1
+            tally.published[event.turn_id] = len(event.messages) + len(event.tool_events)
+            tally.facts += turn["userMessage"].startswith(("I live", "I just moved", "My fav"))
+        n += 1
+        if args.think_ms:
+            await asyncio.sleep(args.think_ms / 1000)
+
+
+# --- consumer groups and their lag -----------------------------------------------------------
+
+
+def consumers_of(groups: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """The Kafka consumer groups (names without prefix, e.g. `facts.remember`) of the chosen
+    `mnemostream run` groups, with the topics each reads."""
+    chosen = set(groups)
+    found: dict[str, list[str]] = {}
+    for channel in CHANNELS:
+        for consumer in channel.consumers:
+            if consumer.split(".")[0] in chosen:
+                found.setdefault(consumer, []).append(channel.topic)
+    order = list(groups)
+    ranked = sorted(found, key=lambda name: (order.index(name.split(".")[0]), name))
+    return {name: tuple(found[name]) for name in ranked}
+
+
+class LagSampler:
+    """Lag of each group = end offset − committed offset, summed over the partitions of its
+    topics (`services.metrics.group_lag`). Committed offsets are read before end offsets, so
+    a message a group produced before committing its input is always seen."""
+
+    def __init__(self, bootstrap: str, prefix: str, consumers: dict[str, tuple[str, ...]]):
+        self._bootstrap = bootstrap
+        self._prefix = prefix
+        self._consumers = consumers
+        self._consumer: Any = None
+        self.failures = 0
+
+    async def __aenter__(self) -> LagSampler:
+        self._consumer = AIOKafkaConsumer(
+            bootstrap_servers=self._bootstrap,
+            client_id="mnemostream-load-lag",
+            enable_auto_commit=False,
+            request_timeout_ms=10_000,
+        )
+        await self._consumer.start()
+        await self._consumer.topics()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self._consumer.stop()
+
+    def _partitions(self, names: Sequence[str]) -> list[TopicPartition]:
+        return [
+            TopicPartition(topic, p)
+            for topic in names
+            for p in sorted(self._consumer.partitions_for_topic(topic) or ())
+        ]
+
+    async def sample(self) -> dict[str, int] | None:
+        """{group: lag}, or None when the offsets could not be read (counted)."""
+        try:
+            parts = {g: self._partitions(t) for g, t in self._consumers.items()}
+            done = await asyncio.gather(
+                *(committed(self._bootstrap, f"{self._prefix}.{g}", parts[g]) for g in parts)
+            )
+            every = sorted({tp for tps in parts.values() for tp in tps})
+            ends = await self._consumer.end_offsets(every)
+            starts = await self._consumer.beginning_offsets(every)
+        except Exception:  # noqa: BLE001 - a failed sample is counted and skipped
+            self.failures += 1
+            return None
+        end = {(tp.topic, tp.partition): v for tp, v in ends.items()}
+        begin = {(tp.topic, tp.partition): v for tp, v in starts.items()}
+        return {
+            g: sum(
+                group_lag(
+                    {(tp.topic, tp.partition): end[(tp.topic, tp.partition)] for tp in parts[g]},
+                    offsets,
+                    begin,
+                ).values()
+            )
+            for g, offsets in zip(parts, done, strict=True)
+        }
+
+
+RUN_OPTIONS = ("--log-level", "warning", "--http-port", "0")
+
+
+@contextlib.contextmanager
+def group_processes(
+    ends: Endpoints, db: str, prefix: str, batches: Sequence[Sequence[str]]
+) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Each batch of groups in its own `python -m services run` process (stopped by PID)."""
+    env = {
+        **os.environ,
+        **ends.to_env(),
+        "MNEMOSTREAM_MONGO_DB": db,
+        "MNEMOSTREAM_GROUP_PREFIX": prefix,
+        "MNEMOSTREAM_SESSION_TIMEOUT_MS": "2000",
+        "MNEMOSTREAM_HEARTBEAT_INTERVAL_MS": "500",
+    }
+    subprocess.run(
+        [sys.executable, "-m", "services", "db", "init"], env=env, check=True, capture_output=True
+    )
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for batch in batches:
+            log_path = Path(tempfile.gettempdir()) / f"{prefix}-{'-'.join(batch)}.log"
+            with log_path.open("wb") as log:
+                procs.append(
+                    subprocess.Popen(
+                        [sys.executable, "-m", "services", "run", *batch, *RUN_OPTIONS],
+                        env=env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                    )
+                )
+        yield procs
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+# --- the run ------------------------------------------------------------------------------------
+
+
+async def warm_up(
+    client: MemoryClient, ends: Endpoints, prefix: str, tag: str, groups: Sequence[str]
+) -> None:
+    """Until every turn-reading group processed a turn and (with search) pre_turn answers."""
+    scope = {"agentWallet": f"0xwarm{tag}", "userAddress": "warm", "threadId": "warm"}
+    event = turn_recorded({**scope, "userMessage": "warm up", "assistantMessage": "ok"})
+    pos = await client.publish_turn(event)
+    for consumer, names in consumers_of(groups).items():
+        if topics.TURNS in names:
+            await wait_processed(
+                ends.kafka_bootstrap,
+                f"{prefix}.{consumer}",
+                topics.TURNS,
+                pos.partition,
+                pos.offset,
+                timeout=180,
+            )
+    if "search" in groups:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                await client.context("warm up", scope, timeout=5)
+                break
+            except (TimeoutError, RequestFailed):
+                if time.monotonic() > deadline:
+                    raise SystemExit("pre_turn was not answered within 120 s") from None
+
+
+async def sample_until(
+    sampler: LagSampler, samples: list[Sample], t0: float, stop: asyncio.Event, every: float
+) -> None:
+    while not stop.is_set():
+        lags = await sampler.sample()
+        if lags is not None:
+            samples.append((time.monotonic() - t0, lags))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), every)
+
+
+async def run(args: argparse.Namespace, ends: Endpoints, groups: list[str], tag: str) -> None:
+    prefix, db = f"bench-load-{tag}", f"bench_load_{tag}"
+    consumers = consumers_of(groups)
+    wallets = [f"0xload{tag}a{i:03d}" for i in range(args.agents)]
+    tally = Tally()
+    samples: list[Sample] = []
+    shared = MemoryClient(ends.kafka_bootstrap, timeout=args.timeout)
+    async with contextlib.AsyncExitStack() as stack:
+        await stack.enter_async_context(shared)
+        await warm_up(shared, ends, prefix, tag, groups)
+        clients = [shared] * args.agents
+        if args.client_per_agent:
+            clients = [
+                await stack.enter_async_context(
+                    MemoryClient(ends.kafka_bootstrap, timeout=args.timeout)
+                )
+                for _ in wallets
+            ]
+        sampler = await stack.enter_async_context(
+            LagSampler(ends.kafka_bootstrap, prefix, consumers)
+        )
+        stop = asyncio.Event()
+        t0 = time.monotonic()
+        sampling = asyncio.create_task(
+            sample_until(sampler, samples, t0, stop, args.sample_seconds)
+        )
+        deadline = t0 + args.seconds
+        await asyncio.gather(
+            *(
+                agent(c, w, random.Random(args.seed * 100_003 + i), args, deadline, tally)
+                for i, (c, w) in enumerate(zip(clients, wallets, strict=True))
+            )
+        )
+        ran = time.monotonic() - t0
+        stop.set()
+        await sampling
+        # drain: sample often until every group is at lag 0, bounded
+        drain_deadline = time.monotonic() + args.drain_timeout
+        while time.monotonic() < drain_deadline:
+            lags = await sampler.sample()
+            if lags is not None:
+                samples.append((time.monotonic() - t0, lags))
+                if not any(lags.values()):
+                    break
+            await asyncio.sleep(0.25)
+
+    check: StoredCheck | None = None
+    if "transcripts" in groups:
+        check = await stored_turns(ends.mongo_uri, db, wallets, tally)
+    report(args, groups, tally, samples, ran, sampler.failures, consumers, db, check)
+
+
+async def stored_turns(uri: str, db: str, wallets: list[str], tally: Tally) -> StoredCheck:
+    mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(uri)
+    try:
+        where = {"agentWallet": {"$in": wallets}}
+        transcripts = await mongo[db][TRANSCRIPTS].find(where).to_list(length=None)
+        rows = (
+            await mongo[db][MEMORY]
+            .find({**where, "source": "session"}, {"metadata.turnId": 1})
+            .to_list(length=None)
+        )
+    finally:
+        await mongo.close()
+    return check_stored(
+        tally.published,
+        tally.uncertain,
+        [t for doc in transcripts for t in doc.get("turnIds", [])],
+        [m.get("turnId", "") for doc in transcripts for m in doc.get("messages", [])],
+        [(row.get("metadata") or {}).get("turnId", "") for row in rows],
+    )
+
+
+def report(
+    args: argparse.Namespace,
+    groups: list[str],
+    tally: Tally,
+    samples: list[Sample],
+    ran: float,
+    sample_failures: int,
+    consumers: dict[str, tuple[str, ...]],
+    db: str,
+    check: StoredCheck | None,
+) -> None:
+    load = os.getloadavg()
+    processes = "1 process" if args.processes == "one" else f"{len(groups)} processes"
+    clients = "one client per agent" if args.client_per_agent else "1 shared client"
+    print(
+        f"machine: {platform.machine()} {platform.system()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}, load average {load[0]:.2f} {load[1]:.2f}, "
+        f"local MiniLM embedder, rule extractor"
+    )
+    print(
+        f"config: {args.agents} agents x {args.users_per_agent} users, {args.seconds:g} s, "
+        f"think {args.think_ms:g} ms, {clients}, "
+        f"timeout {args.timeout:g} s, seed {args.seed}, groups {' '.join(args.groups)} "
+        f"in {processes}, tool events {args.tool_share:.0%}, facts {args.fact_share:.0%}, "
+        f"database {db}"
+    )
+    print(f"ran {ran:.1f} s (the last calls finish after the deadline)")
+    print(OP_HEADER)
+    pre = summarize("pre_turn request-reply", tally.pre_turn_ms, tally.pre_turn_errors, ran)
+    ack = summarize("post_turn publish → ack", tally.ack_ms, tally.ack_errors, ran)
+    print(format_op(pre))
+    print(format_op(ack))
+    print(
+        f"turns published: {len(tally.published)} acknowledged ({len(tally.published) / ran:.1f}/s)"
+        f", {len(tally.uncertain)} not acknowledged, {tally.facts} with a fact; "
+        f"pre_turn cache hits {tally.pre_turn_cached}"
+        + (f"; turn id collisions {tally.collisions}" if tally.collisions else "")
+    )
+    run_samples = [s for s in samples if s[0] <= ran]
+    print(
+        f"consumer lag (messages, end − committed; {len(run_samples)} samples during the run, "
+        f"every {args.sample_seconds:g} s; {sample_failures} failed samples):"
+    )
+    print(f"  {'group':<16} {'topics':<36} {'max':>6} {'at end':>7}  drained after the deadline")
+    at_end = next((lags for t, lags in samples if t >= ran), {})
+    for consumer, names in consumers.items():
+        print(
+            f"  {consumer:<16} {','.join(names):<36} {max_lag(samples, consumer):>6} "
+            f"{at_end.get(consumer, 0):>7}  {format_seconds(drain_time(samples, consumer, ran))}"
+        )
+    drained = [drain_time(samples, c, ran) for c in consumers]
+    every = None if any(d is None for d in drained) else max((d or 0.0 for d in drained), default=0)
+    print(f"all groups drained {format_seconds(every)} after the deadline")
+    if check is None:
+        print("exactly-once: skipped (the transcripts group did not run)")
+        return
+    print(
+        f"exactly-once: acknowledged {check.published} turns, stored {check.stored} "
+        f"(transcript turn ids), duplicates {check.duplicates}, missing {check.missing}, "
+        f"unexpected {check.unexpected}; messages expected {check.messages_expected} stored "
+        f"{check.messages_stored}; session rows {check.session_rows}, duplicates "
+        f"{check.session_row_duplicates} → {'OK' if check.ok else 'MISMATCH'}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--agents", type=int, default=8, help="concurrent simulated agents")
+    parser.add_argument("--seconds", type=float, default=30, help="how long the agents run")
+    parser.add_argument("--think-ms", type=float, default=0, help="pause between turns")
+    parser.add_argument("--users-per-agent", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--groups", nargs="+", default=["all"], help="groups to run, or all")
+    parser.add_argument(
+        "--processes",
+        choices=("one", "per-group"),
+        default="one",
+        help="all groups in one process, or one process per group",
+    )
+    parser.add_argument("--client-per-agent", action="store_true", help="a MemoryClient each")
+    parser.add_argument("--timeout", type=float, default=10, help="per call, seconds")
+    parser.add_argument("--tool-share", type=float, default=0.3, help="turns with tool events")
+    parser.add_argument("--fact-share", type=float, default=0.15, help="turns stating a fact")
+    parser.add_argument("--sample-seconds", type=float, default=2, help="lag sampling period")
+    parser.add_argument("--drain-timeout", type=float, default=300, help="wait for lag 0")
+    args = parser.parse_args()
+    try:
+        groups = resolve_groups(args.groups)
+    except ValueError as exc:
+        parser.error(str(exc))
+    tag = uuid.uuid4().hex[:8]
+    batches = [groups] if args.processes == "one" else [[g] for g in groups]
+    with (
+        endpoints() as ends,
+        group_processes(ends, f"bench_load_{tag}", f"bench-load-{tag}", batches),
+    ):
+        asyncio.run(run(args, ends, groups, tag))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""Model providers misbehaving, with the consumer groups running over Kafka: one local HTTP
+server plays the reranker and the OpenAI-compatible extractor, and answers garbage or too
+late. pre_turn is fail-soft (every request answered, the decayed order kept); extraction is
+not (a turn whose facts cannot be read is retried, then dead-lettered); no partition stops:
+every turn is stored and every later message processed."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from engine.adapters.local_embedder import LocalMiniLMEmbedder
+from schemas import topics
+from services.dead_letters import read_letters
+from services.infra import Endpoints
+from services.offsets import wait_caught_up
+from services.replay import end_offsets
+from tests.support.http_server import Provider, Received, Reply, Responder
+from tests.support.pipeline import groups_running
+
+pytestmark = pytest.mark.integration
+
+TURNS = 12
+
+
+def misbehave(request: Received) -> Reply:
+    """Rerank: garbage JSON, an error status or a reply too late, in turn. Chat completions
+    (extraction): prose instead of JSON, or too late."""
+    n = len(request.path) + int(request.headers.get("content-length", "0"))
+    if request.path.endswith("/rerank"):
+        return [
+            Reply(200, b"{not json"),
+            Reply(200, {"results": "nope"}),
+            Reply(503, b"overloaded"),
+            Reply(200, {"results": []}, delay_s=1.0),
+        ][n % 4]
+    if n % 2:
+        return Reply(200, {"choices": [{"message": {"content": "Sorry, no JSON today."}}]})
+    return Reply(200, {"choices": []}, delay_s=1.0)
+
+
+async def test_garbage_and_slow_providers_never_stop_a_partition(
+    stack: Endpoints, minilm: LocalMiniLMEmbedder, provider: Callable[[Responder], Provider]
+) -> None:
+    server = provider(misbehave)
+    agent = f"0xprov{uuid.uuid4().hex[:10]}"
+    scope = {"agentWallet": agent, "userAddress": "kai"}
+    groups = ["transcripts", "extraction", "facts", "search"]
+    async with groups_running(
+        stack,
+        minilm,
+        "providers",
+        groups,
+        extractor="llm",
+        llm_base_url=server.url,
+        llm_timeout_seconds=0.3,
+        rerank_provider="http",
+        rerank_url=f"{server.url}/v1/rerank",
+        rerank_timeout_seconds=0.3,
+        rerank_dominance_delta=1.0,  # always ask the reranker
+        rerank_min_candidates=2,
+        max_attempts=2,
+        retry_backoff_ms=10,
+    ) as (rt, client):
+        turns: dict[tuple[str, int], int] = {}
+        for n in range(TURNS):
+            await client.record_turn(
+                {
+                    **scope,
+                    "threadId": f"t{n % 3}",
+                    "userMessage": f"I booked table {n} at the harbour restaurant.",
+                    "assistantMessage": f"Table {n} it is.",
+                }
+            )
+            pos = client.last_position
+            assert pos is not None
+            key = (pos.topic, pos.partition)
+            turns[key] = max(turns.get(key, 0), pos.offset + 1)
+        remembered: dict[tuple[str, int], int] = {}
+        for n in range(4):  # graph candidates for the reranker
+            await client.remember({**scope, "content": f"Kai likes harbour table {n} best."})
+            pos = client.last_position
+            assert pos is not None
+            remembered[(pos.topic, pos.partition)] = pos.offset + 1
+        for group in ("transcripts", "extraction"):
+            await wait_caught_up(stack.kafka_bootstrap, rt.group_id(group), turns, timeout=120)
+        await wait_caught_up(
+            stack.kafka_bootstrap, rt.group_id("facts.remember"), remembered, timeout=60
+        )
+
+        answered: list[Any] = []
+        for n in range(8):
+            reply = await client.context(f"Which table at the harbour, number {n}?", scope)
+            answered.append(reply)
+        assert all(reply.error is None for reply in answered)
+        assert all("harbour" in (reply.prompt or "") for reply in answered)
+        assert any(r.path.endswith("/rerank") for r in server.received)  # it was asked
+
+        db = rt.mongo[rt.settings.mongo_db]
+        stored = await db["memory"].count_documents({"agentWallet": agent, "source": "session"})
+        assert stored == TURNS  # every turn stored although no fact could be read
+        letters = await read_letters(stack.kafka_bootstrap, group=rt.group_id("extraction"))
+        assert len(letters) == TURNS  # each retried, then dead-lettered with its error
+        assert {letter.letter.source_topic for letter in letters} == {topics.TURNS}
+        assert all(letter.letter.attempts == 2 for letter in letters)
+        ends = await end_offsets(stack.kafka_bootstrap)
+        assert all(turns[k] <= ends[k] for k in turns)
