@@ -216,8 +216,11 @@ def _tool_events(data: dict[str, Any], now_ms: int) -> list[ToolEvent]:
 def turn_recorded(body: object, *, now: datetime | None = None) -> TurnRecorded:
     """post_turn body → `TurnRecorded` (REFERENCE §7.1 steps 1-5).
 
-    `turnId` defaults to a hash of (sessionId, threadId, occurred_at), so the same body
-    published twice with the same `occurredAt` is the same turn.
+    `turnId` defaults to a hash of (sessionId, threadId, occurred_at, the messages), so the
+    same body published twice with the same `occurredAt` is the same turn, while two
+    different turns of a thread in the same millisecond are not (the reference hashed
+    sessionId|threadId|now only: with turn ids deduplicating writes, the second turn of a
+    millisecond would have been dropped as a redelivery).
     """
     data = _require_object(body, "body")
     scope = Scope.parse(data)
@@ -230,7 +233,10 @@ def turn_recorded(body: object, *, now: datetime | None = None) -> TurnRecorded:
         raise ScopeError("threadId or sessionId is required")
     session_id = explicit_session or thread_session_id(scope)
     thread_id = scope.thread_id or session_id
-    turn_id = clean_str(data.get("turnId")) or "turn_" + h32(f"{session_id}|{thread_id}|{now_ms}")
+    spoken = "\n".join(f"{m.role}:{m.content}" for m in messages)
+    turn_id = clean_str(data.get("turnId")) or "turn_" + h32(
+        f"{session_id}|{thread_id}|{now_ms}|{h32(spoken)}"
+    )
     tokens = data.get("totalTokens", data.get("tokenCount"))
     window = data.get("contextWindow")
     metadata = data.get("metadata")

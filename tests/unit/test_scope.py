@@ -362,6 +362,16 @@ def test_different_occurred_at_gives_a_different_turn_id() -> None:
     assert first.turn_id != second.turn_id
 
 
+def test_two_different_turns_in_the_same_millisecond_get_different_ids() -> None:
+    # the reference's sessionId|threadId|now made them one turn: the second was dropped as
+    # a redelivery by the idempotent writers
+    first = inputs.turn_recorded(turn_body(userMessage="Volcano.", assistantMessage="Ok."), now=NOW)
+    second = inputs.turn_recorded(
+        turn_body(userMessage="Pastries.", assistantMessage="Ok."), now=NOW
+    )
+    assert first.turn_id != second.turn_id
+
+
 def test_explicit_turn_id_is_kept() -> None:
     assert inputs.turn_recorded(pair(turnId=" t-42 "), now=NOW).turn_id == "t-42"
 
