@@ -34,11 +34,16 @@ def subscriber(
     interactive: bool = False,
     part: str | None = None,
     ack_policy: AckPolicy = AckPolicy.ACK,
+    workers: int = 1,
 ) -> DefaultSubscriber:
     """A durable group reading from `earliest` (the local broker's "latest" is wrong) that
     commits after the handler returns (at-least-once). Interactive (request/reply and cache
     invalidation) groups fetch with a short wait: a waiting fetch wakes after about half of
     `fetch_max_wait_ms`.
+
+    `workers > 1` handles that many messages at once, acknowledging each when it is taken
+    (at-most-once): only for request-reply, where a request lost in a crash times out at its
+    client and nothing is written.
 
     A group that reads several topics gives each extra topic its own Kafka group id
     (`<group>.<part>`): members of one Kafka group with different subscriptions were left
@@ -52,7 +57,8 @@ def subscriber(
         fetch_max_wait_ms=(
             rt.settings.reply_fetch_wait_ms if interactive else rt.settings.fetch_wait_ms
         ),
-        ack_policy=ack_policy,
+        ack_policy=AckPolicy.ACK_FIRST if workers > 1 else ack_policy,
+        max_workers=workers,
     )
 
 

@@ -35,7 +35,9 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
             metrics.cache_lookup(request, hit=reply.cached)
         return reply
 
-    @subscriber(broker, rt, topics.SEARCH, GROUP, interactive=True)
+    workers = rt.settings.search_workers
+
+    @subscriber(broker, rt, topics.SEARCH, GROUP, interactive=True, workers=workers)
     async def on_context_request(message: KafkaMessage) -> ContextReply:
         if expired(message):
             return ContextReply(error=EXPIRED)
@@ -49,7 +51,9 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
             log.warning("context request failed: %s", exc)
             return ContextReply(error=str(exc))
 
-    @subscriber(broker, rt, topics.LAYER_SEARCH, GROUP, interactive=True, part="layers")
+    @subscriber(
+        broker, rt, topics.LAYER_SEARCH, GROUP, interactive=True, part="layers", workers=workers
+    )
     async def on_layer_search(message: KafkaMessage) -> LayerSearchReply:
         if expired(message):
             return LayerSearchReply(error=EXPIRED)

@@ -139,6 +139,12 @@ class Settings(BaseSettings):
         description="How long a message waits for an unreachable store before it is handed "
         "back uncommitted and read again (below Kafka's 300 s poll interval).",
     )
+    search_workers: int = Field(
+        default=4,
+        ge=1,
+        le=64,
+        description="pre_turn and layer-search requests one search process serves at once.",
+    )
     request_timeout_seconds: float = Field(
         default=5.0, gt=0, description="Client request-reply timeout."
     )
