@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine.evals import evaluate, layer_searcher, parse_request, run_wire
+from engine.eval_wire import run_wire
+from engine.evals import evaluate, layer_searcher, parse_request
 from services.runtime import Runtime
 
 MAX_LIST = 100

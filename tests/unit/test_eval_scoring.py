@@ -11,6 +11,7 @@ import pytest
 
 from engine.adapters.memory import HashingEmbedder
 from engine.errors import InputRejected
+from engine.eval_wire import run_of, run_wire
 from engine.evals import (
     DEFAULT_K,
     EvalCase,
@@ -23,8 +24,6 @@ from engine.evals import (
     parse_request,
     percentile,
     retrieved_of,
-    run_of,
-    run_wire,
 )
 from engine.hits import Hit
 from engine.remember import Rememberer
