@@ -30,8 +30,8 @@ from schemas import topics
 from services.app import running_groups
 from services.client import MemoryClient
 from services.infra import Endpoints
-from services.offsets import wait_caught_up
-from services.replay import end_offsets, replay
+from services.offsets import end_offsets, wait_caught_up
+from services.replay import SOURCE_TOPICS, replay
 from services.settings import Settings
 from services.verify import compare
 
@@ -63,7 +63,7 @@ async def live_ingest(
         running_groups(settings, GROUPS, embedder=model, broker_logs=False) as rt,
         MemoryClient(ends.kafka_bootstrap, timeout=30) as client,
     ):
-        before = await end_offsets(ends.kafka_bootstrap)
+        before = await end_offsets(ends.kafka_bootstrap, SOURCE_TOPICS)
         now_ms = int(time.time() * 1000)
         began = time.monotonic()
         for n in range(turns):
@@ -72,7 +72,7 @@ async def live_ingest(
             await client.remember(
                 agentWallet=agent, userAddress=f"user{n % 5}", content=f"Prefers seat {n}A."
             )
-        published = await end_offsets(ends.kafka_bootstrap)
+        published = await end_offsets(ends.kafka_bootstrap, SOURCE_TOPICS)
         for group in ("transcripts", "patterns", "extraction"):
             await wait_caught_up(
                 ends.kafka_bootstrap, rt.group_id(group), _of(published, topics.TURNS), timeout=900
@@ -83,10 +83,10 @@ async def live_ingest(
             _of(published, topics.REMEMBER),
             timeout=900,
         )
-        facts = _of(await end_offsets(ends.kafka_bootstrap), topics.FACTS)
+        facts = await end_offsets(ends.kafka_bootstrap, [topics.FACTS])
         await wait_caught_up(ends.kafka_bootstrap, rt.group_id("facts"), facts, timeout=900)
         seconds = time.monotonic() - began
-        after = await end_offsets(ends.kafka_bootstrap)
+        after = await end_offsets(ends.kafka_bootstrap, SOURCE_TOPICS)
     records = sum(after[k] - before.get(k, 0) for k in after)
     return records, seconds
 

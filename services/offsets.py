@@ -85,6 +85,29 @@ async def wait_caught_up(
         await asyncio.sleep(0.1)
 
 
+async def end_offsets(
+    bootstrap: str, topic_names: Iterable[str], *, kafka_options: Mapping[str, Any] = NO_OPTIONS
+) -> dict[tuple[str, int], int]:
+    """`{(topic, partition): next offset}` of every partition of the topics, now. Partitions
+    come from the broker's metadata (a topic created elsewhere may have another count; a
+    topic that does not exist has none)."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, **kafka_options
+    )
+    await consumer.start()
+    try:
+        await consumer.topics()  # refreshes the cluster metadata
+        partitions = [
+            TopicPartition(topic, n)
+            for topic in dict.fromkeys(topic_names)
+            for n in sorted(consumer.partitions_for_topic(topic) or ())
+        ]
+        ends = await consumer.end_offsets(partitions) if partitions else {}
+    finally:
+        await consumer.stop()
+    return {(tp.topic, tp.partition): offset for tp, offset in ends.items()}
+
+
 async def start_at_end(
     bootstrap: str,
     subscriptions: Iterable[tuple[str, str]],
@@ -95,24 +118,10 @@ async def start_at_end(
     current end offsets, so the group reads only what is published from now on. (A new
     group's "latest" reset is wrong on the local broker, DESIGN.md §4: every subscriber
     resets to earliest, and this is how a new group skips a log it must not process.)"""
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap, enable_auto_commit=False, **kafka_options
-    )
-    await consumer.start()
-    try:
-        await consumer.topics()  # refreshes the cluster metadata
-        wanted = list(subscriptions)
-        ends = await consumer.end_offsets(
-            [
-                TopicPartition(topic, n)
-                for topic in {t for _, t in wanted}
-                for n in sorted(consumer.partitions_for_topic(topic) or ())
-            ]
-        )
-    finally:
-        await consumer.stop()
+    wanted = list(subscriptions)
+    ends = await end_offsets(bootstrap, (t for _, t in wanted), kafka_options=kafka_options)
     for group_id, topic in wanted:
-        mine = {tp: offset for tp, offset in ends.items() if tp.topic == topic}
+        mine = {TopicPartition(t, n): offset for (t, n), offset in ends.items() if t == topic}
         if not mine:
             continue  # the topic does not exist yet: there is nothing to skip
         member = AIOKafkaConsumer(

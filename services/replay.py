@@ -21,14 +21,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import TopicPartition
 from pymongo import AsyncMongoClient
 
 from engine.ports import Embedder
 from schemas import topics
 from services import facts, patterns, transcripts
 from services.app import running_groups
-from services.offsets import committed
+from services.offsets import committed, end_offsets
 from services.runtime import endpoints
 from services.security import NO_OPTIONS, kafka_options, mongo_options
 from services.settings import Settings
@@ -43,6 +43,8 @@ SOURCES: tuple[tuple[str, str], ...] = (
     (facts.GROUP, topics.FACTS),
 )
 """(consumer group suffix, topic) of every writer the replay runs."""
+
+SOURCE_TOPICS = tuple(dict.fromkeys(topic for _, topic in SOURCES))
 
 WRITER_GROUPS = (transcripts.GROUP, patterns.GROUP, facts.GROUP)
 
@@ -108,28 +110,6 @@ class ReplayReport:
         return self.records / self.seconds if self.seconds > 0 else 0.0
 
 
-async def end_offsets(
-    bootstrap: str, *, kafka_options: Mapping[str, Any] = NO_OPTIONS
-) -> dict[tuple[str, int], int]:
-    """The next offset of every partition of the source topics, now (the partitions are
-    read from the broker's metadata: a topic created elsewhere may have another count)."""
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap, enable_auto_commit=False, **kafka_options
-    )
-    await consumer.start()
-    try:
-        await consumer.topics()  # refreshes the cluster metadata
-        partitions = [
-            TopicPartition(topic, n)
-            for topic in dict.fromkeys(t for _, t in SOURCES)
-            for n in sorted(consumer.partitions_for_topic(topic) or ())
-        ]
-        ends = await consumer.end_offsets(partitions)
-    finally:
-        await consumer.stop()
-    return {(tp.topic, tp.partition): offset for tp, offset in ends.items()}
-
-
 async def group_prefix(settings: Settings, target_db: str, *, fresh: bool) -> str:
     """The replay's group prefix, recorded in the target database (dropped first if `fresh`)."""
     mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
@@ -186,7 +166,7 @@ async def replay(
     bootstrap = endpoints(settings).kafka_bootstrap
     security = kafka_options(settings)
     prefix = await group_prefix(settings, target_db, fresh=fresh)
-    ends = await end_offsets(bootstrap, kafka_options=security)
+    ends = await end_offsets(bootstrap, SOURCE_TOPICS, kafka_options=security)
     first = await positions(bootstrap, prefix, ends, kafka_options=security)
     starts = {(p.group, p.topic, p.partition): p.current for p in first}
     progress = Progress(first)

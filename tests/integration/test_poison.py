@@ -17,8 +17,7 @@ from engine.ports import InputType, Vector
 from schemas import topics
 from services.dead_letters import read_letters, redrive
 from services.infra import Endpoints
-from services.offsets import wait_caught_up, wait_processed
-from services.replay import end_offsets
+from services.offsets import end_offsets, wait_caught_up, wait_processed
 from tests.support.pipeline import groups_running
 
 pytestmark = pytest.mark.integration
@@ -118,7 +117,7 @@ async def test_poison_and_crash_are_dead_lettered_the_next_turn_is_stored_and_re
         redriven = [x for x in letters if x.letter.offset == first.offset + 1]
         assert await redrive(stack.kafka_bootstrap, redriven) == 1
         key = (topics.TURNS, first.partition)
-        end = (await end_offsets(stack.kafka_bootstrap))[key]
+        end = (await end_offsets(stack.kafka_bootstrap, [topics.TURNS]))[key]
         await wait_caught_up(stack.kafka_bootstrap, group, {key: end}, timeout=90)
         stored = await transcripts.find_one({"sessionId": session})
         assert stored is not None

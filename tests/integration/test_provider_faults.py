@@ -16,8 +16,7 @@ from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from schemas import topics
 from services.dead_letters import read_letters
 from services.infra import Endpoints
-from services.offsets import wait_caught_up
-from services.replay import end_offsets
+from services.offsets import end_offsets, wait_caught_up
 from tests.support.http_server import Provider, Received, Reply, Responder
 from tests.support.pipeline import groups_running
 
@@ -106,5 +105,5 @@ async def test_garbage_and_slow_providers_never_stop_a_partition(
         assert len(letters) == TURNS  # each retried, then dead-lettered with its error
         assert {letter.letter.source_topic for letter in letters} == {topics.TURNS}
         assert all(letter.letter.attempts == 2 for letter in letters)
-        ends = await end_offsets(stack.kafka_bootstrap)
+        ends = await end_offsets(stack.kafka_bootstrap, [topics.TURNS])
         assert all(turns[k] <= ends[k] for k in turns)

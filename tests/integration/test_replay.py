@@ -13,8 +13,8 @@ import pytest
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from schemas import topics
 from services.infra import Endpoints
-from services.offsets import wait_caught_up
-from services.replay import end_offsets, replay
+from services.offsets import end_offsets, wait_caught_up
+from services.replay import replay
 from services.verify import compare, differences
 from tests.support.pipeline import groups_running
 
@@ -72,9 +72,7 @@ async def test_replay_rebuilds_the_same_documents_and_verify_reports_equal(
         for group in ("transcripts", "patterns", "extraction"):
             await wait_caught_up(bootstrap, rt.group_id(group), turns, timeout=180)
         await wait_caught_up(bootstrap, rt.group_id("facts.remember"), remembers, timeout=60)
-        facts_ends = {
-            k: v for k, v in (await end_offsets(bootstrap)).items() if k[0] == topics.FACTS
-        }
+        facts_ends = await end_offsets(bootstrap, [topics.FACTS])
         await wait_caught_up(bootstrap, rt.group_id("facts"), facts_ends, timeout=120)
 
         try:
