@@ -8,7 +8,6 @@ from what a group has committed. A group commits an offset after its handler ret
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -16,6 +15,10 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from services.security import NO_OPTIONS
+
+# Every broker round trip here is bounded: aiokafka retries an unknown group coordinator
+# forever, and a helper that waits forever turns a sick broker into a hung caller.
+ADMIN_TIMEOUT = 30.0
 
 
 async def committed(
@@ -31,9 +34,10 @@ async def committed(
     Partitions are always named: the local broker cannot answer the "all partitions" form of
     the offset-fetch request that aiokafka's admin client sends otherwise."""
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **kafka_options)
-    await admin.start()
     try:
-        offsets = await admin.list_consumer_group_offsets(group_id, partitions=partitions)
+        async with asyncio.timeout(ADMIN_TIMEOUT):
+            await admin.start()
+            offsets = await admin.list_consumer_group_offsets(group_id, partitions=partitions)
     finally:
         await admin.close()
     return {(tp.topic, tp.partition): meta.offset for tp, meta in offsets.items()}
@@ -50,17 +54,13 @@ async def wait_processed(
     kafka_options: Mapping[str, Any] = NO_OPTIONS,
 ) -> None:
     """Wait until the group has committed past `offset` on the partition; TimeoutError if not."""
-    deadline = time.monotonic() + timeout
-    key = (topic, partition)
-    while True:
-        done = await committed(
-            bootstrap, group_id, [TopicPartition(topic, partition)], kafka_options=kafka_options
-        )
-        if done.get(key, -1) > offset:
-            return
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{group_id} did not process {topic}[{partition}]@{offset}")
-        await asyncio.sleep(0.05)
+    await wait_caught_up(
+        bootstrap,
+        group_id,
+        {(topic, partition): offset + 1},
+        timeout=timeout,
+        kafka_options=kafka_options,
+    )
 
 
 async def wait_caught_up(
@@ -73,16 +73,17 @@ async def wait_caught_up(
 ) -> None:
     """Wait until the group has committed up to `ends` ({(topic, partition): next offset})
     on every listed partition; TimeoutError naming the ones behind if not."""
-    deadline = time.monotonic() + timeout
     partitions = [TopicPartition(topic, n) for topic, n in ends]
-    while True:
-        done = await committed(bootstrap, group_id, partitions, kafka_options=kafka_options)
-        behind = {key: end for key, end in ends.items() if done.get(key, -1) < end and end > 0}
-        if not behind:
-            return
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{group_id} is behind on {sorted(behind)}")
-        await asyncio.sleep(0.1)
+    behind = {key: end for key, end in ends.items() if end > 0}
+    try:
+        async with asyncio.timeout(timeout):
+            while behind:
+                done = await committed(bootstrap, group_id, partitions, kafka_options=kafka_options)
+                behind = {key: end for key, end in behind.items() if done.get(key, -1) < end}
+                if behind:
+                    await asyncio.sleep(0.1)
+    except TimeoutError:
+        raise TimeoutError(f"{group_id} is behind on {sorted(behind)}") from None
 
 
 async def end_offsets(
@@ -94,15 +95,16 @@ async def end_offsets(
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap, enable_auto_commit=False, **kafka_options
     )
-    await consumer.start()
     try:
-        await consumer.topics()  # refreshes the cluster metadata
-        partitions = [
-            TopicPartition(topic, n)
-            for topic in dict.fromkeys(topic_names)
-            for n in sorted(consumer.partitions_for_topic(topic) or ())
-        ]
-        ends = await consumer.end_offsets(partitions) if partitions else {}
+        async with asyncio.timeout(ADMIN_TIMEOUT):
+            await consumer.start()
+            await consumer.topics()  # refreshes the cluster metadata
+            partitions = [
+                TopicPartition(topic, n)
+                for topic in dict.fromkeys(topic_names)
+                for n in sorted(consumer.partitions_for_topic(topic) or ())
+            ]
+            ends = await consumer.end_offsets(partitions) if partitions else {}
     finally:
         await consumer.stop()
     return {(tp.topic, tp.partition): offset for tp, offset in ends.items()}
@@ -130,12 +132,14 @@ async def start_at_end(
             enable_auto_commit=False,
             **kafka_options,
         )
-        await member.start()
         try:
-            member.assign(list(mine))
-            await member.commit(mine)
+            async with asyncio.timeout(ADMIN_TIMEOUT):
+                await member.start()
+                member.assign(list(mine))
+                await member.commit(mine)
         finally:
-            await member.stop()
+            async with asyncio.timeout(ADMIN_TIMEOUT):
+                await member.stop()
 
 
 __all__ = ["TopicPartition", "committed", "start_at_end", "wait_caught_up", "wait_processed"]

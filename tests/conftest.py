@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import os
+import sys
+import threading
 import uuid
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -13,6 +18,43 @@ from services.infra import ENV_KAFKA, ENV_MONGO, ENV_REDIS, Endpoints, start_sta
 
 # the scripted local HTTP server harness: `provider` and `client` fixtures
 pytest_plugins = ["tests.support.http_server"]
+
+
+_TASK_DUMP = pytest.StashKey[threading.Timer]()
+
+
+def dump_asyncio_tasks() -> None:
+    """Print the stack of every task of every running event loop to the real stderr.
+
+    pytest-timeout prints the threads' frames, where an async test only shows the selector:
+    the awaiting coroutines say what it was waiting for. (Read from the timer's thread: a
+    racy read is good enough for a report printed once, just before the test is failed.)"""
+    out = sys.__stderr__
+    if out is None:
+        return
+    loops = [o for o in gc.get_objects() if isinstance(o, asyncio.AbstractEventLoop)]
+    for loop in loops:
+        if loop.is_running():
+            for task in list(asyncio.all_tasks(loop)):
+                print(f"--- asyncio task {task.get_name()} ---", file=out)
+                task.print_stack(file=out)
+    out.flush()
+
+
+def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> None:
+    """Dump asyncio tasks 5 s before pytest-timeout fails a test; returning None lets
+    pytest-timeout set its own timer too."""
+    if settings.timeout and settings.timeout > 10:
+        timer = threading.Timer(settings.timeout - 5, dump_asyncio_tasks)
+        timer.daemon = True
+        timer.start()
+        item.stash[_TASK_DUMP] = timer
+
+
+def pytest_timeout_cancel_timer(item: pytest.Item) -> None:
+    timer = item.stash.get(_TASK_DUMP, None)
+    if timer is not None:
+        timer.cancel()
 
 
 @pytest.fixture(scope="session")
