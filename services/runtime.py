@@ -15,6 +15,7 @@ from redis.asyncio import Redis
 
 from engine.access import AccessRecorder
 from engine.adapters.atlas_vectors import AtlasVectorIndex, ensure_vector_index
+from engine.adapters.http_embedder import HttpEmbedder
 from engine.adapters.memory import HashingEmbedder
 from engine.adapters.mongo import (
     MEMORY,
@@ -73,9 +74,25 @@ def endpoints(settings: Settings) -> Endpoints:
     return Endpoints(kafka_bootstrap=kafka, mongo_uri=mongo, redis_url=redis)
 
 
-def build_embedder(settings: Settings) -> Embedder:
+def build_embedder(settings: Settings, http: httpx.AsyncClient) -> Embedder:
     if settings.embedder == "hashing":
         return HashingEmbedder()
+    if settings.embedder in ("voyage", "openai"):
+        if not settings.embedding_base_url:
+            raise NotConfigured(
+                f"the {settings.embedder} embedder needs MNEMOSTREAM_EMBEDDING_BASE_URL"
+            )
+        key = settings.embedding_api_key
+        return HttpEmbedder(
+            http,
+            base_url=settings.embedding_base_url,
+            api_key=key.get_secret_value() if key else "",
+            model=settings.embedding_model,
+            dimension=settings.embedding_dimensions,
+            style=settings.embedder,
+            send_dimensions=settings.embedding_send_dimensions,
+            timeout=settings.embedding_timeout_seconds,
+        )
     from engine.adapters.local_embedder import LocalMiniLMEmbedder
 
     return LocalMiniLMEmbedder.load(threads=settings.embedder_threads)
@@ -180,6 +197,9 @@ async def open_runtime(
         ends.mongo_uri,
         retryWrites=False,
         serverSelectionTimeoutMS=10_000,
+        # a server that accepts a request and never answers is an outage too: the read times
+        # out (NetworkTimeout, a ConnectionFailure) and the message is retried, not wedged
+        socketTimeoutMS=30_000,
         maxPoolSize=15,
         minPoolSize=2,
         tz_aware=True,
@@ -198,7 +218,7 @@ async def open_runtime(
         await ensure_pattern_indexes(db)
         await ensure_eval_indexes(db)
         cache = RedisQueryCache(redis, prefix=settings.cache_prefix or settings.mongo_db)
-        model: Embedder = embedder or build_embedder(settings)
+        model: Embedder = embedder or build_embedder(settings, http)
         if settings.embedding_cache_ttl_seconds > 0:
             model = CachedEmbedder(model, cache, ttl_seconds=settings.embedding_cache_ttl_seconds)
         transcripts, working = MongoTranscriptStore(db), MongoWorkingStore(db)

@@ -52,10 +52,28 @@ class Settings(BaseSettings):
         ge=1,
         description="fetch_max_wait_ms of the ingest groups (freshness: post_turn → visible).",
     )
-    embedder: Literal["local-minilm", "hashing"] = Field(
-        default="local-minilm", description="Embedding model (hashing: tests only)."
+    embedder: Literal["local-minilm", "hashing", "voyage", "openai"] = Field(
+        default="local-minilm",
+        description="Embedding model: local MiniLM, hashing (tests only), or an HTTP API.",
     )
     embedder_threads: int = Field(default=1, ge=1, le=16, description="ONNX intra-op threads.")
+    embedding_base_url: str | None = Field(
+        default=None,
+        description="Base URL of the voyage/openai embeddings API (POST <base>/embeddings).",
+    )
+    embedding_api_key: SecretStr | None = Field(
+        default=None, description="Bearer key of the embeddings API (none for local servers)."
+    )
+    embedding_model: str = Field(default="voyage-4-large", description="HTTP embedding model.")
+    embedding_dimensions: int = Field(
+        default=1024, ge=1, le=8192, description="Vector size the HTTP embedder must return."
+    )
+    embedding_send_dimensions: bool = Field(
+        default=True, description="Ask the API for that size (off for fixed-size models)."
+    )
+    embedding_timeout_seconds: float = Field(
+        default=8.0, gt=0, description="HTTP embedding deadline per request."
+    )
     working_lines: int = Field(default=12, ge=1, le=200, description="Working buffer size.")
     session_ttl_days: float = Field(default=30, gt=0, description="Working session TTL.")
     min_cosine: float = Field(

@@ -331,7 +331,8 @@ class HashingEmbedder:
     def dimension(self) -> int:
         return self._dimension
 
-    def _one(self, text: str) -> Vector:
+    def vector(self, text: str) -> Vector:
+        """The vector of one text (synchronous: it is pure CPU work)."""
         vec = np.zeros(self._dimension, dtype=np.float32)
         words = _WORD.findall(text.lower())
         features = words + [w[i : i + 3] for w in words if len(w) > 3 for i in range(len(w) - 2)]
@@ -343,7 +344,7 @@ class HashingEmbedder:
         return vec / norm if norm > 0 else vec
 
     async def embed(self, texts: Sequence[str], input_type: InputType) -> list[Vector]:
-        return [self._one(text) for text in texts]
+        return [self.vector(text) for text in texts]
 
 
 class InMemoryJobStore:

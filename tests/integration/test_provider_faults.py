@@ -1,8 +1,9 @@
-"""Model providers misbehaving, with the consumer groups running over Kafka: one local HTTP
-server plays the reranker and the OpenAI-compatible extractor, and answers garbage or too
-late. pre_turn is fail-soft (every request answered, the decayed order kept); extraction is
-not (a turn whose facts cannot be read is retried, then dead-lettered); no partition stops:
-every turn is stored and every later message processed."""
+"""Model providers misbehaving, with the consumer groups running over Kafka: local HTTP servers
+play the reranker, the OpenAI-compatible extractor and a Voyage-style embeddings API, and
+answer garbage or too late. pre_turn is fail-soft (every request answered, the decayed order
+kept; without query vectors, from the text layers); extraction and storing embeddings are not
+(a turn whose facts or vectors cannot be read is retried, then dead-lettered); no partition
+stops: every other turn is stored and every later message processed."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
+from engine.adapters.memory import HashingEmbedder
 from schemas import topics
 from services.dead_letters import read_letters
 from services.infra import Endpoints
@@ -107,3 +109,87 @@ async def test_garbage_and_slow_providers_never_stop_a_partition(
         assert all(letter.letter.attempts == 2 for letter in letters)
         ends = await end_offsets(stack.kafka_bootstrap, [topics.TURNS])
         assert all(turns[k] <= ends[k] for k in turns)
+
+
+HTTP_DIM = 64
+
+
+def embeddings_api(state: dict[str, bool]) -> Responder:
+    """A Voyage-style `/embeddings` server: real (hashing) vectors for the texts, a vector of
+    the wrong size for a text saying POISON, and 503 for everything while `state["down"]`."""
+    vectors = HashingEmbedder(HTTP_DIM)
+
+    def respond(request: Received) -> Reply:
+        if state["down"]:
+            return Reply(503, b"embeddings under maintenance")
+        texts = request.json()["input"]
+        data = [
+            {"embedding": [0.5, 0.5] if "POISON" in t else vectors.vector(t).tolist(), "index": i}
+            for i, t in enumerate(texts)
+        ]
+        return Reply(200, {"data": data, "model": "voyage-4-large"})
+
+    return respond
+
+
+async def test_an_http_embedder_that_answers_garbage_dead_letters_the_turn_and_search_degrades(
+    stack: Endpoints, provider: Callable[[Responder], Provider]
+) -> None:
+    state = {"down": False}
+    server = provider(embeddings_api(state))
+    agent = f"0xembed{uuid.uuid4().hex[:10]}"
+    scope = {"agentWallet": agent, "userAddress": "kai"}
+    async with groups_running(
+        stack,
+        None,  # the embedder comes from the settings: the HTTP one
+        "httpembed",
+        ["transcripts", "search"],
+        embedder="voyage",
+        embedding_base_url=f"{server.url}/v1",
+        embedding_dimensions=HTTP_DIM,
+        embedding_timeout_seconds=2.0,
+        max_attempts=2,
+        retry_backoff_ms=10,
+    ) as (rt, client):
+        ends: dict[tuple[str, int], int] = {}
+        for n in range(6):
+            word = "POISON" if n == 2 else "harbour"
+            await client.record_turn(
+                {
+                    **scope,
+                    "threadId": "t1",
+                    "turnId": f"{agent}-{n}",
+                    "userMessage": f"Turn {n}: I booked table {n} at the {word} restaurant.",
+                    "assistantMessage": f"Table {n} it is.",
+                }
+            )
+            pos = client.last_position
+            assert pos is not None
+            ends[(pos.topic, pos.partition)] = pos.offset + 1
+        await wait_caught_up(stack.kafka_bootstrap, rt.group_id("transcripts"), ends, timeout=60)
+
+        db = rt.mongo[rt.settings.mongo_db]
+        rows = await db["memory"].find({"agentWallet": agent, "source": "session"}).to_list()
+        assert len(rows) == 5  # every turn but the poisoned one
+        assert {(r["embeddingModel"], r["embeddingDim"]) for r in rows} == {
+            ("voyage-4-large", HTTP_DIM)
+        }
+        letters = await read_letters(stack.kafka_bootstrap, group=rt.group_id("transcripts"))
+        assert [(x.letter.error_type, x.letter.attempts) for x in letters] == [
+            ("EmbeddingFailed", 2)
+        ]
+        assert "has 2 components, not 64" in letters[0].letter.error
+        assert "POISON" in letters[0].letter.payload  # the turn is kept for a redrive
+
+        reply = await client.context("Which table did I book at the harbour?", scope)
+        assert reply.error is None
+        assert "harbour" in (reply.prompt or "")
+        asked = [r.json() for r in server.received]
+        assert {"input_type": "query", "output_dimension": HTTP_DIM}.items() <= asked[-1].items()
+
+        state["down"] = True  # the API is down: pre_turn answers from the text layers
+        before = len(server.received)
+        reply = await client.context("What about the harbour restaurant table?", scope)
+        assert reply.error is None
+        assert "harbour" in (reply.prompt or "")
+        assert len(server.received) > before  # it was asked, and failed

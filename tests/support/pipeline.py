@@ -32,14 +32,15 @@ def subscriptions(group_prefix: str, groups: Sequence[str]) -> list[tuple[str, s
 @asynccontextmanager
 async def groups_running(
     stack: Endpoints,
-    minilm: LocalMiniLMEmbedder,
+    minilm: LocalMiniLMEmbedder | None,
     name: str,
     groups: Sequence[str],
     *,
     from_start: bool = False,
     **settings: Any,
 ) -> AsyncIterator[tuple[Runtime, MemoryClient]]:
-    """`groups` of a deployment named `name` (fast group joins, no extractor unless set).
+    """`groups` of a deployment named `name` (fast group joins, no extractor unless set);
+    `minilm=None` builds the embedder the settings name.
 
     The topics are shared by every test of the session, so the groups start at the topics'
     current ends and see only what the test publishes; `from_start=True` makes them read
