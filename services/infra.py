@@ -529,14 +529,13 @@ def _launch_spec(name: ServiceName, port: int, state_dir: Path) -> _Launch:
     )
 
 
-def _spawn(name: ServiceName, state_dir: Path) -> _Record:
-    port = _free_port()
-    spec = _launch_spec(name, port, state_dir)
-    log_path = state_dir / f"{name}.log"
-    with log_path.open("wb") as out:  # one run per log: the tail on failure is this run's
+def _launch(spec: _Launch, state_dir: Path, log_path: Path, mode: str) -> subprocess.Popen[bytes]:
+    """Start a server in its own session, output to `log_path` (opened with `mode`: "wb" keeps
+    one run per log, "ab" appends restarts) after a line naming the command."""
+    with log_path.open(mode) as out:
         out.write(f"--- {datetime.now(UTC).isoformat()} {shlex.join(spec.argv)}\n".encode())
         out.flush()
-        proc = subprocess.Popen(
+        return subprocess.Popen(
             spec.argv,
             stdin=subprocess.DEVNULL,
             stdout=out,
@@ -545,6 +544,13 @@ def _spawn(name: ServiceName, state_dir: Path) -> _Record:
             env=spec.env,
             start_new_session=True,
         )
+
+
+def _spawn(name: ServiceName, state_dir: Path) -> _Record:
+    port = _free_port()
+    spec = _launch_spec(name, port, state_dir)
+    log_path = state_dir / f"{name}.log"
+    proc = _launch(spec, state_dir, log_path, "wb")  # the tail on failure is this run's
     _CHILDREN[proc.pid] = proc
     return _Record(
         endpoint=spec.endpoint,
@@ -620,16 +626,7 @@ class Server:
         if self._proc is not None:
             raise InfraError(f"{self.name} is already running (pid {self._proc.pid})")
         spec = _launch_spec(self.name, self.port, self.state_dir)
-        with (self.state_dir / f"{self.name}.log").open("ab") as out:
-            self._proc = subprocess.Popen(
-                spec.argv,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                cwd=self.state_dir,
-                env=spec.env,
-                start_new_session=True,
-            )
+        self._proc = _launch(spec, self.state_dir, self.state_dir / f"{self.name}.log", "ab")
         deadline = time.monotonic() + timeout
         while not _PROBES[self.name](self.endpoint, 1.0):
             if self._proc.poll() is not None or time.monotonic() > deadline:
