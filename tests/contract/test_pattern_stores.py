@@ -79,7 +79,7 @@ async def run(
         assert await counter.record_execution(seed, turn_id=f"turn-{i}", succeeded=ok, at=T0 + i)
 
 
-async def test_pattern_emerges_and_the_layer_sees_it(stores: Stores) -> None:
+async def test_pattern_counting_writes_and_the_layer_sees_it_fixes_16_4(stores: Stores) -> None:
     await run(stores.counter, SEED, [True, True, False, True, True, True])
     state = await stores.counter.get(WHERE, SEED.pattern_id)
     assert state is not None
@@ -198,7 +198,7 @@ async def test_reads_are_tenant_scoped_and_ordered(stores: Stores) -> None:
     assert [p.pattern_id for p in layer] == [short.pattern_id, SEED.pattern_id]
 
 
-async def test_promotion_twice_gives_one_skill(stores: Stores) -> None:
+async def test_promotion_twice_gives_one_skill_fixes_16_19(stores: Stores) -> None:
     await run(stores.counter, SEED, [True] * 4)
     first = await promote(stores.counter, stores.skills, WHERE, SEED.pattern_id, "book", at=T0)
     assert first.status == "promoted"

@@ -3,6 +3,7 @@ against the real server (MongoDB-wire server, Redis). The real cases are `integr
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -320,6 +321,20 @@ async def test_working_append_of_the_same_turn_twice_is_a_no_op(stores: Stores) 
         {"lastTurnId": "turn-1"},
     )
     assert (session.created_at, session.last_accessed_at) == (T0, T0)
+
+
+async def test_concurrent_appends_to_one_buffer_all_land_once_fixes_16_24(stores: Stores) -> None:
+    """The reference read the buffer, appended and wrote it back, so concurrent turns lost
+    lines; appends here are single atomic updates keyed by the session (and redeliveries of
+    the same turns, racing with them, change nothing)."""
+    turns = [lines(f"t{n}", at=T0 + n, text=(f"line {n}",)) for n in range(20)]
+    first = await asyncio.gather(*(stores.working.append(t, keep=50) for t in turns))
+    again = await asyncio.gather(*(stores.working.append(t, keep=50) for t in turns))
+
+    assert (sum(first), sum(again)) == (20, 0)
+    [session] = await stores.working.recent(where(), 10)
+    assert sorted(session.lines) == sorted(f"line {n}" for n in range(20))
+    assert len(session.lines) == 20
 
 
 async def test_working_keeps_the_newest_n_lines_newest_first(stores: Stores) -> None:

@@ -88,7 +88,7 @@ async def test_a_returned_item_that_holds_nothing_expected_lowers_precision_not_
     assert run.scores.precision_at_k == pytest.approx(0.1)
 
 
-def test_id_or_metadata_substring_does_not_count_as_hit() -> None:
+def test_id_or_metadata_substring_does_not_count_as_hit_fixes_16_28() -> None:
     hit = Hit(
         layer="vectors",
         id="fact_peanuts_0001",
