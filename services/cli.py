@@ -243,20 +243,33 @@ def dlq_show(ref: Annotated[str, typer.Argument(help="partition:offset from `dlq
 @dlq_app.command("redrive")
 def dlq_redrive(
     refs: Annotated[list[str] | None, typer.Argument(help="partition:offset refs.")] = None,
-    group: Annotated[str | None, typer.Option(help="Every letter of this group.")] = None,
+    group: Annotated[str | None, typer.Option(help="Letters of this group.")] = None,
+    source: Annotated[
+        list[str] | None,
+        typer.Option(help="topic:partition:offset of a failed message (with --group: of it)."),
+    ] = None,
 ) -> None:
-    """Re-publish dead letters' payloads to their source topics (after fixing the cause)."""
+    """Re-publish dead letters' payloads to their source topics (after fixing the cause).
+    Every letter's `redrive` field holds the command for it (`--group G --source T:P:O`); a
+    message dead-lettered more than once is re-published once."""
     from services.dead_letters import redrive
     from services.runtime import endpoints
     from services.security import kafka_options
 
-    chosen = [
-        item
-        for item in _letters(10_000)
-        if (refs and item.ref in refs) or (group and item.letter.group == group)
-    ]
+    def wanted(letter: Any) -> bool:
+        origin = f"{letter.source_topic}:{letter.partition}:{letter.offset}"
+        if source:
+            return origin in source and group in (None, letter.group)
+        return group is not None and letter.group == group
+
+    newest: dict[tuple[str, str, int, int], Any] = {}
+    for item in _letters(10_000):  # oldest first: a later letter of the same message wins
+        if (refs and item.ref in refs) or wanted(item.letter):
+            x = item.letter
+            newest[(x.group, x.source_topic, x.partition, x.offset)] = item
+    chosen = list(newest.values())
     if not chosen:
-        raise typer.BadParameter("nothing to redrive: give refs or --group")
+        raise typer.BadParameter("nothing to redrive: give refs, --group or --source")
     settings = Settings()
     bootstrap = endpoints(settings).kafka_bootstrap
     count = asyncio.run(redrive(bootstrap, chosen, kafka_options=kafka_options(settings)))

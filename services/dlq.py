@@ -48,6 +48,14 @@ class DeadLetter(BaseModel):
     attempts: int
     payload: str
     failed_at: datetime
+    redrive: str = ""
+    """The command that re-publishes this message once its cause is fixed (empty in letters
+    written before it was recorded; `mnemostream dlq redrive --group G` still finds those)."""
+
+
+def redrive_command(group: str, topic: str, partition: int, offset: int) -> str:
+    """`mnemostream dlq redrive` naming one failed message by its group and origin."""
+    return f"mnemostream dlq redrive --group {group} --source {topic}:{partition}:{offset}"
 
 
 async def consume(
@@ -174,6 +182,7 @@ async def _dead_letter(
         attempts=attempts,
         payload=_replayable(message.body).decode("utf-8", "replace"),
         failed_at=datetime.now(UTC),
+        redrive=redrive_command(group, record.topic, record.partition, record.offset),
     )
     log.error("dead-lettered %s[%d]@%d: %s", record.topic, record.partition, record.offset, error)
     await broker.publish(letter, topics.DLQ, key=record.key)

@@ -17,8 +17,8 @@ from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from schemas import topics
 from schemas.inputs import turn_recorded
 from services.client import MemoryClient
-from services.dead_letters import read_letters, redrive
-from services.dlq import DeadLetter
+from services.dead_letters import read_letters
+from services.dlq import DeadLetter, redrive_command
 from services.infra import Endpoints
 from services.runtime import Runtime
 from tests.support.pipeline import groups_running
@@ -60,11 +60,13 @@ async def test_a_dead_letter_is_listed_and_stored_after_a_redrive(
         attempts=3,
         payload=turn.model_dump_json(),
         failed_at=datetime.now(UTC),
+        redrive=redrive_command(group, topics.TURNS, 0, 123),
     )
-    await client.publish(topics.DLQ, letter, turn.session_id)
+    for _ in range(2):  # dead-lettered twice (say, a first redrive failed too)
+        await client.publish(topics.DLQ, letter, turn.session_id)
 
     listed = [x for x in await read_letters(stack.kafka_bootstrap) if x.letter.group == group]
-    assert len(listed) == 1
+    assert len(listed) == 2
     assert listed[0].letter.error_type == "DependencyFailed"
     cli = subprocess.run(
         [sys.executable, "-m", "services", "dlq", "list", "--group", group],
@@ -77,7 +79,18 @@ async def test_a_dead_letter_is_listed_and_stored_after_a_redrive(
     assert listed[0].ref in cli.stdout
     assert "DependencyFailed" in cli.stdout
 
-    assert await redrive(stack.kafka_bootstrap, listed) == 1  # the cause is fixed: send again
+    # the cause is fixed: run the command the letter names (the message is sent once)
+    command = listed[0].letter.redrive.split()
+    assert command[:3] == ["mnemostream", "dlq", "redrive"]
+    again = subprocess.run(
+        [sys.executable, "-m", "services", *command[1:]],
+        env={**os.environ, **stack.to_env()},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert "re-published 1 message(s)" in again.stdout
     col = rt.mongo[rt.settings.mongo_db]["session_transcripts"]
     deadline = time.monotonic() + 30
     while not await col.find_one({"sessionId": turn.session_id}):

@@ -111,6 +111,10 @@ async def test_poison_and_crash_are_dead_lettered_the_next_turn_is_stored_and_re
         assert by_offset[first.offset].attempts == 0  # retrying cannot fix a schema error
         assert by_offset[first.offset + 1].error_type == "RuntimeError"
         assert by_offset[first.offset + 1].attempts == 3
+        assert by_offset[first.offset + 1].redrive == (
+            f"mnemostream dlq redrive --group {group} "
+            f"--source {topics.TURNS}:{first.partition}:{first.offset + 1}"
+        )
         assert "crashed" in by_offset[first.offset + 1].error
 
         embedder.broken = False  # the fix
