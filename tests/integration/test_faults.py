@@ -116,6 +116,18 @@ def mongo_server(tmp_path: Path) -> Iterator[Server]:
         server.stop()
 
 
+@pytest.fixture
+def kafka_server(tmp_path: Path) -> Iterator[Server]:
+    """A broker of the test's own: the heavy fault tests depend on nothing that hundreds of
+    earlier tests left in the session's broker (groups, topics, offsets)."""
+    server = Server("kafka", tmp_path / "kafka")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 async def published_ends(client: MemoryClient, agent: str, turns: range) -> dict[Any, int]:
     """Publish the turns; {(topic, partition): next offset} after the last of each."""
     ends: dict[tuple[str, int], int] = {}
@@ -144,17 +156,18 @@ async def stored_once(db: AsyncDatabase[dict[str, Any]], agent: str, expected: i
 
 
 async def test_a_consumer_killed_mid_batch_stores_every_turn_exactly_once_after_restart(
-    stack: Endpoints, tmp_path: Path
+    stack: Endpoints, kafka_server: Server, tmp_path: Path
 ) -> None:
+    ends_ = Endpoints(kafka_server.endpoint, stack.mongo_uri, stack.redis_url)
     agent = f"0xkill{uuid.uuid4().hex[:10]}"
     db_name, prefix = f"kill_{uuid.uuid4().hex[:8]}", f"kill-{uuid.uuid4().hex[:8]}"
-    await start_at_end(stack.kafka_bootstrap, subscriptions(prefix, ["transcripts"]))
-    worker = GroupProcess("transcripts", group_env(stack, db_name, prefix), tmp_path / "w.log")
+    await start_at_end(ends_.kafka_bootstrap, subscriptions(prefix, ["transcripts"]))
+    worker = GroupProcess("transcripts", group_env(ends_, db_name, prefix), tmp_path / "w.log")
     worker.start()
     mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(stack.mongo_uri)
     db = mongo[db_name]
     try:
-        async with MemoryClient(stack.kafka_bootstrap, timeout=30) as client:
+        async with MemoryClient(ends_.kafka_bootstrap, timeout=30) as client:
             publishing = asyncio.create_task(published_ends(client, agent, range(KILL_TURNS)))
             deadline = time.monotonic() + 120
             while await db["memory"].count_documents({"agentWallet": agent}) < KILL_TURNS // 4:
@@ -165,7 +178,7 @@ async def test_a_consumer_killed_mid_batch_stores_every_turn_exactly_once_after_
             worker.start()
             ends = await publishing
         assert stored_at_kill < KILL_TURNS
-        await wait_caught_up(stack.kafka_bootstrap, f"{prefix}.transcripts", ends, timeout=240)
+        await wait_caught_up(ends_.kafka_bootstrap, f"{prefix}.transcripts", ends, timeout=240)
         await stored_once(db, agent, KILL_TURNS)
     finally:
         worker.kill(signal.SIGTERM)
@@ -174,20 +187,20 @@ async def test_a_consumer_killed_mid_batch_stores_every_turn_exactly_once_after_
 
 
 async def test_a_mongo_outage_is_waited_out_with_nothing_lost_or_dead_lettered(
-    stack: Endpoints, mongo_server: Server, tmp_path: Path
+    stack: Endpoints, mongo_server: Server, kafka_server: Server, tmp_path: Path
 ) -> None:
     agent = f"0xoutage{uuid.uuid4().hex[:10]}"
-    ends_ = Endpoints(stack.kafka_bootstrap, mongo_server.endpoint, stack.redis_url)
+    ends_ = Endpoints(kafka_server.endpoint, mongo_server.endpoint, stack.redis_url)
     db_name, prefix = f"outage_{uuid.uuid4().hex[:8]}", f"outage-{uuid.uuid4().hex[:8]}"
-    await start_at_end(stack.kafka_bootstrap, subscriptions(prefix, ["transcripts"]))
+    await start_at_end(ends_.kafka_bootstrap, subscriptions(prefix, ["transcripts"]))
     env = group_env(ends_, db_name, prefix, MNEMOSTREAM_MAX_ATTEMPTS="2")
     worker = GroupProcess("transcripts", env, tmp_path / "w.log")
     worker.start()
     total, before, during = 300, 100, 100
     try:
-        async with MemoryClient(stack.kafka_bootstrap, timeout=30) as client:
+        async with MemoryClient(ends_.kafka_bootstrap, timeout=30) as client:
             first = await published_ends(client, agent, range(before))
-            await wait_caught_up(stack.kafka_bootstrap, f"{prefix}.transcripts", first, timeout=120)
+            await wait_caught_up(ends_.kafka_bootstrap, f"{prefix}.transcripts", first, timeout=120)
             mongo_server.stop()
             began = time.monotonic()
             second = await published_ends(client, agent, range(before, before + during))
@@ -200,7 +213,7 @@ async def test_a_mongo_outage_is_waited_out_with_nothing_lost_or_dead_lettered(
             k: max(first.get(k, 0), second.get(k, 0), third.get(k, 0))
             for k in {*first, *second, *third}
         }
-        await wait_caught_up(stack.kafka_bootstrap, f"{prefix}.transcripts", ends, timeout=180)
+        await wait_caught_up(ends_.kafka_bootstrap, f"{prefix}.transcripts", ends, timeout=180)
         assert worker.alive  # no crash loop
         assert worker.starts == 1
         mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongo_server.endpoint)
@@ -208,7 +221,7 @@ async def test_a_mongo_outage_is_waited_out_with_nothing_lost_or_dead_lettered(
             await stored_once(mongo[db_name], agent, total)
         finally:
             await mongo.close()
-        letters = await read_letters(stack.kafka_bootstrap, group=f"{prefix}.transcripts")
+        letters = await read_letters(ends_.kafka_bootstrap, group=f"{prefix}.transcripts")
         assert letters == []
     finally:
         worker.kill(signal.SIGTERM)
