@@ -74,6 +74,19 @@ def chunk_id(scope: ScopeFields, document: str, index: int, text: str) -> str:
     return "kn_" + h32(json.dumps([*tenant, document, index, h32(text)]))
 
 
+def document_id(content: str, key: str | None, uri: str | None) -> str:
+    """What identifies a document within its tenant: `key`, else `uri`, else the content's
+    hash (`sha:<H32>`)."""
+    return key if key is not None else uri if uri is not None else "sha:" + h32(content)
+
+
+def chunk_ids(scope: ScopeFields, content: str, key: str | None, uri: str | None) -> list[str]:
+    """The row ids `index_document` stores for this document, in chunk order (what a caller
+    can be told before the rows exist)."""
+    document = document_id(content, key, uri)
+    return [chunk_id(scope, document, i, piece) for i, piece in enumerate(chunk(content))]
+
+
 async def index_document(
     memory: MemoryStore,
     embedder: Embedder,
@@ -96,7 +109,7 @@ async def index_document(
     and `uri` only when given), the system keys winning.
     """
     pieces = chunk(content)
-    document = key if key is not None else uri if uri is not None else "sha:" + h32(content)
+    document = document_id(content, key, uri)
     ids = [chunk_id(scope, document, i, piece) for i, piece in enumerate(pieces)]
     missing = [i for i, vector_id in enumerate(ids) if not await memory.exists(vector_id)]
     caller = {k: v for k, v in (metadata or {}).items() if k not in SYSTEM_KEYS}

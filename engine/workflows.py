@@ -18,6 +18,7 @@ from typing import Any, Literal, get_args
 from engine.errors import InputRejected
 from engine.ports import Embedder, MemoryStore
 from engine.records import MemoryRow, ScopeFields
+from engine.scoping import TenantFilter
 from schemas.inputs import h32
 
 CheckpointType = Literal["step_learning", "workflow_evaluation", "context_compaction"]
@@ -186,3 +187,12 @@ def reliability(rows: Sequence[MemoryRow], agent: str, last: int = 50) -> Reliab
         success_rate=succeeded / len(mine),
         avg_quality=sum(scores) / len(scores) if scores else 0.0,
     )
+
+
+async def read_reliability(
+    memory: MemoryStore, where: TenantFilter, agent: str, last: int = 50
+) -> Reliability:
+    """`reliability` of `agent` over the active `session` rows `where` admits (one tenant:
+    the workflow wallet and the runs' user; every run of it, whatever the filter's thread)."""
+    rows = await memory.active_rows(where, sources=["session"])
+    return reliability(rows, agent, last)

@@ -8,9 +8,9 @@ import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
-from schemas.limits import INT64_MAX, DocumentObject
+from schemas.limits import INT64_MAX, INT64_MIN, DocumentObject
 from schemas.scope import Scope
 
 MAX_CONTENT_CHARS = 32_000
@@ -21,6 +21,10 @@ MAX_TOOL_CALLS = 64
 """Upper bound on the tool calls of one message."""
 MAX_LAYERS = 16
 """Upper bound on the layer names of one `MemoryChanged`."""
+MAX_DOCUMENT_CHARS = 200_000
+"""Upper bound on one knowledge document (about 160 chunks of 1,400 characters)."""
+MAX_GOAL_CHARS = 4_000
+"""Upper bound on a workflow checkpoint's goal (the stored goal is clipped to 600)."""
 
 Role = Literal["user", "assistant", "system", "tool"]
 
@@ -158,3 +162,70 @@ class JobRequested(Event):
     job_id: str = Field(default_factory=new_event_id, min_length=1, max_length=128)
     type: Literal["consolidate", "decay_update", "cleanup", "patterns_extract", "archive_create"]
     params: DocumentObject = Field(default_factory=dict)
+
+
+KnowledgeFormat = Literal["file", "url", "paste"]
+
+
+class KnowledgeSubmitted(Event):
+    """A knowledge document to index (REFERENCE §14): cut into overlapping windows of 1,400
+    characters, each stored as an embedded `knowledge` row of `scope`. A scope without
+    `userAddress` holds the agent's own (genesis) knowledge, one with a user that user's
+    workspace; the thread is ignored (knowledge is not per thread). Keyed by agent|user.
+
+    Idempotent: a row's id is derived from the tenant, the document (`key`, else `uri`, else
+    the content's hash) and the chunk, so a redelivered or re-submitted document stores
+    nothing new."""
+
+    scope: Scope
+    content: str = Field(min_length=1, max_length=MAX_DOCUMENT_CHARS)
+    key: str | None = Field(default=None, min_length=1, max_length=512)
+    uri: str | None = Field(default=None, min_length=1, max_length=2_048)
+    source_format: KnowledgeFormat = "paste"
+    metadata: DocumentObject = Field(default_factory=dict)
+
+
+CheckpointKind = Literal["step_learning", "workflow_evaluation", "context_compaction"]
+
+
+class WorkflowMessage(Contract):
+    """One message of a workflow run (only user/assistant/system ones are stored)."""
+
+    role: Role
+    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
+
+
+Step = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)] | Annotated[str, Field(max_length=200)]
+
+
+class WorkflowCheckpointRecorded(Event):
+    """A checkpoint of a workflow run (REFERENCE §14): a step's learning, the run's
+    evaluation or a mid-run context compaction, stored as a `session` row. `scope` is the
+    workflow's: `agentWallet` = the workflow wallet, `userAddress` = the run's user,
+    `threadId` (alias `runId`) = the run id (required); workflow memory has no mode, so a
+    `local` scope is refused. `agent` names the agent whose reliability the row counts for;
+    `quality_score` is the evaluator's (its range is the evaluator's), `success` None means
+    "not judged". Keyed by workflow wallet|run.
+
+    Idempotent: the row id is derived from every field but the event's own id and time, so
+    a redelivered event (or the same checkpoint sent twice) is one row."""
+
+    scope: Scope
+    agent: str = Field(min_length=1, max_length=200)
+    type: CheckpointKind
+    messages: list[WorkflowMessage] = Field(default_factory=list, max_length=MAX_MESSAGES)
+    step: Step | None = None
+    goal: str | None = Field(default=None, max_length=MAX_GOAL_CHARS)
+    success: bool | None = None
+    quality_score: float | None = Field(default=None, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _a_run_with_content(self) -> WorkflowCheckpointRecorded:
+        if self.scope.thread_id is None:
+            raise ValueError("runId (threadId) is required")
+        if self.scope.mode == "local":
+            raise ValueError("workflow memory has no local mode")
+        said = any(m.role != "tool" and m.content.strip() for m in self.messages)
+        if not said and not (self.goal or "").strip():
+            raise ValueError("a checkpoint needs a user/assistant/system message or a goal")
+        return self

@@ -224,7 +224,7 @@ def turn_recorded(body: object, *, now: datetime | None = None) -> TurnRecorded:
     """
     data = _require_object(body, "body")
     scope = Scope.parse(data)
-    occurred = now or _occurred_at(data) or utc_now()
+    occurred = now or occurred_at_of(data) or utc_now()
     now_ms = to_ms(occurred)
     messages = _messages(data, now_ms)
     tools = _tool_events(data, now_ms)
@@ -263,7 +263,9 @@ def turn_recorded(body: object, *, now: datetime | None = None) -> TurnRecorded:
     return within_message_limit(event, "the turn")
 
 
-def _occurred_at(data: dict[str, Any]) -> datetime | None:
+def occurred_at_of(data: dict[str, Any]) -> datetime | None:
+    """The body's `occurredAt` (alias `occurred_at`: ms since epoch or ISO-8601, naive means
+    UTC), None when absent; `ScopeError` when it is not a time."""
     value = data.get("occurredAt", data.get("occurred_at"))
     try:
         if _finite_number(value) and value > 0:
@@ -294,7 +296,7 @@ def memory_remembered(body: object, *, now: datetime | None = None) -> MemoryRem
     event = parse_model(
         MemoryRemembered,
         {
-            "occurred_at": now or _occurred_at(data) or utc_now(),
+            "occurred_at": now or occurred_at_of(data) or utc_now(),
             "scope": scope,
             "content": content,
             "type": clean_str(data.get("type")) or "explicit_save",

@@ -150,3 +150,26 @@ class AdminReply(Contract):
     result: dict[str, Any] | None = None
     not_found: bool = False
     error: str | None = None
+
+
+class ReliabilityRequest(Contract):
+    """Workflow reliability of one agent (REFERENCE §14 `getAgentReliability`), within an
+    explicit scope: `agentWallet` = the workflow wallet, `userAddress` = the runs' user (a
+    scope without a user reads only checkpoints stored without one); the thread is
+    ignored (every run counts). Only the scope's own rows are read."""
+
+    scope: Scope
+    agent: str = Field(min_length=1, max_length=200)
+    last: int = Field(default=50, ge=1, le=500)
+    """How many of the newest step learnings and evaluations count."""
+
+
+class ReliabilityReply(Contract):
+    """`runs` rows counted; `success_rate` in [0, 1]; `avg_quality` the mean numeric quality
+    score of those rows (0.0 when none has one). `error` is set for bad input instead."""
+
+    agent: str = ""
+    runs: int = 0
+    success_rate: float = 0.0
+    avg_quality: float = 0.0
+    error: str | None = None

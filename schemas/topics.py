@@ -25,6 +25,12 @@ ITEMS: Final = "memory.items.v1"
 ADMIN: Final = "memory.admin.v1"
 """`AdminRequest` (patterns, skills, job records, stats, evals) with `reply_to`; answered
 with `AdminReply`."""
+KNOWLEDGE: Final = "memory.knowledge.v1"
+"""`KnowledgeSubmitted` (a knowledge document to chunk and index), keyed by agent|user."""
+WORKFLOWS: Final = "memory.workflows.v1"
+"""`WorkflowCheckpointRecorded` (a workflow run's checkpoint), keyed by workflow wallet|run."""
+RELIABILITY: Final = "memory.workflows.reliability.v1"
+"""`ReliabilityRequest` with `reply_to`; answered with `ReliabilityReply`."""
 JOBS: Final = "memory.jobs.v1"
 """Maintenance job requests (later issue)."""
 DLQ: Final = "memory.dlq.v1"
@@ -42,6 +48,9 @@ PARTITIONS: Final[dict[str, int]] = {
     LAYER_SEARCH: 4,
     ITEMS: 4,
     ADMIN: 2,
+    KNOWLEDGE: 4,
+    WORKFLOWS: 4,
+    RELIABILITY: 2,
     JOBS: 2,
     DLQ: 1,
 }

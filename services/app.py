@@ -26,9 +26,11 @@ from services import (
     invalidation,
     items,
     jobs,
+    knowledge,
     patterns,
     search,
     transcripts,
+    workflows,
 )
 from services.health import Readiness, health_app, serving
 from services.infra import create_topics
@@ -48,6 +50,8 @@ GROUPS: dict[str, Callable[[KafkaBroker, Runtime], None]] = {
     transcripts.GROUP: transcripts.register,
     extraction.GROUP: extraction.register,
     facts.GROUP: facts.register,
+    knowledge.GROUP: knowledge.register,
+    workflows.GROUP: workflows.register,
     patterns.GROUP: patterns.register,
     invalidation.GROUP: invalidation.register,
     search.GROUP: search.register,

@@ -24,9 +24,11 @@ from schemas import topics
 from schemas.events import (
     FactsExtracted,
     JobRequested,
+    KnowledgeSubmitted,
     MemoryChanged,
     MemoryRemembered,
     TurnRecorded,
+    WorkflowCheckpointRecorded,
 )
 from schemas.requests import (
     AdminReply,
@@ -37,6 +39,8 @@ from schemas.requests import (
     ItemRequest,
     LayerSearchReply,
     LayerSearchRequest,
+    ReliabilityReply,
+    ReliabilityRequest,
 )
 from services.dlq import DeadLetter
 
@@ -62,6 +66,9 @@ CHANNELS: tuple[Channel, ...] = (
     Channel(topics.LAYER_SEARCH, LayerSearchRequest, ("search.layers",), LayerSearchReply),
     Channel(topics.ITEMS, ItemRequest, ("items",), ItemReply),
     Channel(topics.ADMIN, AdminRequest, ("admin",), AdminReply),
+    Channel(topics.KNOWLEDGE, KnowledgeSubmitted, ("knowledge",)),
+    Channel(topics.WORKFLOWS, WorkflowCheckpointRecorded, ("workflows",)),
+    Channel(topics.RELIABILITY, ReliabilityRequest, ("workflows.reliability",), ReliabilityReply),
     Channel(topics.JOBS, JobRequested, ("jobs",)),
     Channel(topics.DLQ, DeadLetter, ()),
 )

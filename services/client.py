@@ -11,6 +11,8 @@
   `TimeoutError`; a reply with an error raises `RequestFailed`.
 * `item(...)` and `admin(...)` (patterns, skills, job records, stats, evals) are
   request-reply too, but return their reply: `not_found` and `error` are data, not raised.
+* `index_knowledge(...)` and `record_checkpoint(...)` (REFERENCE §14) are writes like
+  `remember`; `reliability(...)` is request-reply like `context` (an error is raised).
 """
 
 from __future__ import annotations
@@ -30,7 +32,13 @@ from pydantic import BaseModel
 
 from engine.filters import parse_filters
 from schemas import topics
-from schemas.events import MemoryRemembered, TurnRecorded
+from schemas.callers import checkpoint_recorded, knowledge_submitted
+from schemas.events import (
+    KnowledgeSubmitted,
+    MemoryRemembered,
+    TurnRecorded,
+    WorkflowCheckpointRecorded,
+)
 from schemas.inputs import context_request, memory_remembered, turn_recorded
 from schemas.requests import (
     AdminReply,
@@ -40,6 +48,8 @@ from schemas.requests import (
     ItemRequest,
     LayerSearchReply,
     LayerSearchRequest,
+    ReliabilityReply,
+    ReliabilityRequest,
 )
 from schemas.scope import Scope
 from services.infra import create_topics
@@ -47,7 +57,7 @@ from services.security import NO_OPTIONS
 
 log = logging.getLogger(__name__)
 
-R = TypeVar("R", ContextReply, LayerSearchReply)
+R = TypeVar("R", ContextReply, LayerSearchReply, ReliabilityReply)
 A = TypeVar("A", bound=BaseModel)
 
 
@@ -188,6 +198,52 @@ class MemoryClient:
         """Publish a validated remember, keyed by agent|user (one tenant's facts in order)."""
         key = f"{event.scope.agent_wallet}|{event.scope.user_address or ''}"
         return await self.publish(topics.REMEMBER, event, key)
+
+    async def index_knowledge(
+        self, body: dict[str, Any] | None = None, **fields: Any
+    ) -> KnowledgeSubmitted:
+        """Index a knowledge document (`content`, `key`, `uri`, `source`, `metadata` and the
+        scope; see `schemas.callers.knowledge_submitted`): the knowledge group stores its
+        chunks as `knowledge` rows that pre_turn's vectors layer finds."""
+        event = knowledge_submitted({**(body or {}), **fields})
+        await self.publish_knowledge(event)
+        return event
+
+    async def publish_knowledge(self, event: KnowledgeSubmitted) -> Position:
+        """Publish a validated document, keyed by agent|user."""
+        key = f"{event.scope.agent_wallet}|{event.scope.user_address or ''}"
+        return await self.publish(topics.KNOWLEDGE, event, key)
+
+    async def record_checkpoint(
+        self, body: dict[str, Any] | None = None, **fields: Any
+    ) -> WorkflowCheckpointRecorded:
+        """Record a workflow checkpoint (`agentWallet`/`workflowWallet`, `runId`,
+        `userAddress`, `agent`, `type`, `messages`, `step`, `goal`, `success`,
+        `qualityScore`; see `schemas.callers.checkpoint_recorded`)."""
+        event = checkpoint_recorded({**(body or {}), **fields})
+        await self.publish_checkpoint(event)
+        return event
+
+    async def publish_checkpoint(self, event: WorkflowCheckpointRecorded) -> Position:
+        """Publish a validated checkpoint, keyed by workflow wallet|run (one run in order)."""
+        key = f"{event.scope.agent_wallet}|{event.scope.thread_id or ''}"
+        return await self.publish(topics.WORKFLOWS, event, key)
+
+    async def reliability(
+        self,
+        agent: str,
+        scope: dict[str, Any] | Scope,
+        *,
+        last: int = 50,
+        timeout: float | None = None,
+    ) -> ReliabilityReply:
+        """Reliability of `agent` over the newest `last` step learnings and evaluations of
+        `scope` (the workflow wallet as `agentWallet`, and the runs' `userAddress`)."""
+        scope_model = scope if isinstance(scope, Scope) else Scope.parse(scope)
+        request = ReliabilityRequest(scope=scope_model, agent=agent, last=last)
+        return await self._request(
+            topics.RELIABILITY, request, scope_model.agent_wallet, ReliabilityReply, timeout
+        )
 
     async def context(
         self,

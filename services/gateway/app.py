@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from services.client import MemoryClient
-from services.gateway import errors, items, loop, ops, patterns
+from services.gateway import errors, items, loop, ops, patterns, workflows
 from services.gateway.auth import Authenticator
 from services.gateway.limits import BodyLimit
 from services.gateway.models import Health
@@ -85,10 +85,12 @@ def create_app(settings: Settings, client: MemoryClient | None = None) -> FastAP
     app = FastAPI(
         title="mnemostream gateway",
         version="1",
-        summary="Memory for AI agents: the canonical loop, items, patterns, jobs, evals.",
+        summary="Memory for AI agents: the canonical loop, items, patterns, jobs, evals, "
+        "knowledge and workflow memory.",
         description=(
-            "Writes (turns, remember, jobs) are published to Kafka and answered 202 with the "
-            "ids of what will be stored; reads are request-reply over Kafka. Every error is "
+            "Writes (turns, remember, knowledge, workflow checkpoints, jobs) are published to "
+            "Kafka and answered 202 with the ids of what will be stored; reads are "
+            "request-reply over Kafka. Every error is "
             '`{"error": "<message>"}`. Authenticate with `X-API-Key` or `Authorization: '
             "Bearer` (an API key or an HS256 JWT; an `agent` claim limits the token to that "
             "agentWallet)."
@@ -98,7 +100,7 @@ def create_app(settings: Settings, client: MemoryClient | None = None) -> FastAP
     app.state.auth = auth
     errors.install(app)
     app.add_middleware(BodyLimit)
-    for module in (loop, items, patterns, ops):
+    for module in (loop, items, patterns, ops, workflows):
         app.include_router(module.router, prefix=PREFIX)
 
     _document_errors(app)

@@ -30,7 +30,18 @@ from tests.support.pipeline import groups_running
 API_KEY = "gw-test-key-" + uuid.uuid4().hex
 JWT_SECRET = "gw-test-secret-" + uuid.uuid4().hex
 PREFIX = "/api/memory"
-GROUPS = ["transcripts", "facts", "patterns", "invalidation", "search", "items", "jobs", "admin"]
+GROUPS = [
+    "transcripts",
+    "facts",
+    "patterns",
+    "invalidation",
+    "search",
+    "items",
+    "jobs",
+    "admin",
+    "knowledge",
+    "workflows",
+]
 
 
 @dataclass
@@ -91,6 +102,7 @@ async def warm_up(client: MemoryClient) -> None:
         *(client.item("get", "none", {"agentWallet": w}, timeout=slow) for w in wallets),
         *(client.context("warm up", {"agentWallet": w}, timeout=slow) for w in wallets),
         *(client.search_layers("warm up", {"agentWallet": w}, timeout=slow) for w in wallets),
+        *(client.reliability("warm", {"agentWallet": w}, timeout=slow) for w in wallets),
     )
     wallet = wallets[0]
     await client.record_turn(

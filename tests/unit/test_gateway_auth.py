@@ -157,6 +157,9 @@ def test_openapi_documents_every_route_with_errors_and_security() -> None:
         ("get", "/api/memory/evals/runs"),
         ("get", "/api/memory/evals/runs/{id}"),
         ("get", "/api/memory/stats/{agentWallet}"),
+        ("post", "/api/memory/knowledge/documents"),
+        ("post", "/api/memory/workflows/checkpoints"),
+        ("get", "/api/memory/workflows/reliability"),
         ("get", "/healthz"),
     }
     found = {(m, p) for p, ops in paths.items() for m in ops}

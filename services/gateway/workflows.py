@@ -1,0 +1,179 @@
+"""Knowledge documents and workflow memory (REFERENCE §14).
+
+* POST /knowledge/documents publishes a `KnowledgeSubmitted` and answers 202 with the ids of
+  the chunk rows the knowledge group will store (submitting the same document again names
+  the same rows and stores nothing new).
+* POST /workflows/checkpoints publishes a `WorkflowCheckpointRecorded` (202, with the id of
+  its `session` row; the same checkpoint again is the same row).
+* GET /workflows/reliability reads one agent's reliability over the checkpoints of one
+  workflow wallet (and the runs' user), request-reply over Kafka.
+
+The workflow wallet is the `agentWallet` of these routes: a credential limited to one agent
+may only write and read that wallet's memory.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.knowledge import chunk_ids
+from engine.workflows import checkpoint_id
+from schemas.callers import WALLET_ALIASES, checkpoint_recorded, knowledge_submitted
+from services.gateway.auth import Caller, Principal
+from services.gateway.deps import Client, body_scope, clamp, query_scope, raw
+from services.gateway.errors import ERRORS
+from services.gateway.models import Position, ScopeBody
+from services.knowledge import rows_scope
+from services.workflows import checkpoint_of
+
+router = APIRouter(tags=["knowledge and workflows"], responses=ERRORS)
+
+
+class _Loose(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+
+class _Reply(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+
+class KnowledgeBody(ScopeBody):
+    """A knowledge document: `content` is required; no `userAddress` ⇒ the agent's own
+    (genesis) knowledge, with one ⇒ that user's workspace."""
+
+    content: str | None = Field(default=None, description="Required; at most 200,000 chars.")
+    key: str | None = Field(default=None, description="The document's identity (else uri).")
+    uri: str | None = None
+    source: str | None = Field(default=None, description="file, url or paste (default).")
+    sourceFormat: str | None = Field(default=None, description="Alias of source.")
+    embedding: list[float] | None = Field(
+        default=None, description="Ignored: rows are embedded by the deployment's model."
+    )
+    occurredAt: int | str | None = None
+
+
+class WorkflowMessageBody(_Loose):
+    role: str | None = Field(default=None, description="user, assistant, system or tool.")
+    content: str | None = None
+
+
+class CheckpointBody(ScopeBody):
+    """A workflow checkpoint: `agentWallet` (alias `workflowWallet`) is the workflow wallet,
+    `runId` the run (required), `userAddress` the run's user."""
+
+    workflowWallet: str | None = Field(default=None, description="Alias of agentWallet.")
+    workflow_wallet: str | None = None
+    agent: str | None = Field(default=None, description="Required: the agent it counts for.")
+    type: str | None = Field(
+        default=None, description="step_learning, workflow_evaluation or context_compaction."
+    )
+    messages: list[WorkflowMessageBody] | None = None
+    step: int | str | None = None
+    goal: str | None = None
+    success: bool | str | None = Field(default=None, description='A boolean or "true".')
+    qualityScore: float | None = None
+    quality_score: float | None = None
+    occurredAt: int | str | None = None
+
+
+class KnowledgeAccepted(_Reply):
+    eventId: str
+    ids: list[str] = Field(description="The chunk rows' ids, in document order.")
+    chunks: int
+    position: Position
+
+
+class CheckpointAccepted(_Reply):
+    eventId: str
+    id: str = Field(description="The checkpoint's row id.")
+    runId: str
+    position: Position
+
+
+class ReliabilityOut(_Reply):
+    agentWallet: str
+    userAddress: str | None = None
+    agent: str
+    runs: int
+    successRate: float
+    avgQuality: float
+
+
+def _position(topic: str, partition: int, offset: int) -> Position:
+    return Position(topic=topic, partition=partition, offset=offset)
+
+
+def _workflow_wallet(caller: Principal, data: dict[str, Any]) -> None:
+    """`workflowWallet` stands for `agentWallet` when that is absent; then the caller must
+    be allowed that wallet (403) like any scope."""
+    if not any(data.get(k) for k in ("agentWallet", "agent_id", "agent_wallet")):
+        for alias in WALLET_ALIASES:
+            if isinstance(data.get(alias), str) and data[alias].strip():
+                data["agentWallet"] = data[alias]
+                break
+    body_scope(caller, data)
+
+
+@router.post("/knowledge/documents", response_model=KnowledgeAccepted, status_code=202)
+async def index_knowledge(body: KnowledgeBody, client: Client, caller: Caller) -> KnowledgeAccepted:
+    """Index a knowledge document, accepted for asynchronous chunking and embedding; the
+    chunks then appear in pre_turn's vectors layer for the same scope."""
+    data = raw(body)
+    body_scope(caller, data)
+    event = knowledge_submitted(data)
+    at = await client.publish_knowledge(event)
+    ids = chunk_ids(rows_scope(event.scope), event.content, event.key, event.uri)
+    return KnowledgeAccepted(
+        eventId=event.event_id,
+        ids=ids,
+        chunks=len(ids),
+        position=_position(at.topic, at.partition, at.offset),
+    )
+
+
+@router.post("/workflows/checkpoints", response_model=CheckpointAccepted, status_code=202)
+async def record_checkpoint(
+    body: CheckpointBody, client: Client, caller: Caller
+) -> CheckpointAccepted:
+    """Record a workflow checkpoint (a step's learning, the run's evaluation, a context
+    compaction), accepted for asynchronous storage as a `session` row."""
+    data = raw(body)
+    _workflow_wallet(caller, data)
+    event = checkpoint_recorded(data)
+    at = await client.publish_checkpoint(event)
+    return CheckpointAccepted(
+        eventId=event.event_id,
+        id=checkpoint_id(checkpoint_of(event)),
+        runId=event.scope.thread_id or "",
+        position=_position(at.topic, at.partition, at.offset),
+    )
+
+
+@router.get("/workflows/reliability", response_model=ReliabilityOut)
+async def reliability(
+    client: Client,
+    caller: Caller,
+    agent: Annotated[str, Query(min_length=1, max_length=200, description="The agent's name.")],
+    agent_wallet: Annotated[
+        str | None,
+        Query(alias="agentWallet", max_length=256, description="The workflow wallet."),
+    ] = None,
+    user_address: Annotated[str | None, Query(alias="userAddress", max_length=256)] = None,
+    last: Annotated[int, Query(description="1-500 (clamped), default 50.")] = 50,
+) -> ReliabilityOut:
+    """`{runs, successRate, avgQuality}` of `agent` over the newest `last` step learnings
+    and workflow evaluations of the wallet (and user: without one, only checkpoints stored
+    without a user count)."""
+    scope = query_scope(caller, agent_wallet, user_address)
+    reply = await client.reliability(agent, scope, last=clamp(last, 50, 1, 500))
+    return ReliabilityOut(
+        agentWallet=scope.agent_wallet,
+        userAddress=scope.user_address,
+        agent=reply.agent,
+        runs=reply.runs,
+        successRate=reply.success_rate,
+        avgQuality=reply.avg_quality,
+    )
