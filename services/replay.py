@@ -1,5 +1,5 @@
-"""Rebuild memory from the log: the writer groups re-read the turn, remember and facts topics
-from the beginning into a target database.
+"""Rebuild memory from the log: the writer groups re-read the turn, remember, facts, knowledge
+and workflow topics from the beginning into a target database.
 
 * **Fresh groups, resumable.** The replay's consumer groups are named by a prefix recorded in
   the target database (`replay_state`), so running the same replay again resumes from the
@@ -8,8 +8,11 @@ from the beginning into a target database.
   it is done when each group has committed up to them. Events published later are left to the
   live groups.
 * **Same documents.** The writers are the live groups' own code (transcripts, patterns,
-  facts); facts come from the recorded `FactsExtracted` events, so the model is not re-run and
-  the same log gives the same documents. Natural `_id`s make every write an idempotent upsert.
+  facts, knowledge, workflows); facts come from the recorded `FactsExtracted` events, so the
+  model is not re-run and the same log gives the same documents. Natural `_id`s make every
+  write an idempotent upsert.
+* **No old requests.** The workflows group also answers reliability requests; its replay
+  group starts at that topic's end, so a rebuild never answers requests of the past.
 """
 
 from __future__ import annotations
@@ -26,9 +29,9 @@ from pymongo import AsyncMongoClient
 
 from engine.ports import Embedder
 from schemas import topics
-from services import facts, patterns, transcripts
+from services import facts, knowledge, patterns, transcripts, workflows
 from services.app import running_groups
-from services.offsets import committed, end_offsets
+from services.offsets import committed, end_offsets, start_at_end
 from services.runtime import endpoints
 from services.security import NO_OPTIONS, kafka_options, mongo_options
 from services.settings import Settings
@@ -41,12 +44,17 @@ SOURCES: tuple[tuple[str, str], ...] = (
     (patterns.GROUP, topics.TURNS),
     (f"{facts.GROUP}.remember", topics.REMEMBER),
     (facts.GROUP, topics.FACTS),
+    (knowledge.GROUP, topics.KNOWLEDGE),
+    (workflows.GROUP, topics.WORKFLOWS),
 )
 """(consumer group suffix, topic) of every writer the replay runs."""
 
 SOURCE_TOPICS = tuple(dict.fromkeys(topic for _, topic in SOURCES))
 
-WRITER_GROUPS = (transcripts.GROUP, patterns.GROUP, facts.GROUP)
+WRITER_GROUPS = (transcripts.GROUP, patterns.GROUP, facts.GROUP, knowledge.GROUP, workflows.GROUP)
+
+REQUESTS_SKIPPED = ((f"{workflows.GROUP}.reliability", topics.RELIABILITY),)
+"""(group suffix, topic) of the request-reply parts of the writer groups: started at the end."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +190,11 @@ async def replay(
     )
     began = time.monotonic()
     if not progress.finished:
+        await start_at_end(
+            bootstrap,
+            [(f"{prefix}.{suffix}", topic) for suffix, topic in REQUESTS_SKIPPED],
+            kafka_options=security,
+        )
         async with running_groups(target, WRITER_GROUPS, embedder=embedder, broker_logs=False):
             while True:
                 progress.positions = await positions(

@@ -48,7 +48,7 @@ async def test_replay_rebuilds_the_same_documents_and_verify_reports_equal(
 ) -> None:
     agent = f"0xreplay{uuid.uuid4().hex[:10]}"
     rebuilt = unique("rebuilt")
-    groups = ["transcripts", "extraction", "facts", "patterns"]
+    groups = ["transcripts", "extraction", "facts", "patterns", "knowledge", "workflows"]
     # the live groups skip other tests' tenants on the shared topics, as the replay does
     async with groups_running(
         stack, minilm, "replay", groups, extractor="rules", only_agents=[agent]
@@ -68,7 +68,35 @@ async def test_replay_rebuilds_the_same_documents_and_verify_reports_equal(
             pos = client.last_position
             assert pos is not None
             remembers[(pos.topic, pos.partition)] = pos.offset + 1
+        written: dict[str, dict[tuple[str, int], int]] = {"knowledge": {}, "workflows": {}}
+        for n in range(2):  # the second is long enough for several chunks
+            await client.index_knowledge(
+                agentWallet=agent,
+                userAddress="user0",
+                key=f"guide-{n}",
+                content=" ".join(
+                    f"Sentence {i} of guide {n} about the old town." for i in range(1 + n * 120)
+                ),
+            )
+            pos = client.last_position
+            assert pos is not None
+            written["knowledge"][(pos.topic, pos.partition)] = pos.offset + 1
+        for n in range(6):
+            await client.record_checkpoint(
+                workflowWallet=agent,
+                runId=f"run-{n % 3}",
+                agent="planner",
+                type="workflow_evaluation" if n % 2 else "step_learning",
+                success=n != 4,
+                qualityScore=0.5 + n / 20,
+                messages=[{"role": "assistant", "content": f"Step {n} of the trip is done."}],
+            )
+            pos = client.last_position
+            assert pos is not None
+            written["workflows"][(pos.topic, pos.partition)] = pos.offset + 1
         bootstrap = stack.kafka_bootstrap
+        for group, group_ends in written.items():
+            await wait_caught_up(bootstrap, rt.group_id(group), group_ends, timeout=120)
         for group in ("transcripts", "patterns", "extraction"):
             await wait_caught_up(bootstrap, rt.group_id(group), turns, timeout=180)
         await wait_caught_up(bootstrap, rt.group_id("facts.remember"), remembers, timeout=60)
@@ -77,12 +105,16 @@ async def test_replay_rebuilds_the_same_documents_and_verify_reports_equal(
 
         try:
             first = await replay(settings, rebuilt, agents=[agent], embedder=minilm)
-            assert first.records >= TURNS + REMEMBERS
+            assert first.records >= TURNS + REMEMBERS + 2 + 6
             report = await compare(settings, settings.mongo_db, rebuilt, agents=[agent])
             counts = {c.name: (c.live, c.rebuilt) for c in report.collections}
             assert counts["session_transcripts"] == (21, 21)  # 7 threads x 3 users
             assert counts["memory"][0] > TURNS  # session vectors, facts, remembers, entities
             assert counts["patterns"][0] >= 2
+            memory = rt.mongo[rebuilt]["memory"]
+            assert await memory.count_documents({"agentWallet": agent, "source": "knowledge"}) > 2
+            checkpoints = {"agentWallet": agent, "metadata.workflow_wallet": agent}
+            assert await memory.count_documents(checkpoints) == 6
             assert report.equal, [
                 (c.name, c.missing, c.extra, c.changed) for c in report.collections
             ]
