@@ -11,8 +11,9 @@ user of an agent together, with full embeddings, and pinned it unencrypted to pu
 * rows a user deleted (`metadata.status == "deleted"`) are left out: an archive must not
   keep what the user asked to forget;
 * the archive id is a hash of the tenant, the window and the sorted row ids, so re-running
-  the same job yields the same id (idempotent `ArchiveStore.insert_if_absent`) and reveals
-  neither the wallet nor the user (the reference's id embedded the agent wallet);
+  the same job yields the same id (idempotent `ArchiveStore.insert_if_absent`; the job takes
+  its window from its own time, never from the clock) and reveals neither the wallet nor the
+  user (the reference's id embedded the agent wallet);
 * the payload is sealed with AES-256-GCM before it leaves the process (`encrypt_payload`).
 
 Stored content = base64(gzip(JSON)); gzip runs with `mtime=0` so equal inputs give
@@ -163,6 +164,24 @@ async def embed_archive(payload: ArchivePayload, embedder: Embedder) -> ArchiveP
     return replace(payload, record=record)
 
 
+def tenant_groups(
+    rows: Sequence[MemoryRow], start: int, end: int
+) -> list[tuple[ScopeFields, list[MemoryRow]]]:
+    """The rows created in `[start, end)`, grouped by full tenant — agent, user, mode and hai
+    id (threads merged, the scopes carry no thread) — one group per archive to build.
+
+    Every mode and hai id gets its own group: rows written under mode "global" or "local"
+    are archived like rows without a mode, and two users' rows never share a group (§16.6).
+    Groups come in a stable order (agent, user, mode, hai id; None first)."""
+    groups: dict[ScopeFields, list[MemoryRow]] = {}
+    for row in rows:
+        if start <= row.created_at < end:
+            s = row.scope
+            key = ScopeFields(s.agent_wallet, s.user_address, None, s.mode, s.hai_id)
+            groups.setdefault(key, []).append(row)
+    return sorted(groups.items(), key=lambda item: _tenant_order(item[0]))
+
+
 def archive_id_for(scope: ScopeFields, start: int, end: int, vector_ids: Sequence[str]) -> str:
     """`arc_` + 32 hex digits of SHA-256 over the tenant, the window and the sorted unique
     row ids: equal inputs give equal ids; the id reveals none of them."""
@@ -285,6 +304,18 @@ def _check_row(row: MemoryRow, scope: ScopeFields, start: int, end: int) -> None
             raise InputRejected(f"row {row.vector_id} belongs to another {name}; not archived")
     if not start <= row.created_at < end:
         raise InputRejected(f"row {row.vector_id} lies outside the window [{start}, {end})")
+
+
+def _tenant_order(scope: ScopeFields) -> tuple[str, bool, str, bool, str, bool, str]:
+    return (
+        scope.agent_wallet,
+        scope.user_address is not None,
+        scope.user_address or "",
+        scope.mode is not None,
+        scope.mode or "",
+        scope.hai_id is not None,
+        scope.hai_id or "",
+    )
 
 
 def _entry(row: MemoryRow) -> dict[str, Any]:

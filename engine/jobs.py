@@ -1,19 +1,27 @@
 """Maintenance jobs: records, bounded retries, and visible failures (REFERENCE §10.6, fixing
 §16.18 where failures were swallowed and every job read "completed").
 
-A job request names a `type` and its parameters; `run_job` inserts a `running` record, runs
-the job's function with up to `attempts` tries (exponential backoff between them), and ends
-the record `completed` (with the function's result, the attempts and timings) or `failed`
-(with the last error and its type). The job id is the request's, so a redelivered request
-for a job that already completed is not run twice.
+A job request names a `type`, its parameters and its time `at` (the request's `occurred_at`:
+the scheduler's fire time for scheduled jobs). `run_job` inserts a `running` record, runs the
+job's function with up to `attempts` tries (exponential backoff between them), and ends the
+record `completed` (with the function's result, the attempts and timings) or `failed` (with
+the last error and its type) — whatever the function raised. Bad parameters (`InputRejected`)
+fail at once, without retries. The job id is the request's, so a redelivered request for a job
+that already ended is not run twice; the function receives `at`, never the wall clock, for
+anything that must come out the same when the job runs again (e.g. an archive's window).
+
+A record still `running` after `RUNNING_LEASE_MS` is presumed abandoned (its worker crashed or
+was killed mid-job, so nothing will ever end it): `live_jobs` ends it `failed` and no longer
+counts it, so a schedule that skips while its previous job runs does not skip forever.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from engine.errors import InputRejected, MemoryError_
@@ -29,6 +37,15 @@ JOB_TYPES: tuple[JobType, ...] = (
     "archive_create",
 )
 JobStatus = Literal["running", "completed", "failed"]
+
+DAY_MS = 86_400_000
+RUNNING_LEASE_MS = 60 * 60 * 1000
+"""How long a `running` record is trusted, in milliseconds (1 hour; every job of the schedule
+normally ends within minutes, retries included)."""
+MAX_DAYS = 36_500.0
+"""Upper bound of a day-valued job parameter (100 years): larger values are refused."""
+LEASE_EXPIRED = "LeaseExpired"
+"""`error_type` of a record ended by `live_jobs` because its lease ran out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +66,8 @@ class JobStore(Protocol):
     """`memory_jobs`: one record per job id."""
 
     async def start(self, record: JobRecord) -> bool:
-        """Insert a running record; False if the job id already has a record."""
+        """Insert a running record, or replace a running one (a redelivered job starts
+        again); False, writing nothing, if the job id already ended."""
         ...
 
     async def get(self, job_id: str) -> JobRecord | None: ...
@@ -58,12 +76,38 @@ class JobStore(Protocol):
         """Write the terminal state (status, result or error, attempts, completedAt)."""
         ...
 
+    async def abandon(self, record: JobRecord) -> bool:
+        """Write `record` (a failed one) only if the job is still running with the same
+        `created_at`; False if it ended or started again meanwhile."""
+        ...
+
     async def running(self, job_type: str) -> list[JobRecord]:
-        """Records of that type still running (for skip-if-running scheduling)."""
+        """Records of that type still running, newest first, however old."""
         ...
 
 
-JobFunction = Callable[[Mapping[str, Any]], Awaitable[dict[str, Any]]]
+JobFunction = Callable[[Mapping[str, Any], int], Awaitable[dict[str, Any]]]
+"""A job: (parameters, the job's time in milliseconds since epoch) → its result."""
+
+
+def days_param(
+    params: Mapping[str, Any], name: str, default: float, *, maximum: float = MAX_DAYS
+) -> float:
+    """`params[name]`, a number of days in (0, `maximum`]; absent or null means `default`.
+    A non-number, a non-finite number or one out of range raises `InputRejected`."""
+    value = params.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputRejected(f"{name} must be a number of days, not {value!r}")
+    if not (math.isfinite(value) and 0 < value <= maximum):
+        raise InputRejected(f"{name} must be more than 0 and at most {maximum:g} days, not {value}")
+    return float(value)
+
+
+def days_ms(days: float) -> int:
+    """`days` in milliseconds (whole milliseconds, rounded down)."""
+    return int(days * DAY_MS)
 
 
 async def run_job(
@@ -73,33 +117,40 @@ async def run_job(
     job_id: str,
     job_type: str,
     params: Mapping[str, Any],
+    at: int,
     now: Callable[[], int],
     attempts: int = 3,
     backoff_seconds: float = 0.5,
 ) -> JobRecord:
-    """Run one job to a terminal record (see the module doc). Unknown types raise
-    `InputRejected`; a job id that already finished is returned as it is."""
+    """Run one job to a terminal record (see the module doc); `at` is the job's time, passed
+    to its function. Unknown types raise `InputRejected`; a job id that already ended is
+    returned as it is. Only cancellation leaves the record `running` (until its lease)."""
     function = functions.get(job_type)
     if function is None:
         raise InputRejected(f"unknown job type {job_type!r}; expected one of {sorted(functions)}")
-    existing = await store.get(job_id)
-    if existing is not None and existing.status != "running":
-        return existing
     record = JobRecord(job_id, job_type, "running", now(), dict(params))
-    await store.start(record)
-    error: BaseException | None = None
+    if not await store.start(record):
+        existing = await store.get(job_id)
+        if existing is not None:
+            return existing
+    error: Exception | None = None
     attempt_count = 0
-    for attempt in range(1, attempts + 1):
+    for attempt in range(1, max(attempts, 1) + 1):
+        attempt_count = attempt
         try:
-            result = await function(params)
+            result = await function(params, at)
         except InputRejected as exc:  # bad parameters: retrying cannot help
             error = exc
-            attempt_count = attempt
             break
-        except MemoryError_ as exc:
+        # Not the engine's usual narrow catch: the record must end `failed` whatever the job
+        # raised (a job function drives stores, providers and arithmetic on request
+        # parameters; an OverflowError left the record `running` and its schedule stuck).
+        except Exception as exc:
             error = exc
-            attempt_count = attempt
-            log.warning("job %s attempt %d failed: %s", job_id, attempt, exc)
+            if isinstance(exc, MemoryError_):
+                log.warning("job %s attempt %d failed: %s", job_id, attempt, exc)
+            else:
+                log.error("job %s attempt %d failed unexpectedly", job_id, attempt, exc_info=exc)
             if attempt < attempts:
                 await asyncio.sleep(backoff_seconds * 2 ** (attempt - 1))
             continue
@@ -108,17 +159,36 @@ async def run_job(
         )
         await store.finish(done)
         return done
-    failed = JobRecord(
-        job_id,
-        job_type,
-        "failed",
-        record.created_at,
-        dict(params),
-        now(),
-        attempt_count,
-        None,
-        str(error),
-        type(error).__name__,
+    failed = replace(
+        record,
+        status="failed",
+        completed_at=now(),
+        attempts=attempt_count,
+        error=str(error) or type(error).__name__,
+        error_type=type(error).__name__,
     )
     await store.finish(failed)
     return failed
+
+
+async def live_jobs(
+    store: JobStore, job_type: str, *, now: int, lease_ms: int = RUNNING_LEASE_MS
+) -> list[JobRecord]:
+    """The `running` records of `job_type` started within the lease (`now - created_at <=
+    lease_ms`, milliseconds). Older ones are ended `failed` (`error_type` `LeaseExpired`) and
+    left out: their worker is gone, and they must not hold their schedule back forever."""
+    live: list[JobRecord] = []
+    for record in await store.running(job_type):
+        if now - record.created_at <= lease_ms:
+            live.append(record)
+            continue
+        expired = replace(
+            record,
+            status="failed",
+            completed_at=now,
+            error=f"still running {lease_ms // 60_000} minutes after it started: abandoned",
+            error_type=LEASE_EXPIRED,
+        )
+        if await store.abandon(expired):
+            log.warning("job %s: lease expired, recorded failed", record.job_id)
+    return live

@@ -1,5 +1,10 @@
 """jobs group: `JobRequested` → run the maintenance job (bounded retries, a `memory_jobs`
-record that ends `completed` or `failed` with its error) → invalidate what it touched."""
+record that ends `completed` or `failed` with its error) → invalidate what it touched.
+
+A job's time is its request's `occurred_at` (the scheduler sets it to the fire time): windows
+that must come out the same when the job runs again (archives, pattern recounts) end there,
+not at the clock. Day-valued parameters are checked before any work (`days_param`): an absurd
+value fails the job with a clear error instead of crashing it (§16.18)."""
 
 from __future__ import annotations
 
@@ -12,15 +17,15 @@ from typing import Any
 from faststream.kafka import KafkaBroker
 
 from engine import maintenance
-from engine.archives import build_archive, embed_archive, encrypt_payload
+from engine.archives import build_archive, embed_archive, encrypt_payload, tenant_groups
 from engine.context import invalidate
 from engine.errors import InputRejected
-from engine.jobs import JobFunction, run_job
+from engine.jobs import JobFunction, days_ms, days_param, run_job
 from engine.patterns import executions_from_transcript
-from engine.records import ScopeFields
 from engine.scoping import GLOBAL_NAMESPACE, TenantFilter
 from schemas import topics
 from schemas.events import JobRequested
+from schemas.inputs import to_ms
 from schemas.scope import Scope
 from services.consumers import on_event
 from services.runtime import Runtime
@@ -46,13 +51,14 @@ def _agents(params: Mapping[str, Any]) -> list[str]:
 
 
 def job_functions(rt: Runtime) -> dict[str, JobFunction]:
-    """The job types this build runs, bound to the runtime's stores."""
+    """The job types this build runs, bound to the runtime's stores. Each takes (parameters,
+    the job's time in milliseconds since epoch)."""
 
     async def touched(agents: list[str]) -> None:
         for agent in agents:
             await invalidate(rt.search.cache, Scope.parse({"agentWallet": agent}))
 
-    async def consolidate(params: Mapping[str, Any]) -> dict[str, Any]:
+    async def consolidate(params: Mapping[str, Any], at: int) -> dict[str, Any]:
         agents = _agents(params)
         superseded, users = 0, 0
         for agent in agents:
@@ -61,28 +67,30 @@ def job_functions(rt: Runtime) -> dict[str, JobFunction]:
         await touched(agents)
         return {"agents": len(agents), "users": users, "superseded": superseded}
 
-    async def decay_update(params: Mapping[str, Any]) -> dict[str, Any]:
+    # decay and cleanup measure ages against the clock, not the job's time: a late run
+    # should decay and purge by the rows' ages when it runs.
+    async def decay_update(params: Mapping[str, Any], at: int) -> dict[str, Any]:
+        half_life = days_param(params, "halfLifeDays", rt.settings.half_life_days)
         agents = (
             _agents(params)
             if params.get("agentWallet") or params.get("agentWallets")
             else (await rt.maintenance.agents())
         )
-        half_life = float(params.get("halfLifeDays", rt.settings.half_life_days))
         done = await maintenance.decay_update(
             rt.memory, rt.maintenance, agents=agents, now=_now(), half_life_days=half_life
         )
         await touched(agents)
         return {"updated": done.updated, "avgDecayScore": round(done.average, 6)}
 
-    async def cleanup(params: Mapping[str, Any]) -> dict[str, Any]:
-        days = float(params.get("olderThanDays", 90))
+    async def cleanup(params: Mapping[str, Any], at: int) -> dict[str, Any]:
+        days = days_param(params, "olderThanDays", 90)
         deleted = await maintenance.cleanup(rt.maintenance, now=_now(), older_than_days=days)
         await rt.search.cache.bump([GLOBAL_NAMESPACE], rt.search.policy.namespace_ttl_seconds)
         return {"deleted": deleted}
 
-    async def patterns_extract(params: Mapping[str, Any]) -> dict[str, Any]:
+    async def patterns_extract(params: Mapping[str, Any], at: int) -> dict[str, Any]:
+        since = at - days_ms(days_param(params, "windowDays", 1))
         agents = _agents(params)
-        since = _now() - int(float(params.get("windowDays", 1)) * 86_400_000)
         transcripts = counted = 0
         for agent in agents:
             for transcript in await rt.transcripts.of_agent(agent, since):
@@ -115,6 +123,7 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
             job_id=event.job_id,
             job_type=event.type,
             params=event.params,
+            at=to_ms(event.occurred_at),
             now=_now,
             attempts=rt.settings.max_attempts,
             backoff_seconds=rt.settings.retry_backoff_ms / 1000,
@@ -124,42 +133,54 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
 
 
 def _archive_job(rt: Runtime, touched: Callable[[list[str]], Awaitable[None]]) -> JobFunction:
-    """archive_create: per agent and user, the window's rows → a compressed archive (never
-    empty, never mixing users), pinned to IPFS only encrypted."""
+    """archive_create: per full tenant (agent, user, mode, hai id), the rows of the window
+    `[at - windowDays, at)` → a compressed archive (never empty, never mixing users), pinned
+    to IPFS only encrypted.
 
-    async def archive_create(params: Mapping[str, Any]) -> dict[str, Any]:
+    The window ends at the job's time, so a retried or redelivered job rebuilds the same
+    archives (same ids: nothing new is inserted), and pins any of them whose pin failed.
+    Result: `archives`, the ids of the job's archives (inserted now or by an earlier run);
+    `inserted`, how many were new; `pinned`, how many were pinned by this run."""
+
+    async def pin_if_unpinned(archive_id: str) -> bool:
+        """Pin the stored archive unless it already has a CID: a fresh one, or one whose
+        pin failed on an earlier run of the job."""
+        if rt.pinner is None or rt.settings.archive_encryption_key is None:
+            return False
+        content = await rt.maintenance.unpinned_content(archive_id)
+        if content is None:
+            return False
+        key = base64.b64decode(rt.settings.archive_encryption_key.get_secret_value())
+        blob = encrypt_payload(content.encode(), key, archive_id=archive_id)
+        cid = await rt.pinner.pin_archive(archive_id, blob)
+        await rt.archives.set_cid(archive_id, cid)
+        return True
+
+    async def archive_create(params: Mapping[str, Any], at: int) -> dict[str, Any]:
+        end = at
+        start = end - days_ms(days_param(params, "windowDays", 7))
         agents = _agents(params)
-        end = _now()
-        start = end - int(float(params.get("windowDays", 7)) * 86_400_000)
-        created: list[str] = []
-        pinned = 0
+        archives: list[str] = []
+        inserted = pinned = 0
         for agent in agents:
             for user in await rt.maintenance.users_of(agent):
-                rows = [
-                    r
-                    for r in await rt.memory.active_rows(
-                        TenantFilter(agent_wallet=agent, user_address=user)
+                rows = await rt.memory.active_rows(
+                    TenantFilter(agent_wallet=agent, user_address=user)
+                )
+                for scope, group in tenant_groups(rows, start, end):
+                    payload = build_archive(
+                        group, scope=scope, start=start, end=end, created_at=end
                     )
-                    if start <= r.created_at < end and r.scope.mode is None and not r.scope.hai_id
-                ]
-                scope = ScopeFields(agent, user, None, None, None)
-                payload = build_archive(rows, scope=scope, start=start, end=end, created_at=end)
-                if payload is None:  # no empty archives
-                    continue
-                payload = await embed_archive(payload, rt.embedder)
-                record = replace(payload.record, content=payload.content)
-                if not await rt.archives.insert_if_absent(record):
-                    continue
-                created.append(record.archive_id)
-                if rt.pinner is not None and rt.settings.archive_encryption_key is not None:
-                    key = base64.b64decode(rt.settings.archive_encryption_key.get_secret_value())
-                    blob = encrypt_payload(
-                        payload.content.encode(), key, archive_id=record.archive_id
-                    )
-                    cid = await rt.pinner.pin_archive(record.archive_id, blob)
-                    await rt.archives.set_cid(record.archive_id, cid)
-                    pinned += 1
+                    if payload is None:  # no empty archives
+                        continue
+                    payload = await embed_archive(payload, rt.embedder)
+                    record = replace(payload.record, content=payload.content)
+                    archives.append(record.archive_id)
+                    if await rt.archives.insert_if_absent(record):
+                        inserted += 1
+                    if await pin_if_unpinned(record.archive_id):
+                        pinned += 1
         await touched(agents)
-        return {"archives": created, "pinned": pinned}
+        return {"archives": archives, "inserted": inserted, "pinned": pinned}
 
     return archive_create

@@ -3,7 +3,10 @@
 Every tick it looks at the firings since the previous tick (at most one day back on
 start-up, so a scheduler that was down catches up on the last day, not on months), skips a
 schedule whose previous job is still running, and publishes each firing with its
-deterministic job id.
+deterministic job id and the fire time as the request's `occurred_at` (the job's time, from
+which e.g. the weekly archive's window is derived). A job counts as running only within its
+lease (`engine.jobs.RUNNING_LEASE_MS`): a record left `running` by a crashed worker is ended
+`failed` and no longer blocks its schedule.
 """
 
 from __future__ import annotations
@@ -12,9 +15,11 @@ import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
 
+from engine.jobs import live_jobs
 from engine.schedules import SCHEDULES, firings, job_id
 from schemas import topics
 from schemas.events import JobRequested
+from schemas.inputs import to_ms
 from services.client import MemoryClient
 from services.runtime import Runtime
 
@@ -23,13 +28,14 @@ CATCH_UP = timedelta(days=1)
 
 
 async def tick(rt: Runtime, client: MemoryClient, after: datetime, until: datetime) -> int:
-    """Publish the jobs due in (after, until]; returns how many were published."""
+    """Publish the jobs due in (after, until]; returns how many were published. `until` is
+    the current time: running jobs' leases are measured against it."""
     published = 0
     for schedule in SCHEDULES:
         due = firings(schedule, after, until)
         if not due:
             continue
-        if await rt.jobs.running(schedule.job_type):
+        if await live_jobs(rt.jobs, schedule.job_type, now=to_ms(until)):
             log.info("skipping %s: a %s job is still running", schedule.name, schedule.job_type)
             continue
         fire = due[-1]  # a late scheduler runs the latest firing once, not every missed one
@@ -40,6 +46,7 @@ async def tick(rt: Runtime, client: MemoryClient, after: datetime, until: dateti
                 continue
         event = JobRequested(
             job_id=job_id(schedule, fire),
+            occurred_at=fire,
             type=schedule.job_type,
             params=params,
         )

@@ -352,7 +352,8 @@ class InMemoryJobStore:
         self.records: dict[str, JobRecord] = {}
 
     async def start(self, record: JobRecord) -> bool:
-        if record.job_id in self.records:
+        existing = self.records.get(record.job_id)
+        if existing is not None and existing.status != "running":
             return False
         self.records[record.job_id] = record
         return True
@@ -363,15 +364,33 @@ class InMemoryJobStore:
     async def finish(self, record: JobRecord) -> None:
         self.records[record.job_id] = record
 
+    async def abandon(self, record: JobRecord) -> bool:
+        existing = self.records.get(record.job_id)
+        if (
+            existing is None
+            or existing.status != "running"
+            or existing.created_at != record.created_at
+        ):
+            return False
+        self.records[record.job_id] = record
+        return True
+
     async def running(self, job_type: str) -> list[JobRecord]:
-        return [r for r in self.records.values() if r.type == job_type and r.status == "running"]
+        rows = [r for r in self.records.values() if r.type == job_type and r.status == "running"]
+        return sorted(rows, key=lambda r: -r.created_at)
 
 
 class InMemoryMaintenanceStore:
-    """Maintenance over an `InMemoryMemoryStore`'s rows."""
+    """Maintenance over an `InMemoryMemoryStore`'s rows. `unpinned` holds the content of
+    stored archives that have no IPFS CID yet, by archive id (`InMemoryArchiveStore` keeps
+    no pin state), for `unpinned_content`."""
 
     def __init__(self, memory: InMemoryMemoryStore) -> None:
         self._memory = memory
+        self.unpinned: dict[str, str] = {}
+
+    async def unpinned_content(self, archive_id: str) -> str | None:
+        return self.unpinned.get(archive_id)
 
     async def users_of(self, agent: str) -> list[str | None]:
         users = {r.scope.user_address for r in self._memory.rows() if r.scope.agent_wallet == agent}

@@ -1,5 +1,6 @@
 """MongoDB adapters of the maintenance ports: job records (`memory_jobs`) and bulk
-maintenance of the `memory` collection."""
+maintenance of the `memory` collection (plus the pin state of `archives`, which the archive
+job reads to repair a pin that failed)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from engine.records import INACTIVE_STATUSES
 
 Doc = dict[str, Any]
 JOBS = "memory_jobs"
+ARCHIVES = "archives"
+"""The archive collection (`engine.adapters.mongo.ARCHIVES`; that module imports this one)."""
 JOB_INDEXES = (
     IndexModel([("type", ASCENDING), ("status", ASCENDING), ("createdAt", DESCENDING)]),
     IndexModel([("status", ASCENDING), ("createdAt", DESCENDING)]),
@@ -61,7 +64,10 @@ class MongoJobStore:
 
     async def start(self, record: JobRecord) -> bool:
         try:
-            await self._col.insert_one(_doc(record))
+            # matches only a running record: an ended one makes the upsert's insert collide
+            await self._col.replace_one(
+                {"_id": record.job_id, "status": "running"}, _doc(record), upsert=True
+            )
         except DuplicateKeyError:
             return False
         except PyMongoError as exc:
@@ -81,9 +87,18 @@ class MongoJobStore:
         except PyMongoError as exc:
             raise DependencyFailed(f"job record failed: {exc}") from exc
 
-    async def running(self, job_type: str) -> list[JobRecord]:
+    async def abandon(self, record: JobRecord) -> bool:
+        query = {"_id": record.job_id, "status": "running", "createdAt": record.created_at}
         try:
-            docs = await self._col.find({"type": job_type, "status": "running"}).to_list(100)
+            result = await self._col.replace_one(query, _doc(record))
+        except PyMongoError as exc:
+            raise DependencyFailed(f"job record failed: {exc}") from exc
+        return result.modified_count == 1
+
+    async def running(self, job_type: str) -> list[JobRecord]:
+        query = {"type": job_type, "status": "running"}
+        try:
+            docs = await self._col.find(query).sort("createdAt", DESCENDING).to_list(100)
         except PyMongoError as exc:
             raise DependencyFailed(f"job read failed: {exc}") from exc
         return [_record(d) for d in docs]
@@ -92,6 +107,19 @@ class MongoJobStore:
 class MongoMaintenanceStore:
     def __init__(self, db: AsyncDatabase[Doc]) -> None:
         self._col = db["memory"]
+        self._archives = db[ARCHIVES]
+
+    async def unpinned_content(self, archive_id: str) -> str | None:
+        """The stored content of the archive if it has no IPFS CID yet (its pin failed or
+        never ran); None if it is pinned, has no content, or does not exist."""
+        try:
+            doc = await self._archives.find_one({"_id": archive_id}, {"ipfsCid": 1, "content": 1})
+        except PyMongoError as exc:
+            raise DependencyFailed(f"archive read failed: {exc}") from exc
+        if doc is None or doc.get("ipfsCid"):
+            return None
+        content = doc.get("content")
+        return content if isinstance(content, str) else None
 
     async def users_of(self, agent: str) -> list[str | None]:
         try:

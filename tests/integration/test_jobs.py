@@ -144,7 +144,7 @@ async def test_a_failing_job_is_retried_then_recorded_failed_fixes_16_18(
     store = MongoJobStore(rt.mongo[rt.settings.mongo_db])
     calls = 0
 
-    async def flaky(params: Any) -> dict[str, Any]:
+    async def flaky(params: Any, at: int) -> dict[str, Any]:
         nonlocal calls
         calls += 1
         raise DependencyFailed(f"mongo unreachable (try {calls})")
@@ -155,6 +155,7 @@ async def test_a_failing_job_is_retried_then_recorded_failed_fixes_16_18(
         job_id="job-flaky",
         job_type="cleanup",
         params={},
+        at=NOW,
         now=lambda: NOW,
         attempts=3,
         backoff_seconds=0.01,
