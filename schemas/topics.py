@@ -1,7 +1,7 @@
 """Every Kafka topic name and its partition count. No other module spells a topic name.
 
 Partition counts are explicit because the local broker gives auto-created topics 4 partitions
-(DESIGN.md §4); `services.topology.ensure_topics` creates these before any consumer starts.
+(DESIGN.md §4); `services.infra.create_topics` creates these before any consumer starts.
 """
 
 from typing import Final
@@ -32,7 +32,7 @@ WORKFLOWS: Final = "memory.workflows.v1"
 RELIABILITY: Final = "memory.workflows.reliability.v1"
 """`ReliabilityRequest` with `reply_to`; answered with `ReliabilityReply`."""
 JOBS: Final = "memory.jobs.v1"
-"""Maintenance job requests (later issue)."""
+"""`JobRequested` (a maintenance job: type, parameters, its time), run by the jobs group."""
 DLQ: Final = "memory.dlq.v1"
 """Messages that failed after bounded retries, with their error and origin."""
 
