@@ -170,7 +170,7 @@ async def test_a_pin_failure_fails_the_attempt_not_the_archive(
     assert doc["ipfsCid"] == "bafy-repaired"
 
 
-async def test_rows_with_a_mode_or_hai_are_archived_per_tenant_scope_16_6(
+async def test_rows_with_a_mode_or_hai_are_archived_per_tenant_scope_fixes_16_6(
     archiving: tuple[Runtime, PinataStub, Provider, bytes],
 ) -> None:
     rt, _, _, _ = archiving

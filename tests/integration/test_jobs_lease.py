@@ -43,7 +43,7 @@ async def jobs(
 
 
 @pytest.mark.parametrize("param", ["windowDays", "halfLifeDays", "olderThanDays"])
-async def test_an_absurd_day_parameter_fails_the_job_instead_of_leaving_it_running_16_18(
+async def test_an_absurd_day_parameter_fails_the_job_instead_of_leaving_it_running_fixes_16_18(
     jobs: tuple[Runtime, MemoryClient], param: str
 ) -> None:
     rt, client = jobs
@@ -99,7 +99,7 @@ async def test_job_store_abandons_only_the_same_still_running_record(
     assert [r.job_id for r in await job_store.running("cleanup")] == ["b"]
 
 
-async def test_a_running_record_past_its_lease_no_longer_blocks_its_schedule_16_18(
+async def test_a_running_record_past_its_lease_no_longer_blocks_its_schedule_fixes_16_18(
     jobs: tuple[Runtime, MemoryClient],
 ) -> None:
     rt, client = jobs

@@ -132,7 +132,7 @@ def test_sizes_are_bytes_of_the_json_and_of_the_stored_content() -> None:
     assert json.loads(raw) == read_archive(payload.content)
 
 
-def test_no_rows_no_archive() -> None:
+def test_no_rows_no_archive_fixes_16_30() -> None:
     assert build([]) is None
 
 
@@ -154,7 +154,7 @@ def test_deleted_rows_are_not_archived() -> None:
         (replace(row("x", "A local-mode row."), scope=replace(SCOPE, mode="local")), "mode"),
     ],
 )
-def test_rows_of_another_tenant_are_refused(intruder: MemoryRow, field: str) -> None:
+def test_rows_of_another_tenant_are_refused_fixes_16_6(intruder: MemoryRow, field: str) -> None:
     with pytest.raises(InputRejected, match=f"another {field}"):
         build([*lisbon_rows(), intruder])
 
@@ -210,7 +210,7 @@ def test_topics_are_the_most_widespread_content_terms() -> None:
     assert not set(topics) & {"the", "and", "about", "a", "to"}
 
 
-def test_summary_names_counts_dates_topics_and_key_facts() -> None:
+def test_summary_names_counts_dates_topics_and_key_facts_fixes_16_30() -> None:
     summary = build(lisbon_rows()).record.summary
 
     assert summary.startswith(

@@ -60,7 +60,7 @@ def sealed(payload: ArchivePayload, key: bytes) -> bytes:
     return encrypt_payload(payload.content.encode(), key, archive_id=payload.archive_id)
 
 
-async def test_the_pinned_body_is_sealed_and_opens_only_with_the_key(
+async def test_the_pinned_body_is_sealed_and_opens_only_with_the_key_fixes_16_6(
     provider: Start, client: httpx.AsyncClient
 ) -> None:
     server = provider(pinned)

@@ -1,4 +1,5 @@
-"""Keep the README true: every setting is documented and CI runs the README's test command."""
+"""Keep the README true: every setting is documented, CI runs the README's test command, and
+every reference bug it lists as fixed has a test named after it (`..._fixes_16_N`)."""
 
 from __future__ import annotations
 
@@ -24,3 +25,12 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     test_command = commands[1]
     ci_lines = (ROOT / ".ci" / "run").read_text().strip().splitlines()
     assert ci_lines[-1] == test_command
+
+
+def test_every_reference_bug_listed_as_fixed_has_a_test_named_after_it() -> None:
+    listed = README.split("## Reference bugs fixed so far", 1)[1].split("\n## ", 1)[0]
+    fixed = {int(n) for n in re.findall(r"^\* §16\.(\d+) ", listed, flags=re.MULTILINE)}
+    sources = "\n".join(p.read_text() for p in (ROOT / "tests").rglob("test_*.py"))
+    named = {int(n) for n in re.findall(r"def test_\w*?fixes_16_(\d+)\b", sources)}
+    assert len(fixed) >= 25
+    assert fixed - named == set(), "a bug the README says is fixed has no test named after it"
