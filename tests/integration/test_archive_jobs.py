@@ -204,3 +204,43 @@ async def test_rows_with_a_mode_or_hai_are_archived_per_tenant_scope_fixes_16_6(
         ("ben", "global", None): ["ben-global"],  # never mixed with ana's
         (None, "global", None): ["agent-global"],
     }
+
+
+async def test_a_date_range_picks_its_rows_and_sync_to_ipfs_false_pins_nothing(
+    archiving: tuple[Runtime, PinataStub, Provider, bytes],
+) -> None:
+    rt, _, pinata, _ = archiving
+    await seed(rt, row("new", "ana", 1), row("old", "ana", 10), row("older", "ana", 20))
+    archive = job_functions(rt)["archive_create"]
+    span = {"start": AT - 15 * DAY, "end": AT - 5 * DAY}
+
+    done = await archive({"agentWallet": AGENT, "dateRange": span, "syncToIpfs": False}, AT)
+
+    [doc] = await archive_docs(rt)
+    assert done == {"archives": [doc["_id"]], "inserted": 1, "pinned": 0}
+    assert doc["metadata"]["entryCount"] == 1  # "old" only: "new" and "older" are outside
+    assert (doc["dateRange"]["start"], doc["dateRange"]["end"]) == (span["start"], span["end"])
+    assert not doc.get("ipfsCid")
+    assert pinata.received == []
+
+
+async def test_a_parameter_the_job_would_ignore_fails_it_at_once_with_its_name(
+    archiving: tuple[Runtime, PinataStub, Provider, bytes],
+) -> None:
+    rt, _, _, _ = archiving
+    await seed(rt, row("a1", "ana", 1))
+    record = await run_job(
+        rt.jobs,
+        job_functions(rt),
+        job_id="archive:typo",
+        job_type="archive_create",
+        params={"agentWallet": AGENT, "windowdays": 3},
+        at=AT,
+        now=lambda: int(time.time() * 1000),
+        attempts=3,
+        backoff_seconds=0.01,
+    )
+    assert (record.status, record.attempts) == ("failed", 1)  # not retried: it cannot help
+    assert record.error is not None
+    assert "does not take windowdays" in record.error
+    assert await archive_docs(rt) == []
