@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 from typing import Annotated, Any
@@ -122,8 +123,19 @@ def jobs_run(
     ],
     agent: Annotated[list[str] | None, typer.Option(help="Agent wallet (repeatable).")] = None,
     window_days: Annotated[float | None, typer.Option(help="Window for patterns/archives.")] = None,
+    param: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Any other parameter as NAME=VALUE, VALUE in JSON if it parses "
+            "(repeatable): --param syncToIpfs=false "
+            """--param 'dateRange={"start": ..., "end": ...}'"""
+        ),
+    ] = None,
 ) -> None:
-    """Publish one job request to memory.jobs.v1 (the jobs group runs it)."""
+    """Publish one job request to memory.jobs.v1 (the jobs group runs it; a parameter the job
+    does not take fails it, and its record in memory_jobs names the parameter)."""
+    import json
+
     from schemas.events import JobRequested
     from services.client import MemoryClient
     from services.runtime import endpoints
@@ -134,6 +146,14 @@ def jobs_run(
         params["agentWallets"] = agent
     if window_days is not None:
         params["windowDays"] = window_days
+    for item in param or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise typer.BadParameter(f"--param takes NAME=VALUE, not {item!r}")
+        try:
+            params[name] = json.loads(value)
+        except ValueError:
+            params[name] = value
     event = JobRequested.model_validate({"type": job_type, "params": params})
 
     async def publish() -> None:
@@ -178,17 +198,43 @@ def asyncapi() -> None:
 def schedule(
     every: Annotated[float, typer.Option(help="Seconds between ticks.")] = 30.0,
     log_level: Annotated[str, typer.Option(help="Python log level.")] = "info",
+    http_port: Annotated[
+        int | None,
+        typer.Option(
+            help="Port of /livez, /readyz and /metrics (0 disables; default "
+            f"MNEMOSTREAM_HTTP_PORT if set, else {RUN_HTTP_PORT}).",
+            min=0,
+            max=65535,
+        ),
+    ] = None,
 ) -> None:
     """Publish the maintenance schedule's jobs (hourly decay; daily cleanup, consolidation
-    and pattern recount; weekly archives), skipping a job type still running."""
-    from services.runtime import open_runtime
-    from services.scheduler import run_scheduler
+    and pattern recount; weekly archives), skipping a job type still running, until
+    SIGINT/SIGTERM."""
+    from services.scheduler import serve_scheduler
 
     _logging(log_level)
+    settings = Settings()
+    explicit = http_port is not None or "http_port" in settings.model_fields_set
+    if http_port is None:
+        http_port = settings.http_port if explicit else RUN_HTTP_PORT
+    settings = settings.model_copy(update={"http_port": http_port})
 
     async def serve() -> None:
-        async with open_runtime(Settings()) as rt:
-            await run_scheduler(rt, every_seconds=every)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        # like `run`: the default port may be taken on a shared host (a warning, no endpoints)
+        scheduler = asyncio.create_task(
+            serve_scheduler(settings, every_seconds=every, http_required=explicit)
+        )
+        stopping = asyncio.create_task(stop.wait())
+        await asyncio.wait({scheduler, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        scheduler.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await scheduler  # a scheduler that failed raises its error here
 
     asyncio.run(serve())
 

@@ -1,0 +1,75 @@
+"""`mnemostream jobs run`: the job request it publishes carries every parameter given, JSON
+values decoded (`--param dateRange={...}`), plain words as strings."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from schemas import topics
+from schemas.events import JobRequested
+from services.infra import Endpoints, create_topics
+from services.offsets import end_offsets
+
+pytestmark = pytest.mark.integration
+
+
+async def test_the_published_job_carries_every_parameter(stack: Endpoints) -> None:
+    await create_topics(stack.kafka_bootstrap, {topics.JOBS: topics.PARTITIONS[topics.JOBS]})
+    before = await end_offsets(stack.kafka_bootstrap, [topics.JOBS])
+    assert before, "the jobs topic has partitions"
+    done = subprocess.run(
+        [
+            sys.executable,
+            *("-m", "services", "jobs", "run", "archive_create", "--agent", "0xCli"),
+            *("--param", "syncToIpfs=false", "--param", "note=weekly"),
+            *("--param", 'dateRange={"start": 1000, "end": 2000}'),
+        ],
+        env={**os.environ, **stack.to_env()},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    job_id = done.stdout.split("published job ", 1)[1].split()[0]
+
+    consumer = AIOKafkaConsumer(bootstrap_servers=stack.kafka_bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        consumer.assign([TopicPartition(t, p) for t, p in before])
+        for (t, p), offset in before.items():
+            consumer.seek(TopicPartition(t, p), offset)
+        found: JobRequested | None = None
+        while found is None:
+            batch = await consumer.getmany(timeout_ms=5000)
+            assert batch, "the job request was not published"
+            for records in batch.values():
+                for record in records:
+                    event = JobRequested.model_validate_json(record.value or b"")
+                    found = event if event.job_id == job_id else found
+    finally:
+        await consumer.stop()
+    assert found.type == "archive_create"
+    assert found.params == {
+        "agentWallets": ["0xCli"],
+        "syncToIpfs": False,
+        "note": "weekly",
+        "dateRange": {"start": 1000, "end": 2000},
+    }
+
+
+def test_a_parameter_without_a_value_is_refused(stack: Endpoints) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "services", "jobs", "run", "cleanup", "--param", "olderThanDays"],
+        env={**os.environ, **stack.to_env()},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "NAME=VALUE" in done.stderr
