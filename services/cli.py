@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
 from typing import Annotated, Any
@@ -211,6 +210,8 @@ def schedule(
     """Publish the maintenance schedule's jobs (hourly decay; daily cleanup, consolidation
     and pattern recount; weekly archives), skipping a job type still running, until
     SIGINT/SIGTERM."""
+    import contextlib
+
     from services.scheduler import serve_scheduler
 
     _logging(log_level)

@@ -157,6 +157,18 @@ class MemoryClient:
             if future is not None and not future.done() and record.value is not None:
                 future.set_result(record.value)
 
+    @property
+    def started(self) -> bool:
+        """Whether `start()` ran and `close()` did not."""
+        return self._producer is not None
+
+    async def ping(self, timeout: float) -> None:
+        """Ask the broker for its metadata: `RuntimeError` if the client is not started,
+        `TimeoutError` or a Kafka error if the broker does not answer within `timeout`."""
+        producer = self._require_producer()
+        async with asyncio.timeout(timeout):
+            await producer.client.fetch_all_metadata()
+
     def _require_producer(self) -> AIOKafkaProducer:
         if self._producer is None:
             raise RuntimeError("MemoryClient is not started (use `async with MemoryClient(...)`)")

@@ -6,6 +6,10 @@
   `{"status": "unready", "missing": [...]}` naming each missing piece. A member left without
   partitions (more members of a group than partitions) stays unready by this definition.
 * `GET /metrics` — the process registry in the Prometheus text format.
+
+The scheduler serves the same app with its own readiness (`services.scheduler`); the gateway
+answers the same three paths with the same bodies from its FastAPI app (`live_response`,
+`ready_response`, `metrics_response`).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import contextlib
 import logging
 import socket
 from collections.abc import AsyncIterator, Generator, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 import uvicorn
 from faststream.kafka.subscriber.usecase import LogicSubscriber
@@ -28,8 +32,15 @@ from starlette.routing import Route
 log = logging.getLogger(__name__)
 
 
+class Probe(Protocol):
+    """What `/readyz` asks: the pieces still missing, in words; empty when ready."""
+
+    def missing(self) -> list[str]: ...
+
+
 class Readiness:
-    """What `/readyz` checks: set by the composition root as start-up proceeds."""
+    """What `/readyz` checks of a group process: set by the composition root as start-up
+    proceeds."""
 
     def __init__(self) -> None:
         self.schema_ready = False
@@ -55,20 +66,35 @@ class Readiness:
         return missing
 
 
-def health_app(readiness: Readiness, registry: CollectorRegistry) -> Starlette:
+def live_response() -> Response:
+    """The `/livez` answer: 200 `{"status": "alive"}`."""
+    return JSONResponse({"status": "alive"})
+
+
+def ready_response(missing: list[str]) -> Response:
+    """The `/readyz` answer: 200 `{"status": "ready", "missing": []}` when nothing is
+    missing, else 503 `{"status": "unready", "missing": [...]}`."""
+    if missing:
+        return JSONResponse({"status": "unready", "missing": missing}, status_code=503)
+    return JSONResponse({"status": "ready", "missing": []})
+
+
+def metrics_response(registry: CollectorRegistry) -> Response:
+    """The `/metrics` answer: `registry` in the Prometheus text format."""
+    return Response(generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def health_app(readiness: Probe, registry: CollectorRegistry) -> Starlette:
     """The ASGI app of `/livez`, `/readyz` and `/metrics`."""
 
     async def livez(_: Request) -> Response:
-        return JSONResponse({"status": "alive"})
+        return live_response()
 
     async def readyz(_: Request) -> Response:
-        missing = readiness.missing()
-        if missing:
-            return JSONResponse({"status": "unready", "missing": missing}, status_code=503)
-        return JSONResponse({"status": "ready", "missing": []})
+        return ready_response(readiness.missing())
 
     async def metrics(_: Request) -> Response:
-        return Response(generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+        return metrics_response(registry)
 
     return Starlette(
         routes=[

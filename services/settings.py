@@ -168,15 +168,15 @@ class Settings(BaseSettings):
     )
     http_host: str = Field(
         default="127.0.0.1",
-        description="Bind address of a group process's /livez, /readyz and /metrics "
-        "(0.0.0.0 in a container).",
+        description="Bind address of /livez, /readyz and /metrics of `mnemostream run` and "
+        "`mnemostream schedule` (0.0.0.0 in a container).",
     )
     http_port: int = Field(
         default=0,
         ge=0,
         le=65535,
         description="Port of /livez, /readyz and /metrics; 0 ⇒ not served "
-        "(`mnemostream run` defaults to 9464).",
+        "(`run` and `schedule` default to 9464).",
     )
     lag_interval_seconds: float = Field(
         default=5.0, gt=0, description="How often the consumer lag gauge is refreshed."

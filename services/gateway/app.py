@@ -1,5 +1,6 @@
 """The HTTP gateway's app factory: the reference's `/api/memory/...` routes (REFERENCE §13)
-in front of the Kafka services. Writes publish events; reads are request-reply."""
+in front of the Kafka services. Writes publish events; reads are request-reply. Liveness,
+readiness and metrics: `services.gateway.probes`."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from services.client import MemoryClient
-from services.gateway import errors, items, loop, ops, patterns, workflows
+from services.gateway import errors, items, loop, ops, patterns, probes, workflows
 from services.gateway.auth import Authenticator
 from services.gateway.limits import BodyLimit
+from services.gateway.metrics import GatewayMetrics, Instrumented
 from services.gateway.models import Health
 from services.infra import read_endpoints
 from services.runtime import NotConfigured
@@ -98,16 +100,23 @@ def create_app(settings: Settings, client: MemoryClient | None = None) -> FastAP
         lifespan=lifespan,
     )
     app.state.auth = auth
+    app.state.metrics = metrics = GatewayMetrics()
     errors.install(app)
     app.add_middleware(BodyLimit)
+    app.add_middleware(Instrumented, metrics=metrics)  # added last: outermost
+    app.include_router(probes.router)
+    metrics.routes.add(probes.router.routes)
     for module in (loop, items, patterns, ops, workflows):
         app.include_router(module.router, prefix=PREFIX)
+        metrics.routes.add(module.router.routes, PREFIX)
 
     _document_errors(app)
 
     @app.get("/healthz", response_model=Health, tags=["health"])
     async def healthz() -> Health:
-        """Liveness (no authentication): the process is up and its Kafka client started."""
+        """Liveness (no authentication): the process is up and its Kafka client started
+        (kept for existing probes; `/livez` and `/readyz` are the operational pair)."""
         return Health()
 
+    metrics.routes.add(app.routes)  # its own: /healthz, /openapi.json, /docs, /redoc
     return app

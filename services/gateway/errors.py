@@ -7,7 +7,8 @@ whose fault it is:
 * 403 - a credential limited to one agentWallet asked for another (tenant isolation);
 * 404 - nothing with that id within the caller's scope, or an unknown route;
 * 413 - the request body is larger than one Kafka message (`schemas.limits.MAX_MESSAGE_BYTES`);
-* 504 - the memory service did not answer in time (request-reply over Kafka).
+* 504 - the memory service did not answer in time (request-reply over Kafka); counted in
+  `mnemostream_gateway_upstream_timeouts_total`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from starlette.exceptions import HTTPException
 from engine.errors import InputRejected, NotFound
 from schemas.scope import ScopeError, first_error
 from services.client import RequestFailed
+from services.gateway.metrics import GatewayMetrics
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +108,9 @@ def install(app: FastAPI) -> None:
 
     async def timed_out(request: Request, _: Exception) -> JSONResponse:
         log.warning("request-reply timed out: %s %s", request.method, request.url.path)
+        metrics = getattr(request.app.state, "metrics", None)
+        if isinstance(metrics, GatewayMetrics):
+            metrics.timed_out(request.scope)
         return _body(504, "the memory service did not answer in time; retry later")
 
     app.add_exception_handler(HTTPException, http_error)

@@ -9,6 +9,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,7 @@ import pytest
 import pytest_asyncio
 import uvicorn
 from pydantic import SecretStr
+from starlette.types import ASGIApp
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from services.client import MemoryClient
@@ -123,6 +125,26 @@ async def warm_up(client: MemoryClient) -> None:
         await asyncio.sleep(0.2)
 
 
+@asynccontextmanager
+async def served(app: ASGIApp) -> AsyncIterator[str]:
+    """Serve `app` with uvicorn on a free 127.0.0.1 port in this event loop (its lifespan
+    included); yields the base URL."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if task.done() or time.monotonic() > deadline:
+            pytest.fail(f"uvicorn did not start: {task.exception() if task.done() else ''}")
+        await asyncio.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
+
+
 @pytest_asyncio.fixture(scope="package", loop_scope="package")
 async def gw(stack: Endpoints, minilm: LocalMiniLMEmbedder) -> AsyncIterator[Gateway]:
     # the groups start at the shared topics' ends (see groups_running); one attempt per
@@ -136,21 +158,10 @@ async def gw(stack: Endpoints, minilm: LocalMiniLMEmbedder) -> AsyncIterator[Gat
             gateway_jwt_secret=SecretStr(JWT_SECRET),
         )
         app = create_app(settings, client=client)
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
-        server = uvicorn.Server(config)
-        task = asyncio.create_task(server.serve())
-        deadline = time.monotonic() + 10
-        while not server.started:
-            if task.done() or time.monotonic() > deadline:
-                pytest.fail(f"uvicorn did not start: {task.exception() if task.done() else ''}")
-            await asyncio.sleep(0.02)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        url = f"http://127.0.0.1:{port}"
         async with (
+            served(app) as url,
             httpx.AsyncClient(base_url=url, headers={"X-API-Key": API_KEY}, timeout=30) as http,
             httpx.AsyncClient(base_url=url, timeout=30) as anon,
         ):
             await warm_up(client)
             yield Gateway(url, API_KEY, http, anon, rt, client)
-        server.should_exit = True
-        await task
