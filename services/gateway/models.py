@@ -160,6 +160,13 @@ class JobBody(_Loose):
     windowDays: float | None = None
     halfLifeDays: float | None = None
     olderThanDays: float | None = None
+    dateRange: dict[str, Any] | None = Field(
+        default=None, description="{start, end}: ISO-8601 or ms (patterns_extract, archives)."
+    )
+    timeRange: dict[str, Any] | None = Field(default=None, description="Alias of dateRange.")
+    syncToIpfs: bool | None = Field(default=None, description="archive_create: pin or not.")
+    batchSize: int | None = Field(default=None, description="Rows per bulk write (1..10000).")
+    compress: bool | None = Field(default=None, description="Must be true if given.")
 
 
 class EvalCase(_Loose):
