@@ -27,6 +27,18 @@ RUN_HTTP_PORT = 9464
 """Default port of `run`'s health and metrics endpoints (Prometheus exporters' range)."""
 
 
+HttpPortOption = Annotated[
+    int | None,
+    typer.Option(
+        help="Port of /livez, /readyz and /metrics (0 disables; default "
+        f"MNEMOSTREAM_HTTP_PORT if set, else {RUN_HTTP_PORT}).",
+        min=0,
+        max=65535,
+    ),
+]
+"""`--http-port` of the long-running commands (`run`, `schedule`)."""
+
+
 def _logging(level: str) -> None:
     logging.basicConfig(
         level=level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
@@ -43,15 +55,7 @@ def run(
         ),
     ],
     log_level: Annotated[str, typer.Option(help="Python log level.")] = "info",
-    http_port: Annotated[
-        int | None,
-        typer.Option(
-            help="Port of /livez, /readyz and /metrics (0 disables; default "
-            f"MNEMOSTREAM_HTTP_PORT if set, else {RUN_HTTP_PORT}).",
-            min=0,
-            max=65535,
-        ),
-    ] = None,
+    http_port: HttpPortOption = None,
 ) -> None:
     """Run consumer groups until SIGINT/SIGTERM."""
     from services.app import resolve_groups, running_groups
@@ -197,15 +201,7 @@ def asyncapi() -> None:
 def schedule(
     every: Annotated[float, typer.Option(help="Seconds between ticks.")] = 30.0,
     log_level: Annotated[str, typer.Option(help="Python log level.")] = "info",
-    http_port: Annotated[
-        int | None,
-        typer.Option(
-            help="Port of /livez, /readyz and /metrics (0 disables; default "
-            f"MNEMOSTREAM_HTTP_PORT if set, else {RUN_HTTP_PORT}).",
-            min=0,
-            max=65535,
-        ),
-    ] = None,
+    http_port: HttpPortOption = None,
 ) -> None:
     """Publish the maintenance schedule's jobs (hourly decay; daily cleanup, consolidation
     and pattern recount; weekly archives), skipping a job type still running, until
