@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -109,6 +109,35 @@ class ItemReply(Contract):
     error: str | None = None
 
 
+class SessionRequest(Contract):
+    """Read (`get`) or edit (`update`, REFERENCE §7.2) one working-memory session by its
+    session id, always within an explicit scope (agent, and user when the session is a
+    user's): a session outside it is reported as not found. `update` merges by default
+    (context lines appended, the newest kept; objects merged key by key, new keys win) or,
+    with `replace`, replaces each given part wholesale."""
+
+    scope: Scope
+    op: Literal["get", "update"]
+    session_id: str = Field(min_length=1, max_length=600)
+    context: list[Annotated[str, Field(max_length=4_000)]] | None = Field(
+        default=None, max_length=100
+    )
+    entities: DocumentObject | None = None
+    state: DocumentObject | None = None
+    metadata: DocumentObject | None = None
+    replace: bool = False
+
+
+class SessionReply(Contract):
+    """`session` is the session after the operation (the reference's row, camelCase, times
+    in ms, without turn vectors); `not_found` is set when nothing matched within the scope
+    (HTTP 404), `error` for bad input (400)."""
+
+    session: dict[str, Any] | None = None
+    not_found: bool = False
+    error: str | None = None
+
+
 AdminOp = Literal[
     "patterns.list",
     "patterns.get",
@@ -121,15 +150,19 @@ AdminOp = Literal[
     "evals.run",
     "evals.get",
     "evals.list",
+    "archives.sync",
 ]
-"""The reads (and the one promotion) of `memory.admin.v1` (REFERENCE §9, §10.6, §12, §13)."""
+"""The reads, the one promotion and the archive pin of `memory.admin.v1` (REFERENCE §9,
+§10.2, §10.6, §12, §13)."""
 
 
 class AdminRequest(Contract):
     """One admin operation. `scope` is the caller's tenant: patterns and skills outside it
     are not found; `jobs.get` without a scope reads any job (an unrestricted caller), with
     one only a job naming that agent; `stats` without `userAddress` counts every user of
-    the agent (counts only, no content). `body` is the raw `evals.run` body."""
+    the agent (counts only, no content); `archives.sync` pins archive `id` of the scope's
+    agent (of its user when `userAddress` is set, else of any of the agent's users: it
+    answers only `{ipfsHash, pinned}`). `body` is the raw `evals.run` body."""
 
     op: AdminOp
     scope: Scope | None = None

@@ -22,6 +22,9 @@ LAYER_SEARCH: Final = "memory.layers.search.v1"
 """`LayerSearchRequest` with `reply_to`; answered with `LayerSearchReply`."""
 ITEMS: Final = "memory.items.v1"
 """`ItemRequest` (get/update/delete/resolve one memory item) with `reply_to`."""
+SESSIONS: Final = "memory.sessions.v1"
+"""`SessionRequest` (read or edit one working-memory session) with `reply_to`; answered with
+`SessionReply`."""
 ADMIN: Final = "memory.admin.v1"
 """`AdminRequest` (patterns, skills, job records, stats, evals) with `reply_to`; answered
 with `AdminReply`."""
@@ -47,6 +50,7 @@ PARTITIONS: Final[dict[str, int]] = {
     SEARCH: 4,
     LAYER_SEARCH: 4,
     ITEMS: 4,
+    SESSIONS: 4,
     ADMIN: 2,
     KNOWLEDGE: 4,
     WORKFLOWS: 4,

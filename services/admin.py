@@ -4,7 +4,8 @@ stats, evals) through the request's `reply_to` topic.
 Every operation stays inside the request's scope: a pattern, skill, job or eval run outside
 it is reported as not found (HTTP 404), bad input as `error` (400). Results are JSON with the
 reference's camelCase keys (REFERENCE §9, §10.6, §12, §13.2-§13.3). Promotion writes only
-a skill (not a retrieval layer), so nothing is announced on `memory.changed`.
+a skill (not a retrieval layer), and an archive pin only stores where the archive was pinned,
+so nothing is announced on `memory.changed`.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from schemas import topics
 from schemas.requests import AdminReply, AdminRequest
 from schemas.scope import Scope, first_error
 from services import evals
+from services.archive_pins import sync_archive
 from services.consumers import EXPIRED, expired, subscriber
 from services.runtime import Runtime
 
@@ -229,6 +231,11 @@ async def _evals_list(rt: Runtime, request: AdminRequest) -> Result:
     return {"runs": await evals.list_evals(rt, _scope(request).agent_wallet, request.limit)}
 
 
+async def _archives_sync(rt: Runtime, request: AdminRequest) -> Result:
+    scope = _scope(request)
+    return await sync_archive(rt, _id(request), scope.agent_wallet, scope.user_address)
+
+
 OPERATIONS: dict[str, Callable[[Runtime, AdminRequest], Awaitable[Result]]] = {
     "patterns.list": _patterns_list,
     "patterns.get": _patterns_get,
@@ -241,6 +248,7 @@ OPERATIONS: dict[str, Callable[[Runtime, AdminRequest], Awaitable[Result]]] = {
     "evals.run": _evals_run,
     "evals.get": _evals_get,
     "evals.list": _evals_list,
+    "archives.sync": _archives_sync,
 }
 """Every `AdminOp`, bound to the engine call that answers it."""
 

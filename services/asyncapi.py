@@ -41,6 +41,8 @@ from schemas.requests import (
     LayerSearchRequest,
     ReliabilityReply,
     ReliabilityRequest,
+    SessionReply,
+    SessionRequest,
 )
 from services.dlq import DeadLetter
 
@@ -65,6 +67,7 @@ CHANNELS: tuple[Channel, ...] = (
     Channel(topics.SEARCH, ContextRequest, ("search",), ContextReply),
     Channel(topics.LAYER_SEARCH, LayerSearchRequest, ("search.layers",), LayerSearchReply),
     Channel(topics.ITEMS, ItemRequest, ("items",), ItemReply),
+    Channel(topics.SESSIONS, SessionRequest, ("items.sessions",), SessionReply),
     Channel(topics.ADMIN, AdminRequest, ("admin",), AdminReply),
     Channel(topics.KNOWLEDGE, KnowledgeSubmitted, ("knowledge",)),
     Channel(topics.WORKFLOWS, WorkflowCheckpointRecorded, ("workflows",)),

@@ -9,8 +9,9 @@
   `reply_to` (this client's own reply topic, one per process) and a `correlation_id`; the
   search group answers there. A reply that does not arrive within the timeout raises
   `TimeoutError`; a reply with an error raises `RequestFailed`.
-* `item(...)` and `admin(...)` (patterns, skills, job records, stats, evals) are
-  request-reply too, but return their reply: `not_found` and `error` are data, not raised.
+* `item(...)`, `session(...)` (working-memory sessions) and `admin(...)` (patterns, skills,
+  job records, stats, evals, archive pinning) are request-reply too, but return their reply:
+  `not_found` and `error` are data, not raised.
 * `index_knowledge(...)` and `record_checkpoint(...)` (REFERENCE §14) are writes like
   `remember`; `reliability(...)` is request-reply like `context` (an error is raised).
 """
@@ -50,6 +51,8 @@ from schemas.requests import (
     LayerSearchRequest,
     ReliabilityReply,
     ReliabilityRequest,
+    SessionReply,
+    SessionRequest,
 )
 from schemas.scope import Scope
 from services.infra import create_topics
@@ -314,6 +317,26 @@ class MemoryClient:
         )
         return await self._exchange(
             topics.ITEMS, request, scope_model.agent_wallet, ItemReply, timeout
+        )
+
+    async def session(
+        self,
+        op: str,
+        session_id: str,
+        scope: dict[str, Any] | Scope,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> SessionReply:
+        """get / update one working-memory session within `scope` (`fields` for update:
+        `context`, `entities`, `state`, `metadata`, `replace`; see `SessionRequest`). A
+        missing or out-of-scope session comes back with `not_found=True`."""
+        scope_model = scope if isinstance(scope, Scope) else Scope.parse(scope)
+        request = SessionRequest.model_validate(
+            {"scope": scope_model, "op": op, "session_id": session_id, **fields}
+        )
+        return await self._exchange(
+            topics.SESSIONS, request, scope_model.agent_wallet, SessionReply, timeout
         )
 
     async def admin(

@@ -1,5 +1,6 @@
 """items group: answers `ItemRequest` (get, update, soft/hard delete, resolve a conflict)
-within the request's explicit scope, and announces `MemoryChanged` for every change."""
+within the request's explicit scope, and announces `MemoryChanged` for every change; also
+working-session requests (`services.sessions`, on `memory.sessions.v1`)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from engine.scoping import tenant_filter
 from schemas import topics
 from schemas.requests import ItemReply, ItemRequest
 from schemas.scope import first_error
+from services import sessions
 from services.consumers import EXPIRED, ChangeAnnouncer, expired, subscriber
 from services.runtime import Runtime
 
@@ -90,6 +92,7 @@ async def handle(rt: Runtime, request: ItemRequest) -> list[MemoryRow]:
 
 def register(broker: KafkaBroker, rt: Runtime) -> None:
     changes = ChangeAnnouncer(broker, GROUP)
+    sessions.register(broker, rt, GROUP)
 
     @subscriber(broker, rt, topics.ITEMS, GROUP, interactive=True)
     async def on_item_request(message: KafkaMessage) -> ItemReply:

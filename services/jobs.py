@@ -10,7 +10,6 @@ one it would ignore fails the job with an error naming it."""
 
 from __future__ import annotations
 
-import base64
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
@@ -19,7 +18,7 @@ from typing import Any
 from faststream.kafka import KafkaBroker
 
 from engine import maintenance
-from engine.archives import build_archive, embed_archive, encrypt_payload, tenant_groups
+from engine.archives import build_archive, embed_archive, tenant_groups
 from engine.context import invalidate
 from engine.errors import InputRejected
 from engine.jobs import MAX_DAYS, JobFunction, days_ms, days_param, run_job
@@ -29,6 +28,7 @@ from schemas import topics
 from schemas.events import JobRequested
 from schemas.inputs import occurred_at_of, to_ms
 from schemas.scope import Scope, ScopeError
+from services.archive_pins import pin_if_unpinned
 from services.consumers import on_event
 from services.runtime import Runtime
 
@@ -234,20 +234,6 @@ def _archive_job(rt: Runtime, touched: Callable[[list[str]], Awaitable[None]]) -
     Result: `archives`, the ids of the job's archives (inserted now or by an earlier run);
     `inserted`, how many were new; `pinned`, how many were pinned by this run."""
 
-    async def pin_if_unpinned(archive_id: str) -> bool:
-        """Pin the stored archive unless it already has a CID: a fresh one, or one whose
-        pin failed on an earlier run of the job."""
-        if rt.pinner is None or rt.settings.archive_encryption_key is None:
-            return False
-        content = await rt.maintenance.unpinned_content(archive_id)
-        if content is None:
-            return False
-        key = base64.b64decode(rt.settings.archive_encryption_key.get_secret_value())
-        blob = encrypt_payload(content.encode(), key, archive_id=archive_id)
-        cid = await rt.pinner.pin_archive(archive_id, blob)
-        await rt.archives.set_cid(archive_id, cid)
-        return True
-
     async def archive_create(params: Mapping[str, Any], at: int) -> dict[str, Any]:
         start, end = window(params, at, 7)
         sync = params.get("syncToIpfs", True)
@@ -270,7 +256,7 @@ def _archive_job(rt: Runtime, touched: Callable[[list[str]], Awaitable[None]]) -
                     archives.append(record.archive_id)
                     if await rt.archives.insert_if_absent(record):
                         inserted += 1
-                    if sync and await pin_if_unpinned(record.archive_id):
+                    if sync and await pin_if_unpinned(rt, record.archive_id):
                         pinned += 1
         await touched(agents)
         return {"archives": archives, "inserted": inserted, "pinned": pinned}

@@ -33,6 +33,7 @@ from engine.adapters.mongo_items import MongoItemStore
 from engine.adapters.mongo_jobs import MongoJobStore, MongoMaintenanceStore
 from engine.adapters.mongo_patterns import MongoPatternCounter, MongoSkillStore
 from engine.adapters.mongo_patterns import ensure_indexes as ensure_pattern_indexes
+from engine.adapters.mongo_sessions import MongoSessionStore
 from engine.adapters.openai_extractor import OpenAICompatibleExtractor
 from engine.adapters.pinata import PinataPinner
 from engine.adapters.redis_cache import RedisQueryCache
@@ -177,6 +178,7 @@ class Runtime:
     transcripts: MongoTranscriptStore
     pinner: PinataPinner | None
     items: MongoItemStore
+    sessions: MongoSessionStore
     extractor: Extractor | None
     extraction_policy: ExtractionPolicy
     evals: MongoEvalStore
@@ -289,6 +291,7 @@ async def open_runtime(
             transcripts=transcripts,
             pinner=build_pinner(settings, http),
             items=MongoItemStore(db),
+            sessions=MongoSessionStore(db),
             extractor=build_extractor(settings, http),
             extraction_policy=ExtractionPolicy(
                 max_facts=settings.fact_max_per_turn,

@@ -121,6 +121,24 @@ class MongoMaintenanceStore:
         content = doc.get("content")
         return content if isinstance(content, str) else None
 
+    async def archive_cid(
+        self, archive_id: str, agent_wallet: str, user_address: str | None, *, any_user: bool
+    ) -> tuple[str | None] | None:
+        """`(cid,)` of the agent's archive (`cid` None while unpinned), or None when the
+        archive does not exist or is another agent's; with `any_user=False` also another
+        user's (`user_address` None: user-less archives only)."""
+        query: Doc = {"_id": archive_id, "agentWallet": agent_wallet}
+        if not any_user:
+            query["userAddress"] = user_address
+        try:
+            doc = await self._archives.find_one(query, {"ipfsCid": 1})
+        except PyMongoError as exc:
+            raise DependencyFailed(f"archive read failed: {exc}") from exc
+        if doc is None:
+            return None
+        cid = doc.get("ipfsCid")
+        return (cid if isinstance(cid, str) and cid else None,)
+
     async def users_of(self, agent: str) -> list[str | None]:
         try:
             values = await self._col.distinct("userAddress", {"agentWallet": agent})

@@ -12,7 +12,17 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from services.client import MemoryClient
-from services.gateway import errors, items, loop, ops, patterns, probes, workflows
+from services.gateway import (
+    errors,
+    items,
+    loop,
+    manifests,
+    ops,
+    patterns,
+    probes,
+    sessions,
+    workflows,
+)
 from services.gateway.auth import Authenticator
 from services.gateway.limits import BodyLimit
 from services.gateway.metrics import GatewayMetrics, Instrumented
@@ -106,7 +116,7 @@ def create_app(settings: Settings, client: MemoryClient | None = None) -> FastAP
     app.add_middleware(Instrumented, metrics=metrics)  # added last: outermost
     app.include_router(probes.router)
     metrics.routes.add(probes.router.routes)
-    for module in (loop, items, patterns, ops, workflows):
+    for module in (loop, items, sessions, patterns, ops, workflows, manifests):
         app.include_router(module.router, prefix=PREFIX)
         metrics.routes.add(module.router.routes, PREFIX)
 

@@ -131,6 +131,19 @@ class ItemPatchBody(ScopeBody):
     status: str | None = Field(default=None, description="active, superseded or archived.")
 
 
+class WorkingPatchBody(ScopeBody):
+    """A working session edit (REFERENCE §7.2). `metadata` here is the session's metadata."""
+
+    context: list[str] | None = Field(
+        default=None, description="Lines to append (the newest are kept), or the new context."
+    )
+    entities: dict[str, Any] | None = None
+    state: dict[str, Any] | None = None
+    replace: bool | None = Field(
+        default=None, description="Replace context/entities/state/metadata instead of merging."
+    )
+
+
 class ResolveBody(ScopeBody):
     resolution: str | None = Field(default=None, description="supersede, keep, merge, ignore.")
     winningMemoryId: str | None = None
@@ -295,6 +308,15 @@ class ConflictResolved(_Reply):
     items: list[dict[str, Any]] = Field(default_factory=list)
 
 
+class SessionResponse(_Reply):
+    session: dict[str, Any]
+
+
+class SessionUpdated(_Reply):
+    success: bool
+    session: dict[str, Any]
+
+
 class PatternsResponse(_Reply):
     patterns: list[dict[str, Any]]
 
@@ -357,6 +379,13 @@ class StatsResponse(_Reply):
     oldestVector: int | None
     newestVector: int | None
     byType: dict[str, int]
+
+
+class ArchiveSynced(_Reply):
+    """REFERENCE §13.3: the archive's CID; `pinned` is true when this call pinned it."""
+
+    ipfsHash: str
+    pinned: bool
 
 
 class EvalRun(_Reply):

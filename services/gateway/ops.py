@@ -8,6 +8,10 @@
 * GET /stats/{agentWallet}: counts over the agent's active rows (`userAddress` narrows them
   to one user); no content.
 * Evals are run, stored and listed by the admin group (`services.evals`).
+* POST /archives/{id}/sync pins one archive of the agent to IPFS, encrypted, exactly as the
+  `archive_create` job does (`services.archive_pins`): 400 when pinning is not configured,
+  404 for a missing archive or another agent's; an archive pinned already answers its CID
+  with `pinned: false`.
 """
 
 from __future__ import annotations
@@ -26,16 +30,20 @@ from services.gateway.auth import Caller
 from services.gateway.deps import Client, admin_result, body_scope, clamp, query_scope, raw
 from services.gateway.errors import ERRORS, NOT_FOUND, ApiError
 from services.gateway.models import (
+    ArchiveSynced,
     EvalBody,
     EvalRun,
     EvalRuns,
     JobBody,
     JobRecordOut,
+    ScopeOnlyBody,
     StatsResponse,
 )
 
 router = APIRouter(tags=["operations"], responses=ERRORS)
 
+ARCHIVE_SYNC_TIMEOUT_SECONDS = 30.0
+"""Pinning waits for Pinata (up to its own 10 s timeout)."""
 EVAL_TIMEOUT_SECONDS = 60.0
 """An eval runs one search per test case: it may take longer than a single read."""
 
@@ -137,3 +145,19 @@ async def get_eval(
     scope = query_scope(caller, agent_wallet)
     reply = await client.admin("evals.get", scope, id=id)
     return EvalRun.model_validate(admin_result(reply))
+
+
+@router.post("/archives/{id}/sync", response_model=ArchiveSynced, responses=NOT_FOUND)
+async def sync_archive(
+    id: Annotated[str, Path(min_length=1, max_length=200)],
+    body: ScopeOnlyBody,
+    client: Client,
+    caller: Caller,
+) -> ArchiveSynced:
+    """Pin the agent's archive to IPFS, encrypted: `{ipfsHash, pinned}`. With
+    `userAddress` only that user's archive is found."""
+    scope = body_scope(caller, raw(body))
+    reply = await client.admin(
+        "archives.sync", scope.tenant(), id=id, timeout=ARCHIVE_SYNC_TIMEOUT_SECONDS
+    )
+    return ArchiveSynced.model_validate(admin_result(reply))

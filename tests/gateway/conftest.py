@@ -102,6 +102,7 @@ async def warm_up(client: MemoryClient) -> None:
     await asyncio.gather(
         *(client.admin("stats", {"agentWallet": w}, timeout=slow) for w in wallets),
         *(client.item("get", "none", {"agentWallet": w}, timeout=slow) for w in wallets),
+        *(client.session("get", "none", {"agentWallet": w}, timeout=slow) for w in wallets),
         *(client.context("warm up", {"agentWallet": w}, timeout=slow) for w in wallets),
         *(client.search_layers("warm up", {"agentWallet": w}, timeout=slow) for w in wallets),
         *(client.reliability("warm", {"agentWallet": w}, timeout=slow) for w in wallets),

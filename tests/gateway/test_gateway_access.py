@@ -26,6 +26,8 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("PATCH", "/items/x", BODY),
     ("DELETE", "/items/x?agentWallet=0xa", None),
     ("POST", "/conflicts/x/resolve", {**BODY, "resolution": "keep"}),
+    ("GET", "/sessions/x/working?agentWallet=0xa", None),
+    ("PATCH", "/sessions/x/working", BODY),
     ("GET", "/patterns?agentWallet=0xa", None),
     ("GET", "/patterns/x?agentWallet=0xa", None),
     ("POST", "/patterns/x/validate", BODY),
@@ -38,6 +40,9 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("GET", "/evals/runs?agentWallet=0xa", None),
     ("GET", "/evals/runs/x?agentWallet=0xa", None),
     ("GET", "/stats/0xa", None),
+    ("POST", "/archives/x/sync", BODY),
+    ("GET", "/workflows", None),
+    ("GET", "/workflows/agent_memory_loop", None),
 ]
 
 

@@ -145,6 +145,8 @@ def test_openapi_documents_every_route_with_errors_and_security() -> None:
         ("patch", "/api/memory/items/{id}"),
         ("delete", "/api/memory/items/{id}"),
         ("post", "/api/memory/conflicts/{id}/resolve"),
+        ("get", "/api/memory/sessions/{id}/working"),
+        ("patch", "/api/memory/sessions/{id}/working"),
         ("get", "/api/memory/patterns"),
         ("get", "/api/memory/patterns/{id}"),
         ("post", "/api/memory/patterns/{id}/validate"),
@@ -157,9 +159,12 @@ def test_openapi_documents_every_route_with_errors_and_security() -> None:
         ("get", "/api/memory/evals/runs"),
         ("get", "/api/memory/evals/runs/{id}"),
         ("get", "/api/memory/stats/{agentWallet}"),
+        ("post", "/api/memory/archives/{id}/sync"),
         ("post", "/api/memory/knowledge/documents"),
         ("post", "/api/memory/workflows/checkpoints"),
         ("get", "/api/memory/workflows/reliability"),
+        ("get", "/api/memory/workflows"),
+        ("get", "/api/memory/workflows/{id}"),
         ("get", "/healthz"),
     }
     found = {(m, p) for p, ops in paths.items() for m in ops}

@@ -1,0 +1,79 @@
+"""Working-memory sessions (REFERENCE §7.2, §13.3), request-reply over `memory.sessions.v1`.
+
+A session is read and edited within the caller's explicit scope: `agentWallet` is required
+(a token limited to one agent fills it in) and the user matches exactly, so a session of
+another agent or user is 404, exactly like a missing one (the reference matched the agent
+only and reached every user's session, §16.3). An edit of a missing session is 404 too:
+sessions are created by post_turn, never by a PATCH under a guessed scope.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+
+from schemas.requests import SessionReply
+from services.gateway.auth import Caller
+from services.gateway.deps import Client, body_scope, query_scope, raw
+from services.gateway.errors import ERRORS, NOT_FOUND, ApiError
+from services.gateway.models import SessionResponse, SessionUpdated, WorkingPatchBody
+
+router = APIRouter(tags=["sessions"], responses=ERRORS)
+
+SessionId = Annotated[
+    str,
+    Path(min_length=1, max_length=600, description="The session id (`session:global:…`)."),
+]
+
+AgentQuery = Annotated[
+    str | None,
+    Query(alias="agentWallet", max_length=256, description="Required unless the token names one."),
+]
+UserQuery = Annotated[str | None, Query(alias="userAddress", max_length=256)]
+
+
+def _session(reply: SessionReply) -> dict[str, object]:
+    if reply.not_found:
+        raise ApiError(404, reply.error or "working session not found")
+    if reply.error or reply.session is None:
+        raise ApiError(400, reply.error or "no session in the reply")
+    return reply.session
+
+
+@router.get("/sessions/{id}/working", response_model=SessionResponse, responses=NOT_FOUND)
+async def get_working(
+    id: SessionId,
+    client: Client,
+    caller: Caller,
+    agent_wallet: Annotated[
+        str | None,
+        Query(
+            alias="agentWallet", max_length=256, description="Required unless the token names one."
+        ),
+    ] = None,
+    user_address: Annotated[str | None, Query(alias="userAddress", max_length=256)] = None,
+) -> SessionResponse:
+    """`{session}`: the working buffer (`workingMemory.context` oldest first, `entities`,
+    `state`), metadata and times in ms; reading it moves `lastAccessedAt`."""
+    scope = query_scope(caller, agent_wallet, user_address)
+    return SessionResponse(session=_session(await client.session("get", id, scope)))
+
+
+@router.patch("/sessions/{id}/working", response_model=SessionUpdated, responses=NOT_FOUND)
+async def update_working(
+    id: SessionId,
+    body: WorkingPatchBody,
+    client: Client,
+    caller: Caller,
+) -> SessionUpdated:
+    """Merge (default) or, with `replace: true`, replace the session's `context`,
+    `entities`, `state` and `metadata`: `{success, session}`. Merged context keeps the
+    newest lines (the working buffer's size); the TTL is refreshed."""
+    data = raw(body)
+    scope = body_scope(caller, data)
+    fields = {k: data[k] for k in ("context", "entities", "state", "metadata") if k in data}
+    reply = await client.session(
+        "update", id, scope.tenant(), replace=bool(data.get("replace")), **fields
+    )
+    return SessionUpdated(success=True, session=_session(reply))

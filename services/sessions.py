@@ -1,0 +1,68 @@
+"""The items group's working-session requests: `SessionRequest` on `memory.sessions.v1`
+(read or edit one working session within the request's explicit scope), answered with
+`SessionReply`; an edit of what the working layer reads announces `MemoryChanged` for the
+working layer of the session's thread. Registered by `services.items` (its own Kafka group
+id, `<prefix>.items.sessions`)."""
+
+from __future__ import annotations
+
+import time
+
+from faststream.kafka import KafkaBroker
+from faststream.kafka.annotations import KafkaMessage
+from pydantic import ValidationError
+
+from engine.errors import MemoryError_, NotFound
+from engine.ingest import DAY_MS
+from engine.scoping import tenant_filter
+from engine.sessions import SessionDocument, SessionEdit, get_session, session_scope, update_session
+from schemas import topics
+from schemas.requests import SessionReply, SessionRequest
+from schemas.scope import first_error
+from services.consumers import EXPIRED, ChangeAnnouncer, expired, subscriber
+from services.runtime import Runtime
+
+PART = "sessions"
+
+
+def edit_of(rt: Runtime, request: SessionRequest, at: int) -> SessionEdit:
+    """The request's edit with the configured buffer size and session TTL."""
+    return SessionEdit(
+        at=at,
+        ttl_ms=int(rt.settings.session_ttl_days * DAY_MS),
+        keep=rt.settings.working_lines,
+        context=request.context,
+        entities=request.entities,
+        state=request.state,
+        metadata=request.metadata,
+        replace=request.replace,
+    )
+
+
+async def handle(rt: Runtime, request: SessionRequest, at: int) -> SessionDocument:
+    where = tenant_filter(request.scope, durable=True)
+    if request.op == "get":
+        return await get_session(rt.sessions, where, request.session_id, at=at)
+    return await update_session(rt.sessions, where, request.session_id, edit_of(rt, request, at))
+
+
+def register(broker: KafkaBroker, rt: Runtime, group: str) -> None:
+    changes = ChangeAnnouncer(broker, group)
+
+    @subscriber(broker, rt, topics.SESSIONS, group, interactive=True, part=PART)
+    async def on_session_request(message: KafkaMessage) -> SessionReply:
+        if expired(message):
+            return SessionReply(error=EXPIRED)
+        try:
+            request = SessionRequest.model_validate_json(message.body)
+            at = int(time.time() * 1000)
+            session = await handle(rt, request, at)
+        except ValidationError as exc:
+            return SessionReply(error=first_error(exc))
+        except NotFound as exc:
+            return SessionReply(not_found=True, error=str(exc))
+        except MemoryError_ as exc:
+            return SessionReply(error=str(exc))
+        if request.op == "update" and edit_of(rt, request, at).touches_working:
+            await changes.announce_at(session_scope(session), ["working"])
+        return SessionReply(session=session.json())
