@@ -142,6 +142,11 @@ class ItemStore(Protocol):
         None."""
         ...
 
+    async def newest(self, where: TenantFilter, source: str, limit: int) -> list[MemoryRow]:
+        """At most `limit` active rows (not deleted, not superseded) of `source` the filter
+        admits, newest `createdAt` first (ties: larger id first)."""
+        ...
+
 
 class InMemoryItemStore(InMemoryMemoryStore):
     """`ItemStore` (and `MemoryStore`) over one dict of rows, for unit tests."""
@@ -173,6 +178,16 @@ class InMemoryItemStore(InMemoryMemoryStore):
             return None
         return self._rows.pop(vector_id)
 
+    async def newest(self, where: TenantFilter, source: str, limit: int) -> list[MemoryRow]:
+        exact = _exact(where)
+        rows = [
+            r
+            for r in self._rows.values()
+            if r.source == source and r.status not in INACTIVE_STATUSES and exact.admits(r.scope)
+        ]
+        rows.sort(key=lambda r: (r.created_at, r.vector_id), reverse=True)
+        return rows[:limit]
+
 
 def _exact(where: TenantFilter) -> TenantFilter:
     return replace(where, shared=False) if where.shared else where
@@ -197,6 +212,16 @@ async def get_item(store: ItemStore, where: TenantFilter, vector_id: str) -> Mem
     if row is None:
         raise _missing(vector_id)
     return row
+
+
+async def newest_facts(store: ItemStore, where: TenantFilter, limit: int) -> list[MemoryRow]:
+    """The tenant's `limit` newest active facts, newest first (the reference's listing also
+    returned deleted and superseded ones: a deleted memory must not come back)."""
+    if not where.agent_wallet.strip():
+        raise InputRejected("agentWallet is required")
+    if limit < 1:
+        raise InputRejected("limit must be at least 1")
+    return await store.newest(_exact(where), "fact", limit)
 
 
 async def _embed(embedder: Embedder, content: str) -> Embedded:

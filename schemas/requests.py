@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from schemas.events import Contract
 from schemas.limits import INT64_MAX, DocumentObject, LargeJsonObject
@@ -82,13 +82,22 @@ class LayerSearchReply(Contract):
     error: str | None = None
 
 
+MAX_LIST_ITEMS = 200
+"""Upper bound on the rows of one item `list`."""
+
+
 class ItemRequest(Contract):
     """One item operation, always within an explicit scope (agent, and user when the item
-    is a user's): an item outside it is reported as not found."""
+    is a user's): an item outside it is reported as not found. `list` (no `id`) answers the
+    scope's `limit` newest active facts, newest first (a scope without a user: the agent's
+    user-less facts only)."""
 
     scope: Scope
-    op: Literal["get", "update", "delete", "resolve"]
-    id: str = Field(min_length=1, max_length=200)
+    op: Literal["get", "update", "delete", "resolve", "list"]
+    id: str | None = Field(default=None, min_length=1, max_length=200)
+    """Required by every op but `list`."""
+    limit: int = Field(default=50, ge=1, le=MAX_LIST_ITEMS)
+    """`list` only: how many rows at most."""
     content: str | None = Field(default=None, max_length=4_000)
     metadata: DocumentObject | None = None
     retention: str | None = Field(default=None, max_length=32)
@@ -98,6 +107,12 @@ class ItemRequest(Contract):
     resolution: str | None = Field(default=None, max_length=16)
     winning_id: str | None = Field(default=None, max_length=200)
     reason: str | None = Field(default=None, max_length=1_000)
+
+    @model_validator(mode="after")
+    def _id_unless_list(self) -> ItemRequest:
+        if self.op != "list" and self.id is None:
+            raise ValueError("id is required")
+        return self
 
 
 class ItemReply(Contract):

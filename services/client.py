@@ -9,8 +9,10 @@
   `reply_to` (this client's own reply topic, one per process) and a `correlation_id`; the
   search group answers there. A reply that does not arrive within the timeout raises
   `TimeoutError`; a reply with an error raises `RequestFailed`.
-* `item(...)`, `session(...)` (working-memory sessions) and `admin(...)` (patterns, skills,
-  job records, stats, evals, archive pinning) are request-reply too, but return their reply:
+* `index_transcript(...)` publishes a whole transcript as turns, one per exchange.
+* `item(...)`, `newest_items(...)`, `session(...)` (working-memory sessions) and
+  `admin(...)` (patterns, skills, job records, stats, evals, archive pinning) are
+  request-reply too, but return their reply:
   `not_found` and `error` are data, not raised.
 * `index_knowledge(...)` and `record_checkpoint(...)` (REFERENCE §14) are writes like
   `remember`; `reliability(...)` is request-reply like `context` (an error is raised).
@@ -55,6 +57,7 @@ from schemas.requests import (
     SessionRequest,
 )
 from schemas.scope import Scope
+from schemas.transcripts import transcript_turns
 from services.infra import create_topics
 from services.security import NO_OPTIONS
 
@@ -203,6 +206,18 @@ class MemoryClient:
         """Publish a validated turn, keyed by its thread session (one thread, one order)."""
         return await self.publish(topics.TURNS, event, event.session_id)
 
+    async def index_transcript(
+        self, body: dict[str, Any] | None = None, **fields: Any
+    ) -> list[TurnRecorded]:
+        """REFERENCE §13.3 `transcripts/index`: a whole transcript (`sessionId`, `threadId`,
+        `agentWallet`, `messages`, …; see `schemas.transcripts.transcript_turns`) published
+        as one turn per exchange, in order. Returns the turns; `[]` (nothing published) when
+        there is no user/assistant text. Indexing the same transcript again is idempotent."""
+        turns = transcript_turns({**(body or {}), **fields})
+        for turn in turns:
+            await self.publish_turn(turn)
+        return turns
+
     async def remember(self, body: dict[str, Any] | None = None, **fields: Any) -> MemoryRemembered:
         """remember: an explicit fact for the tenant's durable memory."""
         event = memory_remembered({**(body or {}), **fields})
@@ -315,6 +330,21 @@ class MemoryClient:
         request = ItemRequest.model_validate(
             {"scope": scope_model, "op": op, "id": item_id, **fields}
         )
+        return await self._exchange(
+            topics.ITEMS, request, scope_model.agent_wallet, ItemReply, timeout
+        )
+
+    async def newest_items(
+        self,
+        scope: dict[str, Any] | Scope,
+        *,
+        limit: int = 50,
+        timeout: float | None = None,
+    ) -> ItemReply:
+        """The scope's `limit` (1-200) newest active facts, newest first (`list` on
+        `memory.items.v1`); a scope without `userAddress` reads only user-less facts."""
+        scope_model = scope if isinstance(scope, Scope) else Scope.parse(scope)
+        request = ItemRequest(scope=scope_model, op="list", limit=limit)
         return await self._exchange(
             topics.ITEMS, request, scope_model.agent_wallet, ItemReply, timeout
         )

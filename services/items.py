@@ -18,6 +18,7 @@ from engine.items import (
     changed_scope,
     delete_item,
     get_item,
+    newest_facts,
     resolve_conflict,
     update_item,
 )
@@ -57,6 +58,10 @@ async def handle(rt: Runtime, request: ItemRequest) -> list[MemoryRow]:
     where = tenant_filter(request.scope, durable=True)
     at = int(time.time() * 1000)
     store, embedder = rt.items, rt.embedder
+    if request.op == "list":
+        return await newest_facts(store, where, request.limit)
+    if request.id is None:  # checked by the contract; narrows the type
+        raise InputRejected("id is required")
     if request.op == "get":
         return [await get_item(store, where, request.id)]
     if request.op == "update":
@@ -107,7 +112,7 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
             return ItemReply(not_found=True, error=str(exc))
         except MemoryError_ as exc:
             return ItemReply(error=str(exc))
-        if request.op != "get":
+        if request.op not in ("get", "list"):
             for row in rows:
                 await changes.announce_at(changed_scope(row), changed_layers([row]))
         return ItemReply(items=[_public(r) for r in rows])

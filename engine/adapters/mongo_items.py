@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pymongo import ReturnDocument
+from pymongo import DESCENDING, ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
@@ -18,7 +18,7 @@ from pymongo.errors import PyMongoError
 from engine.adapters.mongo import MEMORY, Doc, _vector, row_of, tenant_query
 from engine.errors import DependencyFailed
 from engine.items import RowPatch, soft_delete_patch
-from engine.records import MemoryRow
+from engine.records import INACTIVE_STATUSES, MemoryRow
 from engine.scoping import TenantFilter
 
 
@@ -83,3 +83,16 @@ class MongoItemStore:
         except PyMongoError as exc:
             raise DependencyFailed(f"memory item delete failed: {exc}") from exc
         return None if doc is None else row_of(doc)
+
+    async def newest(self, where: TenantFilter, source: str, limit: int) -> list[MemoryRow]:
+        query = {
+            **tenant_query(replace(where, shared=False)),
+            "source": source,
+            "metadata.status": {"$nin": list(INACTIVE_STATUSES)},
+        }
+        try:
+            cursor = self._col.find(query).sort([("createdAt", DESCENDING), ("_id", DESCENDING)])
+            docs = await cursor.limit(limit).to_list(length=limit)
+        except PyMongoError as exc:
+            raise DependencyFailed(f"memory item listing failed: {exc}") from exc
+        return [row_of(d) for d in docs]

@@ -13,6 +13,7 @@ from fastapi.openapi.utils import get_openapi
 
 from services.client import MemoryClient
 from services.gateway import (
+    compat,
     errors,
     items,
     loop,
@@ -116,9 +117,12 @@ def create_app(settings: Settings, client: MemoryClient | None = None) -> FastAP
     app.add_middleware(Instrumented, metrics=metrics)  # added last: outermost
     app.include_router(probes.router)
     metrics.routes.add(probes.router.routes)
-    for module in (loop, items, sessions, patterns, ops, workflows, manifests):
+    for module in (loop, items, sessions, patterns, ops, workflows, manifests, compat):
         app.include_router(module.router, prefix=PREFIX)
         metrics.routes.add(module.router.routes, PREFIX)
+    # GET /api/memory/{agentWallet} matches any one segment: included after every other route
+    app.include_router(compat.listing, prefix=PREFIX)
+    metrics.routes.add(compat.listing.routes, PREFIX)
 
     _document_errors(app)
 

@@ -21,6 +21,7 @@ from engine.items import (
     ItemStore,
     delete_item,
     get_item,
+    newest_facts,
     resolve_conflict,
     update_item,
 )
@@ -80,11 +81,17 @@ def embedder() -> HashingEmbedder:
 
 
 async def seed(
-    stores: Stores, vector_id: str, content: str, scope: ScopeFields = USER_ROW
+    stores: Stores,
+    vector_id: str,
+    content: str,
+    scope: ScopeFields = USER_ROW,
+    *,
+    at: int = T0,
+    source: str = "fact",
 ) -> MemoryRow:
     [vector] = await HashingEmbedder(32).embed([content], "document")
     metadata = {"status": "active", "type": "explicit_save", "factHash": "h", "topic": "t"}
-    row = MemoryRow(vector_id, scope, content, vector, "seed-model", "fact", T0, metadata)
+    row = MemoryRow(vector_id, scope, content, vector, "seed-model", source, at, metadata)
     assert await stores.memory.insert_if_absent(row)
     return row
 
@@ -267,3 +274,37 @@ async def test_mongo_driver_errors_are_dependency_failed(embedder: HashingEmbedd
             await store.soft_delete(MINE, "a", T0)
     finally:
         await client.close()
+
+
+async def test_newest_facts_are_active_in_scope_newest_first_fixes_16_3(
+    stores: Stores, embedder: HashingEmbedder
+) -> None:
+    for n in range(5):
+        await seed(stores, f"f{n}", f"fact number {n}", at=T0 + n)
+    await seed(stores, "turn", "a session row", at=T0 + 99, source="session")
+    await seed(stores, "agent-level", "the agent's own fact", AGENT_ROW, at=T0 + 50)
+    await seed(
+        stores,
+        "other-user",
+        "another user's fact",
+        ScopeFields(AGENT, "0xOther", None, None, None),
+        at=T0,
+    )
+    await seed(
+        stores,
+        "other-agent",
+        "another agent's fact",
+        ScopeFields("0xB", USER, None, None, None),
+        at=T0,
+    )
+    await delete_item(stores.items, MINE, "f4", at=T0 + 10)
+    await resolve_conflict(
+        stores.items, embedder, MINE, "f3", resolution="supersede", winning_id="f2", at=T0 + 11
+    )
+
+    newest = await newest_facts(stores.items, MINE, 10)
+    assert [r.vector_id for r in newest] == ["f2", "f1", "f0"]  # no deleted, no superseded
+    assert [r.vector_id for r in await newest_facts(stores.items, MINE, 2)] == ["f2", "f1"]
+    # no user: the agent's user-less facts only, never every user's (§16.3)
+    only_agent = await newest_facts(stores.items, AGENT_ONLY, 10)
+    assert [r.vector_id for r in only_agent] == ["agent-level"]

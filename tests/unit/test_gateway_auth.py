@@ -165,6 +165,9 @@ def test_openapi_documents_every_route_with_errors_and_security() -> None:
         ("get", "/api/memory/workflows/reliability"),
         ("get", "/api/memory/workflows"),
         ("get", "/api/memory/workflows/{id}"),
+        ("post", "/api/memory/transcripts/index"),
+        ("post", "/api/memory/search"),
+        ("get", "/api/memory/{agentWallet}"),
         ("get", "/healthz"),
     }
     found = {(m, p) for p, ops in paths.items() for m in ops}
