@@ -29,7 +29,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
-from engine.adapters.memory import InMemoryMemoryStore
 from engine.errors import InputRejected, NotFound
 from engine.ports import Embedder, Vector
 from engine.records import INACTIVE_STATUSES, MemoryRow
@@ -148,48 +147,8 @@ class ItemStore(Protocol):
         ...
 
 
-class InMemoryItemStore(InMemoryMemoryStore):
-    """`ItemStore` (and `MemoryStore`) over one dict of rows, for unit tests."""
-
-    def _visible(self, where: TenantFilter, vector_id: str) -> MemoryRow | None:
-        row = self._rows.get(vector_id)
-        if row is None or row.status == "deleted" or not _exact(where).admits(row.scope):
-            return None
-        return row
-
-    async def get(self, where: TenantFilter, vector_id: str) -> MemoryRow | None:
-        return self._visible(where, vector_id)
-
-    async def update(
-        self, where: TenantFilter, vector_id: str, patch: RowPatch
-    ) -> MemoryRow | None:
-        row = self._visible(where, vector_id)
-        if row is None:
-            return None
-        self._rows[vector_id] = apply_patch(row, patch)
-        return self._rows[vector_id]
-
-    async def soft_delete(self, where: TenantFilter, vector_id: str, at: int) -> MemoryRow | None:
-        return await self.update(where, vector_id, soft_delete_patch(at))
-
-    async def hard_delete(self, where: TenantFilter, vector_id: str) -> MemoryRow | None:
-        row = self._rows.get(vector_id)
-        if row is None or not _exact(where).admits(row.scope):
-            return None
-        return self._rows.pop(vector_id)
-
-    async def newest(self, where: TenantFilter, source: str, limit: int) -> list[MemoryRow]:
-        exact = _exact(where)
-        rows = [
-            r
-            for r in self._rows.values()
-            if r.source == source and r.status not in INACTIVE_STATUSES and exact.admits(r.scope)
-        ]
-        rows.sort(key=lambda r: (r.created_at, r.vector_id), reverse=True)
-        return rows[:limit]
-
-
-def _exact(where: TenantFilter) -> TenantFilter:
+def exact(where: TenantFilter) -> TenantFilter:
+    """The filter without the agent-wide widening (`shared`): items match their tenant exactly."""
     return replace(where, shared=False) if where.shared else where
 
 
@@ -198,7 +157,7 @@ def _checked(where: TenantFilter, vector_id: str) -> TenantFilter:
         raise InputRejected("agentWallet is required")
     if not vector_id.strip():
         raise InputRejected("id is required")
-    return _exact(where)
+    return exact(where)
 
 
 def _missing(vector_id: str) -> NotFound:
@@ -221,7 +180,7 @@ async def newest_facts(store: ItemStore, where: TenantFilter, limit: int) -> lis
         raise InputRejected("agentWallet is required")
     if limit < 1:
         raise InputRejected("limit must be at least 1")
-    return await store.newest(_exact(where), "fact", limit)
+    return await store.newest(exact(where), "fact", limit)
 
 
 async def _embed(embedder: Embedder, content: str) -> Embedded:

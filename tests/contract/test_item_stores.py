@@ -13,11 +13,11 @@ import pytest
 from pymongo import AsyncMongoClient
 
 from engine.adapters.memory import HashingEmbedder
+from engine.adapters.memory_items import InMemoryItemStore
 from engine.adapters.mongo import MEMORY, MongoMemoryStore, ensure_schema
 from engine.adapters.mongo_items import MongoItemStore
 from engine.errors import DependencyFailed, NotFound
 from engine.items import (
-    InMemoryItemStore,
     ItemStore,
     delete_item,
     get_item,

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from engine.adapters.memory import HashingEmbedder
+from engine.adapters.memory_items import InMemoryItemStore
 from engine.errors import InputRejected, NotFound
 from engine.items import (
-    InMemoryItemStore,
     changed_layers,
     changed_scope,
     delete_item,

@@ -1,0 +1,50 @@
+"""`ItemStore` in memory, for unit tests and the contract suite (the MongoDB one is
+`engine.adapters.mongo_items`)."""
+
+from __future__ import annotations
+
+from engine.adapters.memory import InMemoryMemoryStore
+from engine.items import RowPatch, apply_patch, exact, soft_delete_patch
+from engine.records import INACTIVE_STATUSES, MemoryRow
+from engine.scoping import TenantFilter
+
+
+class InMemoryItemStore(InMemoryMemoryStore):
+    """`ItemStore` (and `MemoryStore`) over one dict of rows, for unit tests."""
+
+    def _visible(self, where: TenantFilter, vector_id: str) -> MemoryRow | None:
+        row = self._rows.get(vector_id)
+        if row is None or row.status == "deleted" or not exact(where).admits(row.scope):
+            return None
+        return row
+
+    async def get(self, where: TenantFilter, vector_id: str) -> MemoryRow | None:
+        return self._visible(where, vector_id)
+
+    async def update(
+        self, where: TenantFilter, vector_id: str, patch: RowPatch
+    ) -> MemoryRow | None:
+        row = self._visible(where, vector_id)
+        if row is None:
+            return None
+        self._rows[vector_id] = apply_patch(row, patch)
+        return self._rows[vector_id]
+
+    async def soft_delete(self, where: TenantFilter, vector_id: str, at: int) -> MemoryRow | None:
+        return await self.update(where, vector_id, soft_delete_patch(at))
+
+    async def hard_delete(self, where: TenantFilter, vector_id: str) -> MemoryRow | None:
+        row = self._rows.get(vector_id)
+        if row is None or not exact(where).admits(row.scope):
+            return None
+        return self._rows.pop(vector_id)
+
+    async def newest(self, where: TenantFilter, source: str, limit: int) -> list[MemoryRow]:
+        admitted = exact(where)
+        rows = [
+            r
+            for r in self._rows.values()
+            if r.source == source and r.status not in INACTIVE_STATUSES and admitted.admits(r.scope)
+        ]
+        rows.sort(key=lambda r: (r.created_at, r.vector_id), reverse=True)
+        return rows[:limit]
