@@ -22,27 +22,15 @@ from typing import Any
 
 from schemas.events import MAX_MESSAGES, TurnRecorded, utc_now
 from schemas.inputs import ROLES, from_ms, h32, to_ms, turn_recorded
-from schemas.scope import Scope, ScopeError, clean_str
+from schemas.scope import SCOPE_KEYS, Scope, ScopeError, clean_str
 
 MAX_TIMESTAMP_MS = 253_402_300_799_999
 """9999-12-31T23:59:59.999Z: a larger timestamp is not a time (it is replaced by the default)."""
 MAX_TRANSCRIPT_MESSAGES = 2_000
 """Upper bound on the messages of one call (send a longer transcript in parts)."""
 SPOKEN = ("user", "assistant")
-SCOPE_KEYS = (
-    "agentWallet",
-    "agent_id",
-    "agent_wallet",
-    "userAddress",
-    "user_id",
-    "threadId",
-    "thread_id",
-    "runId",
-    "run_id",
-    "mode",
-    "haiId",
-    "hai_id",
-)
+TURN_SCOPE_KEYS = SCOPE_KEYS - {"filters", "metadata"}
+"""The scope keys (every alias) each exchange's turn body carries; metadata is merged apart."""
 
 
 def _messages(raw: object, now_ms: int) -> list[dict[str, Any]]:
@@ -125,7 +113,7 @@ def transcript_turns(body: object, *, now: datetime | None = None) -> list[TurnR
     messages = _messages(body.get("messages"), now_ms)
     if not any(m["role"] in SPOKEN for m in messages):
         return []
-    common = {k: body[k] for k in SCOPE_KEYS if k in body}
+    common = {k: body[k] for k in TURN_SCOPE_KEYS if k in body}
     for key in ("modelUsed", "model"):
         if key in body:
             common[key] = body[key]

@@ -48,6 +48,24 @@ def test_exchanges_start_at_a_user_message_after_an_answer() -> None:
     assert second.occurred_at > NOW
 
 
+@pytest.mark.parametrize(
+    "aliases",
+    [
+        {"agent_id": "0xA", "user_id": "u", "thread_id": "t1"},
+        {"agent_wallet": "0xA", "user_address": "u", "run_id": "t1"},
+    ],
+)
+def test_every_scope_alias_reaches_each_turn(aliases: dict[str, str]) -> None:
+    """A user given by an alias must stay on every exchange's turn: dropping it would store
+    that user's transcript as user-less memory, readable by every user-less query."""
+    body = {k: v for k, v in BODY.items() if k not in ("agentWallet", "userAddress", "threadId")}
+    turns = transcript_turns({**body, **aliases}, now=NOW)
+    assert turns
+    assert {(t.scope.agent_wallet, t.scope.user_address, t.thread_id) for t in turns} == {
+        ("0xA", "u", "t1")
+    }
+
+
 def test_turn_ids_ignore_the_clock_and_follow_the_tenant_fixes_16_11() -> None:
     ids = [t.turn_id for t in transcript_turns(BODY, now=NOW)]
     assert ids == [t.turn_id for t in transcript_turns(BODY, now=datetime(2027, 1, 1, tzinfo=UTC))]
