@@ -21,14 +21,17 @@ from pydantic import BaseModel, ValidationError
 
 from engine.errors import InputRejected
 from schemas import topics
+from schemas.callers import checkpoint_recorded, knowledge_submitted
 from schemas.events import (
     MAX_CONTENT_CHARS,
     MAX_MESSAGES,
     FactsExtracted,
     JobRequested,
+    KnowledgeSubmitted,
     MemoryChanged,
     MemoryRemembered,
     TurnRecorded,
+    WorkflowCheckpointRecorded,
 )
 from schemas.inputs import context_request, memory_remembered, turn_recorded
 from schemas.limits import (
@@ -38,8 +41,17 @@ from schemas.limits import (
     MAX_JSON_NODES,
     MAX_MESSAGE_BYTES,
 )
-from schemas.requests import AdminRequest, ContextRequest, ItemRequest, LayerSearchRequest
+from schemas.requests import (
+    AdminRequest,
+    ContextRequest,
+    ItemRequest,
+    LayerSearchRequest,
+    ReliabilityRequest,
+    SessionRequest,
+)
 from schemas.scope import Scope, ScopeError
+from schemas.transcripts import transcript_turns
+from services.asyncapi import CHANNELS
 from services.dlq import DeadLetter, consume
 
 REJECTIONS = (ScopeError, ValidationError, InputRejected)
@@ -193,6 +205,53 @@ def test_remember_bodies_are_accepted_whole_or_rejected_cleanly(body: Any) -> No
         assert len(fact.model_dump_json().encode()) <= MAX_MESSAGE_BYTES
 
 
+KNOWLEDGE_KEYS = ["content", "key", "uri", "source", "metadata", "occurredAt"]
+CHECKPOINT_KEYS = ["workflowWallet", "runId", "agent", "type", "messages", "step", "goal"]
+CHECKPOINT_KEYS += ["success", "qualityScore", "metadata", "occurredAt"]
+TRANSCRIPT_KEYS = ["sessionId", "messages", "model", "modelUsed", "totalTokens", "tokenCount"]
+TRANSCRIPT_KEYS += ["rememberWorkingMemory", "metadata"]
+CHECKPOINT = {
+    **SCOPE,
+    "runId": "r1",
+    "agent": "planner",
+    "type": "step_learning",
+    "messages": [{"role": "assistant", "content": "done"}],
+}
+TRANSCRIPT = {
+    **SCOPE,
+    "sessionId": "s1",
+    "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}],
+}
+
+
+@HOSTILE
+@given(bodies({**SCOPE, "content": "The museum opens at nine."}, KNOWLEDGE_KEYS))
+def test_knowledge_bodies_are_accepted_whole_or_rejected_cleanly(body: Any) -> None:
+    document = accepted_or_rejected(lambda b: knowledge_submitted(b, now=NOW), body)
+    if document is not None:
+        assert len(document.model_dump_json().encode()) <= MAX_MESSAGE_BYTES
+
+
+@HOSTILE
+@given(bodies(CHECKPOINT, CHECKPOINT_KEYS))
+def test_checkpoint_bodies_are_accepted_whole_or_rejected_cleanly(body: Any) -> None:
+    checkpoint = accepted_or_rejected(lambda b: checkpoint_recorded(b, now=NOW), body)
+    if checkpoint is not None:
+        assert len(checkpoint.model_dump_json().encode()) <= MAX_MESSAGE_BYTES
+
+
+@HOSTILE
+@given(bodies(TRANSCRIPT, TRANSCRIPT_KEYS))
+def test_transcript_bodies_become_valid_turns_or_are_rejected_cleanly(body: Any) -> None:
+    try:
+        turns = transcript_turns(body, now=NOW)
+    except REJECTIONS:
+        return
+    for turn in turns:
+        assert TurnRecorded.model_validate_json(turn.model_dump_json()) == turn
+        assert len(turn.model_dump_json().encode()) <= MAX_MESSAGE_BYTES
+
+
 @HOSTILE
 @given(bodies({**SCOPE, "query": "tea?"}, CONTEXT_KEYS))
 def test_context_bodies_are_accepted_whole_or_rejected_cleanly(body: Any) -> None:
@@ -222,7 +281,20 @@ VALID: dict[type[BaseModel], dict[str, Any]] = {
     LayerSearchRequest: {"scope": SCOPE, "query": "tea", "layers": ["graph"]},
     ItemRequest: {"scope": SCOPE, "op": "update", "id": "fact_1", "metadata": {"a": 1}},
     AdminRequest: {"op": "evals.run", "scope": SCOPE, "body": {"testCases": []}},
+    KnowledgeSubmitted: knowledge_submitted({**SCOPE, "content": "tea"}, now=NOW).model_dump(
+        mode="json"
+    ),
+    WorkflowCheckpointRecorded: checkpoint_recorded(CHECKPOINT, now=NOW).model_dump(mode="json"),
+    ReliabilityRequest: {"scope": SCOPE, "agent": "planner", "last": 5},
+    SessionRequest: {"scope": SCOPE, "op": "update", "session_id": "s1", "context": ["a"]},
 }
+
+
+def test_every_contract_on_the_wire_has_a_hostile_input_example() -> None:
+    """A contract added to a topic is fuzzed too (the DLQ's own letters are written by the
+    consumers, never by callers)."""
+    on_the_wire = {c.payload for c in CHANNELS} - {DeadLetter}
+    assert on_the_wire - set(VALID) == set()
 
 
 @st.composite
