@@ -1,7 +1,8 @@
 """Tenant isolation under hostile identifiers: agents and users whose ids look like regexes,
 operators, dotted paths, differ only by case or carry RTL marks and emoji write turns and
-facts; reads by random scopes return nothing of another agent, nor of another user when the
-scope names one (and only user-less rows when it does not). Over the in-memory ports (many
+facts; reads by random scopes (every layer, the newest-facts listing and, on MongoDB, working
+sessions by id) return nothing of another agent, nor of another user when the scope names one
+(and only user-less rows when it does not). Over the in-memory ports (many
 examples) and the real MongoDB adapters (fewer, `integration`).
 
 tests/unit/test_tenancy_property.py covers every layer with well-behaved ids; this one is
@@ -28,24 +29,29 @@ from pymongo import AsyncMongoClient, MongoClient
 from engine.adapters.memory import (
     HashingEmbedder,
     InMemoryArchiveStore,
-    InMemoryMemoryStore,
     InMemoryPatternStore,
     InMemoryQueryCache,
     InMemoryTranscriptStore,
     InMemoryWorkingStore,
 )
+from engine.adapters.memory_items import InMemoryItemStore
 from engine.adapters.mongo import (
     MongoMemoryStore,
     MongoTranscriptStore,
     MongoWorkingStore,
     ensure_schema,
 )
+from engine.adapters.mongo_items import MongoItemStore
+from engine.adapters.mongo_sessions import MongoSessionStore
 from engine.context import MemorySearch
 from engine.ingest import TurnRecorder
+from engine.items import ItemStore, newest_facts
 from engine.ports import MemoryStore, TranscriptStore, WorkingStore
 from engine.remember import Rememberer
+from engine.scoping import tenant_filter
+from engine.sessions import SessionStore
 from engine.vector_index import ExactVectorIndex
-from schemas.inputs import memory_remembered, to_ms, turn_recorded
+from schemas.inputs import memory_remembered, thread_session_id, to_ms, turn_recorded
 from schemas.requests import ALL_LAYERS, LayerSearchRequest
 from schemas.scope import Scope
 from services.infra import Endpoints
@@ -106,6 +112,9 @@ class Ports:
     transcripts: TranscriptStore
     working: WorkingStore
     memory: MemoryStore
+    items: ItemStore
+    sessions: SessionStore | None = None
+    """Working sessions by id (MongoDB: the documents the working store writes)."""
     owners: dict[int, Scope] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -124,7 +133,8 @@ class Ports:
 
 
 def in_memory() -> Ports:
-    return Ports(InMemoryTranscriptStore(), InMemoryWorkingStore(), InMemoryMemoryStore())
+    memory = InMemoryItemStore()  # a memory store that also lists items
+    return Ports(InMemoryTranscriptStore(), InMemoryWorkingStore(), memory, memory)
 
 
 async def run(ports: Ports, writes: list[Write], reads: list[tuple[Tenant, str]]) -> int:
@@ -147,6 +157,22 @@ async def run(ports: Ports, writes: list[Write], reads: list[tuple[Tenant, str]]
         for layer, hits in found.layers.items():
             for hit in hits:
                 seen += check(ports, scope, layer, hit)
+        where = tenant_filter(scope, durable=True)
+        for row in await newest_facts(ports.items, where, 200):  # GET /api/memory/{agent}
+            seen += check(ports, scope, "newest facts", {"content": row.content})
+            assert (row.scope.agent_wallet, row.scope.user_address) == (
+                scope.agent_wallet,
+                scope.user_address,
+            ), f"newest facts leaked {row.scope} to {scope}"
+        if ports.sessions is not None:  # GET /api/memory/sessions/{id}/working
+            for owner in {o for o in ports.owners.values()}:
+                session = await ports.sessions.touch(where, thread_session_id(owner), NOW_MS)
+                if session is not None:
+                    seen += check(ports, scope, "session", {"lines": session.context})
+                    assert (session.scope.agent_wallet, session.scope.user_address) == (
+                        scope.agent_wallet,
+                        scope.user_address,
+                    ), f"session of {session.scope} read by {scope}"
     return seen
 
 
@@ -204,7 +230,13 @@ async def mongo_ports(uri: str, name: str) -> AsyncIterator[Ports]:
     try:
         db = client[name]
         await ensure_schema(db)
-        yield Ports(MongoTranscriptStore(db), MongoWorkingStore(db), MongoMemoryStore(db))
+        yield Ports(
+            MongoTranscriptStore(db),
+            MongoWorkingStore(db),
+            MongoMemoryStore(db),
+            MongoItemStore(db),
+            MongoSessionStore(db),
+        )
     finally:
         await client.close()
 
@@ -241,6 +273,12 @@ def test_hostile_ids_never_read_another_tenants_rows_in_mongodb(
         own = Tenant(uuid.uuid4().hex[:6] + "$ne", ".*", None, None, "t1")
         writes = [("turn", own, "coffee lisbon"), ("fact", own, "coffee garden")]
         async with mongo_ports(stack.mongo_uri, mongo_db) as ports:
-            return await run(ports, writes, [(own, "coffee lisbon garden")])
+            seen = await run(ports, writes, [(own, "coffee lisbon garden")])
+            # the session and item checks are not vacuous either: the owner reads both
+            where = tenant_filter(own.scope(), durable=True)
+            assert ports.sessions is not None
+            assert await ports.sessions.touch(where, thread_session_id(own.scope()), NOW_MS)
+            assert await newest_facts(ports.items, where, 10)
+            return seen
 
     assert asyncio.run(control()) >= 2
