@@ -18,11 +18,16 @@ class RelevancePolicy:
     min_lexical: float = 0.34
 
 
+def combined(cosine: float, lexical: float, policy: RelevancePolicy) -> float:
+    """w·cos⁺ + (1 − w)·lexical in [0, 1], whether or not the candidate is a hit."""
+    w = policy.semantic_weight
+    return w * max(0.0, min(1.0, cosine)) + (1 - w) * lexical
+
+
 def relevance(cosine: float | None, lexical: float, policy: RelevancePolicy) -> float | None:
     """The combined relevance, or None when the candidate is not a hit."""
     if cosine is None:
         return lexical if lexical >= policy.min_lexical else None
     if cosine < policy.min_cosine and lexical < policy.min_lexical:
         return None
-    w = policy.semantic_weight
-    return w * max(0.0, min(1.0, cosine)) + (1 - w) * lexical
+    return combined(cosine, lexical, policy)

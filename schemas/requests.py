@@ -129,10 +129,13 @@ class SessionRequest(Contract):
     session id, always within an explicit scope (agent, and user when the session is a
     user's): a session outside it is reported as not found. `update` merges by default
     (context lines appended, the newest kept; objects merged key by key, new keys win) or,
-    with `replace`, replaces each given part wholesale."""
+    with `replace`, replaces each given part wholesale. `compress` (REFERENCE §10.9)
+    summarises the session's transcript (else its working buffer) into one embedded
+    `archive` memory row of the session's own scope, once per content; `model` is the
+    caller's choice of LLM model (the configured one when None; unused without an LLM)."""
 
     scope: Scope
-    op: Literal["get", "update"]
+    op: Literal["get", "update", "compress"]
     session_id: str = Field(min_length=1, max_length=600)
     context: list[Annotated[str, Field(max_length=4_000)]] | None = Field(
         default=None, max_length=100
@@ -141,15 +144,20 @@ class SessionRequest(Contract):
     state: DocumentObject | None = None
     metadata: DocumentObject | None = None
     replace: bool = False
+    model: str | None = Field(default=None, min_length=1, max_length=200)
 
 
 class SessionReply(Contract):
     """`session` is the session after the operation (the reference's row, camelCase, times
-    in ms, without turn vectors); `not_found` is set when nothing matched within the scope
-    (HTTP 404), `error` for bad input (400)."""
+    in ms, without turn vectors); for `compress`, `compression` is `{summary,
+    entitiesExtracted, entities, keyFacts, vectorId, stored, summariser}` instead.
+    `not_found` is set when nothing matched within the scope (HTTP 404), `error` for bad
+    input (400), with `upstream` when the LLM failed (502)."""
 
     session: dict[str, Any] | None = None
+    compression: dict[str, Any] | None = None
     not_found: bool = False
+    upstream: bool = False
     error: str | None = None
 
 
@@ -220,4 +228,52 @@ class ReliabilityReply(Contract):
     runs: int = 0
     success_rate: float = 0.0
     avg_quality: float = 0.0
+    error: str | None = None
+
+
+MAX_RERANK_DOCUMENTS = 100
+"""Documents of one rerank request."""
+MAX_RERANK_DOCUMENT_CHARS = 1_500
+"""Characters of one rerank document. With `MAX_RERANK_DOCUMENTS` the request and its reply
+(which repeats every content) stay below `MAX_MESSAGE_BYTES` even fully JSON-escaped."""
+
+
+class RerankDocument(Contract):
+    """`score` is the caller's own score (for instance the first-stage retrieval's), used
+    only to break ties between equally relevant documents."""
+
+    content: str = Field(max_length=MAX_RERANK_DOCUMENT_CHARS)
+    score: float | None = Field(default=None, allow_inf_nan=False)
+
+
+class RerankRequest(Contract):
+    """Rank `documents` by relevance to `query` (REFERENCE §13.4 `POST rerank`), with the
+    configured reranker or, without one, the layers' local relevance. Not fail-soft: a
+    reranker failure is answered with an error."""
+
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    documents: list[RerankDocument] = Field(min_length=1, max_length=MAX_RERANK_DOCUMENTS)
+    top_k: int | None = Field(default=None, ge=1, le=100)
+    """How many results at most; None = every document."""
+
+
+class RerankResult(Contract):
+    """`index` into the request's documents; `relevance` in [0, 1] (higher is more
+    relevant; 0 for a document the ranker did not score, such as a blank one); `score` =
+    relevance + 1e-6 × the caller's score, what results are sorted by (descending)."""
+
+    index: int
+    content: str
+    score: float
+    relevance: float
+
+
+class RerankReply(Contract):
+    """`results` best first; `ranker` names what ranked them (`local`, or the provider and
+    model). `error` is set instead for bad input, with `upstream` when the reranker provider
+    (or the embedder) failed (HTTP 502)."""
+
+    results: list[RerankResult] = Field(default_factory=list)
+    ranker: str = ""
+    upstream: bool = False
     error: str | None = None

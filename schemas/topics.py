@@ -20,6 +20,9 @@ SEARCH: Final = "memory.search.v1"
 """`ContextRequest` (pre_turn) with `reply_to`; answered with `ContextReply`."""
 LAYER_SEARCH: Final = "memory.layers.search.v1"
 """`LayerSearchRequest` with `reply_to`; answered with `LayerSearchReply`."""
+RERANK: Final = "memory.rerank.v1"
+"""`RerankRequest` (rank caller-supplied documents against a query) with `reply_to`;
+answered with `RerankReply` by the search group, which owns the reranker."""
 ITEMS: Final = "memory.items.v1"
 """`ItemRequest` (get/update/delete/resolve one memory item) with `reply_to`."""
 SESSIONS: Final = "memory.sessions.v1"
@@ -49,6 +52,7 @@ PARTITIONS: Final[dict[str, int]] = {
     CHANGED: 4,
     SEARCH: 4,
     LAYER_SEARCH: 4,
+    RERANK: 2,
     ITEMS: 4,
     SESSIONS: 4,
     ADMIN: 2,

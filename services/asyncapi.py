@@ -41,6 +41,8 @@ from schemas.requests import (
     LayerSearchRequest,
     ReliabilityReply,
     ReliabilityRequest,
+    RerankReply,
+    RerankRequest,
     SessionReply,
     SessionRequest,
 )
@@ -66,6 +68,7 @@ CHANNELS: tuple[Channel, ...] = (
     Channel(topics.CHANGED, MemoryChanged, ("invalidation",)),
     Channel(topics.SEARCH, ContextRequest, ("search",), ContextReply),
     Channel(topics.LAYER_SEARCH, LayerSearchRequest, ("search.layers",), LayerSearchReply),
+    Channel(topics.RERANK, RerankRequest, ("search.rerank",), RerankReply),
     Channel(topics.ITEMS, ItemRequest, ("items",), ItemReply),
     Channel(topics.SESSIONS, SessionRequest, ("items.sessions",), SessionReply),
     Channel(topics.ADMIN, AdminRequest, ("admin",), AdminReply),

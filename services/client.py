@@ -58,6 +58,7 @@ from schemas.requests import (
 )
 from schemas.scope import Scope
 from schemas.transcripts import transcript_turns
+from services.client_ops import ServiceOps
 from services.infra import create_topics
 from services.security import NO_OPTIONS
 
@@ -80,8 +81,9 @@ class RequestFailed(RuntimeError):
     """The service answered with an error."""
 
 
-class MemoryClient:
-    """Async context manager; one instance per process is enough (it is concurrency-safe)."""
+class MemoryClient(ServiceOps):
+    """Async context manager; one instance per process is enough (it is concurrency-safe).
+    `rerank(...)` and the other operations of `services.client_ops.ServiceOps` too."""
 
     def __init__(
         self,

@@ -35,9 +35,11 @@ from engine.adapters.mongo_patterns import MongoPatternCounter, MongoSkillStore
 from engine.adapters.mongo_patterns import ensure_indexes as ensure_pattern_indexes
 from engine.adapters.mongo_sessions import MongoSessionStore
 from engine.adapters.openai_extractor import OpenAICompatibleExtractor
+from engine.adapters.openai_summariser import OpenAICompatibleSummariser
 from engine.adapters.pinata import PinataPinner
 from engine.adapters.redis_cache import RedisQueryCache
 from engine.adapters.rerankers import CloudflareReranker, HttpRerankReranker
+from engine.compression import RuleSummariser, Summariser
 from engine.context import MemorySearch, SearchPolicy
 from engine.embedding_cache import CachedEmbedder
 from engine.extraction.types import ExtractionPolicy, Extractor
@@ -143,6 +145,21 @@ def build_extractor(settings: Settings, http: httpx.AsyncClient) -> Extractor | 
     return RuleBasedExtractor()
 
 
+def build_summariser(settings: Settings, http: httpx.AsyncClient) -> Summariser:
+    """Session compression's summariser: the OpenAI-compatible LLM when
+    MNEMOSTREAM_LLM_BASE_URL is set (whatever the extractor), else the offline rules."""
+    if not settings.llm_base_url:
+        return RuleSummariser()
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else ""
+    return OpenAICompatibleSummariser(
+        http,
+        base_url=settings.llm_base_url,
+        api_key=key,
+        model=settings.llm_model,
+        timeout=settings.llm_timeout_seconds,
+    )
+
+
 def build_pinner(settings: Settings, http: httpx.AsyncClient) -> PinataPinner | None:
     """Pinata pinning of archives, only when credentials *and* an encryption key are set:
     an archive is never pinned in plaintext (fixes REFERENCE §16.6)."""
@@ -182,6 +199,7 @@ class Runtime:
     extractor: Extractor | None
     extraction_policy: ExtractionPolicy
     evals: MongoEvalStore
+    summariser: Summariser
     kafka_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     """aiokafka security arguments of every Kafka client (`services.security`)."""
 
@@ -299,6 +317,7 @@ async def open_runtime(
                 max_chars=settings.fact_max_chars,
             ),
             evals=MongoEvalStore(db),
+            summariser=build_summariser(settings, http),
             kafka_options=kafka_options(settings),
         )
     finally:

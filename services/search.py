@@ -1,7 +1,7 @@
-"""search group: answers `ContextRequest` (pre_turn) and `LayerSearchRequest` through the
-request's `reply_to` topic with the same `correlation_id` (FastStream publishes the return
-value there). An invalid request or a failed search is answered with `error` set, so the
-caller gets a clear message instead of a timeout."""
+"""search group: answers `ContextRequest` (pre_turn), `LayerSearchRequest` and
+`RerankRequest` through the request's `reply_to` topic with the same `correlation_id`
+(FastStream publishes the return value there). An invalid request or a failed search is
+answered with `error` set, so the caller gets a clear message instead of a timeout."""
 
 from __future__ import annotations
 
@@ -14,9 +14,18 @@ from faststream.kafka import KafkaBroker
 from faststream.kafka.annotations import KafkaMessage
 from pydantic import ValidationError
 
-from engine.errors import MemoryError_
+from engine.errors import DependencyFailed, MemoryError_
+from engine.rerank_documents import rank_documents
 from schemas import topics
-from schemas.requests import ContextReply, ContextRequest, LayerSearchReply, LayerSearchRequest
+from schemas.requests import (
+    ContextReply,
+    ContextRequest,
+    LayerSearchReply,
+    LayerSearchRequest,
+    RerankReply,
+    RerankRequest,
+    RerankResult,
+)
 from schemas.scope import first_error
 from services.consumers import EXPIRED, expired, subscriber
 from services.metrics import metrics_of
@@ -66,6 +75,44 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
         except MemoryError_ as exc:
             log.warning("layer search failed: %s", exc)
             return LayerSearchReply(error=str(exc))
+
+    register_rerank(broker, rt)
+
+
+def register_rerank(broker: KafkaBroker, rt: Runtime) -> None:
+    """`RerankRequest` on `memory.rerank.v1` (Kafka group id `<prefix>.search.rerank`)."""
+    workers = rt.settings.search_workers
+
+    @subscriber(broker, rt, topics.RERANK, GROUP, interactive=True, part="rerank", workers=workers)
+    async def on_rerank(message: KafkaMessage) -> RerankReply:
+        if expired(message):
+            return RerankReply(error=EXPIRED)
+        try:
+            return await rerank(rt, RerankRequest.model_validate_json(message.body))
+        except ValidationError as exc:
+            return RerankReply(error=first_error(exc))
+        except DependencyFailed as exc:
+            log.warning("rerank failed: %s", exc)
+            return RerankReply(error=str(exc) or type(exc).__name__, upstream=True)
+        except MemoryError_ as exc:
+            return RerankReply(error=str(exc))
+
+
+async def rerank(rt: Runtime, request: RerankRequest) -> RerankReply:
+    """The request's documents ranked (`engine.rerank_documents.rank_documents`)."""
+    ranked, ranker = await rank_documents(
+        request.query,
+        [(d.content, d.score) for d in request.documents],
+        top_k=request.top_k,
+        reranker=rt.search.reranker,
+        embedder=rt.embedder,
+        policy=rt.search.policy.relevance,
+    )
+    results = [
+        RerankResult(index=r.index, content=r.content, score=r.score, relevance=r.relevance)
+        for r in ranked
+    ]
+    return RerankReply(results=results, ranker=ranker)
 
 
 async def flush_access_counts(rt: Runtime) -> None:

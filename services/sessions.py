@@ -1,7 +1,8 @@
 """The items group's working-session requests: `SessionRequest` on `memory.sessions.v1`
-(read or edit one working session within the request's explicit scope), answered with
+(read, edit or compress one session within the request's explicit scope), answered with
 `SessionReply`; an edit of what the working layer reads announces `MemoryChanged` for the
-working layer of the session's thread. Registered by `services.items` (its own Kafka group
+working layer of the session's thread, a compression that stored its summary row for the
+vectors layer of the session's scope. Registered by `services.items` (its own Kafka group
 id, `<prefix>.items.sessions`)."""
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ from faststream.kafka import KafkaBroker
 from faststream.kafka.annotations import KafkaMessage
 from pydantic import ValidationError
 
-from engine.errors import MemoryError_, NotFound
+from engine.compression import Compressed, SessionCompressor
+from engine.errors import DependencyFailed, MemoryError_, NotFound
 from engine.ingest import DAY_MS
+from engine.records import ScopeFields
 from engine.scoping import tenant_filter
 from engine.sessions import SessionDocument, SessionEdit, get_session, session_scope, update_session
 from schemas import topics
 from schemas.requests import SessionReply, SessionRequest
-from schemas.scope import first_error
+from schemas.scope import Scope, first_error
 from services.consumers import EXPIRED, ChangeAnnouncer, expired, subscriber
 from services.runtime import Runtime
 
@@ -46,6 +49,37 @@ async def handle(rt: Runtime, request: SessionRequest, at: int) -> SessionDocume
     return await update_session(rt.sessions, where, request.session_id, edit_of(rt, request, at))
 
 
+async def compress(rt: Runtime, request: SessionRequest, at: int) -> Compressed:
+    compressor = SessionCompressor(
+        rt.transcripts, rt.sessions, rt.memory, rt.embedder, rt.summariser
+    )
+    where = tenant_filter(request.scope, durable=True)
+    return await compressor.compress(where, request.session_id, at=at, model=request.model)
+
+
+def compressed_reply(done: Compressed) -> SessionReply:
+    summary = done.summary
+    return SessionReply(
+        compression={
+            "summary": summary.summary,
+            "entitiesExtracted": len(summary.entities),
+            "entities": summary.entities,
+            "keyFacts": summary.key_facts,
+            "vectorId": done.vector_id,
+            "stored": done.stored,
+            "summariser": summary.summariser,
+        }
+    )
+
+
+def row_scope(fields: ScopeFields) -> Scope:
+    """The scope a stored row's change is announced under."""
+    view = fields.view()
+    return Scope.model_validate(
+        {k: view[k] for k in ("agentWallet", "userAddress", "threadId", "mode", "haiId")}
+    )
+
+
 def register(broker: KafkaBroker, rt: Runtime, group: str) -> None:
     changes = ChangeAnnouncer(broker, group)
 
@@ -56,11 +90,18 @@ def register(broker: KafkaBroker, rt: Runtime, group: str) -> None:
         try:
             request = SessionRequest.model_validate_json(message.body)
             at = int(time.time() * 1000)
+            if request.op == "compress":
+                done = await compress(rt, request, at)
+                if done.stored:
+                    await changes.announce_at(row_scope(done.scope), ["vectors"])
+                return compressed_reply(done)
             session = await handle(rt, request, at)
         except ValidationError as exc:
             return SessionReply(error=first_error(exc))
         except NotFound as exc:
             return SessionReply(not_found=True, error=str(exc))
+        except DependencyFailed as exc:
+            return SessionReply(upstream=True, error=str(exc) or type(exc).__name__)
         except MemoryError_ as exc:
             return SessionReply(error=str(exc))
         if request.op == "update" and edit_of(rt, request, at).touches_working:

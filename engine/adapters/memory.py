@@ -67,6 +67,12 @@ class InMemoryTranscriptStore:
         docs.sort(key=lambda d: (-d.updated_at, d.session_id))
         return docs[:limit]
 
+    async def of_session(self, where: TenantFilter, session_id: str) -> Transcript | None:
+        docs = [
+            d for d in self._docs.values() if d.session_id == session_id and where.admits(d.scope)
+        ]
+        return max(docs, key=lambda d: d.updated_at, default=None)
+
     async def count(self, agent_wallet: str, user_address: str | None = None) -> int:
         return sum(
             1

@@ -229,6 +229,17 @@ class MongoTranscriptStore:
             raise DependencyFailed(f"transcript read failed: {exc}") from exc
         return self._transcripts(docs)
 
+    async def of_session(self, where: TenantFilter, session_id: str) -> Transcript | None:
+        """The newest transcript of `session_id` the filter admits (`SessionTranscripts`)."""
+        query = {**tenant_query(where), "sessionId": session_id}
+        try:
+            cursor = self._col.find(query).sort("updatedAt", DESCENDING).limit(1)
+            docs = await cursor.to_list(length=1)
+        except PyMongoError as exc:
+            raise DependencyFailed(f"transcript read failed: {exc}") from exc
+        found = self._transcripts(docs)
+        return found[0] if found else None
+
     async def count(self, agent_wallet: str, user_address: str | None = None) -> int:
         """Transcripts of the agent (every user when `user_address` is None)."""
         try:

@@ -21,6 +21,7 @@ from services.gateway import (
     ops,
     patterns,
     probes,
+    rerank,
     sessions,
     workflows,
 )
@@ -117,7 +118,7 @@ def create_app(settings: Settings, client: MemoryClient | None = None) -> FastAP
     app.add_middleware(Instrumented, metrics=metrics)  # added last: outermost
     app.include_router(probes.router)
     metrics.routes.add(probes.router.routes)
-    for module in (loop, items, sessions, patterns, ops, workflows, manifests, compat):
+    for module in (loop, items, sessions, patterns, ops, workflows, manifests, compat, rerank):
         app.include_router(module.router, prefix=PREFIX)
         metrics.routes.add(module.router.routes, PREFIX)
     # GET /api/memory/{agentWallet} matches any one segment: included after every other route

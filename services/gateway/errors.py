@@ -7,6 +7,8 @@ whose fault it is:
 * 403 - a credential limited to one agentWallet asked for another (tenant isolation);
 * 404 - nothing with that id within the caller's scope, or an unknown route;
 * 413 - the request body is larger than one Kafka message (`schemas.limits.MAX_MESSAGE_BYTES`);
+* 502 - a provider the memory service called on the caller's behalf failed (the reranker of
+  POST /rerank, the LLM of POST /sessions/{id}/compress); documented on those routes only;
 * 504 - the memory service did not answer in time (request-reply over Kafka); counted in
   `mnemostream_gateway_upstream_timeouts_total`.
 """

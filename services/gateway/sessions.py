@@ -5,19 +5,25 @@ A session is read and edited within the caller's explicit scope: `agentWallet` i
 another agent or user is 404, exactly like a missing one (the reference matched the agent
 only and reached every user's session, §16.3). An edit of a missing session is 404 too:
 sessions are created by post_turn, never by a PATCH under a guessed scope.
+
+POST /sessions/{id}/compress (REFERENCE §10.9) summarises the session within the same
+scope into one embedded `archive` memory row of the session's own scope (the reference
+stored it under the agent alone, visible to every user, §16.30); compressing the same
+content again stores nothing new. An LLM failure is 502.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
+from pydantic import BaseModel, Field
 
 from schemas.requests import SessionReply
 from services.gateway.auth import Caller
 from services.gateway.deps import Client, body_scope, query_scope, raw
-from services.gateway.errors import ERRORS, NOT_FOUND, ApiError
-from services.gateway.models import SessionResponse, SessionUpdated, WorkingPatchBody
+from services.gateway.errors import ERRORS, NOT_FOUND, ApiError, ErrorBody
+from services.gateway.models import ScopeBody, SessionResponse, SessionUpdated, WorkingPatchBody
 
 router = APIRouter(tags=["sessions"], responses=ERRORS)
 
@@ -77,3 +83,45 @@ async def update_working(
         "update", id, scope.tenant(), replace=bool(data.get("replace")), **fields
     )
     return SessionUpdated(success=True, session=_session(reply))
+
+
+class CompressBody(ScopeBody):
+    """`agentWallet` (required unless the token names one) and `userAddress` name the
+    session's tenant; `coordinatorModel` picks the LLM model (ignored without an LLM)."""
+
+    coordinatorModel: str | None = Field(default=None, min_length=1, max_length=200)
+
+
+class SessionCompressed(BaseModel):
+    summary: str
+    entitiesExtracted: int
+    entities: list[str]
+    keyFacts: list[str]
+    vectorId: str = Field(description="The summary's memory row (GET /items/{id}).")
+    stored: bool = Field(description="False when this content was compressed before.")
+    summariser: str = Field(description="`rules-v1` offline, else `llm:<model>`.")
+
+
+COMPRESS_ERRORS: dict[int | str, dict[str, Any]] = {
+    **NOT_FOUND,
+    502: {"model": ErrorBody, "description": "The LLM failed."},
+}
+
+
+@router.post("/sessions/{id}/compress", response_model=SessionCompressed, responses=COMPRESS_ERRORS)
+async def compress_session(
+    id: SessionId, body: CompressBody, client: Client, caller: Caller
+) -> SessionCompressed:
+    """Summarise the session (its transcript, else its working buffer) as `{summary,
+    entitiesExtracted, entities, keyFacts}` and store the summary as one embedded memory
+    row (`source: "archive"`, metadata type `session_compression`) of the session's scope."""
+    data = raw(body)
+    scope = body_scope(caller, data)
+    reply = await client.compress_session(id, scope.tenant(), model=body.coordinatorModel)
+    if reply.not_found:
+        raise ApiError(404, reply.error or "session not found")
+    if reply.upstream:
+        raise ApiError(502, reply.error or "the summariser failed")
+    if reply.error or reply.compression is None:
+        raise ApiError(400, reply.error or "no compression in the reply")
+    return SessionCompressed(**reply.compression)

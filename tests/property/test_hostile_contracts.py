@@ -47,6 +47,7 @@ from schemas.requests import (
     ItemRequest,
     LayerSearchRequest,
     ReliabilityRequest,
+    RerankRequest,
     SessionRequest,
 )
 from schemas.scope import Scope, ScopeError
@@ -287,6 +288,7 @@ VALID: dict[type[BaseModel], dict[str, Any]] = {
     WorkflowCheckpointRecorded: checkpoint_recorded(CHECKPOINT, now=NOW).model_dump(mode="json"),
     ReliabilityRequest: {"scope": SCOPE, "agent": "planner", "last": 5},
     SessionRequest: {"scope": SCOPE, "op": "update", "session_id": "s1", "context": ["a"]},
+    RerankRequest: {"query": "tea", "documents": [{"content": "a", "score": 0.5}], "top_k": 3},
 }
 
 

@@ -147,6 +147,7 @@ def test_openapi_documents_every_route_with_errors_and_security() -> None:
         ("post", "/api/memory/conflicts/{id}/resolve"),
         ("get", "/api/memory/sessions/{id}/working"),
         ("patch", "/api/memory/sessions/{id}/working"),
+        ("post", "/api/memory/sessions/{id}/compress"),
         ("get", "/api/memory/patterns"),
         ("get", "/api/memory/patterns/{id}"),
         ("post", "/api/memory/patterns/{id}/validate"),
@@ -167,6 +168,7 @@ def test_openapi_documents_every_route_with_errors_and_security() -> None:
         ("get", "/api/memory/workflows/{id}"),
         ("post", "/api/memory/transcripts/index"),
         ("post", "/api/memory/search"),
+        ("post", "/api/memory/rerank"),
         ("get", "/api/memory/{agentWallet}"),
         ("get", "/healthz"),
     }
