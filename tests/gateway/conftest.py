@@ -93,6 +93,38 @@ async def until(
         await asyncio.sleep(0.2)
 
 
+async def recorded_session(
+    gw: Gateway,
+    wallet: str,
+    user: str,
+    thread: str,
+    said: str = "My gym locker is 31.",
+    answered: str = "Got it.",
+) -> str:
+    """Record a turn over HTTP and wait until its working session can be read; its id."""
+    r = await gw.http.post(
+        f"{PREFIX}/turns/record",
+        json={
+            "agentWallet": wallet,
+            "userAddress": user,
+            "threadId": thread,
+            "userMessage": said,
+            "assistantMessage": answered,
+        },
+    )
+    assert r.status_code == 202, r.text
+    session_id = f"session:global:{wallet}:{thread}"
+    await until(
+        lambda: gw.http.get(
+            f"{PREFIX}/sessions/{session_id}/working",
+            params={"agentWallet": wallet, "userAddress": user},
+        ),
+        lambda r: r.status_code == 200,
+        "the turn's working session",
+    )
+    return session_id
+
+
 async def warm_up(client: MemoryClient) -> None:
     """Wait until every group has joined and answers before any test starts timing:
     requests on every partition of each request topic (32 keys cover them all) and one turn

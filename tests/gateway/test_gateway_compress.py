@@ -6,40 +6,18 @@ from __future__ import annotations
 
 import pytest
 
-from tests.gateway.conftest import PREFIX, Gateway, agent, until
+from tests.gateway.conftest import PREFIX, Gateway, agent, recorded_session
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="package")]
-
-
-async def recorded(gw: Gateway, wallet: str, user: str, thread: str) -> str:
-    r = await gw.http.post(
-        f"{PREFIX}/turns/record",
-        json={
-            "agentWallet": wallet,
-            "userAddress": user,
-            "threadId": thread,
-            "userMessage": "I live in Porto. I work at Acme as a nurse.",
-            "assistantMessage": "Noted, thanks.",
-        },
-    )
-    assert r.status_code == 202, r.text
-    session_id = f"session:global:{wallet}:{thread}"
-    await until(
-        lambda: gw.http.get(
-            f"{PREFIX}/sessions/{session_id}/working",
-            params={"agentWallet": wallet, "userAddress": user},
-        ),
-        lambda r: r.status_code == 200,
-        "the turn's session",
-    )
-    return session_id
 
 
 async def test_compression_is_stored_in_the_sessions_own_user_scope_fixes_16_30(
     gw: Gateway,
 ) -> None:
     wallet = agent()
-    session_id = await recorded(gw, wallet, "ida", "move")
+    session_id = await recorded_session(
+        gw, wallet, "ida", "move", "I live in Porto. I work at Acme as a nurse.", "Noted, thanks."
+    )
     url = f"{PREFIX}/sessions/{session_id}/compress"
     r = await gw.http.post(url, json={"agentWallet": wallet, "userAddress": "ida"})
     assert r.status_code == 200, r.text
@@ -73,7 +51,9 @@ async def test_compression_is_stored_in_the_sessions_own_user_scope_fixes_16_30(
 
 async def test_another_tenants_session_is_404(gw: Gateway) -> None:
     wallet = agent()
-    session_id = await recorded(gw, wallet, "kim", "t")
+    session_id = await recorded_session(
+        gw, wallet, "kim", "t", "I live in Porto. I work at Acme as a nurse.", "Noted, thanks."
+    )
     url = f"{PREFIX}/sessions/{session_id}/compress"
     for outsider in (
         {"agentWallet": wallet, "userAddress": "joe"},

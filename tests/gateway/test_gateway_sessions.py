@@ -7,34 +7,9 @@ import time
 
 import pytest
 
-from tests.gateway.conftest import PREFIX, Gateway, agent, until
+from tests.gateway.conftest import PREFIX, Gateway, agent, recorded_session
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="package")]
-
-
-async def recorded_session(gw: Gateway, wallet: str, user: str, thread: str) -> str:
-    """Record a turn over HTTP and wait until its working session can be read."""
-    r = await gw.http.post(
-        f"{PREFIX}/turns/record",
-        json={
-            "agentWallet": wallet,
-            "userAddress": user,
-            "threadId": thread,
-            "userMessage": "My gym locker is 31.",
-            "assistantMessage": "Got it.",
-        },
-    )
-    assert r.status_code == 202, r.text
-    session_id = f"session:global:{wallet}:{thread}"
-    await until(
-        lambda: gw.http.get(
-            f"{PREFIX}/sessions/{session_id}/working",
-            params={"agentWallet": wallet, "userAddress": user},
-        ),
-        lambda r: r.status_code == 200,
-        "the turn's working session",
-    )
-    return session_id
 
 
 async def test_get_and_patch_a_working_session_within_scope(gw: Gateway) -> None:
