@@ -33,7 +33,7 @@ from engine.errors import InputRejected, NotFound
 from engine.ports import Embedder, Vector
 from engine.records import INACTIVE_STATUSES, MemoryRow
 from engine.remember import SYSTEM_KEYS as REMEMBER_SYSTEM_KEYS
-from engine.scoping import TenantFilter
+from engine.scoping import TenantFilter, scope_of
 from schemas.scope import Scope
 
 EDITABLE_STATUSES = ("active", "archived", "superseded")
@@ -364,10 +364,7 @@ def _must(row: MemoryRow | None, vector_id: str) -> MemoryRow:
 
 def changed_scope(row: MemoryRow) -> Scope:
     """The scope to announce a change of `row` under (`MemoryChanged.scope`)."""
-    view = row.scope.view()
-    return Scope.model_validate(
-        {k: view[k] for k in ("agentWallet", "userAddress", "threadId", "mode", "haiId")}
-    )
+    return scope_of(row.scope)
 
 
 def changed_layers(rows: Sequence[MemoryRow]) -> list[str]:

@@ -83,6 +83,20 @@ def scope_fields(scope: Scope, thread_id: str | None = None) -> ScopeFields:
     )
 
 
+def scope_of(fields: ScopeFields) -> Scope:
+    """The scope of stored tenant fields, thread included (the inverse of `scope_fields`):
+    what a change to a stored row or session is announced under."""
+    return Scope.model_validate(
+        {
+            "agentWallet": fields.agent_wallet,
+            "userAddress": fields.user_address,
+            "threadId": fields.thread_id,
+            "mode": fields.mode,
+            "haiId": fields.hai_id,
+        }
+    )
+
+
 def _part(value: str | None) -> str:
     return quote(value, safe="") if value else "_"
 

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from engine.errors import InputRejected, NotFound
 from engine.records import ScopeFields
-from engine.scoping import TenantFilter
+from engine.scoping import TenantFilter, scope_of
 from schemas.scope import Scope
 
 MAX_CONTEXT_LINES = 100
@@ -214,7 +214,4 @@ async def update_session(
 
 def session_scope(doc: SessionDocument) -> Scope:
     """The scope to announce a change of `doc` under (its thread included)."""
-    view = doc.scope.view()
-    return Scope.model_validate(
-        {k: view[k] for k in ("agentWallet", "userAddress", "threadId", "mode", "haiId")}
-    )
+    return scope_of(doc.scope)

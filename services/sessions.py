@@ -16,12 +16,11 @@ from pydantic import ValidationError
 from engine.compression import Compressed, SessionCompressor
 from engine.errors import DependencyFailed, MemoryError_, NotFound
 from engine.ingest import DAY_MS
-from engine.records import ScopeFields
-from engine.scoping import tenant_filter
+from engine.scoping import scope_of, tenant_filter
 from engine.sessions import SessionDocument, SessionEdit, get_session, session_scope, update_session
 from schemas import topics
 from schemas.requests import SessionReply, SessionRequest
-from schemas.scope import Scope, first_error
+from schemas.scope import first_error
 from services.consumers import EXPIRED, ChangeAnnouncer, expired, subscriber
 from services.runtime import Runtime
 
@@ -72,14 +71,6 @@ def compressed_reply(done: Compressed) -> SessionReply:
     )
 
 
-def row_scope(fields: ScopeFields) -> Scope:
-    """The scope a stored row's change is announced under."""
-    view = fields.view()
-    return Scope.model_validate(
-        {k: view[k] for k in ("agentWallet", "userAddress", "threadId", "mode", "haiId")}
-    )
-
-
 def register(broker: KafkaBroker, rt: Runtime, group: str) -> None:
     changes = ChangeAnnouncer(broker, group)
 
@@ -93,7 +84,7 @@ def register(broker: KafkaBroker, rt: Runtime, group: str) -> None:
             if request.op == "compress":
                 done = await compress(rt, request, at)
                 if done.stored:
-                    await changes.announce_at(row_scope(done.scope), ["vectors"])
+                    await changes.announce_at(scope_of(done.scope), ["vectors"])
                 return compressed_reply(done)
             session = await handle(rt, request, at)
         except ValidationError as exc:
