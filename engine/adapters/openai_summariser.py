@@ -10,14 +10,12 @@ timeout, non-2xx status, no `choices[0].message.content`, no JSON object with a 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from typing import Any
 
 import httpx
 
 from engine.adapters.http import post_json
-from engine.adapters.openai_extractor import _endpoint, _message_content
+from engine.adapters.openai_extractor import _decode_object, _endpoint, _message_content
 from engine.compression import SUMMARY_CHARS, SessionSummary
 from engine.errors import DependencyFailed
 from engine.extraction.types import TurnText
@@ -42,14 +40,8 @@ def _strings(value: object) -> list[str]:
 
 def parse_summary(content: str, name: str) -> SessionSummary | None:
     """The first `{…}` span of `content` as a summary, or None without a usable one."""
-    start, end = content.find("{"), content.rfind("}")
-    if start < 0 or end <= start:
-        return None
-    try:
-        data: Any = json.loads(content[start : end + 1])
-    except ValueError:
-        return None
-    if not isinstance(data, dict):
+    data = _decode_object(content)
+    if data is None:
         return None
     summary = data.get("summary")
     if not isinstance(summary, str) or not summary.strip():
