@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import pytest
+from starlette.routing import compile_path
 
 from tests.gateway.conftest import PREFIX, Gateway, agent, until
 from tests.gateway.test_gateway_loop import remember
@@ -43,6 +44,14 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("POST", "/archives/x/sync", BODY),
     ("GET", "/workflows", None),
     ("GET", "/workflows/agent_memory_loop", None),
+    ("POST", "/knowledge/documents", {**BODY, "content": "c"}),
+    ("POST", "/workflows/checkpoints", {**BODY, "runId": "r", "agent": "a"}),
+    ("GET", "/workflows/reliability?agentWallet=0xa&agent=a", None),
+    ("POST", "/sessions/x/compress", BODY),
+    ("POST", "/rerank", {"query": "q", "documents": [{"content": "c"}]}),
+    ("POST", "/transcripts/index", BODY),
+    ("POST", "/search", BODY),
+    ("GET", "/0xa", None),
 ]
 
 
@@ -69,6 +78,18 @@ async def test_every_route_needs_a_credential(
     )
     assert forged.status_code == 401
     assert forged.json() == {"error": "invalid token"}
+
+
+async def test_the_credential_check_covers_every_documented_operation(gw: Gateway) -> None:
+    document = (await gw.http.get("/openapi.json")).json()
+    listed = [(method, f"{PREFIX}{path.split('?')[0]}") for method, path, _ in ROUTES]
+    for template, operations in document["paths"].items():
+        pattern, _, _ = compile_path(template)
+        for method in operations:
+            if template.startswith(PREFIX):
+                assert any(m == method.upper() and pattern.fullmatch(p) for m, p in listed), (
+                    f"{method.upper()} {template} is not in ROUTES"
+                )
 
 
 async def test_healthz_needs_no_credential(gw: Gateway) -> None:
