@@ -39,7 +39,7 @@ from schemas.requests import AdminReply, AdminRequest
 from schemas.scope import Scope, first_error
 from services import evals
 from services.archive_pins import sync_archive
-from services.consumers import EXPIRED, expired, subscriber
+from services.consumers import EXPIRED, expired, replier
 from services.runtime import Runtime
 
 GROUP = "admin"
@@ -254,7 +254,7 @@ OPERATIONS: dict[str, Callable[[Runtime, AdminRequest], Awaitable[Result]]] = {
 
 
 def register(broker: KafkaBroker, rt: Runtime) -> None:
-    @subscriber(broker, rt, topics.ADMIN, GROUP, interactive=True)
+    @replier(broker, rt, topics.ADMIN, GROUP)
     async def on_admin_request(message: KafkaMessage) -> AdminReply:
         if expired(message):
             return AdminReply(error=EXPIRED)

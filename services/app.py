@@ -38,6 +38,7 @@ from services.metrics import LagMonitor, Metrics, consumed_by
 from services.runtime import Runtime, open_runtime
 from services.security import kafka_security
 from services.settings import Settings
+from services.stalls import StallWatch
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,8 @@ async def running_groups(
     port cannot be bound: OSError, or with `http_required=False` a warning and no endpoints);
     the consumer lag gauge is refreshed every `settings.lag_interval_seconds`."""
     groups = resolve_groups(names)
-    metrics, readiness = Metrics(), Readiness()
+    stalls = StallWatch(settings.stall_seconds)
+    metrics, readiness = Metrics(), Readiness(stalls)
     # health first: /livez answers and /readyz says what is missing during the whole start-up
     async with (
         serving(
@@ -128,6 +130,7 @@ async def running_groups(
                 metrics,
                 consumed_by(broker.subscribers),
                 interval=settings.lag_interval_seconds,
+                stalls=stalls,
                 kafka_options=rt.kafka_options,
             )
         )

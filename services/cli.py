@@ -12,6 +12,7 @@ from rich.console import Console
 
 from schemas import topics
 from services.infra import create_topics, infra_app
+from services.logs import bound_repeats
 from services.settings import Settings
 
 app = typer.Typer(
@@ -43,6 +44,7 @@ def _logging(level: str) -> None:
     logging.basicConfig(
         level=level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
+    bound_repeats()  # one record failing on every read must not flood the log
 
 
 @app.command()

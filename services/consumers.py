@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from aiokafka import ConsumerRecord
 from faststream.kafka import KafkaBroker
 from faststream.kafka.annotations import KafkaMessage
+from faststream.kafka.message import KafkaMessage as Record
 from faststream.middlewares import AckPolicy
 from pydantic import BaseModel
 
@@ -59,7 +61,76 @@ def subscriber(
         ),
         ack_policy=AckPolicy.ACK_FIRST if workers > 1 else ack_policy,
         max_workers=workers,
+        parser=safe_headers,
+        decoder=raw_body,
     )
+
+
+class Reply(Protocol):
+    """What every request-reply handler returns: a reply with `error` set on failure."""
+
+    @property
+    def error(self) -> str | None: ...
+
+
+Answer = Callable[[KafkaMessage], Awaitable[Reply]]
+
+
+def replier(
+    broker: KafkaBroker,
+    rt: Runtime,
+    topic: str,
+    group: str,
+    *,
+    part: str | None = None,
+    workers: int = 1,
+) -> Callable[[Answer], object]:
+    """Registers a request-reply handler (an interactive `subscriber`). FastStream publishes
+    its reply to the request's `reply_to` topic; a request without one is answered to nobody
+    and dropped. Replies with `error` set (an undecodable or invalid request, a failed
+    operation) are counted in `mnemostream_request_errors_total`, by whether they had an
+    address to go to."""
+    metrics = metrics_of(broker)
+    register = subscriber(broker, rt, topic, group, interactive=True, part=part, workers=workers)
+    group_id = rt.group_id(f"{group}.{part}" if part else group)
+
+    def decorate(handler: Answer) -> object:
+        async def answer(message: KafkaMessage) -> Any:
+            reply = await handler(message)
+            if reply.error is not None and metrics is not None:
+                metrics.request_error(group_id, topic, replied=bool(message.reply_to))
+            return reply
+
+        answer.__name__ = answer.__qualname__ = handler.__name__
+        answer.__doc__ = handler.__doc__
+        return register(answer)
+
+    return decorate
+
+
+Parse = Callable[[ConsumerRecord[Any, Any]], Awaitable[Record]]
+
+
+async def safe_headers(record: ConsumerRecord[Any, Any], original: Parse) -> Record:
+    """FastStream's own parser, on `record` with every header value made valid UTF-8 (in
+    place): that parser decodes header values strictly, so a null or non-UTF-8 value raised
+    before any handler ran and the record was read again forever. Undecodable bytes become
+    U+FFFD; the body is untouched."""
+    record.headers = [(name, _utf8(value)) for name, value in record.headers or ()]
+    return await original(record)
+
+
+def _utf8(value: bytes | None) -> bytes:
+    return b"" if value is None else value.decode("utf-8", "replace").encode()
+
+
+async def raw_body(message: Record) -> bytes:
+    """The record's value, undecoded. Every handler reads the raw message and validates it
+    into its contract itself (`services.dlq.consume`, or the request handlers), so a body
+    that is not JSON reaches the code that dead-letters or answers it. FastStream's default
+    decoder parsed JSON (when the producer sent `content-type: application/json`) before the
+    handler ran, and its failure re-read the record forever."""
+    return message.body
 
 
 def on_event(

@@ -8,6 +8,7 @@ idempotent, so a message that had partly succeeded is safe to process again.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -78,15 +79,21 @@ async def read_letters(
 async def redrive(
     bootstrap: str, letters: Sequence[Letter], *, kafka_options: Mapping[str, Any] = NO_OPTIONS
 ) -> int:
-    """Publish each letter's payload back to its source topic with its key."""
+    """Publish each letter's value back to its source topic with its key: the exact bytes
+    the letter holds, or, for a `partial` letter, the record read back from its source
+    offset (`LookupError` if the log no longer has it)."""
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1, **kafka_options)
     await producer.start()
     try:
         for item in letters:
             letter = item.letter
+            try:
+                value = letter.value()
+            except LookupError:
+                value = await source_value(bootstrap, letter, kafka_options=kafka_options)
             await producer.send_and_wait(
                 letter.source_topic,
-                letter.payload.encode(),
+                value,
                 key=letter.key.encode() if letter.key is not None else None,
                 headers=[
                     ("content-type", b"application/json"),
@@ -96,3 +103,28 @@ async def redrive(
     finally:
         await producer.stop()
     return len(letters)
+
+
+async def source_value(
+    bootstrap: str, letter: DeadLetter, *, kafka_options: Mapping[str, Any] = NO_OPTIONS
+) -> bytes | None:
+    """The value of the record a letter was written for, read from its topic at its offset."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False, **kafka_options
+    )
+    await consumer.start()
+    try:
+        where = TopicPartition(letter.source_topic, letter.partition)
+        consumer.assign([where])
+        consumer.seek(where, letter.offset)
+        record = await asyncio.wait_for(consumer.getone(), timeout=30)
+    except TimeoutError as exc:
+        raise LookupError(
+            f"{letter.source_topic}[{letter.partition}]@{letter.offset} is gone"
+        ) from exc
+    finally:
+        await consumer.stop()
+    if record.offset != letter.offset:
+        raise LookupError(f"{letter.source_topic}[{letter.partition}]@{letter.offset} is gone")
+    value: bytes | None = record.value
+    return value

@@ -10,6 +10,8 @@ and the partition moves on.
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -44,13 +46,45 @@ class DeadLetter(BaseModel):
     offset: int
     key: str | None
     error: str
+    """Why the message failed, in one line (a validation error names the field)."""
     error_type: str
     attempts: int
     payload: str
+    """The value as text (invalid UTF-8 replaced by U+FFFD); only its head when `partial`."""
     failed_at: datetime
     redrive: str = ""
     """The command that re-publishes this message once its cause is fixed (empty in letters
     written before it was recorded; `mnemostream dlq redrive --group G` still finds those)."""
+    raw: str = ""
+    """The value's exact bytes, base64, at most `RAW_CAP_BYTES` of them."""
+    size: int | None = None
+    """Bytes in the value (None in letters written before it was recorded)."""
+    tombstone: bool = False
+    """The record had no value at all (null, as a compacted topic's delete marker)."""
+    partial: bool = False
+    """The letter does not hold the exact value (too big for a letter, or longer than
+    `RAW_CAP_BYTES` and not UTF-8): a redrive reads it back from its source offset."""
+
+    def value(self) -> bytes | None:
+        """The failed record's exact value (None for a tombstone); `LookupError` when the
+        letter is `partial`."""
+        if self.tombstone:
+            return None
+        if self.partial:
+            raise LookupError(f"the letter of {self.source_topic}@{self.offset} is partial")
+        if self.size is not None and self.size <= RAW_CAP_BYTES:
+            return base64.b64decode(self.raw)
+        return self.payload.encode()
+
+
+RAW_CAP_BYTES = 64 * 1024
+"""Bytes of the failed value kept verbatim (base64) in its dead letter."""
+PAYLOAD_CAP_CHARS = MAX_MESSAGE_BYTES // 8
+"""Characters of `payload` kept when the whole value would make the letter too big to publish
+(escaped as JSON a character can take 6 bytes)."""
+PAYLOAD_MAX_BYTES = 900_000
+"""Largest `payload` escaped as JSON: with `raw` and the rest the letter stays below the
+Kafka producer's default 1 MiB request limit."""
 
 
 def redrive_command(group: str, topic: str, partition: int, offset: int) -> str:
@@ -80,14 +114,17 @@ async def consume(
     message again (the wait stays below Kafka's poll interval, so the member keeps its
     partitions)."""
     probe = EventProbe(metrics, group, _record(message).topic)
-    if len(message.body) > MAX_MESSAGE_BYTES:  # never decode what the edge would refuse
-        size = f"{len(message.body)} bytes, more than {MAX_MESSAGE_BYTES}"
-        await _dead_letter(broker, message, group, size, "MessageTooLarge", 0, probe)
+    rejected = undecodable(message.body, tombstone=_record(message).value is None)
+    if rejected is not None:
+        await _dead_letter(broker, message, group, rejected[1], rejected[0], 0, probe)
         return False
     try:
         event = contract.model_validate_json(message.body)
     except ValidationError as exc:
         await _dead_letter(broker, message, group, first_error(exc), "ValidationError", 0, probe)
+        return False
+    except (ValueError, RecursionError) as exc:  # a validator that failed its own way
+        await _dead_letter(broker, message, group, str(exc), type(exc).__name__, 0, probe)
         return False
     attempt, outage = 0, Outage(backoff_ms / 1000, outage_seconds)
     while True:
@@ -160,6 +197,18 @@ class Outage:
         self._delay = min(self._delay * 2, OUTAGE_BACKOFF_MAX_SECONDS)
 
 
+def undecodable(body: bytes, *, tombstone: bool) -> tuple[str, str] | None:
+    """(error type, reason) for a value no contract can accept before it is parsed: none at
+    all (a tombstone), empty, or larger than `MAX_MESSAGE_BYTES`; None otherwise."""
+    if tombstone:
+        return "EmptyRecord", "the record has no value (a tombstone)"
+    if not body:
+        return "EmptyRecord", "the record's value is empty"
+    if len(body) > MAX_MESSAGE_BYTES:  # never decode what the edge would refuse
+        return "MessageTooLarge", f"{len(body)} bytes, more than {MAX_MESSAGE_BYTES}"
+    return None
+
+
 async def _dead_letter(
     broker: KafkaBroker,
     message: KafkaMessage,
@@ -171,28 +220,59 @@ async def _dead_letter(
 ) -> None:
     record = _record(message)
     key = record.key.decode("utf-8", "replace") if isinstance(record.key, bytes) else None
-    letter = DeadLetter(
+    letter = dead_letter(
+        message.body,
+        tombstone=record.value is None,
         group=group,
         source_topic=record.topic,
         partition=record.partition,
         offset=record.offset,
         key=key,
-        error=error[:2000],
+        error=error,
         error_type=kind,
         attempts=attempts,
-        payload=_replayable(message.body).decode("utf-8", "replace"),
-        failed_at=datetime.now(UTC),
-        redrive=redrive_command(group, record.topic, record.partition, record.offset),
     )
     log.error("dead-lettered %s[%d]@%d: %s", record.topic, record.partition, record.offset, error)
     await broker.publish(letter, topics.DLQ, key=record.key)
     probe.dead_lettered(kind)
 
 
-def _replayable(body: bytes) -> bytes:
-    """The body, or only the head of an oversized one (it can never be re-driven anyway, and
-    its letter, escaped as JSON, must still fit in one message)."""
-    return body if len(body) <= MAX_MESSAGE_BYTES else body[: MAX_MESSAGE_BYTES // 8]
+def dead_letter(
+    body: bytes,
+    *,
+    tombstone: bool,
+    group: str,
+    source_topic: str,
+    partition: int,
+    offset: int,
+    key: str | None,
+    error: str,
+    error_type: str,
+    attempts: int,
+) -> DeadLetter:
+    """The letter of one failed value. It always fits in one message: the value is kept whole
+    (as text, and as exact bytes up to `RAW_CAP_BYTES`) when it can be, else only its head,
+    and the letter says it is `partial`."""
+    text = body.decode("utf-8", "replace")
+    exact = len(body) <= RAW_CAP_BYTES or text.encode() == body
+    whole = len(body) <= PAYLOAD_CAP_CHARS or len(json.dumps(text)) <= PAYLOAD_MAX_BYTES
+    return DeadLetter(
+        group=group,
+        source_topic=source_topic,
+        partition=partition,
+        offset=offset,
+        key=key,
+        error=" ".join(error.split())[:2000],
+        error_type=error_type,
+        attempts=attempts,
+        payload=text if whole else text[:PAYLOAD_CAP_CHARS],
+        failed_at=datetime.now(UTC),
+        redrive=redrive_command(group, source_topic, partition, offset),
+        raw=base64.b64encode(body[:RAW_CAP_BYTES]).decode("ascii"),
+        size=len(body),
+        tombstone=tombstone,
+        partial=not (exact and whole),
+    )
 
 
 def _record(message: KafkaMessage) -> ConsumerRecord:

@@ -2,7 +2,8 @@
 
 * `GET /livez` — 200 while the process and its event loop run (answering at all proves it).
 * `GET /readyz` — 200 once the database schema is ensured and every subscriber of this
-  process has joined its group and holds a partition assignment; otherwise 503 with
+  process has joined its group and holds a partition assignment, and none of the partitions
+  it holds is stalled (`services.stalls`); otherwise 503 with
   `{"status": "unready", "missing": [...]}` naming each missing piece. A member left without
   partitions (more members of a group than partitions) stays unready by this definition.
 * `GET /metrics` — the process registry in the Prometheus text format.
@@ -29,6 +30,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from services.stalls import Stall, StallWatch
+
 log = logging.getLogger(__name__)
 
 
@@ -42,8 +45,9 @@ class Readiness:
     """What `/readyz` checks of a group process: set by the composition root as start-up
     proceeds."""
 
-    def __init__(self) -> None:
+    def __init__(self, stalls: StallWatch | None = None) -> None:
         self.schema_ready = False
+        self._stalls = stalls
         self._subscribers: list[LogicSubscriber[Any]] | None = None
 
     def watch(self, subscribers: Iterable[object]) -> None:
@@ -63,7 +67,19 @@ class Readiness:
                 missing.append(f"{name}: consumer not started")
             elif not consumer.assignment():
                 missing.append(f"{name}: no partition assignment (group not joined)")
-        return missing
+        return missing + [stall.describe() for stall in self._held_stalls()]
+
+    def _held_stalls(self) -> list[Stall]:
+        """The stalled partitions that a subscriber of this process holds."""
+        if self._stalls is None or self._subscribers is None:
+            return []
+        held: set[tuple[str | None, str, int]] = set()
+        for sub in self._subscribers:
+            for consumer in getattr(sub, "consumer_subgroup", None) or [sub.consumer]:
+                if consumer is not None:
+                    parts = consumer.assignment()
+                    held.update((sub.group_id, tp.topic, tp.partition) for tp in parts)
+        return [s for s in self._stalls.stalls() if (s.group, s.topic, s.partition) in held]
 
 
 def live_response() -> Response:

@@ -28,7 +28,7 @@ from schemas import topics
 from schemas.requests import ItemReply, ItemRequest
 from schemas.scope import first_error
 from services import sessions
-from services.consumers import EXPIRED, ChangeAnnouncer, expired, subscriber
+from services.consumers import EXPIRED, ChangeAnnouncer, expired, replier
 from services.runtime import Runtime
 
 GROUP = "items"
@@ -99,7 +99,7 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
     changes = ChangeAnnouncer(broker, GROUP)
     sessions.register(broker, rt, GROUP)
 
-    @subscriber(broker, rt, topics.ITEMS, GROUP, interactive=True)
+    @replier(broker, rt, topics.ITEMS, GROUP)
     async def on_item_request(message: KafkaMessage) -> ItemReply:
         if expired(message):
             return ItemReply(error=EXPIRED)

@@ -14,9 +14,11 @@ Ours (every `group` label is the Kafka consumer group id, e.g. `mnemostream.tran
 | `mnemostream_event_retries_total` | counter | group, topic |
 | `mnemostream_dead_letters_total` | counter | group, topic, error_type |
 | `mnemostream_handler_duration_seconds` (retries included) | histogram | group, topic |
+| `mnemostream_request_errors_total` (answered with `error`) | counter | group, topic, replied |
 | `mnemostream_cache_requests_total` | counter | request (context, layers), result (hit, miss) |
 | `mnemostream_extraction_duration_seconds` | histogram | extractor |
 | `mnemostream_consumer_lag` (messages) | gauge | group, topic, partition |
+| `mnemostream_partition_stalled` (1: lag and no progress) | gauge | group, topic, partition |
 | `mnemostream_consumer_lag_refresh_failures_total` | counter | group |
 
 FastStream's `KafkaPrometheusMiddleware` adds `faststream_*` (received, processed, published,
@@ -46,6 +48,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from services.offsets import TopicPartition, committed
 from services.security import NO_OPTIONS
+from services.stalls import StallWatch
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +94,13 @@ class Metrics:
             ["group", "topic"],
             registry=r,
         )
+        self.request_errors = Counter(
+            "mnemostream_request_errors",
+            "Requests answered with an error (undecodable, invalid or failed), by whether the "
+            "request named a reply topic (replied=false: nobody waits, the answer is dropped).",
+            ["group", "topic", "replied"],
+            registry=r,
+        )
         self.cache_requests = Counter(
             "mnemostream_cache_requests",
             "Answered search requests by whether the layer query cache served them.",
@@ -109,6 +119,13 @@ class Metrics:
             ["group", "topic", "partition"],
             registry=r,
         )
+        self.stalled = Gauge(
+            "mnemostream_partition_stalled",
+            "1 while the group has lag on the partition and its committed offset has not moved "
+            "for `stall_seconds` (services.stalls), else 0.",
+            ["group", "topic", "partition"],
+            registry=r,
+        )
         self.lag_failures = Counter(
             "mnemostream_consumer_lag_refresh_failures",
             "Lag refreshes of a group that failed (the gauge keeps its last value).",
@@ -124,10 +141,19 @@ class Metrics:
         """Count one answered `request` ("context" or "layers") as a cache hit or miss."""
         self.cache_requests.labels(request=request, result="hit" if hit else "miss").inc()
 
+    def request_error(self, group: str, topic: str, *, replied: bool) -> None:
+        """Count one request of `group` on `topic` answered with an error."""
+        self.request_errors.labels(group=group, topic=topic, replied=str(replied).lower()).inc()
+
     def set_lag(self, group: str, lags: dict[tuple[str, int], int]) -> None:
         """Set the gauge of every `(topic, partition)` of `group`."""
         for (topic, partition), value in lags.items():
             self.lag.labels(group=group, topic=topic, partition=str(partition)).set(value)
+
+    def set_stalled(self, group: str, stalled: dict[tuple[str, int], bool]) -> None:
+        """Set the stalled gauge (1 or 0) of every `(topic, partition)` of `group`."""
+        for (topic, partition), value in stalled.items():
+            self.stalled.labels(group=group, topic=topic, partition=str(partition)).set(value)
 
 
 def metrics_of(broker: KafkaBroker) -> Metrics | None:
@@ -222,7 +248,8 @@ def group_lag(
 
 class LagMonitor:
     """Refreshes the lag gauge of `groups` from end offsets (a group-less consumer) and
-    committed offsets (`services.offsets.committed`, partitions named)."""
+    committed offsets (`services.offsets.committed`, partitions named), and with `stalls`
+    the stalled-partition gauge from the same readings."""
 
     def __init__(
         self,
@@ -231,8 +258,10 @@ class LagMonitor:
         groups: Sequence[Consumed],
         *,
         interval: float,
+        stalls: StallWatch | None = None,
         kafka_options: Mapping[str, Any] = NO_OPTIONS,
     ) -> None:
+        self._stalls = stalls
         self._bootstrap = bootstrap
         self._kafka_options = kafka_options
         self._metrics = metrics
@@ -300,3 +329,6 @@ class LagMonitor:
             {(tp.topic, tp.partition): start for tp, start in beginnings.items()},
         )
         self._metrics.set_lag(consumed.group, lags)
+        if self._stalls is not None:
+            stalled = self._stalls.observe(consumed.group, lags, done)
+            self._metrics.set_stalled(consumed.group, stalled)

@@ -27,7 +27,7 @@ from schemas.requests import (
     RerankResult,
 )
 from schemas.scope import first_error
-from services.consumers import EXPIRED, expired, subscriber
+from services.consumers import EXPIRED, expired, replier
 from services.metrics import metrics_of
 from services.runtime import Runtime
 
@@ -46,7 +46,7 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
 
     workers = rt.settings.search_workers
 
-    @subscriber(broker, rt, topics.SEARCH, GROUP, interactive=True, workers=workers)
+    @replier(broker, rt, topics.SEARCH, GROUP, workers=workers)
     async def on_context_request(message: KafkaMessage) -> ContextReply:
         if expired(message):
             return ContextReply(error=EXPIRED)
@@ -60,9 +60,7 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
             log.warning("context request failed: %s", exc)
             return ContextReply(error=str(exc))
 
-    @subscriber(
-        broker, rt, topics.LAYER_SEARCH, GROUP, interactive=True, part="layers", workers=workers
-    )
+    @replier(broker, rt, topics.LAYER_SEARCH, GROUP, part="layers", workers=workers)
     async def on_layer_search(message: KafkaMessage) -> LayerSearchReply:
         if expired(message):
             return LayerSearchReply(error=EXPIRED)
@@ -83,7 +81,7 @@ def register_rerank(broker: KafkaBroker, rt: Runtime) -> None:
     """`RerankRequest` on `memory.rerank.v1` (Kafka group id `<prefix>.search.rerank`)."""
     workers = rt.settings.search_workers
 
-    @subscriber(broker, rt, topics.RERANK, GROUP, interactive=True, part="rerank", workers=workers)
+    @replier(broker, rt, topics.RERANK, GROUP, part="rerank", workers=workers)
     async def on_rerank(message: KafkaMessage) -> RerankReply:
         if expired(message):
             return RerankReply(error=EXPIRED)

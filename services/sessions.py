@@ -21,7 +21,7 @@ from engine.sessions import SessionDocument, SessionEdit, get_session, session_s
 from schemas import topics
 from schemas.requests import SessionReply, SessionRequest
 from schemas.scope import first_error
-from services.consumers import EXPIRED, ChangeAnnouncer, expired, subscriber
+from services.consumers import EXPIRED, ChangeAnnouncer, expired, replier
 from services.runtime import Runtime
 
 PART = "sessions"
@@ -74,7 +74,7 @@ def compressed_reply(done: Compressed) -> SessionReply:
 def register(broker: KafkaBroker, rt: Runtime, group: str) -> None:
     changes = ChangeAnnouncer(broker, group)
 
-    @subscriber(broker, rt, topics.SESSIONS, group, interactive=True, part=PART)
+    @replier(broker, rt, topics.SESSIONS, group, part=PART)
     async def on_session_request(message: KafkaMessage) -> SessionReply:
         if expired(message):
             return SessionReply(error=EXPIRED)

@@ -157,6 +157,13 @@ class Settings(BaseSettings):
         description="How long a message waits for an unreachable store before it is handed "
         "back uncommitted and read again (below Kafka's 300 s poll interval).",
     )
+    stall_seconds: float = Field(
+        default=300.0,
+        gt=0,
+        description="A partition whose group has lag but whose committed offset has not moved "
+        "for this long is stalled: `mnemostream_partition_stalled` is 1 and /readyz is 503 in "
+        "the process that holds it (checked every `lag_interval_seconds`).",
+    )
     search_workers: int = Field(
         default=4,
         ge=1,

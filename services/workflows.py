@@ -24,7 +24,7 @@ from schemas.events import WorkflowCheckpointRecorded
 from schemas.inputs import to_ms
 from schemas.requests import ReliabilityReply, ReliabilityRequest
 from schemas.scope import Scope, first_error
-from services.consumers import EXPIRED, ChangeAnnouncer, expired, on_event, subscriber
+from services.consumers import EXPIRED, ChangeAnnouncer, expired, on_event, replier
 from services.runtime import Runtime
 
 GROUP = "workflows"
@@ -74,7 +74,7 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
         name="on_workflow_checkpoint_recorded",
     )
 
-    @subscriber(broker, rt, topics.RELIABILITY, GROUP, interactive=True, part="reliability")
+    @replier(broker, rt, topics.RELIABILITY, GROUP, part="reliability")
     async def on_reliability_request(message: KafkaMessage) -> ReliabilityReply:
         if expired(message):
             return ReliabilityReply(error=EXPIRED)

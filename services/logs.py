@@ -1,0 +1,69 @@
+"""Log volume that stays bounded when the same thing fails over and over.
+
+A consumer that meets the same failure on every read (a record it cannot handle, a store that
+is down) would otherwise write the same line hundreds of times a second. `RepeatFilter`, on
+the CLI's log handlers, lets each distinct line through `burst` times per `window_seconds`;
+the first line after a quiet spell says how many copies were dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+
+Key = tuple[str, int, str]
+
+
+class RepeatFilter(logging.Filter):
+    """Drops copies of a record (same logger, level and text) beyond `burst` per window.
+
+    Memory is bounded: at most `max_keys` distinct lines are remembered (least recently
+    seen forgotten first)."""
+
+    def __init__(
+        self,
+        *,
+        burst: int = 5,
+        window_seconds: float = 60.0,
+        max_keys: int = 1024,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__()
+        if burst < 1 or window_seconds <= 0 or max_keys < 1:
+            raise ValueError("burst and max_keys must be >= 1 and window_seconds > 0")
+        self._burst = burst
+        self._window = window_seconds
+        self._max_keys = max_keys
+        self._clock = clock
+        # key -> [window start, records in this window, suppressed since last shown]
+        self._seen: OrderedDict[Key, list[float]] = OrderedDict()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = (record.name, record.levelno, record.getMessage())
+        now = self._clock()
+        state = self._seen.get(key)
+        if state is None or now - state[0] >= self._window:
+            dropped = int(state[2]) if state is not None else 0
+            self._seen[key] = [now, 1, 0]
+            self._seen.move_to_end(key)
+            while len(self._seen) > self._max_keys:
+                self._seen.popitem(last=False)
+            if dropped:
+                record.msg = f"{record.getMessage()} [{dropped} identical line(s) dropped]"
+                record.args = None
+            return True
+        self._seen.move_to_end(key)
+        state[1] += 1
+        if state[1] <= self._burst:
+            return True
+        state[2] += 1
+        return False
+
+
+def bound_repeats(logger: logging.Logger | None = None) -> None:
+    """Put a `RepeatFilter` on every handler of `logger` (the root logger by default)."""
+    for handler in (logger or logging.getLogger()).handlers:
+        if not any(isinstance(f, RepeatFilter) for f in handler.filters):
+            handler.addFilter(RepeatFilter())
