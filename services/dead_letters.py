@@ -1,9 +1,10 @@
 """Reading and re-driving the dead-letter topic (`mnemostream dlq list|show|redrive`).
 
-A dead letter keeps the failed message's payload, key, source topic/partition/offset, group,
-error and exception type (see `services.dlq.DeadLetter`). Re-driving publishes the payload,
-unchanged and with its key, back to its source topic once the cause is fixed; handlers are
-idempotent, so a message that had partly succeeded is safe to process again.
+A dead letter keeps the failed message's value (as text and as exact bytes), key, source
+topic/partition/offset, group, error and exception type (see `services.dlq.DeadLetter`).
+Re-driving publishes the value, byte for byte and with its key, back to its source topic once
+the cause is fixed; handlers are idempotent, so a message that had partly succeeded is safe to
+process again.
 """
 
 from __future__ import annotations
