@@ -34,3 +34,15 @@ def test_every_reference_bug_listed_as_fixed_has_a_test_named_after_it() -> None
     named = {int(n) for n in re.findall(r"def test_\w*?fixes_16_(\d+)\b", sources)}
     assert len(fixed) >= 25
     assert fixed - named == set(), "a bug the README says is fixed has no test named after it"
+
+
+def test_run_help_names_every_registered_group() -> None:
+    from typer.testing import CliRunner
+
+    from services.app import GROUPS
+    from services.cli import app
+
+    result = CliRunner().invoke(app, ["run", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    listed = result.output.split("Consumer groups:", 1)[1].split("; or all", 1)[0]
+    assert re.findall(r"[a-z]+", listed) == list(GROUPS)
