@@ -67,7 +67,7 @@ def test_every_command_block_after_the_quickstart_activates_the_venv() -> None:
     """The quickstart leaves `mnemostream` in .venv/bin, not on the PATH: each later block
     activates the venv first, so it runs as written in a new shell."""
     blocks = _bash_blocks(AFTER_QUICKSTART)
-    assert len(blocks) >= 2  # infra, replay
+    assert len(blocks) >= 3  # infra, gateway, replay
     for block in blocks:
         assert block[0].split("#")[0].strip() == ACTIVATE, block
     assert f"`{ACTIVATE}`" in AFTER_QUICKSTART.split("```bash", 1)[0]  # and said before them
@@ -120,3 +120,18 @@ def test_run_help_names_every_registered_group() -> None:
     assert result.exit_code == 0, result.output
     listed = result.output.split("Consumer groups:", 1)[1].split("; or all", 1)[0]
     assert re.findall(r"[a-z]+", listed) == list(GROUPS)
+
+
+def test_the_gateway_step_uses_the_gateway_defaults() -> None:
+    """The gateway step curls the address `mnemostream gateway` binds by default and names
+    the settings it needs (tests/integration/test_infra.py starts it that way)."""
+    step = AFTER_QUICKSTART.split("\n### The HTTP gateway\n", 1)[1].split("\n### ", 1)[0]
+    fields = Settings.model_fields
+    address = f"{fields['gateway_host'].default}:{fields['gateway_port'].default}"
+    assert f"`{address}`" in step
+    urls = re.findall(r"http://([\d.]+:\d+)/", step)
+    assert urls
+    assert set(urls) == {address}
+    for setting in ("KAFKA_BOOTSTRAP", "GATEWAY_HOST", "GATEWAY_PORT", "GATEWAY_API_KEYS"):
+        assert f"MNEMOSTREAM_{setting}" in step
+    assert "[Security](#security)" in step
