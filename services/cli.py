@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from typer.core import TyperArgument, TyperCommand
 
 from schemas import topics
 from services.infra import create_topics, infra_app
@@ -47,14 +48,26 @@ def _logging(level: str) -> None:
     bound_repeats()  # one record failing on every read must not flood the log
 
 
-@app.command()
+class _RunCommand(TyperCommand):
+    """`run`, whose GROUPS help names the registered groups (`services.app.GROUPS`), so it
+    cannot drift from them. Filled in only when the help is shown: importing the groups'
+    modules up front would add about a second to every command."""
+
+    # Any: typer hands in its vendored click's context and formatter (typer._click, private)
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        from services.app import GROUPS
+
+        for param in self.params:
+            if isinstance(param, TyperArgument) and param.name == "groups":
+                param.help = f"Consumer groups: {', '.join(GROUPS)}; or all (every group)."
+        super().format_help(ctx, formatter)
+
+
+@app.command(cls=_RunCommand)
 def run(
     groups: Annotated[
         list[str],
-        typer.Argument(
-            help="transcripts, extraction, facts, patterns, invalidation, search, items, jobs, "
-            "admin, all"
-        ),
+        typer.Argument(help="Consumer groups, or all.", show_default=False),
     ],
     log_level: Annotated[str, typer.Option(help="Python log level.")] = "info",
     http_port: HttpPortOption = None,

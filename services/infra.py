@@ -12,7 +12,9 @@ On machines without Docker the project starts real servers by itself (DESIGN.md 
 Each server listens on 127.0.0.1 on a free port, is started in its own session (so it survives the
 CLI that started it and can be stopped as a group) and is recorded by PID in
 ``<state_dir>/infra.json``. Stopping only ever signals recorded PIDs whose identity (start time)
-still matches what was recorded — never a process found by name.
+still matches what was recorded — never a process found by name. The CLI's state directory is
+``--state-dir`` / ``MNEMOSTREAM_STATE_DIR``, else ``services.settings.default_state_dir()`` (per
+user, not per working directory), the same one ``Settings.state_dir`` resolves to.
 
 Service URLs handed in (arguments, or the ``MNEMOSTREAM_*`` environment variables for the CLI) are
 used as they are and not started.
@@ -50,6 +52,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from services.security import NO_OPTIONS, mask_url
+from services.settings import default_state_dir
 
 __all__ = [
     "ENV_KAFKA",
@@ -74,7 +77,8 @@ ENV_MONGO: Final = "MNEMOSTREAM_MONGO_URI"
 ENV_REDIS: Final = "MNEMOSTREAM_REDIS_URL"
 
 STATE_FILE: Final = "infra.json"
-DEFAULT_STATE_DIR: Final = Path(".mnemostream")
+_OLD_STATE_DIR: Final = Path(".mnemostream")
+"""Where the state lived before `default_state_dir()`: relative to the working directory."""
 HOST: Final = "127.0.0.1"
 DEFAULT_READY_TIMEOUT: Final = 30.0
 DEFAULT_STOP_TIMEOUT: Final = 10.0
@@ -896,6 +900,8 @@ StateDirOption = Annotated[
     typer.Option(
         "--state-dir",
         envvar="MNEMOSTREAM_STATE_DIR",
+        default_factory=default_state_dir,  # the resolver `Settings.state_dir` uses too
+        show_default="$XDG_STATE_HOME/mnemostream, else ~/.local/state/mnemostream",
         help="Where infra.json, the server logs and the MongoDB data live.",
     ),
 ]
@@ -903,6 +909,14 @@ StateDirOption = Annotated[
 
 def _console(*, stderr: bool = False) -> Console:
     return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def _old_stack_hint(state_dir: Path) -> str:
+    """A pointer to a stack recorded in `./.mnemostream` (the old default), or ""."""
+    old = _OLD_STATE_DIR.resolve()
+    if old == state_dir.resolve() or not _state_path(old).is_file():
+        return ""
+    return f"\na stack is recorded in {old} (the old default): add --state-dir {old}"
 
 
 def _print_endpoints(console: Console, endpoints: Endpoints) -> None:
@@ -913,7 +927,7 @@ def _print_endpoints(console: Console, endpoints: Endpoints) -> None:
 
 @infra_app.command("up")
 def up_command(
-    state_dir: StateDirOption = DEFAULT_STATE_DIR,
+    state_dir: StateDirOption,
     kafka: Annotated[
         str | None,
         typer.Option(envvar=ENV_KAFKA, help="Use this Kafka bootstrap instead of starting one."),
@@ -961,7 +975,7 @@ def up_command(
 
 @infra_app.command("down")
 def down_command(
-    state_dir: StateDirOption = DEFAULT_STATE_DIR,
+    state_dir: StateDirOption,
     purge: Annotated[
         bool, typer.Option(help="Also delete the server logs and the MongoDB data.")
     ] = False,
@@ -974,18 +988,19 @@ def down_command(
         _console(stderr=True).print(f"[red]infra down failed:[/] {escape(str(exc))}")
         raise typer.Exit(1) from exc
     if not stopped:
-        console.print("nothing to stop")
+        console.print(f"nothing to stop{_old_stack_hint(state_dir)}", markup=False)
     for line in stopped:
         console.print(f"stopped {line}", markup=False)
 
 
 @infra_app.command("status")
-def status_command(state_dir: StateDirOption = DEFAULT_STATE_DIR) -> None:
+def status_command(state_dir: StateDirOption) -> None:
     """Show each service: endpoint, PID, whether it is alive and whether it answers."""
     console = _console()
     status = stack_status(state_dir)
     if not status:
-        console.print(f"no stack recorded in {state_dir.resolve()}", markup=False)
+        hint = _old_stack_hint(state_dir)
+        console.print(f"no stack recorded in {state_dir.resolve()}{hint}", markup=False)
         raise typer.Exit(1)
     root = state_dir.resolve()
     table = Table(
@@ -1015,12 +1030,13 @@ def status_command(state_dir: StateDirOption = DEFAULT_STATE_DIR) -> None:
 
 
 @infra_app.command("env")
-def env_command(state_dir: StateDirOption = DEFAULT_STATE_DIR) -> None:
+def env_command(state_dir: StateDirOption) -> None:
     """Print `export` lines for the running stack: eval "$(mnemostream infra env)"."""
     endpoints = read_endpoints(state_dir)
     if endpoints is None:
         _console(stderr=True).print(
-            f"no stack recorded in {state_dir.resolve()}: run `mnemostream infra up` first",
+            f"no stack recorded in {state_dir.resolve()}: run `mnemostream infra up` first"
+            f"{_old_stack_hint(state_dir)}",
             markup=False,
         )
         raise typer.Exit(1)

@@ -7,11 +7,26 @@ values.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+def default_state_dir() -> Path:
+    """Where the local stack's state (`infra.json`, server logs, MongoDB data) lives when
+    `MNEMOSTREAM_STATE_DIR` is unset: `$XDG_STATE_HOME/mnemostream`, else
+    `~/.local/state/mnemostream` (the XDG Base Directory spec ignores a relative
+    `XDG_STATE_HOME`). Per user, not per working directory, so every command finds the stack
+    `infra up` started, whatever directory it runs in.
+
+    The one resolver: `Settings.state_dir` and the `infra` commands' `--state-dir` both
+    default to it."""
+    xdg = os.environ.get("XDG_STATE_HOME", "")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "state"
+    return base / "mnemostream"
 
 
 class Settings(BaseSettings):
@@ -35,7 +50,8 @@ class Settings(BaseSettings):
         default=None, description="Redis/Valkey URL; unset ⇒ the embedded Redis."
     )
     state_dir: Path = Field(
-        default=Path(".mnemostream"), description="Where `infra up` records the local stack."
+        default_factory=default_state_dir,
+        description="Where `infra up` records the local stack (default: `default_state_dir()`).",
     )
     group_prefix: str = Field(default="mnemostream", description="Consumer group id prefix.")
     only_agents: list[str] = Field(

@@ -57,6 +57,17 @@ def pytest_timeout_cancel_timer(item: pytest.Item) -> None:
         timer.cancel()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def own_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Point `MNEMOSTREAM_STATE_DIR` (and so `Settings.state_dir`, the `infra` commands and
+    every subprocess a test starts) at a directory of this session: a test must never find,
+    start or stop the user's own local stack. A test of the default location sets its own
+    environment."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MNEMOSTREAM_STATE_DIR", str(tmp_path_factory.mktemp("state")))
+        yield
+
+
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoints]:
     """Kafka, MongoDB and Redis endpoints for the whole session.

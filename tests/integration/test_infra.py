@@ -6,9 +6,14 @@ import asyncio
 import json
 import os
 import signal
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
@@ -23,6 +28,7 @@ from services.infra import (
     Endpoints,
     create_topics,
     infra_app,
+    read_endpoints,
     running_stack,
     stack_status,
     start_stack,
@@ -197,3 +203,93 @@ def test_cli_up_status_env_down(stack: Endpoints, tmp_path: Path) -> None:
     assert down.exit_code == 0, down.output
     assert f"kafka (pid {pids['kafka']})" in down.output
     assert _gone(pids["kafka"])
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _mnemostream(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "services", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_stack_of_infra_up_is_found_from_any_directory(tmp_path: Path) -> None:
+    """`infra up` records the stack in the per-user state directory (here a temporary
+    XDG_STATE_HOME, never the user's), so commands run elsewhere find it: `infra env`, a
+    command reading `Settings` (`topics create`), the gateway, and `infra down`."""
+    cwd = {name: tmp_path / name for name in ("up", "elsewhere", "down")}
+    for path in cwd.values():
+        path.mkdir()
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("MNEMOSTREAM_STATE_DIR", ENV_KAFKA, ENV_MONGO, ENV_REDIS)
+    }
+    env |= {"XDG_STATE_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path / "home")}
+    state = tmp_path / "xdg" / "mnemostream"
+    try:
+        up = _mnemostream("infra", "up", cwd=cwd["up"], env=env)
+        assert up.returncode == 0, up.stderr
+        assert set(_recorded_pids(state)) == {"kafka", "mongo", "redis"}
+        assert not (cwd["up"] / ".mnemostream").exists()
+
+        out = _mnemostream("infra", "env", cwd=cwd["elsewhere"], env=env)
+        assert out.returncode == 0, out.stderr
+        kafka = read_endpoints(state)
+        assert kafka is not None
+        assert f"export {ENV_KAFKA}={kafka.kafka_bootstrap}" in out.stdout
+
+        topics_created = _mnemostream("topics", "create", cwd=cwd["elsewhere"], env=env)
+        assert topics_created.returncode == 0, topics_created.stderr
+        assert "memory.turns.v1: 8 partitions" in topics_created.stdout
+
+        _gateway_becomes_ready(cwd["elsewhere"], env)
+
+        down = _mnemostream("infra", "down", cwd=cwd["down"], env=env)
+        assert down.returncode == 0, down.stderr
+        assert down.stdout.count("stopped ") == 3, down.stdout
+    finally:
+        stop_stack(state)  # a no-op after `infra down`
+
+
+def _gateway_becomes_ready(cwd: Path, env: dict[str, str]) -> None:
+    """`mnemostream gateway` with no Kafka setting: ready only once it reached the recorded
+    broker (`/readyz` asks it for metadata)."""
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "services", "gateway", "--port", str(port)],
+        cwd=cwd,
+        env={**env, "MNEMOSTREAM_GATEWAY_API_KEYS": "state-dir-test-key"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.communicate()[0].decode(errors="replace")
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "the gateway did not become ready"
+            time.sleep(0.2)
+        assert httpx.get(f"http://127.0.0.1:{port}/livez", timeout=2).status_code == 200
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
