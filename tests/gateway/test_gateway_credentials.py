@@ -1,14 +1,17 @@
 """Credentials that confine a caller, over real HTTP (issue 13): a tenant key or a JWT acts
 only inside its tenant (403 for another agent, or another user when it names one, on read
 and write routes alike; omitted ids are its own), an operator key or token spans tenants, a
-JWT needs `exp` and a lifetime within the maximum, and ids with surrounding whitespace are
-refused (400).
+JWT needs `exp` and a lifetime within the maximum, `mnemostream token mint` prints a token the
+gateway accepts for its tenant only, and ids with surrounding whitespace are refused (400).
 
 A second app is served on the package's pipeline (its client), with tenant keys for one
 agent and its user alice, an operator key, and a JWT secret with a one-hour maximum."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -256,6 +259,43 @@ async def test_a_jwt_needs_exp_and_a_lifetime_within_the_maximum(tenancy: Tenanc
         assert r.status_code == status, r.text
         if error is not None:
             assert r.json() == {"error": error}
+
+
+async def test_a_minted_token_is_accepted_for_its_tenant_only(tenancy: Tenancy) -> None:
+    env = {
+        **os.environ,
+        "MNEMOSTREAM_GATEWAY_JWT_SECRET": SECRET,
+        "MNEMOSTREAM_GATEWAY_JWT_MAX_TTL_SECONDS": str(MAX_TTL),
+    }
+    command = ["-m", "services", "token", "mint", "--agent", tenancy.wallet, "--user", USER]
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        *command,
+        "--ttl",
+        "10m",
+        cwd=ROOT,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    headers = {"Authorization": f"Bearer {out.decode().strip()}"}
+
+    mine = await tenancy.http.get(f"{PREFIX}/stats/{tenancy.wallet}", headers=headers)
+    assert mine.status_code == 200, mine.text
+    said = await tenancy.http.post(
+        f"{PREFIX}/remember", json={"content": "Alice flies on Friday."}, headers=headers
+    )
+    assert said.status_code == 202, said.text
+    for method, path, body in (
+        ("GET", f"/stats/{agent()}", None),
+        ("GET", f"/stats/{tenancy.wallet}?userAddress=bob", None),
+        ("POST", "/remember", {"agentWallet": agent(), "content": "x"}),
+        ("POST", "/remember", {"userAddress": "bob", "content": "x"}),
+    ):
+        r = await tenancy.http.request(method, PREFIX + path, json=body, headers=headers)
+        assert r.status_code == 403, (method, path, r.text)
 
 
 async def test_ids_with_surrounding_whitespace_are_refused(tenancy: Tenancy) -> None:

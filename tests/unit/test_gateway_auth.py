@@ -1,5 +1,5 @@
 """Gateway helpers without a network: credentials (tenant and operator keys, JWT rules, the
-confinement of a caller to its tenant, minting), settings, error messages,
+confinement of a caller to its tenant, `mnemostream token mint`), settings, error messages,
 clamps, and the OpenAPI document (every route, 400 instead of 422, security schemes).
 
 No time is computed at import or collection: token cases are factories called inside the
@@ -17,13 +17,16 @@ import jwt
 import pytest
 from fastapi.exceptions import RequestValidationError
 from pydantic import SecretStr, ValidationError
+from typer.testing import CliRunner
 
 from schemas.scope import Scope
+from services.cli import app as cli
 from services.gateway import GatewayNotSecured, create_app
 from services.gateway.auth import Authenticator, JwtRules, Principal, mint_token
 from services.gateway.deps import body_scope, clamp, known_layers, query_scope
 from services.gateway.errors import ApiError, validation_message
 from services.settings import Settings, TenantKey
+from services.tokens import parse_duration
 
 SECRET = "unit-secret-of-at-least-thirty-two-bytes"  # noqa: S105 - a test fixture
 HOUR = 3_600
@@ -248,6 +251,49 @@ def test_minted_tokens_are_accepted_for_their_tenant() -> None:
 def test_minting_refuses_what_the_gateway_would(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         mint_token(JwtRules(SECRET, "HS256", HOUR), **{"ttl_seconds": 60, **kwargs})
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("90", 90), ("90s", 90), ("30m", 1800), ("1h", 3600), ("2d", 172800)]
+)
+def test_durations(text: str, seconds: int) -> None:
+    assert parse_duration(text) == seconds
+
+
+def test_token_mint_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MNEMOSTREAM_GATEWAY_JWT_SECRET", SECRET)
+    monkeypatch.setenv("MNEMOSTREAM_GATEWAY_JWT_MAX_TTL_SECONDS", str(2 * HOUR))
+    runner = CliRunner()
+    auth = authenticator()  # the same environment
+
+    minted = runner.invoke(
+        cli, ["token", "mint", "--agent", "0xA", "--user", "alice", "--ttl", "1h"]
+    )
+    assert minted.exit_code == 0, minted.output
+    claims = jwt.decode(minted.stdout.strip(), SECRET, algorithms=["HS256"])
+    assert claims["exp"] - claims["iat"] == HOUR
+    assert auth.check(None, minted.stdout.strip()) == Principal("jwt", None, "0xA", "alice")
+
+    operator = runner.invoke(
+        cli, ["token", "mint", "--operator", "--ttl", "30m", "--subject", "ops"]
+    )
+    assert operator.exit_code == 0, operator.output
+    assert auth.check(None, operator.stdout.strip()) == Principal("jwt", "ops")
+
+    for args, problem in (
+        (["--agent", "0xA", "--ttl", "3h"], "maximum of 7200 s"),
+        (["--agent", "0xA", "--ttl", "soon"], "not a duration"),
+        (["--user", "alice"], "either for one agent or an operator"),
+        (["--agent", "0xA", "--operator"], "either for one agent or an operator"),
+    ):
+        refused = runner.invoke(cli, ["token", "mint", *args])
+        assert refused.exit_code == 2, args
+        assert problem in " ".join(refused.output.replace("│", " ").split()), refused.output
+
+    monkeypatch.delenv("MNEMOSTREAM_GATEWAY_JWT_SECRET")
+    unsigned = runner.invoke(cli, ["token", "mint", "--agent", "0xA"])
+    assert unsigned.exit_code == 2
+    assert "MNEMOSTREAM_GATEWAY_JWT_SECRET is not set" in unsigned.output
 
 
 # --- settings -------------------------------------------------------------------------------
