@@ -19,7 +19,7 @@ from schemas.events import (
     utc_now,
 )
 from schemas.inputs import ROLES, occurred_at_of, within_message_limit
-from schemas.scope import Scope, ScopeError, clean_str, parse_model
+from schemas.scope import Scope, ScopeError, clean_id, clean_str, parse_model
 
 KNOWLEDGE_FORMATS: tuple[str, ...] = get_args(KnowledgeFormat)
 CHECKPOINT_KINDS: tuple[str, ...] = get_args(CheckpointKind)
@@ -55,7 +55,7 @@ def knowledge_submitted(body: object, *, now: datetime | None = None) -> Knowled
             "occurred_at": now or occurred_at_of(data) or utc_now(),
             "scope": scope.tenant(),
             "content": content,
-            "key": clean_str(data.get("key")),
+            "key": clean_id(data.get("key"), "key"),
             "uri": clean_str(data.get("uri")),
             "source_format": fmt,
             "metadata": metadata if isinstance(metadata, dict) else {},
@@ -66,8 +66,8 @@ def knowledge_submitted(body: object, *, now: datetime | None = None) -> Knowled
 
 def _workflow_scope(data: dict[str, Any]) -> Scope:
     scoped = dict(data)
-    if not any(clean_str(scoped.get(k)) for k in ("agentWallet", "agent_id", "agent_wallet")):
-        wallet = next((w for k in WALLET_ALIASES if (w := clean_str(data.get(k)))), None)
+    if not any(clean_id(scoped.get(k), k) for k in ("agentWallet", "agent_id", "agent_wallet")):
+        wallet = next((w for k in WALLET_ALIASES if (w := clean_id(data.get(k), k))), None)
         if wallet is not None:
             scoped["agentWallet"] = wallet
     scope = Scope.parse(scoped)
@@ -135,7 +135,7 @@ def checkpoint_recorded(body: object, *, now: datetime | None = None) -> Workflo
     "true"/"false"), `qualityScore` (alias `quality_score`), `occurredAt`."""
     data = _object(body)
     scope = _workflow_scope(data)
-    agent = clean_str(data.get("agent"))
+    agent = clean_id(data.get("agent"), "agent")
     if agent is None:
         raise ScopeError("agent is required")
     kind = data.get("type")

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 from schemas.limits import INT64_MAX, INT64_MIN, DocumentObject
-from schemas.scope import Scope
+from schemas.scope import Id, Scope
 
 MAX_CONTENT_CHARS = 32_000
 """Upper bound on one message's content."""
@@ -46,7 +46,7 @@ class Contract(BaseModel):
 
 
 class Event(Contract):
-    event_id: str = Field(default_factory=new_event_id, min_length=1, max_length=64)
+    event_id: Id = Field(default_factory=new_event_id, min_length=1, max_length=64)
     occurred_at: AwareDatetime = Field(default_factory=utc_now)
     schema_version: Literal[1] = 1
 
@@ -83,10 +83,10 @@ class TurnRecorded(Event):
     """
 
     scope: Scope
-    session_id: str = Field(min_length=1, max_length=512)
-    thread_id: str = Field(min_length=1, max_length=512)
-    turn_id: str = Field(min_length=1, max_length=128)
-    context_id: str | None = Field(default=None, max_length=128)
+    session_id: Id = Field(min_length=1, max_length=512)
+    thread_id: Id = Field(min_length=1, max_length=512)
+    turn_id: Id = Field(min_length=1, max_length=128)
+    context_id: Id | None = Field(default=None, max_length=128)
     messages: list[Message] = Field(min_length=1, max_length=MAX_MESSAGES)
     tool_events: list[ToolEvent] = Field(default_factory=list, max_length=MAX_MESSAGES)
     summary: str | None = Field(default=None, max_length=MAX_CONTENT_CHARS)
@@ -116,7 +116,7 @@ class MemoryChanged(Event):
     layers: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
         min_length=1, max_length=MAX_LAYERS
     )
-    cause_event_id: str | None = Field(default=None, max_length=64)
+    cause_event_id: Id | None = Field(default=None, max_length=64)
     producer: str = Field(min_length=1, max_length=64)
 
 
@@ -147,8 +147,8 @@ class FactsExtracted(Event):
     turn's, so stored facts carry the time they were said."""
 
     scope: Scope
-    turn_id: str = Field(min_length=1, max_length=128)
-    session_id: str = Field(min_length=1, max_length=512)
+    turn_id: Id = Field(min_length=1, max_length=128)
+    session_id: Id = Field(min_length=1, max_length=512)
     extractor: str = Field(min_length=1, max_length=200)
     facts: list[FactItem] = Field(default_factory=list, max_length=50)
     entities: list[EntityItem] = Field(default_factory=list, max_length=50)
@@ -159,7 +159,7 @@ class JobRequested(Event):
     """A maintenance job to run (`memory.jobs.v1`, keyed by type). `job_id` is the
     idempotency key: a job id that already finished is not run again."""
 
-    job_id: str = Field(default_factory=new_event_id, min_length=1, max_length=128)
+    job_id: Id = Field(default_factory=new_event_id, min_length=1, max_length=128)
     type: Literal["consolidate", "decay_update", "cleanup", "patterns_extract", "archive_create"]
     params: DocumentObject = Field(default_factory=dict)
 
@@ -179,7 +179,7 @@ class KnowledgeSubmitted(Event):
 
     scope: Scope
     content: str = Field(min_length=1, max_length=MAX_DOCUMENT_CHARS)
-    key: str | None = Field(default=None, min_length=1, max_length=512)
+    key: Id | None = Field(default=None, min_length=1, max_length=512)
     uri: str | None = Field(default=None, min_length=1, max_length=2_048)
     source_format: KnowledgeFormat = "paste"
     metadata: DocumentObject = Field(default_factory=dict)
@@ -211,7 +211,7 @@ class WorkflowCheckpointRecorded(Event):
     a redelivered event (or the same checkpoint sent twice) is one row."""
 
     scope: Scope
-    agent: str = Field(min_length=1, max_length=200)
+    agent: Id = Field(min_length=1, max_length=200)
     type: CheckpointKind
     messages: list[WorkflowMessage] = Field(default_factory=list, max_length=MAX_MESSAGES)
     step: Step | None = None

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from schemas.events import MemoryRemembered, Message, ToolEvent, TurnRecorded, utc_now
 from schemas.limits import INT64_MAX, MAX_MESSAGE_BYTES
 from schemas.requests import ALL_LAYERS, ContextRequest, LayerName
-from schemas.scope import Scope, ScopeError, clean_str, parse_model
+from schemas.scope import Scope, ScopeError, clean_id, clean_str, parse_model
 
 ROLES = ("user", "assistant", "system", "tool")
 TOOL_RESULT_CHARS = 2000
@@ -228,13 +228,13 @@ def turn_recorded(body: object, *, now: datetime | None = None) -> TurnRecorded:
     now_ms = to_ms(occurred)
     messages = _messages(data, now_ms)
     tools = _tool_events(data, now_ms)
-    explicit_session = clean_str(data.get("sessionId"))
+    explicit_session = clean_id(data.get("sessionId"), "sessionId")
     if explicit_session is None and scope.thread_id is None:
         raise ScopeError("threadId or sessionId is required")
     session_id = explicit_session or thread_session_id(scope)
     thread_id = scope.thread_id or session_id
     spoken = "\n".join(f"{m.role}:{m.content}" for m in messages)
-    turn_id = clean_str(data.get("turnId")) or "turn_" + h32(
+    turn_id = clean_id(data.get("turnId"), "turnId") or "turn_" + h32(
         f"{session_id}|{thread_id}|{now_ms}|{h32(spoken)}"
     )
     tokens = data.get("totalTokens", data.get("tokenCount"))
@@ -248,7 +248,7 @@ def turn_recorded(body: object, *, now: datetime | None = None) -> TurnRecorded:
             "session_id": session_id,
             "thread_id": thread_id,
             "turn_id": turn_id,
-            "context_id": clean_str(data.get("contextId")),
+            "context_id": clean_id(data.get("contextId"), "contextId"),
             "messages": messages,
             "tool_events": tools,
             "summary": clean_str(data.get("summary")),

@@ -8,7 +8,7 @@ from pydantic import Field, model_validator
 
 from schemas.events import Contract
 from schemas.limits import INT64_MAX, DocumentObject, LargeJsonObject
-from schemas.scope import Scope
+from schemas.scope import Id, Scope
 
 LayerName = Literal["working", "scene", "graph", "patterns", "archives", "vectors"]
 ALL_LAYERS: tuple[LayerName, ...] = ("working", "scene", "graph", "patterns", "archives", "vectors")
@@ -94,7 +94,7 @@ class ItemRequest(Contract):
 
     scope: Scope
     op: Literal["get", "update", "delete", "resolve", "list"]
-    id: str | None = Field(default=None, min_length=1, max_length=200)
+    id: Id | None = Field(default=None, min_length=1, max_length=200)
     """Required by every op but `list`."""
     limit: int = Field(default=50, ge=1, le=MAX_LIST_ITEMS)
     """`list` only: how many rows at most."""
@@ -105,7 +105,7 @@ class ItemRequest(Contract):
     status: str | None = Field(default=None, max_length=32)
     hard: bool = False
     resolution: str | None = Field(default=None, max_length=16)
-    winning_id: str | None = Field(default=None, max_length=200)
+    winning_id: Id | None = Field(default=None, max_length=200)
     reason: str | None = Field(default=None, max_length=1_000)
 
     @model_validator(mode="after")
@@ -136,7 +136,7 @@ class SessionRequest(Contract):
 
     scope: Scope
     op: Literal["get", "update", "compress"]
-    session_id: str = Field(min_length=1, max_length=600)
+    session_id: Id = Field(min_length=1, max_length=600)
     context: list[Annotated[str, Field(max_length=4_000)]] | None = Field(
         default=None, max_length=100
     )
@@ -189,7 +189,7 @@ class AdminRequest(Contract):
 
     op: AdminOp
     scope: Scope | None = None
-    id: str | None = Field(default=None, min_length=1, max_length=200)
+    id: Id | None = Field(default=None, min_length=1, max_length=200)
     limit: int = Field(default=20, ge=1, le=100)
     name: str | None = Field(default=None, max_length=200)
     """`patterns.promote`: the skill's name."""
@@ -215,7 +215,7 @@ class ReliabilityRequest(Contract):
     ignored (every run counts). Only the scope's own rows are read."""
 
     scope: Scope
-    agent: str = Field(min_length=1, max_length=200)
+    agent: Id = Field(min_length=1, max_length=200)
     last: int = Field(default=50, ge=1, le=500)
     """How many of the newest step learnings and evaluations count."""
 

@@ -1,24 +1,33 @@
 """The tenant scope of every read and write (REFERENCE §1.1-§1.2).
 
 Aliases accepted on input (first present wins): `agentWallet|agent_id`, `userAddress|user_id`,
-`threadId|thread_id|runId|run_id`, `haiId|hai_id`. Strings are trimmed; blank means absent.
-`mode` is kept only when exactly "global" or "local" (anything else is dropped, as in the
-reference). Serialisation always uses the canonical camelCase names.
+`threadId|thread_id|runId|run_id`, `haiId|hai_id`. An empty string (or a non-string) means
+absent. `mode` is kept only when exactly "global" or "local" (anything else is dropped, as in
+the reference). Serialisation always uses the canonical camelCase names.
+
+Identifiers are matched exactly, so they are never trimmed: `Id` (below) is the one rule every
+contract's id field uses (agent wallet, user address, thread/run id, hai id, session id, turn
+id, job id, item id, …): an id that starts or ends with whitespace, or holds a control
+character, is rejected — by the SDK and the gateway before anything is published, and by a
+consumer (which dead-letters it) when a hand-made record carries one. `mode` follows the same
+rule before its value is looked at.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+import unicodedata
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
+    AfterValidator,
     AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
     ValidationError,
-    field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from schemas.limits import DocumentObject, JsonObject
 
@@ -54,6 +63,42 @@ class ScopeError(ValueError):
     """An input that cannot be scoped; the message is the reference's 400 message."""
 
 
+def id_problem(value: str) -> str | None:
+    """What makes `value` unusable as an identifier, in words; None when it is fine. The
+    whole rule: no leading or trailing whitespace (ids match exactly, so `"alice "` is not
+    `"alice"` and is refused rather than trimmed) and no control character (Unicode `Cc`:
+    C0, DEL, C1). Emptiness and length are each field's own bounds."""
+    if value != value.strip():
+        return "must not start or end with whitespace"
+    if any(unicodedata.category(ch) == "Cc" for ch in value):
+        return "must not contain control characters"
+    return None
+
+
+def _valid_id(value: str) -> str:
+    problem = id_problem(value)
+    if problem is not None:
+        # a custom error type (not `value_error`), so `first_error` names the field
+        raise PydanticCustomError("invalid_id", problem)
+    return value
+
+
+Id = Annotated[str, AfterValidator(_valid_id)]
+"""An identifier field of a contract (see `id_problem`); bounds are set per field."""
+
+
+def clean_id(value: object, name: str) -> str | None:
+    """An identifier from a loose input: a non-empty string is returned unchanged (never
+    trimmed) when `id_problem` has nothing against it, else `ScopeError` naming `name`; an
+    empty string or a non-string is absent (None), as in `clean_str`."""
+    if not isinstance(value, str) or value == "":
+        return None
+    problem = id_problem(value)
+    if problem is not None:
+        raise ScopeError(f"{name}: {problem}")
+    return value
+
+
 def clean_str(value: object) -> str | None:
     """`str()` of REFERENCE §0: a non-blank string, trimmed; anything else is absent."""
     if isinstance(value, str):
@@ -87,25 +132,25 @@ class Scope(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
-    agent_wallet: str = Field(
+    agent_wallet: Id = Field(
         validation_alias=AliasChoices("agentWallet", "agent_id", "agent_wallet"),
         serialization_alias="agentWallet",
         max_length=MAX_ID_CHARS,
     )
-    user_address: str | None = Field(
+    user_address: Id | None = Field(
         default=None,
         validation_alias=AliasChoices("userAddress", "user_id", "user_address"),
         serialization_alias="userAddress",
         max_length=MAX_ID_CHARS,
     )
-    thread_id: str | None = Field(
+    thread_id: Id | None = Field(
         default=None,
         validation_alias=AliasChoices("threadId", "thread_id", "runId", "run_id"),
         serialization_alias="threadId",
         max_length=MAX_ID_CHARS,
     )
     mode: Literal["global", "local"] | None = None
-    hai_id: str | None = Field(
+    hai_id: Id | None = Field(
         default=None,
         validation_alias=AliasChoices("haiId", "hai_id"),
         serialization_alias="haiId",
@@ -128,7 +173,7 @@ class Scope(BaseModel):
         ):
             for key in aliases:
                 if key in out:
-                    out[key] = clean_str(out[key])
+                    out[key] = out[key] if isinstance(out[key], str) and out[key] else None
             # first *present* (non-blank) alias wins: drop blank ones so the next alias is used
             for key in aliases:
                 if key in out and out[key] is None:
@@ -136,7 +181,10 @@ class Scope(BaseModel):
             # the losing aliases must go too, or `extra="forbid"` rejects them
             for key in [key for key in aliases if key in out][1:]:
                 del out[key]
-        if "mode" in out and out["mode"] not in ("global", "local"):
+        mode = out.get("mode")
+        if isinstance(mode, str) and (problem := id_problem(mode)) is not None:
+            raise ScopeError(f"mode: {problem}")
+        if "mode" in out and mode not in ("global", "local"):
             del out["mode"]
         for key in ("filters", "metadata"):
             if key in out and _clean_obj(out[key]) is None:
@@ -150,13 +198,6 @@ class Scope(BaseModel):
         if self.mode == "local" and self.hai_id is None:
             raise ScopeError("haiId is required when mode is local")
         return self
-
-    @field_validator("agent_wallet", "user_address", "thread_id", "hai_id")
-    @classmethod
-    def _no_control_chars(cls, value: str | None) -> str | None:
-        if value is not None and any(ord(ch) < 32 for ch in value):
-            raise ValueError("identifiers must not contain control characters")
-        return value
 
     @classmethod
     def parse(cls, data: object) -> Scope:

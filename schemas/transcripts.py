@@ -22,7 +22,7 @@ from typing import Any
 
 from schemas.events import MAX_MESSAGES, TurnRecorded, utc_now
 from schemas.inputs import ROLES, from_ms, h32, to_ms, turn_recorded
-from schemas.scope import SCOPE_KEYS, Scope, ScopeError, clean_str
+from schemas.scope import SCOPE_KEYS, Scope, ScopeError, clean_id, clean_str
 
 MAX_TIMESTAMP_MS = 253_402_300_799_999
 """9999-12-31T23:59:59.999Z: a larger timestamp is not a time (it is replaced by the default)."""
@@ -100,7 +100,7 @@ def transcript_turns(body: object, *, now: datetime | None = None) -> list[TurnR
     if not isinstance(body, dict):
         raise ScopeError("body must be an object")
     scope = Scope.parse(body)
-    session_id = clean_str(body.get("sessionId"))
+    session_id = clean_id(body.get("sessionId"), "sessionId")
     if session_id is None:
         raise ScopeError("sessionId is required")
     if scope.thread_id is None:

@@ -15,6 +15,7 @@ from schemas import topics
 from services.infra import create_topics, infra_app
 from services.logs import bound_repeats
 from services.settings import Settings
+from services.tokens import token_app
 
 app = typer.Typer(
     help="mnemostream: memory for AI agents, as a Kafka stream processor.", no_args_is_help=True
@@ -24,6 +25,7 @@ db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 topics_app = typer.Typer(help="Kafka topics.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(topics_app, name="topics")
+app.add_typer(token_app, name="token")
 console = Console()
 RUN_HTTP_PORT = 9464
 """Default port of `run`'s health and metrics endpoints (Prometheus exporters' range)."""
@@ -341,7 +343,8 @@ def gateway(
     log_level: Annotated[str, typer.Option(help="Python log level.")] = "info",
 ) -> None:
     """Serve the HTTP gateway (/api/memory/..., OpenAPI at /docs) until SIGINT/SIGTERM.
-    Needs MNEMOSTREAM_GATEWAY_API_KEYS or MNEMOSTREAM_GATEWAY_JWT_SECRET."""
+    Needs MNEMOSTREAM_GATEWAY_API_KEYS, MNEMOSTREAM_GATEWAY_OPERATOR_KEYS or
+    MNEMOSTREAM_GATEWAY_JWT_SECRET (`mnemostream token mint` signs tokens with it)."""
     import uvicorn
 
     from services.gateway import GatewayNotSecured, create_app

@@ -11,8 +11,29 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from schemas.scope import MAX_ID_CHARS, Id
+
+TENANT_KEYS_FORMAT = (
+    'MNEMOSTREAM_GATEWAY_API_KEYS must be a JSON list of {"key", "agent", "user"?} objects: '
+    "every API key is confined to one tenant (a key for every tenant is an operator key: "
+    "MNEMOSTREAM_GATEWAY_OPERATOR_KEYS)"
+)
+
+JWT_SECRET_BYTES = {"HS256": 32, "HS384": 48, "HS512": 64}
+"""Shortest gateway JWT secret per algorithm: the size of its hash (RFC 7518 §3.2)."""
+
+
+class TenantKey(BaseModel):
+    """A gateway API key and the tenant it acts for: `agent`, and only `user` when set."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: SecretStr
+    agent: Id = Field(min_length=1, max_length=MAX_ID_CHARS)
+    user: Id | None = Field(default=None, min_length=1, max_length=MAX_ID_CHARS)
 
 
 def default_state_dir() -> Path:
@@ -206,15 +227,31 @@ class Settings(BaseSettings):
     )
     gateway_host: str = Field(default="127.0.0.1", description="HTTP gateway bind address.")
     gateway_port: int = Field(default=8080, ge=1, le=65535, description="HTTP gateway port.")
-    gateway_api_keys: Annotated[list[SecretStr], NoDecode] = Field(
+    gateway_api_keys: Annotated[list[TenantKey], NoDecode] = Field(
         default_factory=list,
-        description="Gateway API keys (comma-separated or a JSON list), sent as `X-API-Key` "
+        description="Gateway API keys, each confined to one tenant: a JSON list of "
+        '`{"key": …, "agent": …, "user": …}` objects (`user` optional), sent as `X-API-Key` '
         "or `Authorization: Bearer`.",
+    )
+    gateway_operator_keys: Annotated[list[SecretStr], NoDecode] = Field(
+        default_factory=list,
+        description="Gateway operator keys (comma-separated or a JSON list): each acts for "
+        "every tenant. For operators' tools, not for agent runtimes.",
     )
     gateway_jwt_secret: SecretStr | None = Field(
         default=None,
-        description="HS256 secret of gateway JWTs (`Authorization: Bearer`); an `agent` claim "
-        "limits the token to that agentWallet.",
+        description="Secret of gateway JWTs (`Authorization: Bearer`): a token acts for the "
+        "tenant of its `agent` (and `user`) claims, or for every tenant with "
+        '`scope: "operator"`.',
+    )
+    gateway_jwt_algorithm: Literal["HS256", "HS384", "HS512"] = Field(
+        default="HS256", description="Algorithm of gateway JWTs (the only one accepted)."
+    )
+    gateway_jwt_max_ttl_seconds: int = Field(
+        default=86_400,
+        ge=60,
+        le=31_536_000,
+        description="Longest accepted JWT lifetime: `exp − iat` (or `exp − now` without `iat`).",
     )
     gateway_allow_anonymous: bool = Field(
         default=False,
@@ -266,7 +303,7 @@ class Settings(BaseSettings):
     )
     # --- end of security settings ------------------------------------------------------------
 
-    @field_validator("gateway_api_keys", mode="before")
+    @field_validator("gateway_operator_keys", mode="before")
     @classmethod
     def _split_keys(cls, value: Any) -> Any:
         """`a,b` or `["a", "b"]` from the environment; blank entries are dropped."""
@@ -276,6 +313,49 @@ class Settings(BaseSettings):
         if isinstance(value, list):
             return [v.strip() if isinstance(v, str) else v for v in value if v != ""]
         return value
+
+    @field_validator("gateway_api_keys", mode="before")
+    @classmethod
+    def _tenant_keys(cls, value: Any) -> Any:
+        """A JSON list of `{key, agent, user?}` objects (blank ⇒ none). A bare key is refused
+        with the way out, never silently made a key for every tenant."""
+        if isinstance(value, str):
+            text = value.strip()
+            try:
+                value = json.loads(text) if text else []
+            except json.JSONDecodeError:
+                raise ValueError(TENANT_KEYS_FORMAT) from None
+        if not isinstance(value, list) or any(isinstance(v, str | SecretStr) for v in value):
+            raise ValueError(TENANT_KEYS_FORMAT)
+        return value
+
+    @field_validator("gateway_jwt_secret", mode="before")
+    @classmethod
+    def _blank_secret_is_unset(cls, value: Any) -> Any:
+        """An empty variable (as compose passes an unset one) means no JWT secret."""
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @model_validator(mode="after")
+    def _check_gateway_credentials(self) -> Settings:
+        """Every key names one caller: none is empty or listed twice (in either list); the
+        JWT secret is at least as long as the algorithm's hash (RFC 7518 §3.2)."""
+        secret = self.gateway_jwt_secret
+        shortest = JWT_SECRET_BYTES[self.gateway_jwt_algorithm]
+        if secret is not None and len(secret.get_secret_value().encode()) < shortest:
+            raise ValueError(
+                f"MNEMOSTREAM_GATEWAY_JWT_SECRET must be at least {shortest} bytes for "
+                f"{self.gateway_jwt_algorithm}"
+            )
+        keys = [k.key for k in self.gateway_api_keys] + list(self.gateway_operator_keys)
+        values = [k.get_secret_value() for k in keys]
+        if any(not v.strip() for v in values):
+            raise ValueError("a gateway API key is empty")
+        if len(set(values)) != len(values):
+            raise ValueError(
+                "a gateway key is listed twice (MNEMOSTREAM_GATEWAY_API_KEYS, "
+                "MNEMOSTREAM_GATEWAY_OPERATOR_KEYS): each key must name exactly one caller"
+            )
+        return self
 
     @model_validator(mode="after")
     def _check_security(self) -> Settings:

@@ -78,8 +78,8 @@ def create_app(settings: Settings, client: MemoryClient | None = None) -> FastAP
     """The gateway. Without `client`, the lifespan opens a `MemoryClient` on the configured
     Kafka and closes it on shutdown; a given client is used as is (its owner closes it).
 
-    Raises `GatewayNotSecured` when neither API keys nor a JWT secret is configured and
-    `gateway_allow_anonymous` is not set: the gateway does not start open by accident."""
+    Raises `GatewayNotSecured` when no API key, operator key or JWT secret is configured
+    and `gateway_allow_anonymous` is not set: the gateway does not start open by accident."""
     auth = Authenticator.from_settings(settings)
 
     @asynccontextmanager
@@ -106,8 +106,9 @@ def create_app(settings: Settings, client: MemoryClient | None = None) -> FastAP
             "Kafka and answered 202 with the ids of what will be stored; reads are "
             "request-reply over Kafka. Every error is "
             '`{"error": "<message>"}`. Authenticate with `X-API-Key` or `Authorization: '
-            "Bearer` (an API key or an HS256 JWT; an `agent` claim limits the token to that "
-            "agentWallet)."
+            "Bearer`: a tenant API key, or a JWT with `exp` and an `agent` (and `user`) claim, "
+            "acts only for its own agentWallet (and userAddress), which requests may omit; an "
+            'operator key or a token with `scope: "operator"` acts for every tenant.'
         ),
         lifespan=lifespan,
     )

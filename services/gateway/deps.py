@@ -10,7 +10,7 @@ from fastapi import Depends, Request
 from pydantic import BaseModel
 
 from schemas.requests import ALL_LAYERS, AdminReply, ItemReply
-from schemas.scope import Scope, ScopeError
+from schemas.scope import Scope
 from services.client import MemoryClient
 from services.gateway.auth import Principal
 from services.gateway.errors import ApiError
@@ -32,13 +32,11 @@ def raw(body: BaseModel) -> dict[str, Any]:
 
 def body_scope(caller: Principal, data: dict[str, Any]) -> Scope:
     """The body's scope (400 with the reference's message), allowed for the caller (403).
-    A caller limited to one agent may omit `agentWallet`: it is filled in."""
-    if caller.agent is not None and not any(
-        data.get(k) for k in ("agentWallet", "agent_id", "agent_wallet")
-    ):
-        data["agentWallet"] = caller.agent
+    A confined caller may omit `agentWallet` (and `userAddress` when it has a user): its own
+    is filled in, in `data` too (the event is built from it)."""
+    caller.fill(data)
     scope = Scope.parse(data)
-    caller.allow(scope.agent_wallet)
+    caller.allow(scope)
     return scope
 
 
@@ -51,17 +49,14 @@ def query_scope(
     hai_id: str | None = None,
 ) -> Scope:
     """The scope of a GET/DELETE from its query string (same rules as `body_scope`)."""
-    agent = caller.agent_or(agent_wallet)
-    if agent is None:
-        raise ScopeError("agentWallet is required")
     fields = {
-        "agentWallet": agent,
+        "agentWallet": agent_wallet,
         "userAddress": user_address,
         "threadId": thread_id,
         "mode": mode,
         "haiId": hai_id,
     }
-    return Scope.parse({k: v for k, v in fields.items() if v is not None})
+    return body_scope(caller, {k: v for k, v in fields.items() if v is not None})
 
 
 def item_rows(reply: ItemReply) -> list[dict[str, Any]]:

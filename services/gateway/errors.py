@@ -4,7 +4,8 @@ whose fault it is:
 * 400 - the body or a parameter is invalid (FastAPI's own validation included: never 422),
   or the memory service answered the request with an error;
 * 401 - no credential, or a wrong one;
-* 403 - a credential limited to one agentWallet asked for another (tenant isolation);
+* 403 - a credential confined to one tenant asked for another agentWallet or userAddress, or
+  for an operation wider than its tenant (tenant isolation);
 * 404 - nothing with that id within the caller's scope, or an unknown route;
 * 413 - the request body is larger than one Kafka message (`schemas.limits.MAX_MESSAGE_BYTES`);
 * 502 - a provider the memory service called on the caller's behalf failed (the reranker of
@@ -54,7 +55,7 @@ def _doc(description: str) -> dict[str, Any]:
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: _doc("Invalid input, or the memory service rejected the request."),
     401: _doc("Missing or invalid credentials."),
-    403: _doc("The credential is limited to another agentWallet."),
+    403: _doc("The credential is confined to another tenant (agentWallet or userAddress)."),
     413: _doc("The request body is larger than one message (`MAX_MESSAGE_BYTES`)."),
     504: _doc("The memory service did not answer in time."),
 }

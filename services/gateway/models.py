@@ -38,7 +38,9 @@ class ScopeBody(_Loose):
     thread_id: str | None = None
     runId: str | None = None
     run_id: str | None = None
-    mode: str | None = Field(default=None, description='"global" or "local" (else ignored).')
+    mode: str | None = Field(
+        default=None, description='"global" or "local" (else ignored; never padded).'
+    )
     haiId: str | None = Field(default=None, description="Required when mode is local.")
     hai_id: str | None = None
     filters: dict[str, Any] | None = Field(default=None, description="Allowlisted filters.")

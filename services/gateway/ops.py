@@ -3,11 +3,13 @@
 * POST /jobs publishes a `JobRequested` to `memory.jobs.v1` and answers 202 with the queued
   record (`status: "queued"`); the jobs group runs it (always asynchronously: the reference's
   inline execution inside the HTTP request, §16.29, is not offered). GET /jobs/{jobId} reads
-  the record, 404 until the jobs group has picked the request up. A credential limited to one
-  agent may run jobs only for that agent, and never `cleanup` (it spans every tenant).
+  the record, 404 until the jobs group has picked the request up. A credential confined to
+  one agent may run and read jobs only for that agent, and never `cleanup` (it spans every
+  tenant); one confined to a user may not use jobs at all (a job spans the agent's users).
 * GET /stats/{agentWallet}: counts over the agent's active rows (`userAddress` narrows them
   to one user); no content.
-* Evals are run, stored and listed by the admin group (`services.evals`).
+* Evals are run, stored and listed by the admin group (`services.evals`). Runs are stored
+  per agent, so listing and reading them needs a credential not confined to one user.
 * POST /archives/{id}/sync pins one archive of the agent to IPFS, encrypted, exactly as the
   `archive_create` job does (`services.archive_pins`): 400 when pinning is not configured,
   404 for a missing archive or another agent's; an archive pinned already answers its CID
@@ -24,7 +26,7 @@ from engine.jobs import JOB_TYPES
 from schemas import topics
 from schemas.events import JobRequested
 from schemas.inputs import to_ms
-from schemas.scope import Scope, ScopeError
+from schemas.scope import Scope, ScopeError, clean_id
 from services.admin import job_agents
 from services.gateway.auth import Caller
 from services.gateway.deps import Client, admin_result, body_scope, clamp, query_scope, raw
@@ -49,7 +51,9 @@ EVAL_TIMEOUT_SECONDS = 60.0
 
 AgentQuery = Annotated[
     str | None,
-    Query(alias="agentWallet", max_length=256, description="Required unless the token names one."),
+    Query(
+        alias="agentWallet", max_length=256, description="Required unless the credential names one."
+    ),
 ]
 
 
@@ -61,11 +65,14 @@ async def create_job(body: JobBody, client: Client, caller: Caller) -> JobRecord
     params.pop("execution", None)
     if job_type not in JOB_TYPES:
         raise ScopeError(f"type must be one of {', '.join(JOB_TYPES)}")
-    if caller.agent is not None:
+    for agent in job_agents(params):
+        clean_id(agent, "agentWallet")
+    if not caller.operator:
         if job_type == "cleanup":
-            raise ApiError(403, "cleanup spans every tenant: it needs an unrestricted credential")
+            raise ApiError(403, "cleanup spans every tenant: it needs an operator credential")
+        caller.agent_wide()
         for agent in job_agents(params):
-            caller.allow(agent)
+            caller.allow_agent(agent)
         if not job_agents(params):
             params["agentWallet"] = caller.agent
     event = JobRequested.model_validate({"type": job_type, "params": params})
@@ -129,6 +136,7 @@ async def list_evals(
     limit: Annotated[int, Query(description="1-100 (clamped), default 20.")] = 20,
 ) -> EvalRuns:
     """The agent's stored runs, newest first: `{runs}`."""
+    caller.agent_wide()
     scope = query_scope(caller, agent_wallet)
     reply = await client.admin("evals.list", scope, limit=clamp(limit, 20, 1, 100))
     return EvalRuns.model_validate(admin_result(reply))
@@ -142,6 +150,7 @@ async def get_eval(
     agent_wallet: AgentQuery = None,
 ) -> EvalRun:
     """One stored run of the agent (another agent's run is 404)."""
+    caller.agent_wide()
     scope = query_scope(caller, agent_wallet)
     reply = await client.admin("evals.get", scope, id=id)
     return EvalRun.model_validate(admin_result(reply))

@@ -8,8 +8,8 @@
 * GET /workflows/reliability reads one agent's reliability over the checkpoints of one
   workflow wallet (and the runs' user), request-reply over Kafka.
 
-The workflow wallet is the `agentWallet` of these routes: a credential limited to one agent
-may only write and read that wallet's memory.
+The workflow wallet is the `agentWallet` of these routes: a credential confined to one agent
+may only write and read that wallet's memory (and one confined to a user, that user's).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from engine.knowledge import chunk_ids
 from engine.workflows import checkpoint_id
 from schemas.callers import WALLET_ALIASES, checkpoint_recorded, knowledge_submitted
-from services.gateway.auth import Caller, Principal
+from services.gateway.auth import AGENT_KEYS, Caller, Principal
 from services.gateway.deps import Client, body_scope, clamp, query_scope, raw
 from services.gateway.errors import ERRORS
 from services.gateway.models import Position, ScopeBody
@@ -109,9 +109,9 @@ def _position(topic: str, partition: int, offset: int) -> Position:
 def _workflow_wallet(caller: Principal, data: dict[str, Any]) -> None:
     """`workflowWallet` stands for `agentWallet` when that is absent; then the caller must
     be allowed that wallet (403) like any scope."""
-    if not any(data.get(k) for k in ("agentWallet", "agent_id", "agent_wallet")):
+    if not any(isinstance(data.get(k), str) and data[k] for k in AGENT_KEYS):
         for alias in WALLET_ALIASES:
-            if isinstance(data.get(alias), str) and data[alias].strip():
+            if isinstance(data.get(alias), str) and data[alias]:
                 data["agentWallet"] = data[alias]
                 break
     body_scope(caller, data)

@@ -50,8 +50,9 @@ GROUPS = [
 class Gateway:
     url: str
     api_key: str
+    """An operator key (every tenant)."""
     http: httpx.AsyncClient
-    """Authenticated with the API key."""
+    """Authenticated with the operator key."""
     anon: httpx.AsyncClient
     """No credentials."""
     rt: Runtime
@@ -59,7 +60,11 @@ class Gateway:
 
     @staticmethod
     def token(secret: str = JWT_SECRET, **claims: Any) -> str:
-        return jwt.encode(claims, secret, algorithm="HS256")
+        """A JWT of `claims`. `exp` defaults to ten minutes from now, computed at the call
+        (inside the test, never at collection); `exp=None` leaves it out."""
+        claims.setdefault("exp", int(time.time()) + 600)
+        kept = {k: v for k, v in claims.items() if v is not None}
+        return jwt.encode(kept, secret, algorithm="HS256")
 
     def bearer(self, token: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {token}"}
@@ -187,7 +192,7 @@ async def gw(stack: Endpoints, minilm: LocalMiniLMEmbedder) -> AsyncIterator[Gat
     ) as (rt, client):
         settings = Settings(
             kafka_bootstrap=stack.kafka_bootstrap,
-            gateway_api_keys=[SecretStr(API_KEY)],
+            gateway_operator_keys=[SecretStr(API_KEY)],
             gateway_jwt_secret=SecretStr(JWT_SECRET),
         )
         app = create_app(settings, client=client)

@@ -1,6 +1,9 @@
-"""Authentication over real HTTP: every route but /healthz is 401 without (or with a wrong)
-credential; JWTs work, a wrong secret is 401, and a token's `agent` claim confines it to that
-agentWallet (403 for any other)."""
+"""Authentication over real HTTP: every `/api/memory` route is 401 without (or with a wrong)
+credential, and only the probes and the API's own documentation are public — by design, each
+for the reason given in `PUBLIC`; JWTs work, a wrong secret is 401, a token without `exp` or
+without an `agent` claim (unless its scope is "operator") is 401, and a token's `agent` claim
+confines it to that agentWallet (403 for any other). Tenant keys, user confinement, the
+lifetime limit and minted tokens: `test_gateway_credentials.py`."""
 
 from __future__ import annotations
 
@@ -8,8 +11,11 @@ import time
 from typing import Any
 
 import pytest
-from starlette.routing import compile_path
+from pydantic import SecretStr
+from starlette.routing import Route, compile_path
 
+from services.gateway import create_app, probes
+from services.settings import Settings
 from tests.gateway.conftest import PREFIX, Gateway, agent, until
 from tests.gateway.test_gateway_loop import remember
 
@@ -92,9 +98,43 @@ async def test_the_credential_check_covers_every_documented_operation(gw: Gatewa
                 )
 
 
-async def test_healthz_needs_no_credential(gw: Gateway) -> None:
-    r = await gw.anon.get("/healthz")
-    assert (r.status_code, r.json()) == (200, {"status": "ok"})
+PUBLIC = {
+    "/livez": "liveness for orchestrators: it says only that the process answers",
+    "/readyz": "readiness for orchestrators and load balancers: it says only whether the "
+    "Kafka client is started and the broker answers",
+    "/healthz": "the older liveness probe, kept for existing checks",
+    "/metrics": "Prometheus scrapes it without a credential; its labels are route templates, "
+    "methods and status classes, never an id, a tenant or content (checked below), so it "
+    "holds operational data only; keep it off a public ingress if that matters",
+}
+"""The routes that need no credential, by design, and why."""
+DOCS = {"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"}
+"""FastAPI's description of the API: no data, the same for every caller."""
+
+
+async def test_only_the_probes_and_the_api_docs_are_public() -> None:
+    """Routes outside `/api/memory` (where `test_every_route_needs_a_credential` and the
+    coverage guard below hold) are exactly the public ones: the documented `/healthz`, the
+    undocumented probes, and FastAPI's own description of the API."""
+    app = create_app(Settings(gateway_operator_keys=[SecretStr("k")]))
+    documented = {path for path in app.openapi()["paths"] if not path.startswith(PREFIX)}
+    undocumented = {route.path for route in probes.router.routes if isinstance(route, Route)}
+    own = {route.path for route in app.routes if isinstance(route, Route)}
+    assert documented | undocumented | (own - DOCS) == set(PUBLIC)
+    assert own >= DOCS
+
+
+async def test_the_probes_need_no_credential_and_metrics_hold_no_tenant(gw: Gateway) -> None:
+    wallet = agent()
+    mine = await gw.http.get(f"{PREFIX}/stats/{wallet}", params={"userAddress": "u-secret"})
+    assert mine.status_code == 200, mine.text
+    answers = {path: await gw.anon.get(path) for path in PUBLIC}
+    assert {path: r.status_code for path, r in answers.items()} == dict.fromkeys(PUBLIC, 200)
+    assert answers["/healthz"].json() == {"status": "ok"}
+    scraped = answers["/metrics"].text
+    assert 'route="/api/memory/stats/{agentWallet}"' in scraped
+    assert wallet not in scraped
+    assert "u-secret" not in scraped
 
 
 async def test_the_api_key_also_works_as_a_bearer_token(gw: Gateway) -> None:
@@ -140,10 +180,15 @@ async def test_jwt_with_an_agent_claim_is_confined_to_that_agent(gw: Gateway) ->
     )
 
 
-async def test_jwt_without_agent_claim_is_unrestricted_and_expired_is_401(gw: Gateway) -> None:
-    admin = gw.bearer(gw.token(sub="admin-tool"))
-    r = await gw.anon.get(f"{PREFIX}/stats/{agent()}", headers=admin)
-    assert r.status_code == 200
-    expired = gw.bearer(gw.token(sub="admin-tool", exp=int(time.time()) - 60))
-    r = await gw.anon.get(f"{PREFIX}/stats/{agent()}", headers=expired)
-    assert (r.status_code, r.json()) == (401, {"error": "token expired"})
+async def test_a_jwt_needs_exp_and_an_agent_unless_it_is_an_operators(gw: Gateway) -> None:
+    for claims, message in (
+        ({"sub": "admin-tool"}, 'invalid token: the agent claim is required (or scope "operator")'),
+        ({"agent": agent(), "exp": None}, "invalid token: the exp claim is required"),
+        ({"agent": agent(), "exp": int(time.time()) - 60}, "token expired"),
+    ):
+        r = await gw.anon.get(f"{PREFIX}/stats/{agent()}", headers=gw.bearer(gw.token(**claims)))
+        assert (r.status_code, r.json()) == (401, {"error": message}), claims
+    operator = gw.bearer(gw.token(sub="admin-tool", scope="operator"))
+    for wallet in (agent(), agent()):
+        r = await gw.anon.get(f"{PREFIX}/stats/{wallet}", headers=operator)
+        assert r.status_code == 200, r.text

@@ -51,7 +51,7 @@ def closed_port() -> int:
 
 
 def settings_for(bootstrap: str) -> Settings:
-    return Settings(kafka_bootstrap=bootstrap, gateway_api_keys=[SecretStr(API_KEY)])
+    return Settings(kafka_bootstrap=bootstrap, gateway_operator_keys=[SecretStr(API_KEY)])
 
 
 async def test_livez_readyz_and_metrics_need_no_credential(gw: Gateway) -> None:

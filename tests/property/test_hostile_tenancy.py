@@ -59,7 +59,7 @@ from services.infra import Endpoints
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 NOW_MS = to_ms(T0 + timedelta(days=1))
 AGENTS = ["0xA1", "0xa1", ".*", "^0x", "$ne", "a.b", "0xA1\u200f", "\u202e1Ax0", "😀", "a:b", "%3A"]
-USERS = [None, "u1", "U1", ".*", "$regex", "u.1", "😀", "u1 "]
+USERS = [None, "u1", "U1", ".*", "$regex", "u.1", "😀", "u 1"]
 MODES = [(None, None), ("global", None), ("local", "h.1"), ("local", "$h")]
 WORDS = ["coffee", "lisbon", "violin", "garden", "router", "pasta", "sister", "flights"]
 MARK = re.compile(r"zqm(\d+)x")

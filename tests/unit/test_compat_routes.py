@@ -22,7 +22,7 @@ LISTING = PREFIX + "/{agentWallet}"
 def test_every_other_get_route_resolves_to_itself_not_the_agent_listing() -> None:
     """GET /api/memory/{agentWallet} matches any one segment: every other GET route must
     still be the one that answers its path (the listing is registered last)."""
-    app = create_app(Settings(gateway_api_keys=[SecretStr("k")]))
+    app = create_app(Settings(gateway_operator_keys=[SecretStr("k")]))
 
     def which_route(request: Request) -> None:
         raise ApiError(409, request.scope["route"].path)

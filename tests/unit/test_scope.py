@@ -71,18 +71,42 @@ def test_later_thread_alias_wins_when_the_earlier_ones_are_absent() -> None:
     assert Scope.parse({"agentWallet": "A", "runId": "R", "run_id": "r2"}).thread_id == "R"
 
 
-def test_values_are_trimmed() -> None:
-    scope = Scope.parse({"agentWallet": "  A  ", "userAddress": "\tU\n", "threadId": " T "})
-    assert (scope.agent_wallet, scope.user_address, scope.thread_id) == ("A", "U", "T")
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"agentWallet": "  A  "}, "agentWallet: must not start or end with whitespace"),
+        ({"agentWallet": "A", "userAddress": "alice "}, "userAddress: must not start or end"),
+        ({"agentWallet": "A", "user_id": "\talice"}, "user_id: must not start or end"),
+        ({"agentWallet": "A", "threadId": " T"}, "threadId: must not start or end"),
+        ({"agentWallet": "A", "runId": "r\n"}, "runId: must not start or end"),
+        ({"agentWallet": "A", "mode": "local", "haiId": "H\u00a0"}, "haiId: must not start"),
+        ({"agentWallet": "A", "mode": " local", "haiId": "H"}, "mode: must not start or end"),
+        ({"agentWallet": "   "}, "agentWallet: must not start or end with whitespace"),
+        ({"agentWallet": "A", "userAddress": "  "}, "userAddress: must not start or end"),
+        ({"agentWallet": "A", "userAddress": "al\x7fice"}, "userAddress: must not contain"),
+        ({"agentWallet": "A", "haiId": "h\x85h"}, "haiId: must not contain control characters"),
+    ],
+)
+def test_ids_are_never_trimmed_surrounding_whitespace_is_rejected(
+    body: dict[str, Any], message: str
+) -> None:
+    """Users match exactly: `"alice "` must not silently read alice's memory."""
+    with pytest.raises(ScopeError, match=f"^{message}"):
+        Scope.parse(body)
 
 
-def test_blank_alias_counts_as_absent_so_the_next_alias_is_used() -> None:
-    scope = Scope.parse({"agentWallet": "   ", "agent_id": "A", "userAddress": "", "user_id": "U"})
+def test_inner_spaces_and_format_characters_are_kept_exactly() -> None:
+    scope = Scope.parse({"agentWallet": "0x A", "userAddress": "ali ce\u200f"})
+    assert (scope.agent_wallet, scope.user_address) == ("0x A", "ali ce\u200f")
+
+
+def test_empty_alias_counts_as_absent_so_the_next_alias_is_used() -> None:
+    scope = Scope.parse({"agentWallet": "", "agent_id": "A", "userAddress": "", "user_id": "U"})
     assert (scope.agent_wallet, scope.user_address) == ("A", "U")
 
 
-def test_blank_and_non_string_optional_fields_are_absent() -> None:
-    scope = Scope.parse({"agentWallet": "A", "userAddress": "  ", "threadId": 42, "haiId": None})
+def test_empty_and_non_string_optional_fields_are_absent() -> None:
+    scope = Scope.parse({"agentWallet": "A", "userAddress": "", "threadId": 42, "haiId": None})
     assert scope.user_address is None
     assert scope.thread_id is None
     assert scope.hai_id is None
@@ -121,9 +145,7 @@ def test_parse_ignores_non_scope_keys() -> None:
 # --- Scope errors (§1.2) -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "body", [{}, {"agentWallet": "  "}, {"agent_id": ""}, {"userAddress": "U"}]
-)
+@pytest.mark.parametrize("body", [{}, {"agentWallet": ""}, {"agent_id": ""}, {"userAddress": "U"}])
 def test_missing_agent_is_rejected(body: dict[str, Any]) -> None:
     with pytest.raises(ScopeError, match=r"^agentWallet is required$"):
         Scope.parse(body)
@@ -131,7 +153,7 @@ def test_missing_agent_is_rejected(body: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize(
     "body",
-    [{"agentWallet": "A", "mode": "local"}, {"agentWallet": "A", "mode": "local", "hai_id": " "}],
+    [{"agentWallet": "A", "mode": "local"}, {"agentWallet": "A", "mode": "local", "hai_id": ""}],
 )
 def test_local_mode_without_hai_is_rejected(body: dict[str, Any]) -> None:
     with pytest.raises(ScopeError, match=r"^haiId is required when mode is local$"):
@@ -330,9 +352,15 @@ def test_local_session_id_uses_the_hai() -> None:
 
 
 def test_explicit_session_without_thread_becomes_the_thread() -> None:
-    body = {"agentWallet": "A", "sessionId": " S-1 ", "userMessage": "a", "assistantMessage": "b"}
+    body = {"agentWallet": "A", "sessionId": "S-1", "userMessage": "a", "assistantMessage": "b"}
     event = inputs.turn_recorded(body, now=NOW)
     assert (event.session_id, event.thread_id) == ("S-1", "S-1")
+
+
+@pytest.mark.parametrize("key", ["sessionId", "turnId", "contextId"])
+def test_turn_ids_with_surrounding_whitespace_are_rejected(key: str) -> None:
+    with pytest.raises(ScopeError, match=f"^{key}: must not start or end with whitespace$"):
+        inputs.turn_recorded(pair(**{key: " S-1 "}), now=NOW)
 
 
 def test_explicit_session_with_thread_keeps_both() -> None:
@@ -373,7 +401,7 @@ def test_two_different_turns_in_the_same_millisecond_get_different_ids() -> None
 
 
 def test_explicit_turn_id_is_kept() -> None:
-    assert inputs.turn_recorded(pair(turnId=" t-42 "), now=NOW).turn_id == "t-42"
+    assert inputs.turn_recorded(pair(turnId="t-42"), now=NOW).turn_id == "t-42"
 
 
 def test_occurred_at_accepts_ms_and_iso() -> None:

@@ -93,7 +93,8 @@ def test_long_exchanges_are_cut_and_long_transcripts_refused() -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"sessionId": " "}, "sessionId is required"),
+        ({"sessionId": ""}, "sessionId is required"),
+        ({"sessionId": " s1"}, "sessionId: must not start or end with whitespace"),
         ({"threadId": None}, "threadId is required"),
         ({"messages": {}}, "messages must be a non-empty array"),
         ({"messages": ["x"]}, "messages[0] must be an object"),

@@ -11,7 +11,7 @@ from services.settings import Settings
 
 
 def test_every_step_is_a_route_of_the_gateway() -> None:
-    spec = create_app(Settings(gateway_api_keys=[SecretStr("k")])).openapi()
+    spec = create_app(Settings(gateway_operator_keys=[SecretStr("k")])).openapi()
     routes = {(m.upper(), p) for p, ops in spec["paths"].items() for m in ops}
     assert [m.id for m in MANIFESTS] == [
         "agent_memory_loop",
