@@ -23,7 +23,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from itertools import zip_longest
 
+from engine.errors import EmbeddingFailed
 from engine.ports import Embedder, MemoryStore, RelationStore
 from engine.records import MemoryRow, RelationRecord, ScopeFields
 from engine.remember import fact_hash
@@ -97,8 +99,13 @@ class FactWriter:
             entity_text(e) for e in new_entities.values()
         ]
         vectors = await self.embedder.embed(texts, "document") if texts else []
-        inserted = 0
-        for (vid, fact), vector in zip(new_facts.items(), vectors, strict=False):
+        if len(vectors) != len(texts):  # never store a vector that may be another text's
+            raise EmbeddingFailed(
+                f"the embedder returned {len(vectors)} vectors for {len(texts)} texts"
+            )
+        inserted: set[str] = set()
+        fact_vectors = vectors[: len(new_facts)]
+        for (vid, fact), vector in zip(new_facts.items(), fact_vectors, strict=True):
             metadata = {
                 "type": "agent_memory_turn_graph",
                 "source": "extraction",
@@ -111,9 +118,18 @@ class FactWriter:
             }
             if fact.slot:
                 metadata["slot"] = fact.slot
-            inserted += await self.memory.insert_if_absent(
+            if await self.memory.insert_if_absent(
                 MemoryRow(vid, fields, fact.text, vector, self.embedder.model, "fact", at, metadata)
-            )
+            ):
+                inserted.add(vid)
+        tenant = self._tenant(fields)
+        for vid, fact in facts.items():
+            # A row this event did not write may lack the slot: the same fact remembered
+            # explicitly (the facts group's other subscriber, maybe a moment earlier) or
+            # extracted once without one. It joins its slot, or the slot's chain would not
+            # know it.
+            if fact.slot and vid not in inserted:
+                await self.memory.set_slot_if_absent(vid, tenant, fact.slot)
         entity_vectors = vectors[len(new_facts) :]
         entities_inserted = 0
         for (eid, entity), vector in zip(new_entities.items(), entity_vectors, strict=True):
@@ -165,13 +181,13 @@ class FactWriter:
         )
         for source_id, kind in kinds:
             await self.resolve_relation(fields, source_id, kind)
-        return FactsStored(inserted, entities_inserted, relations_inserted, len(slots))
+        return FactsStored(len(inserted), entities_inserted, relations_inserted, len(slots))
 
     async def resolve_relation(self, fields: ScopeFields, source_id: str, kind: str) -> None:
         """Only the newest link of a single-valued type stays current (order-independent)."""
         rows = await self.relations.from_source(self._tenant(fields), source_id, kind)
         rows.sort(key=lambda r: (r.created_at, r.relation_id))
-        for row, successor in zip(rows, [*rows[1:], None], strict=True):
+        for row, successor in zip_longest(rows, rows[1:]):  # the newest: successor None
             invalid_at = successor.created_at if successor else None
             if row.invalid_at != invalid_at:
                 await self.relations.set_validity(row.relation_id, invalid_at)
@@ -194,7 +210,7 @@ class FactWriter:
             if r.scope.mode == fields.mode and r.scope.hai_id == fields.hai_id
         ]
         rows.sort(key=lambda r: (r.created_at, r.vector_id))
-        for row, successor in zip(rows, [*rows[1:], None], strict=True):
+        for row, successor in zip_longest(rows, rows[1:]):  # the newest: successor None
             invalid_at = successor.created_at if successor else None
             by = successor.vector_id if successor else None
             if (row.invalid_at, row.superseded_by) != (invalid_at, by):

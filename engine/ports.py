@@ -108,6 +108,11 @@ class MemoryStore(Protocol):
         """Every non-deleted fact of the tenant that sets `slot` (current and replaced)."""
         ...
 
+    async def set_slot_if_absent(self, vector_id: str, where: TenantFilter, slot: str) -> bool:
+        """Give the fact `vector_id` the `slot` if the filter admits it and it has none yet
+        (it was stored without one, e.g. remembered explicitly). True if it was set."""
+        ...
+
     async def set_validity(
         self, vector_id: str, invalid_at: int | None, superseded_by: str | None
     ) -> None:

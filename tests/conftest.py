@@ -9,6 +9,7 @@ import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -92,6 +93,23 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoints]:
 def minilm() -> LocalMiniLMEmbedder:
     """The real local MiniLM embedder, loaded once per session (it keeps no per-test state)."""
     return LocalMiniLMEmbedder.load()
+
+
+@pytest.fixture
+def now() -> datetime:
+    """This test's "now" (UTC), read when the test starts.
+
+    Never at import or collection: a module is imported when the session collects, possibly
+    many minutes before its tests run, and a stale "now" makes time-relative assertions
+    (decay, windows, leases, "the last N days") depend on how long the suite took to get
+    there (`tests/unit/test_suite_hygiene.py` enforces this)."""
+    return datetime.now(UTC)
+
+
+@pytest.fixture
+def now_ms(now: datetime) -> int:
+    """`now` in milliseconds since epoch."""
+    return int(now.timestamp() * 1000)
 
 
 @pytest.fixture

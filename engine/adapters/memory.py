@@ -210,6 +210,18 @@ class InMemoryMemoryStore:
             and row.metadata.get("slot") == slot
         ]
 
+    async def set_slot_if_absent(self, vector_id: str, where: TenantFilter, slot: str) -> bool:
+        row = self._rows.get(vector_id)
+        if (
+            row is None
+            or row.source != "fact"
+            or not where.admits(row.scope)
+            or row.metadata.get("slot") is not None
+        ):
+            return False
+        self._rows[vector_id] = replace(row, metadata={**row.metadata, "slot": slot})
+        return True
+
     async def set_validity(
         self, vector_id: str, invalid_at: int | None, superseded_by: str | None
     ) -> None:

@@ -481,6 +481,15 @@ class MongoMemoryStore:
         )
         return await self._rows(query)
 
+    async def set_slot_if_absent(self, vector_id: str, where: TenantFilter, slot: str) -> bool:
+        # `"metadata.slot": None` matches a missing slot as well as a null one
+        query = {**tenant_query(where), "_id": vector_id, "source": "fact", "metadata.slot": None}
+        try:
+            result = await self._col.update_one(query, {"$set": {"metadata.slot": slot}})
+        except PyMongoError as exc:
+            raise DependencyFailed(f"fact slot update failed: {exc}") from exc
+        return result.modified_count == 1
+
     async def set_validity(
         self, vector_id: str, invalid_at: int | None, superseded_by: str | None
     ) -> None:

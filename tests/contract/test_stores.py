@@ -464,6 +464,23 @@ async def test_active_rows_honour_sources(stores: Stores) -> None:
     assert await ids([]) == set()
 
 
+async def test_a_fact_without_a_slot_is_given_one_once_and_only_in_its_tenant(
+    stores: Stores,
+) -> None:
+    await stores.memory.insert_if_absent(memory_row("f-1", source="fact"))
+    await stores.memory.insert_if_absent(memory_row("s-1", source="session"))
+    assert not await stores.memory.set_slot_if_absent("f-1", where(user="U2"), "residence")
+    assert not await stores.memory.set_slot_if_absent("s-1", where(), "residence")
+    assert not await stores.memory.set_slot_if_absent("nope", where(), "residence")
+    assert await stores.memory.slot_rows(where(), "residence") == []
+
+    assert await stores.memory.set_slot_if_absent("f-1", where(), "residence")
+    assert not await stores.memory.set_slot_if_absent("f-1", where(), "employer")  # kept
+    [row] = await stores.memory.slot_rows(where(), "residence")
+    assert (row.vector_id, row.metadata["slot"]) == ("f-1", "residence")
+    assert await stores.memory.slot_rows(where(), "employer") == []
+
+
 async def test_active_rows_admit_only_the_filters_tenant(stores: Stores) -> None:
     tenants = {
         "v-mine": fields(),

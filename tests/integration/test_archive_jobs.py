@@ -30,7 +30,6 @@ from tests.support.settings import make_settings
 pytestmark = pytest.mark.integration
 
 DAY = 86_400_000
-AT = int(time.time() * 1000) // 1000 * 1000
 AGENT = "0xArchiveJobs"
 VEC = np.ones(384, dtype=np.float32) / np.sqrt(384)
 
@@ -46,6 +45,12 @@ class PinataStub:
             self.failures -= 1
             return Reply(500, {"error": "pinning is down"})
         return Reply(200, {"IpfsHash": "bafy-repaired", "PinSize": 10})
+
+
+@pytest.fixture
+def at() -> int:
+    """The job's time: now, in whole seconds (ms), read when the test starts."""
+    return int(time.time() * 1000) // 1000 * 1000
 
 
 @pytest.fixture
@@ -72,7 +77,13 @@ async def archiving(
 
 
 def row(
-    vid: str, user: str | None, age_days: float, mode: str | None = None, hai: str | None = None
+    vid: str,
+    user: str | None,
+    age_days: float,
+    mode: str | None = None,
+    hai: str | None = None,
+    *,
+    at: int,
 ) -> MemoryRow:
     return MemoryRow(
         vid,
@@ -81,7 +92,7 @@ def row(
         VEC,
         "all-MiniLM-L6-v2-int8",
         "fact",
-        int(AT - age_days * DAY),
+        int(at - age_days * DAY),
         {},
     )
 
@@ -99,14 +110,17 @@ async def archive_docs(rt: Runtime) -> list[dict[str, Any]]:
 
 async def test_rerunning_a_job_yields_the_same_archives_and_inserts_nothing_new(
     archiving: tuple[Runtime, PinataStub, Provider, bytes],
+    at: int,
 ) -> None:
     rt, _, pinata, _ = archiving
-    await seed(rt, row("a1", "ana", 1), row("a2", "ana", 2), row("b1", "ben", 3))
+    await seed(
+        rt, row("a1", "ana", 1, at=at), row("a2", "ana", 2, at=at), row("b1", "ben", 3, at=at)
+    )
     archive = job_functions(rt)["archive_create"]
 
-    first = await archive({"agentWallet": AGENT, "windowDays": 7}, AT)
+    first = await archive({"agentWallet": AGENT, "windowDays": 7}, at)
     await asyncio.sleep(0.01)  # the clock moves on; the job's time does not
-    again = await archive({"agentWallet": AGENT, "windowDays": 7}, AT)
+    again = await archive({"agentWallet": AGENT, "windowDays": 7}, at)
 
     assert len(first["archives"]) == 2  # one per user
     assert first["inserted"] == 2
@@ -115,16 +129,17 @@ async def test_rerunning_a_job_yields_the_same_archives_and_inserts_nothing_new(
     assert again["pinned"] == 0  # already pinned: not pinned twice
     docs = await archive_docs(rt)
     assert sorted(d["_id"] for d in docs) == sorted(first["archives"])
-    assert {d["dateRange"]["end"] for d in docs} == {AT}
+    assert {d["dateRange"]["end"] for d in docs} == {at}
     assert len(pinata.received) == 2
 
 
 async def test_a_pin_that_failed_is_repaired_when_the_job_is_retried(
     archiving: tuple[Runtime, PinataStub, Provider, bytes],
+    at: int,
 ) -> None:
     rt, stub, pinata, key = archiving
     stub.failures = 1
-    await seed(rt, row("a1", "ana", 1))
+    await seed(rt, row("a1", "ana", 1, at=at))
 
     record = await run_job(
         rt.jobs,
@@ -132,7 +147,7 @@ async def test_a_pin_that_failed_is_repaired_when_the_job_is_retried(
         job_id="weekly-archive:retry",
         job_type="archive_create",
         params={"agentWallet": AGENT, "windowDays": 7},
-        at=AT,
+        at=at,
         now=lambda: int(time.time() * 1000),
         attempts=2,
         backoff_seconds=0.01,
@@ -154,17 +169,18 @@ async def test_a_pin_that_failed_is_repaired_when_the_job_is_retried(
 
 async def test_a_pin_failure_fails_the_attempt_not_the_archive(
     archiving: tuple[Runtime, PinataStub, Provider, bytes],
+    at: int,
 ) -> None:
     rt, stub, _, _ = archiving
     stub.failures = 1
-    await seed(rt, row("a1", "ana", 1))
+    await seed(rt, row("a1", "ana", 1, at=at))
     archive = job_functions(rt)["archive_create"]
 
     with pytest.raises(DependencyFailed):
-        await archive({"agentWallet": AGENT}, AT)
+        await archive({"agentWallet": AGENT}, at)
     [doc] = await archive_docs(rt)
     assert not doc.get("ipfsCid")
-    repaired = await archive({"agentWallet": AGENT}, AT)
+    repaired = await archive({"agentWallet": AGENT}, at)
     [doc] = await archive_docs(rt)
     assert repaired == {"archives": [doc["_id"]], "inserted": 0, "pinned": 1}
     assert doc["ipfsCid"] == "bafy-repaired"
@@ -172,21 +188,22 @@ async def test_a_pin_failure_fails_the_attempt_not_the_archive(
 
 async def test_rows_with_a_mode_or_hai_are_archived_per_tenant_scope_fixes_16_6(
     archiving: tuple[Runtime, PinataStub, Provider, bytes],
+    at: int,
 ) -> None:
     rt, _, _, _ = archiving
     await seed(
         rt,
-        row("ana-none", "ana", 1),
-        row("ana-global", "ana", 1, mode="global"),
-        row("ana-global-2", "ana", 2, mode="global"),
-        row("ana-local", "ana", 1, mode="local", hai="hai-1"),
-        row("ana-local-other", "ana", 1, mode="local", hai="hai-2"),
-        row("ben-global", "ben", 1, mode="global"),
-        row("agent-global", None, 1, mode="global"),
-        row("ana-old", "ana", 30, mode="global"),  # outside the window
+        row("ana-none", "ana", 1, at=at),
+        row("ana-global", "ana", 1, mode="global", at=at),
+        row("ana-global-2", "ana", 2, mode="global", at=at),
+        row("ana-local", "ana", 1, mode="local", hai="hai-1", at=at),
+        row("ana-local-other", "ana", 1, mode="local", hai="hai-2", at=at),
+        row("ben-global", "ben", 1, mode="global", at=at),
+        row("agent-global", None, 1, mode="global", at=at),
+        row("ana-old", "ana", 30, mode="global", at=at),  # outside the window
     )
 
-    result = await job_functions(rt)["archive_create"]({"agentWallet": AGENT}, AT)
+    result = await job_functions(rt)["archive_create"]({"agentWallet": AGENT}, at)
 
     docs = await archive_docs(rt)
     assert result["inserted"] == len(docs) == 6
@@ -208,13 +225,19 @@ async def test_rows_with_a_mode_or_hai_are_archived_per_tenant_scope_fixes_16_6(
 
 async def test_a_date_range_picks_its_rows_and_sync_to_ipfs_false_pins_nothing(
     archiving: tuple[Runtime, PinataStub, Provider, bytes],
+    at: int,
 ) -> None:
     rt, _, pinata, _ = archiving
-    await seed(rt, row("new", "ana", 1), row("old", "ana", 10), row("older", "ana", 20))
+    await seed(
+        rt,
+        row("new", "ana", 1, at=at),
+        row("old", "ana", 10, at=at),
+        row("older", "ana", 20, at=at),
+    )
     archive = job_functions(rt)["archive_create"]
-    span = {"start": AT - 15 * DAY, "end": AT - 5 * DAY}
+    span = {"start": at - 15 * DAY, "end": at - 5 * DAY}
 
-    done = await archive({"agentWallet": AGENT, "dateRange": span, "syncToIpfs": False}, AT)
+    done = await archive({"agentWallet": AGENT, "dateRange": span, "syncToIpfs": False}, at)
 
     [doc] = await archive_docs(rt)
     assert done == {"archives": [doc["_id"]], "inserted": 1, "pinned": 0}
@@ -226,16 +249,17 @@ async def test_a_date_range_picks_its_rows_and_sync_to_ipfs_false_pins_nothing(
 
 async def test_a_parameter_the_job_would_ignore_fails_it_at_once_with_its_name(
     archiving: tuple[Runtime, PinataStub, Provider, bytes],
+    at: int,
 ) -> None:
     rt, _, _, _ = archiving
-    await seed(rt, row("a1", "ana", 1))
+    await seed(rt, row("a1", "ana", 1, at=at))
     record = await run_job(
         rt.jobs,
         job_functions(rt),
         job_id="archive:typo",
         job_type="archive_create",
         params={"agentWallet": AGENT, "windowdays": 3},
-        at=AT,
+        at=at,
         now=lambda: int(time.time() * 1000),
         attempts=3,
         backoff_seconds=0.01,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +26,6 @@ from tests.support.settings import make_settings
 
 pytestmark = pytest.mark.integration
 
-NOW = datetime.now(UTC)
-NOW_MS = int(NOW.timestamp() * 1000)
 USER = "ursula"
 FACTS = [
     "Ursula is allergic to peanuts.",
@@ -36,13 +34,13 @@ FACTS = [
 ]
 
 
-async def seed(rt: Runtime, agent: str) -> dict[str, str]:
-    """Remember FACTS for (agent, USER); their row ids by text."""
+async def seed(rt: Runtime, agent: str, now: datetime) -> dict[str, str]:
+    """Remember FACTS for (agent, USER), said on the days before `now`; their row ids by text."""
     ids: dict[str, str] = {}
     for i, fact in enumerate(FACTS):
         body = {"agentWallet": agent, "userAddress": USER, "content": fact}
         stored = await rt.rememberer.remember(
-            memory_remembered(body, now=NOW - timedelta(days=i + 1))
+            memory_remembered(body, now=now - timedelta(days=i + 1))
         )
         ids[fact] = stored.vector_id
     return ids
@@ -57,10 +55,10 @@ async def rt(stack: Endpoints, minilm: LocalMiniLMEmbedder, unique: Any) -> Asyn
 
 
 async def test_scores_match_what_the_search_returned_and_the_run_is_stored(
-    rt: Runtime, unique: Any
+    rt: Runtime, unique: Any, now: datetime, now_ms: int
 ) -> None:
     agent = unique("0xEvalAgent")
-    ids = await seed(rt, agent)
+    ids = await seed(rt, agent, now)
     cello = ids["Ursula plays the cello in an amateur orchestra."]
     cases = [
         {"query": "Which nuts should I avoid eating?", "expected": "PEANUTS"},
@@ -71,14 +69,14 @@ async def test_scores_match_what_the_search_returned_and_the_run_is_stored(
         {"query": "Which nuts should I avoid eating?", "expected": agent},
     ]
     body = {"agent_id": agent, "user_id": USER, "testCases": cases, "k": 3}
-    run = await run_eval(rt, body, NOW_MS)
+    run = await run_eval(rt, body, now_ms)
 
     assert run["status"] == "completed"
     assert run["evalRunId"].startswith("memeval_")
     assert (run["k"], run["layers"], run["createdAt"]) == (
         3,
         ["working", "scene", "graph", "patterns", "archives", "vectors"],
-        NOW_MS,
+        now_ms,
     )
     assert run["scope"] == {"agentWallet": agent, "userAddress": USER}
     assert [r["hit"] for r in run["results"]] == [True, True, False, False]
@@ -98,7 +96,7 @@ async def test_scores_match_what_the_search_returned_and_the_run_is_stored(
                     "limit": 3,
                 }
             ),
-            NOW_MS,
+            now_ms,
         )
         items = [i for layer in run["layers"] for i in reply.layers.get(layer, [])]
         assert [i["id"] for i in result["items"]] == [
@@ -132,35 +130,39 @@ async def test_scores_match_what_the_search_returned_and_the_run_is_stored(
     assert await list_evals(rt, "0xSomeoneElse", 10) == []
 
 
-async def test_runs_list_newest_first_per_agent(rt: Runtime, unique: Any) -> None:
+async def test_runs_list_newest_first_per_agent(
+    rt: Runtime, unique: Any, now: datetime, now_ms: int
+) -> None:
     agent = unique("0xEvalAgent")
-    await seed(rt, agent)
+    await seed(rt, agent, now)
     body = {"agentWallet": agent, "testCases": [{"query": "nuts?", "expected": "peanuts"}]}
-    first = await run_eval(rt, body, NOW_MS)
-    second = await run_eval(rt, {**body, "layers": ["graph"]}, NOW_MS + 1000)
+    first = await run_eval(rt, body, now_ms)
+    second = await run_eval(rt, {**body, "layers": ["graph"]}, now_ms + 1000)
     listed = await list_evals(rt, agent, 10)
     assert [r["evalRunId"] for r in listed] == [second["evalRunId"], first["evalRunId"]]
     assert [r["evalRunId"] for r in await list_evals(rt, agent, 1)] == [second["evalRunId"]]
 
 
-async def test_a_bad_body_is_rejected_and_nothing_is_stored(rt: Runtime, unique: Any) -> None:
+async def test_a_bad_body_is_rejected_and_nothing_is_stored(
+    rt: Runtime, unique: Any, now_ms: int
+) -> None:
     agent = unique("0xEvalAgent")
     with pytest.raises(InputRejected, match="cannot be scored"):
-        await run_eval(rt, {"agentWallet": agent, "testCases": [{"query": "q"}]}, NOW_MS)
+        await run_eval(rt, {"agentWallet": agent, "testCases": [{"query": "q"}]}, now_ms)
     with pytest.raises(InputRejected, match="agentWallet is required"):
-        await run_eval(rt, {"testCases": [{"query": "q", "expected": "x"}]}, NOW_MS)
+        await run_eval(rt, {"testCases": [{"query": "q", "expected": "x"}]}, now_ms)
     assert await list_evals(rt, agent, 10) == []
 
 
 def test_the_eval_command_runs_stores_and_prints(
-    stack: Endpoints, minilm: LocalMiniLMEmbedder, unique: Any, tmp_path: Path
+    stack: Endpoints, minilm: LocalMiniLMEmbedder, unique: Any, tmp_path: Path, now: datetime
 ) -> None:
     settings = make_settings(stack, unique("evalcli"))
     agent = unique("0xEvalCli")
 
     async def prepare() -> None:
         async with open_runtime(settings, minilm) as runtime:
-            await seed(runtime, agent)
+            await seed(runtime, agent, now)
 
     asyncio.run(prepare())
     cases = tmp_path / "cases.json"

@@ -10,7 +10,7 @@ import json
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
 
@@ -27,12 +27,10 @@ from services.client import MemoryClient
 from services.infra import Endpoints
 from services.offsets import start_at_end, wait_processed
 from services.runtime import Runtime, open_runtime
-from tests.support.pipeline import subscriptions
+from tests.support.pipeline import drained, subscriptions
 from tests.support.settings import make_settings
 
 pytestmark = pytest.mark.integration
-
-NOW = datetime.now(UTC)
 
 
 # --- an OpenAI-compatible chat-completions server ---------------------------------------
@@ -265,11 +263,11 @@ async def rt(stack: Endpoints, minilm: LocalMiniLMEmbedder, unique: Any) -> Asyn
 
 
 async def test_the_same_fact_from_two_threads_stored_concurrently_is_one_row(
-    rt: Runtime, stack: Endpoints, minilm: LocalMiniLMEmbedder
+    rt: Runtime, stack: Endpoints, minilm: LocalMiniLMEmbedder, now: datetime
 ) -> None:
     fact = FactItem(text="The user is allergic to shellfish.", type="identity", confidence=0.9)
-    one = extracted("hana", "t1", NOW, fact)
-    two = extracted("hana", "t2", NOW + timedelta(seconds=1), fact)
+    one = extracted("hana", "t1", now, fact)
+    two = extracted("hana", "t2", now + timedelta(seconds=1), fact)
     async with open_runtime(rt.settings, minilm) as other:  # a second consumer process
         await asyncio.gather(
             *(w.facts.store(e) for w, e in ((rt, one), (other, two)) for _ in range(3))
@@ -278,9 +276,11 @@ async def test_the_same_fact_from_two_threads_stored_concurrently_is_one_row(
     assert await db["memory"].count_documents({"userAddress": "hana", "source": "fact"}) == 1
 
 
-async def test_a_move_replaces_the_old_city_and_as_of_recalls_it(rt: Runtime) -> None:
-    lived = NOW - timedelta(days=40)
-    moved = NOW - timedelta(days=5)
+async def test_a_move_replaces_the_old_city_and_as_of_recalls_it(
+    rt: Runtime, now: datetime, now_ms: int
+) -> None:
+    lived = now - timedelta(days=40)
+    moved = now - timedelta(days=5)
     lisbon = FactItem(
         text="The user lives in Lisbon.", type="identity", confidence=0.9, slot="residence"
     )
@@ -302,7 +302,7 @@ async def test_a_move_replaces_the_old_city_and_as_of_recalls_it(rt: Runtime) ->
                     **extra,
                 }
             ),
-            int(NOW.timestamp() * 1000),
+            now_ms,
         )
 
     now_reply = await ask()
@@ -352,11 +352,12 @@ async def rules_pipeline(
 
 async def test_live_in_lisbon_then_moved_to_porto_end_to_end_with_the_rule_extractor(
     rules_pipeline: tuple[Runtime, MemoryClient],
+    now: datetime,
 ) -> None:
     rt, client = rules_pipeline
     scope = {"agentWallet": "0xMover", "userAddress": "joana"}
-    lived = NOW - timedelta(days=60)
-    moved = NOW - timedelta(days=3)
+    lived = now - timedelta(days=60)
+    moved = now - timedelta(days=3)
     await client.record_turn(
         {
             **scope,
@@ -375,13 +376,16 @@ async def test_live_in_lisbon_then_moved_to_porto_end_to_end_with_the_rule_extra
             "assistantMessage": "Congratulations on the move!",
         }
     )
+    # the two threads' turns are on different partitions: seeing Porto proves nothing about
+    # Lisbon (its turn may be extracted later), so wait until both turns' facts are stored
+    # and their changes have reached the cache before asking anything
+    await drained(
+        rt.endpoints.kafka_bootstrap,
+        rt.settings.group_prefix,
+        [("extraction", topics.TURNS), ("facts", topics.FACTS), ("invalidation", topics.CHANGED)],
+    )
     question = {**scope, "threadId": "elsewhere"}
-    deadline = time.monotonic() + 30
-    while True:
-        now_reply = await client.context("Which city do I live in?", question, layers=["graph"])
-        if "Porto" in (now_reply.prompt or "") or time.monotonic() > deadline:
-            break
-        await asyncio.sleep(0.2)
+    now_reply = await client.context("Which city do I live in?", question, layers=["graph"])
     assert now_reply.prompt is not None
     assert "Porto" in now_reply.prompt
     assert "lives in Lisbon" not in now_reply.prompt  # replaced, not current
@@ -405,17 +409,19 @@ async def test_live_in_lisbon_then_moved_to_porto_end_to_end_with_the_rule_extra
     assert sorted(r["metadata"]["status"] for r in rows) == ["active", "superseded"]
 
 
-async def test_a_fact_stated_again_after_a_delete_returns_fixes_16_13(rt: Runtime) -> None:
+async def test_a_fact_stated_again_after_a_delete_returns_fixes_16_13(
+    rt: Runtime, now: datetime, now_ms: int
+) -> None:
     fact = FactItem(text="The user runs marathons.", type="skill", confidence=0.9)
-    await rt.facts.store(extracted("kim", "t1", NOW - timedelta(days=10), fact))
+    await rt.facts.store(extracted("kim", "t1", now - timedelta(days=10), fact))
     db = rt.mongo[rt.settings.mongo_db]
     await db["memory"].update_one(
         {"userAddress": "kim", "source": "fact"},
         {"$set": {"metadata.status": "deleted", "metadata.deletedAt": 1}},
     )
-    await rt.facts.store(extracted("kim", "t2", NOW, fact))  # the user says it again
+    await rt.facts.store(extracted("kim", "t2", now, fact))  # the user says it again
     rows = await db["memory"].find({"userAddress": "kim", "source": "fact"}).to_list(length=None)
     assert len(rows) == 1
     assert rows[0]["metadata"]["status"] == "active"
-    assert rows[0]["createdAt"] == int(NOW.timestamp() * 1000)
+    assert rows[0]["createdAt"] == now_ms
     assert "deletedAt" not in rows[0]["metadata"]

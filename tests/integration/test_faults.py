@@ -43,11 +43,11 @@ pytestmark = pytest.mark.integration
 
 MONGO_OUTAGE_SECONDS = float(os.environ.get("FAULT_MONGO_OUTAGE_SECONDS", "30"))
 KILL_TURNS = 2000
-BASE_MS = int(time.time() * 1000) - 86_400_000
 THREADS = 20
 
 
-def turn(agent: str, n: int) -> dict[str, Any]:
+def turn(agent: str, n: int, base_ms: int) -> dict[str, Any]:
+    """Turn `n` of the agent, said `n` seconds after `base_ms`."""
     return {
         "agentWallet": agent,
         "userAddress": f"user{n % 4}",
@@ -55,7 +55,7 @@ def turn(agent: str, n: int) -> dict[str, Any]:
         "turnId": f"{agent}-turn-{n}",
         "userMessage": f"Message {n}: what about the museum on day {n}?",
         "assistantMessage": f"Reply {n}: it opens at nine.",
-        "occurredAt": BASE_MS + n * 1000,  # the same turn published again is the same event
+        "occurredAt": base_ms + n * 1000,  # the same turn published again is the same event
     }
 
 
@@ -107,6 +107,12 @@ class GroupProcess:
 
 
 @pytest.fixture
+def base_ms(now_ms: int) -> int:
+    """When turn 0 was said: a day before the test started."""
+    return now_ms - 86_400_000
+
+
+@pytest.fixture
 def mongo_server(tmp_path: Path) -> Iterator[Server]:
     server = Server("mongo", tmp_path / "mongo")
     server.start()
@@ -128,11 +134,13 @@ def kafka_server(tmp_path: Path) -> Iterator[Server]:
         server.stop()
 
 
-async def published_ends(client: MemoryClient, agent: str, turns: range) -> dict[Any, int]:
+async def published_ends(
+    client: MemoryClient, agent: str, turns: range, base_ms: int
+) -> dict[Any, int]:
     """Publish the turns; {(topic, partition): next offset} after the last of each."""
     ends: dict[tuple[str, int], int] = {}
     for n in turns:
-        await client.record_turn(turn(agent, n))
+        await client.record_turn(turn(agent, n, base_ms))
         pos = client.last_position
         assert pos is not None
         ends[(pos.topic, pos.partition)] = max(
@@ -156,7 +164,7 @@ async def stored_once(db: AsyncDatabase[dict[str, Any]], agent: str, expected: i
 
 
 async def test_a_consumer_killed_mid_batch_stores_every_turn_exactly_once_after_restart(
-    stack: Endpoints, kafka_server: Server, tmp_path: Path
+    stack: Endpoints, kafka_server: Server, tmp_path: Path, base_ms: int
 ) -> None:
     ends_ = Endpoints(kafka_server.endpoint, stack.mongo_uri, stack.redis_url)
     agent = f"0xkill{uuid.uuid4().hex[:10]}"
@@ -168,7 +176,9 @@ async def test_a_consumer_killed_mid_batch_stores_every_turn_exactly_once_after_
     db = mongo[db_name]
     try:
         async with MemoryClient(ends_.kafka_bootstrap, timeout=30) as client:
-            publishing = asyncio.create_task(published_ends(client, agent, range(KILL_TURNS)))
+            publishing = asyncio.create_task(
+                published_ends(client, agent, range(KILL_TURNS), base_ms)
+            )
             deadline = time.monotonic() + 120
             while await db["memory"].count_documents({"agentWallet": agent}) < KILL_TURNS // 4:
                 assert time.monotonic() < deadline, "the worker did not start storing turns"
@@ -187,7 +197,7 @@ async def test_a_consumer_killed_mid_batch_stores_every_turn_exactly_once_after_
 
 
 async def test_a_mongo_outage_is_waited_out_with_nothing_lost_or_dead_lettered(
-    stack: Endpoints, mongo_server: Server, kafka_server: Server, tmp_path: Path
+    stack: Endpoints, mongo_server: Server, kafka_server: Server, tmp_path: Path, base_ms: int
 ) -> None:
     agent = f"0xoutage{uuid.uuid4().hex[:10]}"
     ends_ = Endpoints(kafka_server.endpoint, mongo_server.endpoint, stack.redis_url)
@@ -199,16 +209,16 @@ async def test_a_mongo_outage_is_waited_out_with_nothing_lost_or_dead_lettered(
     total, before, during = 300, 100, 100
     try:
         async with MemoryClient(ends_.kafka_bootstrap, timeout=30) as client:
-            first = await published_ends(client, agent, range(before))
+            first = await published_ends(client, agent, range(before), base_ms)
             await wait_caught_up(ends_.kafka_bootstrap, f"{prefix}.transcripts", first, timeout=120)
             mongo_server.stop()
             began = time.monotonic()
-            second = await published_ends(client, agent, range(before, before + during))
+            second = await published_ends(client, agent, range(before, before + during), base_ms)
             while time.monotonic() - began < MONGO_OUTAGE_SECONDS:
                 assert worker.alive, "the worker crashed during the outage"
                 await asyncio.sleep(0.5)
             mongo_server.start()
-            third = await published_ends(client, agent, range(before + during, total))
+            third = await published_ends(client, agent, range(before + during, total), base_ms)
         ends = {
             k: max(first.get(k, 0), second.get(k, 0), third.get(k, 0))
             for k in {*first, *second, *third}
@@ -287,7 +297,7 @@ async def test_redis_down_pre_turn_answers_uncached_writes_go_on_and_caches_come
 
 
 async def test_a_broker_restart_keeps_memory_and_a_replayed_fresh_log_rebuilds_it(
-    stack: Endpoints, minilm: LocalMiniLMEmbedder, tmp_path: Path
+    stack: Endpoints, minilm: LocalMiniLMEmbedder, tmp_path: Path, base_ms: int
 ) -> None:
     broker = Server("kafka", tmp_path / "kafka")
     broker.start()
@@ -308,7 +318,7 @@ async def test_a_broker_restart_keeps_memory_and_a_replayed_fresh_log_rebuilds_i
             running_groups(settings, ["transcripts"], embedder=minilm, broker_logs=False) as rt,
             MemoryClient(broker.endpoint, timeout=15) as client,
         ):
-            first = await published_ends(client, agent, range(40))
+            first = await published_ends(client, agent, range(40), base_ms)
             await wait_caught_up(broker.endpoint, rt.group_id("transcripts"), first, timeout=60)
         await stored_once(mongo[db_name], agent, 40)
 
@@ -321,7 +331,7 @@ async def test_a_broker_restart_keeps_memory_and_a_replayed_fresh_log_rebuilds_i
         ):
             # the producers' log is gone: publish it again (an agent runtime would resend
             # from its outbox); turn ids make the rerun idempotent, and new turns flow
-            again = await published_ends(client, agent, range(60))
+            again = await published_ends(client, agent, range(60), base_ms)
             await wait_caught_up(broker.endpoint, rt.group_id("transcripts"), again, timeout=60)
         await stored_once(mongo[db_name], agent, 60)
 

@@ -27,7 +27,6 @@ from tests.support.pipeline import groups_running
 pytestmark = pytest.mark.integration
 
 DAY = 86_400_000
-NOW = int(time.time() * 1000)
 VEC = np.ones(384, dtype=np.float32) / np.sqrt(384)
 
 
@@ -39,7 +38,10 @@ async def jobs(
         yield pair
 
 
-def row(vid: str, user: str | None, content: str, age_days: float, **meta: Any) -> MemoryRow:
+def row(
+    vid: str, user: str | None, content: str, age_days: float, *, now: int, **meta: Any
+) -> MemoryRow:
+    """A fact of 0xJobs said `age_days` before `now` (ms)."""
     return MemoryRow(
         vid,
         ScopeFields("0xJobs", user, None, None, None),
@@ -47,7 +49,7 @@ def row(vid: str, user: str | None, content: str, age_days: float, **meta: Any) 
         VEC,
         "all-MiniLM-L6-v2-int8",
         "fact",
-        int(NOW - age_days * DAY),
+        int(now - age_days * DAY),
         dict(meta),
     )
 
@@ -65,14 +67,15 @@ async def states(rt: Runtime) -> dict[str, tuple[str, float]]:
 
 async def test_consolidate_supersedes_older_duplicates_per_user_only_fixes_16_5(
     jobs: tuple[Runtime, MemoryClient],
+    now_ms: int,
 ) -> None:
     rt, client = jobs
     await seed(
         rt,
-        row("a-new", "ana", "Likes green tea.", 1),
-        row("a-old", "ana", "likes  green tea.", 5),
-        row("a-del", "ana", "Likes green tea.", 0.5, status="deleted"),
-        row("b-one", "ben", "Likes green tea.", 9),
+        row("a-new", "ana", "Likes green tea.", 1, now=now_ms),
+        row("a-old", "ana", "likes  green tea.", 5, now=now_ms),
+        row("a-del", "ana", "Likes green tea.", 0.5, now=now_ms, status="deleted"),
+        row("b-one", "ben", "Likes green tea.", 9, now=now_ms),
     )
     before = await states(rt)
     assert before["a-old"][0] == "active"
@@ -88,13 +91,14 @@ async def test_consolidate_supersedes_older_duplicates_per_user_only_fixes_16_5(
 
 async def test_decay_update_never_undoes_a_delete_and_spares_pinned_rows_fixes_16_16(
     jobs: tuple[Runtime, MemoryClient],
+    now_ms: int,
 ) -> None:
     rt, client = jobs
     await seed(
         rt,
-        row("month", "ana", "a month old", 30),
-        row("pinned", "ana", "keep", 90, retention="pinned"),
-        row("gone", "ana", "deleted", 30, status="deleted"),
+        row("month", "ana", "a month old", 30, now=now_ms),
+        row("pinned", "ana", "keep", 90, now=now_ms, retention="pinned"),
+        row("gone", "ana", "deleted", 30, now=now_ms, status="deleted"),
     )
     store = rt.mongo[rt.settings.mongo_db]["memory"]
     await store.update_one({"_id": "gone"}, {"$set": {"decayScore": 0.0}})
@@ -109,14 +113,15 @@ async def test_decay_update_never_undoes_a_delete_and_spares_pinned_rows_fixes_1
 
 async def test_cleanup_deletes_old_decayed_rows_and_tombstones_but_keeps_pinned(
     jobs: tuple[Runtime, MemoryClient],
+    now_ms: int,
 ) -> None:
     rt, client = jobs
     await seed(
         rt,
-        row("stale", "ana", "old", 120),
-        row("pin", "ana", "old pinned", 120, retention="pinned"),
-        row("tomb", "ana", "old deleted", 100, status="deleted"),
-        row("fresh", "ana", "new", 1),
+        row("stale", "ana", "old", 120, now=now_ms),
+        row("pin", "ana", "old pinned", 120, now=now_ms, retention="pinned"),
+        row("tomb", "ana", "old deleted", 100, now=now_ms, status="deleted"),
+        row("fresh", "ana", "new", 1, now=now_ms),
     )
     store = rt.mongo[rt.settings.mongo_db]["memory"]
     await store.update_many({"_id": {"$in": ["stale", "pin"]}}, {"$set": {"decayScore": 0.06}})
@@ -139,6 +144,7 @@ async def test_a_job_with_bad_parameters_ends_failed_with_its_error(
 
 async def test_a_failing_job_is_retried_then_recorded_failed_fixes_16_18(
     jobs: tuple[Runtime, MemoryClient],
+    now_ms: int,
 ) -> None:
     rt, _ = jobs
     store = MongoJobStore(rt.mongo[rt.settings.mongo_db])
@@ -155,8 +161,8 @@ async def test_a_failing_job_is_retried_then_recorded_failed_fixes_16_18(
         job_id="job-flaky",
         job_type="cleanup",
         params={},
-        at=NOW,
-        now=lambda: NOW,
+        at=now_ms,
+        now=lambda: now_ms,
         attempts=3,
         backoff_seconds=0.01,
     )
@@ -172,6 +178,7 @@ async def test_a_failing_job_is_retried_then_recorded_failed_fixes_16_18(
 
 async def test_the_scheduler_publishes_due_jobs_and_skips_a_type_still_running(
     jobs: tuple[Runtime, MemoryClient],
+    now_ms: int,
 ) -> None:
     from datetime import UTC, datetime
 
@@ -181,8 +188,8 @@ async def test_the_scheduler_publishes_due_jobs_and_skips_a_type_still_running(
     from services.scheduler import tick
 
     rt, client = jobs
-    await seed(rt, row("any", "ana", "something", 1))
-    await rt.jobs.start(JobRecord("still-running", "cleanup", "running", NOW))
+    await seed(rt, row("any", "ana", "something", 1, now=now_ms))
+    await rt.jobs.start(JobRecord("still-running", "cleanup", "running", now_ms))
     sunday = datetime(2020, 1, 5, tzinfo=UTC)  # far in the past: ids no other test uses
     published = await tick(rt, client, sunday.replace(hour=0), sunday.replace(hour=4))
     assert published == 4  # decay, consolidation, patterns, archive — cleanup is running

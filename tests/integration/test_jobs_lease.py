@@ -31,8 +31,6 @@ from tests.support.pipeline import groups_running
 
 pytestmark = pytest.mark.integration
 
-NOW = int(time.time() * 1000)
-
 
 @pytest.fixture
 async def jobs(
@@ -71,25 +69,29 @@ async def job_store(request: pytest.FixtureRequest, jobs: tuple[Runtime, MemoryC
 
 async def test_job_store_renews_a_running_record_and_never_restarts_an_ended_one(
     job_store: JobStore,
+    now_ms: int,
 ) -> None:
-    assert await job_store.start(JobRecord("j", "cleanup", "running", NOW - 10))
-    assert await job_store.start(JobRecord("j", "cleanup", "running", NOW))  # redelivered
+    assert await job_store.start(JobRecord("j", "cleanup", "running", now_ms - 10))
+    assert await job_store.start(JobRecord("j", "cleanup", "running", now_ms))  # redelivered
     renewed = await job_store.get("j")
     assert renewed is not None
-    assert renewed.created_at == NOW
-    ended = JobRecord("j", "cleanup", "completed", NOW, completed_at=NOW + 1, attempts=1)
+    assert renewed.created_at == now_ms
+    ended = JobRecord("j", "cleanup", "completed", now_ms, completed_at=now_ms + 1, attempts=1)
     await job_store.finish(ended)
-    assert not await job_store.start(JobRecord("j", "cleanup", "running", NOW + 2))
+    assert not await job_store.start(JobRecord("j", "cleanup", "running", now_ms + 2))
     assert await job_store.get("j") == ended
 
 
 async def test_job_store_abandons_only_the_same_still_running_record(
     job_store: JobStore,
+    now_ms: int,
 ) -> None:
-    old, new = NOW - 2 * RUNNING_LEASE_MS, NOW
+    old, new = now_ms - 2 * RUNNING_LEASE_MS, now_ms
     await job_store.start(JobRecord("a", "cleanup", "running", old))
     await job_store.start(JobRecord("b", "cleanup", "running", new))
-    expired = JobRecord("a", "cleanup", "failed", old, completed_at=NOW, error_type=LEASE_EXPIRED)
+    expired = JobRecord(
+        "a", "cleanup", "failed", old, completed_at=now_ms, error_type=LEASE_EXPIRED
+    )
 
     assert [r.job_id for r in await job_store.running("cleanup")] == ["b", "a"]  # newest first
     assert await job_store.abandon(expired)
@@ -101,6 +103,7 @@ async def test_job_store_abandons_only_the_same_still_running_record(
 
 async def test_a_running_record_past_its_lease_no_longer_blocks_its_schedule_fixes_16_18(
     jobs: tuple[Runtime, MemoryClient],
+    now_ms: int,
 ) -> None:
     rt, client = jobs
     await MongoMemoryStore(rt.mongo[rt.settings.mongo_db]).insert_if_absent(
@@ -111,7 +114,7 @@ async def test_a_running_record_past_its_lease_no_longer_blocks_its_schedule_fix
             np.ones(384, dtype=np.float32) / np.sqrt(384),
             "all-MiniLM-L6-v2-int8",
             "fact",
-            NOW,
+            now_ms,
             {},
         )
     )

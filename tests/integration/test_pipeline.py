@@ -23,7 +23,7 @@ from schemas.requests import ContextReply
 from services.client import MemoryClient
 from services.infra import Endpoints
 from services.offsets import start_at_end, wait_processed
-from tests.support.pipeline import subscriptions
+from tests.support.pipeline import drained, subscriptions
 
 pytestmark = pytest.mark.integration
 
@@ -117,6 +117,12 @@ async def _processed(client: MemoryClient, pipeline: Pipeline, group: str = "tra
         pos.offset,
         timeout=60,
     )
+
+
+async def _changes_applied(pipeline: Pipeline) -> None:
+    """Wait until the invalidation group has handled every change announced so far."""
+    stages = [("invalidation", topics.CHANGED)]
+    await drained(pipeline.endpoints.kafka_bootstrap, pipeline.group_prefix, stages)
 
 
 async def _until(
@@ -220,6 +226,9 @@ async def test_cached_query_misses_after_a_write_to_its_scope_and_hits_for_anoth
             }
         )
         await _processed(client, pipeline)
+    # each write announces a change on another topic: until the invalidation group has
+    # handled both, a cached answer may still be dropped by a late namespace bump
+    await _changes_applied(pipeline)
     question = "When do I bake sourdough bread?"
     for scope in (erin, other):
         await _until(client, question, scope, lambda r: bool(r.items))

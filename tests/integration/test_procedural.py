@@ -35,11 +35,7 @@ from tests.support.settings import make_settings
 pytestmark = pytest.mark.integration
 
 AGENT = "0xProcedural"
-NOW = int(time.time() * 1000)
 DAY = 86_400_000
-ARCHIVE_AGENT = f"0xArchives{os.urandom(4).hex()}"
-"""Its own agent: consumer groups of every test read the shared turn topic from the start,
-so another test's turns must not land in the archive test's window."""
 
 
 @pytest.fixture
@@ -74,8 +70,10 @@ async def stack_rt(
 
 
 async def turn(
-    client: MemoryClient, rt: Runtime, user: str, n: int, tools: list[str], status: str
+    client: MemoryClient, rt: Runtime, user: str, n: int, tools: list[str], status: str, at: int
 ) -> None:
+    """Record trip `n` of the user with its tool events (timestamped from `at`, ms); wait until
+    the patterns and transcripts groups have it."""
     await client.record_turn(
         {
             "agentWallet": AGENT,
@@ -84,7 +82,7 @@ async def turn(
             "userMessage": f"Please book my trip number {n}.",
             "assistantMessage": "Booked.",
             "toolEvents": [
-                {"name": t, "status": status, "timestamp": NOW + n * 10 + i}
+                {"name": t, "status": status, "timestamp": at + n * 10 + i}
                 for i, t in enumerate(tools)
             ],
         }
@@ -117,13 +115,14 @@ async def patterns_found(client: MemoryClient, user: str) -> str:
 
 async def test_a_pattern_emerges_from_successful_runs_and_a_failing_one_never_validates(
     stack_rt: tuple[Runtime, MemoryClient, Provider, bytes],
+    now_ms: int,
 ) -> None:
     rt, client, _, _ = stack_rt
     good = ["search_flights", "compare_fares", "book_ticket"]
     bad = ["search_hotels", "reserve_room"]
     for n in range(4):
-        await turn(client, rt, "ana", n, good, "completed")
-        await turn(client, rt, "ana", 100 + n, bad, "failed")
+        await turn(client, rt, "ana", n, good, "completed", now_ms)
+        await turn(client, rt, "ana", 100 + n, bad, "failed", now_ms)
     prompt = await patterns_found(client, "ana")
     assert "search_flights -> compare_fares -> book_ticket" in prompt
     assert "reserve_room" not in prompt  # 0 % successful: never validates
@@ -133,23 +132,24 @@ async def test_a_pattern_emerges_from_successful_runs_and_a_failing_one_never_va
     [state] = [s for s in await rt.patterns.list(where, 10) if s.steps[0] == "search_flights"]
     assert state.executions == 4
     assert state.success_rate == 1.0
-    first = await promote(rt.patterns, rt.skills, where, state.pattern_id, "Book travel", at=NOW)
-    again = await promote(rt.patterns, rt.skills, where, state.pattern_id, "Book travel", at=NOW)
+    first = await promote(rt.patterns, rt.skills, where, state.pattern_id, "Book travel", at=now_ms)
+    again = await promote(rt.patterns, rt.skills, where, state.pattern_id, "Book travel", at=now_ms)
     assert first.status == "promoted"
     assert again.status == "already_promoted"
     db = rt.mongo[rt.settings.mongo_db]
     assert await db["skills"].count_documents({}) == 1
     [failing] = [s for s in await rt.patterns.list(where, 10) if s.steps[0] == "search_hotels"]
-    refused = await promote(rt.patterns, rt.skills, where, failing.pattern_id, "Hotels", at=NOW)
+    refused = await promote(rt.patterns, rt.skills, where, failing.pattern_id, "Hotels", at=now_ms)
     assert refused.status == "invalid"
 
 
 async def test_patterns_extract_recounts_from_transcripts(
     stack_rt: tuple[Runtime, MemoryClient, Provider, bytes],
+    now_ms: int,
 ) -> None:
     rt, client, _, _ = stack_rt
     for n in range(3):
-        await turn(client, rt, "cy", n, ["fetch_invoice", "send_email"], "completed")
+        await turn(client, rt, "cy", n, ["fetch_invoice", "send_email"], "completed", now_ms)
     db = rt.mongo[rt.settings.mongo_db]
     cy = {"agentWallet": AGENT, "userAddress": "cy"}  # other tests have users named cy too
     before = await db["patterns"].find_one(cy)
@@ -164,35 +164,46 @@ async def test_patterns_extract_recounts_from_transcripts(
     assert after["successRate"] == 1.0
 
 
-def row(vid: str, user: str, content: str, age_days: float) -> MemoryRow:
+def row(agent: str, vid: str, user: str, content: str, age_days: float, now: int) -> MemoryRow:
+    """A fact of `agent` said `age_days` before `now` (ms)."""
     vec = np.ones(384, dtype=np.float32) / np.sqrt(384)
     return MemoryRow(
         vid,
-        ScopeFields(ARCHIVE_AGENT, user, None, None, None),
+        ScopeFields(agent, user, None, None, None),
         content,
         vec,
         "all-MiniLM-L6-v2-int8",
         "fact",
-        int(NOW - age_days * DAY),
+        int(now - age_days * DAY),
         {},
     )
 
 
 async def test_archives_round_trip_per_user_and_are_pinned_only_encrypted(
     stack_rt: tuple[Runtime, MemoryClient, Provider, bytes],
+    now_ms: int,
+    unique: Callable[[str], str],
 ) -> None:
     rt, client, pinata, key = stack_rt
+    # its own agent: consumer groups of every test read the shared turn topic from the start,
+    # so another test's turns must not land in this archive's window
+    agent = unique("0xArchives")
     store = MongoMemoryStore(rt.mongo[rt.settings.mongo_db])
     mine = [
-        row(f"ana-{i}", "ana", f"Ana renovated the kitchen cabinets, step {i}.", 1 + i)
+        row(
+            agent,
+            f"ana-{i}",
+            "ana",
+            f"Ana renovated the kitchen cabinets, step {i}.",
+            1 + i,
+            now_ms,
+        )
         for i in range(3)
     ]
-    theirs = [row("ben-0", "ben", "Ben adopted a parrot called Kiwi.", 2)]
-    for r in [*mine, *theirs, row("old", "ana", "Too old for this archive.", 30)]:
+    theirs = [row(agent, "ben-0", "ben", "Ben adopted a parrot called Kiwi.", 2, now_ms)]
+    for r in [*mine, *theirs, row(agent, "old", "ana", "Too old for this archive.", 30, now_ms)]:
         await store.insert_if_absent(r)
-    record = await run_and_wait(
-        rt, client, "archive_create", agentWallet=ARCHIVE_AGENT, windowDays=7
-    )
+    record = await run_and_wait(rt, client, "archive_create", agentWallet=agent, windowDays=7)
     assert record["status"] == "completed", record
     assert len(record["result"]["archives"]) == 2  # one per user, none empty
     assert record["result"]["pinned"] == 2

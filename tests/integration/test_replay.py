@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
 
 import pytest
 
@@ -23,10 +22,10 @@ pytestmark = pytest.mark.integration
 CITIES = ("Porto", "Lisbon", "Madrid", "Oslo", "Tallinn")
 TURNS = 240
 REMEMBERS = 12
-NOW_MS = int(datetime.now(UTC).timestamp() * 1000)
 
 
-def turn_body(agent: str, n: int) -> dict[str, object]:
+def turn_body(agent: str, n: int, now_ms: int) -> dict[str, object]:
+    """Turn `n` of `TURNS`, the last one said a minute before `now_ms`."""
     user = f"user{n % 3}"
     return {
         "agentWallet": agent,
@@ -36,15 +35,15 @@ def turn_body(agent: str, n: int) -> dict[str, object]:
         "userMessage": f"I live in {CITIES[n % len(CITIES)]}. Please plan day {n} of my trip.",
         "assistantMessage": f"Day {n} is planned around the old town.",
         "toolEvents": [
-            {"name": tool, "status": "success" if n % 4 else "error", "timestamp": NOW_MS + n}
+            {"name": tool, "status": "success" if n % 4 else "error", "timestamp": now_ms + n}
             for tool in ("search_flights", "book_hotel")[: 1 + n % 2]
         ],
-        "occurredAt": NOW_MS - (TURNS - n) * 60_000,
+        "occurredAt": now_ms - (TURNS - n) * 60_000,
     }
 
 
 async def test_replay_rebuilds_the_same_documents_and_verify_reports_equal(
-    stack: Endpoints, minilm: LocalMiniLMEmbedder, unique: Callable[[str], str]
+    stack: Endpoints, minilm: LocalMiniLMEmbedder, unique: Callable[[str], str], now_ms: int
 ) -> None:
     agent = f"0xreplay{uuid.uuid4().hex[:10]}"
     rebuilt = unique("rebuilt")
@@ -56,7 +55,7 @@ async def test_replay_rebuilds_the_same_documents_and_verify_reports_equal(
         settings = rt.settings
         turns: dict[tuple[str, int], int] = {}
         for n in range(TURNS):
-            await client.record_turn(turn_body(agent, n))
+            await client.record_turn(turn_body(agent, n, now_ms))
             pos = client.last_position
             assert pos is not None
             turns[(pos.topic, pos.partition)] = pos.offset + 1
@@ -137,7 +136,7 @@ async def test_replay_rebuilds_the_same_documents_and_verify_reports_equal(
 
 
 async def test_replay_of_one_agent_leaves_other_tenants_out(
-    stack: Endpoints, minilm: LocalMiniLMEmbedder, unique: Callable[[str], str]
+    stack: Endpoints, minilm: LocalMiniLMEmbedder, unique: Callable[[str], str], now_ms: int
 ) -> None:
     ours, theirs = (f"0x{name}{uuid.uuid4().hex[:10]}" for name in ("ours", "theirs"))
     rebuilt = unique("rebuilt")
@@ -145,7 +144,7 @@ async def test_replay_of_one_agent_leaves_other_tenants_out(
         ends: dict[tuple[str, int], int] = {}
         for agent in (ours, theirs):
             for n in range(5):
-                await client.record_turn(turn_body(agent, n))
+                await client.record_turn(turn_body(agent, n, now_ms))
                 pos = client.last_position
                 assert pos is not None
                 ends[(pos.topic, pos.partition)] = max(

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import AsyncIterator, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -28,8 +27,6 @@ from tests.support.settings import make_settings
 
 pytestmark = pytest.mark.integration
 
-NOW = datetime.now(UTC)
-NOW_MS = int(NOW.timestamp() * 1000)
 AGENT = "0xRetrievalAgent"
 USER = "ursula"
 
@@ -43,7 +40,13 @@ async def rt(stack: Endpoints, minilm: LocalMiniLMEmbedder, unique: Any) -> Asyn
 
 
 async def turn(
-    rt: Runtime, days_ago: float, user: str | None, thread: str, said: str, answer: str = "Noted."
+    rt: Runtime,
+    now: datetime,
+    days_ago: float,
+    user: str | None,
+    thread: str,
+    said: str,
+    answer: str = "Noted.",
 ) -> None:
     body: dict[str, Any] = {
         "agentWallet": AGENT,
@@ -53,14 +56,16 @@ async def turn(
     }
     if user:
         body["userAddress"] = user
-    await rt.recorder.record(turn_recorded(body, now=NOW - timedelta(days=days_ago)))
+    await rt.recorder.record(turn_recorded(body, now=now - timedelta(days=days_ago)))
 
 
-async def seed_everything(rt: Runtime, minilm: LocalMiniLMEmbedder) -> None:
-    await turn(rt, 3, USER, "home", "We adopted a greyhound called Juniper last spring.")
+async def seed_everything(rt: Runtime, minilm: LocalMiniLMEmbedder, now: datetime) -> None:
+    """One memory per layer, said relative to `now`."""
+    now_ms = int(now.timestamp() * 1000)
+    await turn(rt, now, 3, USER, "home", "We adopted a greyhound called Juniper last spring.")
     for i in range(8):  # push the greyhound out of the 12-line working buffer
-        await turn(rt, 2, USER, "home", f"Reminder number {i} about the groceries list.")
-    await turn(rt, 0, USER, "home", "My knee has been hurting since the marathon.")
+        await turn(rt, now, 2, USER, "home", f"Reminder number {i} about the groceries list.")
+    await turn(rt, now, 0, USER, "home", "My knee has been hurting since the marathon.")
     await rt.rememberer.remember(
         memory_remembered(
             {
@@ -69,7 +74,7 @@ async def seed_everything(rt: Runtime, minilm: LocalMiniLMEmbedder) -> None:
                 "content": "Ursula is allergic to peanuts.",
                 "type": "identity",
             },
-            now=NOW - timedelta(days=1),
+            now=now - timedelta(days=1),
         )
     )
     db = rt.mongo[rt.settings.mongo_db]
@@ -88,8 +93,8 @@ async def seed_everything(rt: Runtime, minilm: LocalMiniLMEmbedder) -> None:
             summary=summary,
             success_rate=0.9,
             execution_count=6,
-            last_executed=NOW_MS - 86_400_000,
-            created_at=NOW_MS - 9 * 86_400_000,
+            last_executed=now_ms - 86_400_000,
+            created_at=now_ms - 9 * 86_400_000,
             embedding=pattern_vec,
             embedding_model=minilm.model,
         )
@@ -101,9 +106,9 @@ async def seed_everything(rt: Runtime, minilm: LocalMiniLMEmbedder) -> None:
             summary="Kitchen renovation: new cabinets, tiles and a bigger oven.",
             topics=["kitchen", "renovation"],
             entry_count=14,
-            start=NOW_MS - 400 * 86_400_000,
-            end=NOW_MS - 300 * 86_400_000,
-            created_at=NOW_MS - 290 * 86_400_000,
+            start=now_ms - 400 * 86_400_000,
+            end=now_ms - 300 * 86_400_000,
+            created_at=now_ms - 290 * 86_400_000,
             embedding=archive_vec,
             embedding_model=minilm.model,
         )
@@ -123,14 +128,14 @@ PARAPHRASES = {
 
 @pytest.mark.parametrize("layer", list(PARAPHRASES))
 async def test_each_layer_answers_a_paraphrased_question(
-    rt: Runtime, minilm: LocalMiniLMEmbedder, layer: str
+    rt: Runtime, minilm: LocalMiniLMEmbedder, layer: str, now: datetime, now_ms: int
 ) -> None:
-    await seed_everything(rt, minilm)
+    await seed_everything(rt, minilm, now)
     question, expected = PARAPHRASES[layer]
     scope = {"agentWallet": AGENT, "userAddress": USER, "threadId": "home"}
     reply = await rt.search.layer_search(
         LayerSearchRequest.model_validate({"scope": scope, "query": question, "layers": [layer]}),
-        NOW_MS,
+        now_ms,
     )
     hits = reply.layers[layer]
     assert hits, f"{layer} found nothing for {question!r}"
@@ -140,9 +145,9 @@ async def test_each_layer_answers_a_paraphrased_question(
 
 
 async def test_the_packed_context_combines_layers_within_the_budget(
-    rt: Runtime, minilm: LocalMiniLMEmbedder
+    rt: Runtime, minilm: LocalMiniLMEmbedder, now: datetime, now_ms: int
 ) -> None:
-    await seed_everything(rt, minilm)
+    await seed_everything(rt, minilm, now)
     reply = await rt.search.context(
         context_request(
             {
@@ -153,7 +158,7 @@ async def test_the_packed_context_combines_layers_within_the_budget(
                 "budget": {"maxCharacters": 600},
             }
         ),
-        NOW_MS,
+        now_ms,
     )
     assert reply.prompt is not None
     assert "Juniper" in reply.prompt
@@ -161,7 +166,7 @@ async def test_the_packed_context_combines_layers_within_the_budget(
     assert set(reply.totals) == set(PARAPHRASES)
 
 
-async def test_an_operator_filter_is_rejected_with_a_clear_error(rt: Runtime) -> None:
+async def test_an_operator_filter_is_rejected_with_a_clear_error(rt: Runtime, now_ms: int) -> None:
     request = context_request(
         {
             "agentWallet": AGENT,
@@ -171,7 +176,7 @@ async def test_an_operator_filter_is_rejected_with_a_clear_error(rt: Runtime) ->
         }
     )
     with pytest.raises(InputRejected, match="userAddress"):
-        await rt.search.context(request, NOW_MS)
+        await rt.search.context(request, now_ms)
 
 
 # --- tenancy ------------------------------------------------------------------------------
@@ -183,9 +188,11 @@ FACTS = ["likes jazz", "owns a red bicycle", "is learning Japanese", "moved to P
 
 
 @pytest.fixture
-async def tenants_rt(stack: Endpoints, minilm: LocalMiniLMEmbedder) -> AsyncIterator[Runtime]:
+async def tenants_rt(
+    stack: Endpoints, minilm: LocalMiniLMEmbedder, unique: Any, now: datetime
+) -> AsyncIterator[Runtime]:
     """Seeded once per test (hypothesis reuses it across its examples: reads only)."""
-    name = f"tenancy_{int(time.time() * 1000)}"
+    name = unique("tenancy")
     async with open_runtime(make_settings(stack, name), minilm) as runtime:
         for agent in AGENTS:
             for user in USERS:
@@ -199,10 +206,10 @@ async def tenants_rt(stack: Endpoints, minilm: LocalMiniLMEmbedder) -> AsyncIter
                         }
                         if user:
                             body["userAddress"] = user
-                        await runtime.recorder.record(turn_recorded(body, now=NOW))
+                        await runtime.recorder.record(turn_recorded(body, now=now))
                         await runtime.rememberer.remember(
                             memory_remembered(
-                                {**body, "content": f"{agent}/{user} {fact}"}, now=NOW
+                                {**body, "content": f"{agent}/{user} {fact}"}, now=now
                             )
                         )
         yield runtime
@@ -219,14 +226,14 @@ async def tenants_rt(stack: Endpoints, minilm: LocalMiniLMEmbedder) -> AsyncIter
     query=st.sampled_from(FACTS),
 )
 async def test_no_query_returns_another_tenants_memory(
-    tenants_rt: Runtime, agent: str, user: str | None, thread: str | None, query: str
+    tenants_rt: Runtime, agent: str, user: str | None, thread: str | None, query: str, now_ms: int
 ) -> None:
     body: dict[str, Any] = {"agentWallet": agent, "query": query, "includeRaw": True}
     if user:
         body["userAddress"] = user
     if thread:
         body["threadId"] = thread
-    reply = await tenants_rt.search.context(context_request(body), NOW_MS)
+    reply = await tenants_rt.search.context(context_request(body), now_ms)
     assert reply.raw is not None
     for layer, items in reply.raw.items():
         for item in items:
@@ -273,8 +280,9 @@ def reranker_url() -> Iterator[str]:
 
 
 async def _graph_order(
-    stack: Endpoints, minilm: LocalMiniLMEmbedder, db: str, **extra: Any
+    stack: Endpoints, minilm: LocalMiniLMEmbedder, db: str, now: datetime, **extra: Any
 ) -> list[str]:
+    now_ms = int(now.timestamp() * 1000)
     async with open_runtime(make_settings(stack, db, **extra), minilm) as runtime:
         for i, fact in enumerate(
             [
@@ -287,7 +295,7 @@ async def _graph_order(
             await runtime.rememberer.remember(
                 memory_remembered(
                     {"agentWallet": AGENT, "userAddress": "vera", "content": fact},
-                    now=NOW - timedelta(days=i),
+                    now=now - timedelta(days=i),
                 )
             )
         reply = await runtime.search.layer_search(
@@ -298,20 +306,21 @@ async def _graph_order(
                     "layers": ["graph"],
                 }
             ),
-            NOW_MS,
+            now_ms,
         )
         await runtime.mongo.drop_database(db)
     return [hit["content"] for hit in reply.layers["graph"]]
 
 
 async def test_a_local_http_reranker_reorders_and_a_dead_one_keeps_the_decayed_order(
-    stack: Endpoints, minilm: LocalMiniLMEmbedder, reranker_url: str, unique: Any
+    stack: Endpoints, minilm: LocalMiniLMEmbedder, reranker_url: str, unique: Any, now: datetime
 ) -> None:
-    plain = await _graph_order(stack, minilm, unique("plain"))
+    plain = await _graph_order(stack, minilm, unique("plain"), now)
     reranked = await _graph_order(
         stack,
         minilm,
         unique("rr"),
+        now,
         rerank_provider="http",
         rerank_url=reranker_url,
         rerank_dominance_delta=1.0,
@@ -321,6 +330,7 @@ async def test_a_local_http_reranker_reorders_and_a_dead_one_keeps_the_decayed_o
         stack,
         minilm,
         unique("dead"),
+        now,
         rerank_provider="http",
         rerank_url="http://127.0.0.1:9/v1/rerank",
         rerank_dominance_delta=1.0,

@@ -4,7 +4,7 @@ test: a fresh database and fresh group ids, dropped afterwards."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -13,8 +13,9 @@ from services.app import resolve_groups, running_groups
 from services.asyncapi import CHANNELS
 from services.client import MemoryClient
 from services.infra import Endpoints
-from services.offsets import start_at_end
+from services.offsets import end_offsets, start_at_end, wait_caught_up
 from services.runtime import Runtime
+from services.security import NO_OPTIONS
 from tests.support.settings import make_settings
 
 
@@ -27,6 +28,34 @@ def subscriptions(group_prefix: str, groups: Sequence[str]) -> list[tuple[str, s
         for consumer in channel.consumers
         if consumer.split(".")[0] in chosen
     ]
+
+
+async def drained(
+    bootstrap: str,
+    group_prefix: str,
+    stages: Sequence[tuple[str, str]],
+    *,
+    timeout: float = 60,
+    kafka_options: Mapping[str, Any] = NO_OPTIONS,
+) -> None:
+    """Wait until each (group, topic) of `stages`, in order, has processed everything
+    published on its topic so far (group ids are `<group_prefix>.<group>`). A stage's ends are
+    read once the stage before it is done, so they include what that stage published:
+    `[("extraction", TURNS), ("facts", FACTS)]` waits for every turn's facts, whatever
+    partitions the turns and the facts went to.
+
+    Waiting for one expected answer instead proves only that its own event was handled: an
+    event on another partition (another thread's turn) or another topic (the cache
+    invalidation a write announces) may still be on its way."""
+    for group, topic in stages:
+        ends = await end_offsets(bootstrap, [topic], kafka_options=kafka_options)
+        await wait_caught_up(
+            bootstrap,
+            f"{group_prefix}.{group}",
+            ends,
+            timeout=timeout,
+            kafka_options=kafka_options,
+        )
 
 
 @asynccontextmanager
