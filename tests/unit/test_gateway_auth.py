@@ -7,10 +7,8 @@ test (`test_no_test_computes_a_time_at_import` keeps it so)."""
 
 from __future__ import annotations
 
-import ast
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import jwt
@@ -30,7 +28,6 @@ from services.tokens import parse_duration
 
 SECRET = "unit-secret-of-at-least-thirty-two-bytes"  # noqa: S105 - a test fixture
 HOUR = 3_600
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def token(secret: str = SECRET, algorithm: str = "HS256", **claims: object) -> str:
@@ -355,48 +352,6 @@ def test_a_key_without_a_tenant_is_refused_at_start_up(
     with pytest.raises(ValidationError, match=message) as caught:
         Settings()
     assert "key-one" not in str(caught.value)  # the key itself is never echoed
-
-
-# --- no time at import ----------------------------------------------------------------------
-
-CLOCKS = {("time", "time"), ("time", "monotonic"), ("datetime", "now"), ("datetime", "utcnow")}
-
-
-def import_time_clock_reads(tree: ast.AST) -> list[int]:
-    """Lines where a module reads the clock outside a function or lambda body (at import,
-    e.g. in a decorator's or a default's arguments, or at collection)."""
-    found: list[int] = []
-
-    def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            for part in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults]:
-                if part is not None:
-                    visit(part)
-            return
-        if isinstance(node, ast.Lambda):
-            return
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            owner = node.func.value
-            if isinstance(owner, ast.Name) and (owner.id, node.func.attr) in CLOCKS:
-                found.append(node.lineno)
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    visit(tree)
-    return found
-
-
-def test_no_test_computes_a_time_at_import() -> None:
-    modules = [Path(__file__), *sorted((ROOT / "tests" / "gateway").glob("*.py"))]
-    offenders = {
-        str(path.relative_to(ROOT)): lines
-        for path in modules
-        if (lines := import_time_clock_reads(ast.parse(path.read_text())))
-    }
-    assert offenders == {}
-    assert import_time_clock_reads(ast.parse("x = [time.time()]")) == [1]
-    assert import_time_clock_reads(ast.parse("@p(time.time())\ndef f(): pass")) == [1]
-    assert import_time_clock_reads(ast.parse("def f():\n    return time.time()")) == []
 
 
 def test_validation_messages_are_one_clear_line() -> None:

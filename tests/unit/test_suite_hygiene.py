@@ -38,12 +38,6 @@ CLOCKS = frozenset(
 )
 """Qualified names of the calls that read the clock."""
 
-PENDING = {
-    # being rewritten by its owner (a collection-time `nbf=int(time.time()) + 600` token);
-    # drop this entry when that rewrite lands
-    "unit/test_gateway_auth.py",
-}
-
 
 def _aliases(tree: ast.Module) -> dict[str, str]:
     """Local name → qualified name, from the module's imports (anywhere in it)."""
@@ -154,7 +148,6 @@ def test_no_test_module_reads_the_clock_at_import_or_collection() -> None:
     found = [
         f"{path.relative_to(TESTS)}:{line}: {call}"
         for path in sorted(TESTS.rglob("*.py"))
-        if path.relative_to(TESTS).as_posix() not in PENDING
         for line, call in clock_reads_at_import(path.read_text())
     ]
     assert found == [], "read the clock in the test or take the `now` fixture:\n" + "\n".join(found)
