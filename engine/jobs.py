@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from engine.errors import InputRejected, MemoryError_
+from schemas.jobs import MAX_DAYS
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +43,6 @@ DAY_MS = 86_400_000
 RUNNING_LEASE_MS = 60 * 60 * 1000
 """How long a `running` record is trusted, in milliseconds (1 hour; every job of the schedule
 normally ends within minutes, retries included)."""
-MAX_DAYS = 36_500.0
-"""Upper bound of a day-valued job parameter (100 years): larger values are refused."""
 LEASE_EXPIRED = "LeaseExpired"
 """`error_type` of a record ended by `live_jobs` because its lease ran out."""
 

@@ -27,7 +27,9 @@ FORBIDDEN_IN_ENGINE = frozenset(
     }
 )
 ENV_READERS = frozenset({"environ", "environb", "getenv", "getenvb"})
-SCHEMAS_MAY_IMPORT = frozenset({"pydantic", "schemas"}) | frozenset(sys.stdlib_module_names)
+SCHEMAS_MAY_IMPORT = frozenset({"pydantic", "pydantic_core", "schemas"}) | frozenset(
+    sys.stdlib_module_names
+)
 
 
 def core_modules() -> list[Path]:
