@@ -52,6 +52,7 @@ OUT_OF_RANGE_TYPES = frozenset(
         "less_than_equal",
         "finite_number",
         "int_from_float",
+        "int_parsing_size",
     }
 )
 """Pydantic error types that mean "a number outside its range" (HTTP 422)."""
@@ -119,8 +120,10 @@ def whole_count(value: object, name: str, *, minimum: int = 1) -> int:
         if not value.is_integer():  # NaN and infinities included
             raise ValueOutOfRange(f"{name} must be a whole number, not {value}")
         value = int(value)
-    if not minimum <= value <= INT64_MAX:
+    if value < minimum:
         raise ValueOutOfRange(f"{name} must be at least {minimum}, not {value}")
+    if value > INT64_MAX:  # MongoDB's integers are 64-bit
+        raise ValueOutOfRange(f"{name} must be at most {INT64_MAX} (64 bits)")
     return value
 
 

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from schemas.bounds import epoch_ms, parse_contract, whole_count
+from schemas.bounds import ValueOutOfRange, epoch_ms, parse_contract, whole_count
 from schemas.events import MemoryRemembered, Message, ToolEvent, TurnRecorded, utc_now
 from schemas.limits import MAX_MESSAGE_BYTES
 from schemas.requests import ALL_LAYERS, ContextRequest, LayerName
@@ -183,9 +183,11 @@ def _messages(data: dict[str, Any], now_ms: int) -> list[Message]:
     assistant = clean_str(data.get("assistantMessage"))
     if user is None or assistant is None:
         raise ScopeError("messages or userMessage plus assistantMessage are required")
-    return [
-        Message(role="user", content=user, timestamp=now_ms),
-        Message(role="assistant", content=assistant, timestamp=now_ms + 1),
+    return [  # at the last millisecond of the time range, the answer is out of it
+        parse_contract(Message, {"role": "user", "content": user, "timestamp": now_ms}),
+        parse_contract(
+            Message, {"role": "assistant", "content": assistant, "timestamp": now_ms + 1}
+        ),
     ]
 
 
@@ -304,6 +306,8 @@ def memory_remembered(body: object, *, now: datetime | None = None) -> MemoryRem
         isinstance(confidence, bool) or not isinstance(confidence, int | float)
     ):
         raise ScopeError("confidence must be a number from 0 to 1")
+    if isinstance(confidence, int) and not 0 <= confidence <= 1:  # 10**400 has no float
+        raise ValueOutOfRange(f"confidence must be a number from 0 to 1, not {confidence}")
     metadata = data.get("metadata")
     event = parse_contract(
         MemoryRemembered,
