@@ -80,6 +80,7 @@ def test_the_window_is_the_days_before_the_job_or_the_given_range() -> None:
     start, end = window({"timeRange": iso})
     assert (start, end - start) == (1_767_225_600_000, 7 * DAY)
     assert window({"dateRange": {"start": 0, "end": 1000}}) == (0, 1000)  # 1970 is a time
+    assert window({"windowDays": MAX_DAYS})[0] == AT - int(MAX_DAYS * DAY)  # no overflow
     last = MAX_TIME_MS - DAY
     assert window({"dateRange": {"start": last, "end": MAX_TIME_MS}}) == (last, MAX_TIME_MS)
 
