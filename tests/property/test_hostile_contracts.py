@@ -659,3 +659,67 @@ async def test_a_consumer_dead_letters_an_oversized_record_without_decoding_it()
     assert letter.error_type == "MessageTooLarge"
     assert str(MAX_MESSAGE_BYTES) in letter.error
     assert len(letter.payload) <= MAX_MESSAGE_BYTES // 8
+
+
+STRICT_ON_THE_WIRE: list[tuple[type[BaseModel], str, str]] = [
+    (
+        JobRequested,
+        '{"type": "patterns_extract", "params": {"agentWallet": "a", "windowDays": -1}}',
+        "windowDays",
+    ),
+    (
+        JobRequested,
+        '{"type": "consolidate", "params": {"agentWallet": "a", "batchSize": 0}}',
+        "batchSize",
+    ),
+    (JobRequested, '{"type": "cleanup", "params": {"olderThanDays": NaN}}', "olderThanDays"),
+    (ContextRequest, '{"scope": {"agentWallet": "a"}, "query": "q", "limit": -1}', "limit"),
+    (
+        ContextRequest,
+        '{"scope": {"agentWallet": "a"}, "query": "q", "budget_chars": 0}',
+        "budget_chars",
+    ),
+    (ContextRequest, '{"scope": {"agentWallet": "a"}, "query": "q", "as_of": -5}', "as_of"),
+    (LayerSearchRequest, '{"scope": {"agentWallet": "a"}, "query": "q", "limit": 0}', "limit"),
+    (ReliabilityRequest, '{"scope": {"agentWallet": "a"}, "agent": "p", "last": -1}', "last"),
+    (
+        MemoryRemembered,
+        '{"scope": {"agentWallet": "a"}, "content": "c", "confidence": NaN}',
+        "confidence",
+    ),
+    (
+        MemoryRemembered,
+        '{"scope": {"agentWallet": "a"}, "content": "c", "occurred_at": "0001-01-01T00:00:00Z"}',
+        "occurred_at",
+    ),
+]
+"""Records a producer other than our edge could write: each breaks a range of its contract."""
+
+
+@pytest.mark.parametrize(("contract", "raw", "field"), STRICT_ON_THE_WIRE)
+async def test_a_consumer_dead_letters_a_value_out_of_range_with_the_reason(
+    contract: type[BaseModel], raw: str, field: str
+) -> None:
+    broker = KafkaBroker()
+    processed: list[BaseModel] = []
+    letters: list[DeadLetter] = []
+
+    async def work(event: BaseModel) -> None:
+        processed.append(event)
+
+    @broker.subscriber("test.strict.v1", group_id="g")
+    async def handle(msg: KafkaMessage) -> None:
+        await consume(
+            broker, msg, group="g", contract=contract, work=work, attempts=1, backoff_ms=1
+        )
+
+    @broker.subscriber(topics.DLQ, group_id="dlq-reader")
+    async def read_dlq(letter: DeadLetter) -> None:
+        letters.append(letter)
+
+    async with TestKafkaBroker(broker) as br:
+        await br.publish(raw.encode(), "test.strict.v1", key=b"k")
+    assert processed == []
+    [letter] = letters
+    assert letter.error_type == "ValidationError"
+    assert field in letter.error
