@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
@@ -38,12 +37,9 @@ JOB_TYPES: tuple[JobType, ...] = (
 )
 JobStatus = Literal["running", "completed", "failed"]
 
-DAY_MS = 86_400_000
 RUNNING_LEASE_MS = 60 * 60 * 1000
 """How long a `running` record is trusted, in milliseconds (1 hour; every job of the schedule
 normally ends within minutes, retries included)."""
-MAX_DAYS = 36_500.0
-"""Upper bound of a day-valued job parameter (100 years): larger values are refused."""
 LEASE_EXPIRED = "LeaseExpired"
 """`error_type` of a record ended by `live_jobs` because its lease ran out."""
 
@@ -88,26 +84,6 @@ class JobStore(Protocol):
 
 JobFunction = Callable[[Mapping[str, Any], int], Awaitable[dict[str, Any]]]
 """A job: (parameters, the job's time in milliseconds since epoch) → its result."""
-
-
-def days_param(
-    params: Mapping[str, Any], name: str, default: float, *, maximum: float = MAX_DAYS
-) -> float:
-    """`params[name]`, a number of days in (0, `maximum`]; absent or null means `default`.
-    A non-number, a non-finite number or one out of range raises `InputRejected`."""
-    value = params.get(name)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InputRejected(f"{name} must be a number of days, not {value!r}")
-    if not (math.isfinite(value) and 0 < value <= maximum):
-        raise InputRejected(f"{name} must be more than 0 and at most {maximum:g} days, not {value}")
-    return float(value)
-
-
-def days_ms(days: float) -> int:
-    """`days` in milliseconds (whole milliseconds, rounded down)."""
-    return int(days * DAY_MS)
 
 
 async def run_job(

@@ -11,15 +11,15 @@ import math
 from datetime import datetime
 from typing import Any, get_args
 
+from schemas.bounds import ValueOutOfRange, parse_contract
 from schemas.events import (
     CheckpointKind,
     KnowledgeFormat,
     KnowledgeSubmitted,
     WorkflowCheckpointRecorded,
-    utc_now,
 )
-from schemas.inputs import ROLES, occurred_at_of, within_message_limit
-from schemas.scope import Scope, ScopeError, clean_id, clean_str, parse_model
+from schemas.inputs import ROLES, occurred_at_when, within_message_limit
+from schemas.scope import Scope, ScopeError, clean_id, clean_str
 
 KNOWLEDGE_FORMATS: tuple[str, ...] = get_args(KnowledgeFormat)
 CHECKPOINT_KINDS: tuple[str, ...] = get_args(CheckpointKind)
@@ -49,10 +49,10 @@ def knowledge_submitted(body: object, *, now: datetime | None = None) -> Knowled
     if fmt not in KNOWLEDGE_FORMATS:
         raise ScopeError(f"source must be one of {', '.join(KNOWLEDGE_FORMATS)}")
     metadata = data.get("metadata")
-    event = parse_model(
+    event = parse_contract(
         KnowledgeSubmitted,
         {
-            "occurred_at": now or occurred_at_of(data) or utc_now(),
+            "occurred_at": occurred_at_when(data, now),
             "scope": scope.tenant(),
             "content": content,
             "key": clean_id(data.get("key"), "key"),
@@ -112,9 +112,15 @@ def _quality(data: dict[str, Any]) -> float | None:
     value = data.get("qualityScore", data.get("quality_score"))
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise ScopeError("qualityScore must be a finite number")
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond any float
+        number = math.inf
+    if not math.isfinite(number):
+        raise ValueOutOfRange("qualityScore must be a finite number")
+    return number
 
 
 def _step(value: object) -> int | str | None:
@@ -148,10 +154,10 @@ def checkpoint_recorded(body: object, *, now: datetime | None = None) -> Workflo
     goal = clean_str(goal)
     if goal is None and not any(m["role"] != "tool" for m in messages):
         raise ScopeError("a checkpoint needs a user/assistant/system message or a goal")
-    event = parse_model(
+    event = parse_contract(
         WorkflowCheckpointRecorded,
         {
-            "occurred_at": now or occurred_at_of(data) or utc_now(),
+            "occurred_at": occurred_at_when(data, now),
             "scope": scope,
             "agent": agent,
             "type": kind,

@@ -8,10 +8,13 @@ import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
+from schemas.bounds import EpochMs, TokenCount, ValueOutOfRange, out_of_range, within_time_range
+from schemas.jobs import JobType, check_job_params
 from schemas.limits import INT64_MAX, INT64_MIN, DocumentObject
-from schemas.scope import Id, Scope
+from schemas.scope import Id, Scope, ScopeError
 
 MAX_CONTENT_CHARS = 32_000
 """Upper bound on one message's content."""
@@ -46,8 +49,16 @@ class Contract(BaseModel):
 
 
 class Event(Contract):
+    """`occurred_at` lies within `schemas.bounds.TIME_RANGE` (1970..9999): rows derived from
+    the event take their millisecond timestamps from it. No float of an event is NaN or
+    infinite."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
     event_id: Id = Field(default_factory=new_event_id, min_length=1, max_length=64)
-    occurred_at: AwareDatetime = Field(default_factory=utc_now)
+    occurred_at: Annotated[AwareDatetime, AfterValidator(within_time_range)] = Field(
+        default_factory=utc_now
+    )
     schema_version: Literal[1] = 1
 
 
@@ -61,7 +72,7 @@ class Message(Contract):
 
     role: Role
     content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
-    timestamp: int = Field(ge=0, le=INT64_MAX)
+    timestamp: EpochMs
     tool_calls: list[ToolCall] | None = Field(default=None, max_length=MAX_TOOL_CALLS)
 
 
@@ -72,7 +83,7 @@ class ToolEvent(Contract):
     args: DocumentObject = Field(default_factory=dict)
     status: str = Field(default="completed", max_length=64)
     result: str | None = Field(default=None, max_length=MAX_CONTENT_CHARS)
-    timestamp: int = Field(ge=0, le=INT64_MAX)
+    timestamp: EpochMs
 
 
 class TurnRecorded(Event):
@@ -90,9 +101,9 @@ class TurnRecorded(Event):
     messages: list[Message] = Field(min_length=1, max_length=MAX_MESSAGES)
     tool_events: list[ToolEvent] = Field(default_factory=list, max_length=MAX_MESSAGES)
     summary: str | None = Field(default=None, max_length=MAX_CONTENT_CHARS)
-    total_tokens: int = Field(default=0, ge=0, le=INT64_MAX)
+    total_tokens: TokenCount = 0
     model_used: str = Field(default="external", max_length=200)
-    context_window: int = Field(default=0, ge=0, le=INT64_MAX)
+    context_window: TokenCount = 0
     metadata: DocumentObject = Field(default_factory=dict)
 
 
@@ -157,11 +168,23 @@ class FactsExtracted(Event):
 
 class JobRequested(Event):
     """A maintenance job to run (`memory.jobs.v1`, keyed by type). `job_id` is the
-    idempotency key: a job id that already finished is not run again."""
+    idempotency key: a job id that already finished is not run again. `params` are the
+    job type's (`schemas.jobs`): a request with a parameter the job does not take, or one
+    out of its range, is not a valid request (a consumer dead-letters it)."""
 
     job_id: Id = Field(default_factory=new_event_id, min_length=1, max_length=128)
-    type: Literal["consolidate", "decay_update", "cleanup", "patterns_extract", "archive_create"]
+    type: JobType
     params: DocumentObject = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _params_of_its_type(self) -> JobRequested:
+        try:
+            check_job_params(self.type, self.params)
+        except ValueOutOfRange as exc:
+            raise out_of_range(str(exc)) from None
+        except ScopeError as exc:
+            raise PydanticCustomError("job_params", "{reason}", {"reason": str(exc)}) from None
+        return self
 
 
 KnowledgeFormat = Literal["file", "url", "paste"]

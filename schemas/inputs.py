@@ -2,24 +2,27 @@
 
 This is the edge's validation: the SDK and the HTTP gateway call these before anything is
 published, so a bad input is rejected with the reference's 400 message (REFERENCE §1.2) and
-never reaches Kafka. Times are milliseconds since epoch.
+never reaches Kafka. A number or a time out of its range (`schemas.bounds`) is refused with
+`ValueOutOfRange` (422) naming the field, never clamped into range or replaced by a default;
+an absent one takes its default. Times are milliseconds since epoch.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
-from datetime import UTC, datetime
-from typing import Any, TypeGuard, TypeVar
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from schemas.bounds import ValueOutOfRange, epoch_ms, parse_contract, whole_count
 from schemas.events import MemoryRemembered, Message, ToolEvent, TurnRecorded, utc_now
-from schemas.limits import INT64_MAX, MAX_MESSAGE_BYTES
+from schemas.limits import MAX_MESSAGE_BYTES
 from schemas.requests import ALL_LAYERS, ContextRequest, LayerName
-from schemas.scope import Scope, ScopeError, clean_id, clean_str, parse_model
+from schemas.scope import Scope, ScopeError, clean_id, clean_str
 
 ROLES = ("user", "assistant", "system", "tool")
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 TOOL_RESULT_CHARS = 2000
 
 E = TypeVar("E", bound=BaseModel)
@@ -36,8 +39,8 @@ def to_ms(moment: datetime) -> int:
 
 
 def from_ms(ms: int) -> datetime:
-    """Aware UTC datetime of milliseconds since epoch."""
-    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+    """Aware UTC datetime of milliseconds since epoch (exact: no float rounding)."""
+    return EPOCH + timedelta(milliseconds=ms)
 
 
 def thread_session_id(scope: Scope, thread_id: str | None = None) -> str:
@@ -47,13 +50,6 @@ def thread_session_id(scope: Scope, thread_id: str | None = None) -> str:
     else:
         key = f"global:{scope.agent_wallet}"
     return f"session:{key}:{thread_id or scope.thread_id or 'main'}"
-
-
-def _finite_number(value: object) -> TypeGuard[int | float]:
-    """A JSON number usable as milliseconds or a ratio: finite and within 64 bits."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    return (isinstance(value, int) or math.isfinite(value)) and abs(value) <= INT64_MAX
 
 
 def within_message_limit(event: E, label: str) -> E:
@@ -73,25 +69,40 @@ def _require_object(body: object, label: str) -> dict[str, Any]:
     return body
 
 
-def _int_in(value: object, default: int, low: int, high: int) -> int:
-    """Clamp like the reference: non-numbers and 0 mean the default."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+def _present(data: dict[str, Any], *keys: str) -> tuple[str, object]:
+    """The first of `keys` present (not None) in `data`, with its value; else the first key
+    and None."""
+    for key in keys:
+        if data.get(key) is not None:
+            return key, data[key]
+    return keys[0], None
+
+
+def _count(data: dict[str, Any], keys: tuple[str, ...], default: int, high: int) -> int:
+    """A per-page count (REFERENCE §6.1): absent means `default`; a whole number of at least
+    1, lowered to `high` above it. Anything else is refused (`whole_count`), never
+    clamped up or replaced by the default."""
+    key, value = _present(data, *keys)
+    if value is None:
         return default
-    number = math.floor(value)
-    if number == 0:
-        return default
-    return max(low, min(high, number))
+    return min(high, whole_count(value, key))
 
 
 def _budget(body: dict[str, Any]) -> int | None:
+    """The character budget: `budget.maxCharacters` (alias `budget.max_chars`), else
+    `maxContextCharacters` (alias `max_context_chars`); absent means no budget. A given
+    budget is a whole number of at least 1."""
     budget = body.get("budget")
-    candidates: list[object] = []
-    if isinstance(budget, dict):
-        candidates += [budget.get(k) for k in ("maxCharacters", "max_chars")]
-    candidates += [body.get(k) for k in ("maxContextCharacters", "max_context_chars")]
-    for value in candidates:
-        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-            return max(1, math.floor(value)) if value != 0 else None
+    if budget is not None and not isinstance(budget, dict):
+        raise ScopeError("budget must be an object")
+    inner = budget or {}
+    for where, data, keys in (
+        ("budget.", inner, ("maxCharacters", "max_chars")),
+        ("", body, ("maxContextCharacters", "max_context_chars")),
+    ):
+        key, value = _present(data, *keys)
+        if value is not None:
+            return whole_count(value, where + key)
     return None
 
 
@@ -107,23 +118,23 @@ def _layers(value: object) -> list[LayerName]:
 
 
 def context_request(body: object) -> ContextRequest:
-    """pre_turn body → `ContextRequest` with the defaults and clamps of REFERENCE §6.1."""
+    """pre_turn body → `ContextRequest` with the defaults of REFERENCE §6.1: `limit` 5
+    (at most 20), `maxItems` 8 (at most 24), `maxItemChars` 500 (at most 2,000), no budget.
+    A count above its maximum is lowered to it; one below 1 is refused."""
     data = _require_object(body, "body")
     scope = Scope.parse(data)
     query = clean_str(data.get("query"))
     if query is None:
         raise ScopeError("query is required")
-    return parse_model(
+    return parse_contract(
         ContextRequest,
         {
             "scope": scope,
             "query": query,
             "layers": _layers(data.get("layers")),
-            "limit": _int_in(data.get("limit"), 5, 1, 20),
-            "max_items": _int_in(data.get("maxItems", data.get("max_items")), 8, 1, 24),
-            "max_item_chars": _int_in(
-                data.get("maxItemChars", data.get("max_item_chars")), 500, 1, 2000
-            ),
+            "limit": _count(data, ("limit",), 5, 20),
+            "max_items": _count(data, ("maxItems", "max_items"), 8, 24),
+            "max_item_chars": _count(data, ("maxItemChars", "max_item_chars"), 500, 2000),
             "budget_chars": _budget(data),
             "include_raw": data.get("includeRaw") is True,
             "as_of": _as_of(data),
@@ -132,18 +143,14 @@ def context_request(body: object) -> ContextRequest:
 
 
 def _as_of(data: dict[str, Any]) -> int | None:
-    value = data.get("asOf", data.get("as_of"))
-    if value is None:
-        return None
-    if _finite_number(value) and value >= 0:
-        return int(value)
-    if isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value)
-            return to_ms(parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC))
-        except (ValueError, OverflowError):
-            raise ScopeError("asOf must be an ISO-8601 time or milliseconds") from None
-    raise ScopeError("asOf must be an ISO-8601 time or milliseconds")
+    key, value = _present(data, "asOf", "as_of")
+    return epoch_ms(value, key)
+
+
+def _timestamp(item: dict[str, Any], label: str, default: int) -> int:
+    """A message's or tool event's `timestamp` (ms since epoch); absent means `default`."""
+    stamp = epoch_ms(item.get("timestamp"), f"{label}.timestamp")
+    return default if stamp is None else stamp
 
 
 def _messages(data: dict[str, Any], now_ms: int) -> list[Message]:
@@ -159,15 +166,14 @@ def _messages(data: dict[str, Any], now_ms: int) -> list[Message]:
             content = clean_str(item.get("content"))
             if content is None:
                 raise ScopeError(f"messages[{i}].content is required")
-            stamp = item.get("timestamp")
             calls = item.get("toolCalls", item.get("tool_calls"))
             messages.append(
-                parse_model(
+                parse_contract(
                     Message,
                     {
                         "role": role,
                         "content": content,
-                        "timestamp": stamp if isinstance(stamp, int) and stamp >= 0 else now_ms + i,
+                        "timestamp": _timestamp(item, f"messages[{i}]", now_ms + i),
                         "tool_calls": calls if isinstance(calls, list) else None,
                     },
                 )
@@ -177,9 +183,11 @@ def _messages(data: dict[str, Any], now_ms: int) -> list[Message]:
     assistant = clean_str(data.get("assistantMessage"))
     if user is None or assistant is None:
         raise ScopeError("messages or userMessage plus assistantMessage are required")
-    return [
-        Message(role="user", content=user, timestamp=now_ms),
-        Message(role="assistant", content=assistant, timestamp=now_ms + 1),
+    return [  # at the last millisecond of the time range, the answer is out of it
+        parse_contract(Message, {"role": "user", "content": user, "timestamp": now_ms}),
+        parse_contract(
+            Message, {"role": "assistant", "content": assistant, "timestamp": now_ms + 1}
+        ),
     ]
 
 
@@ -197,16 +205,15 @@ def _tool_events(data: dict[str, Any], now_ms: int) -> list[ToolEvent]:
             raise ScopeError(f"toolEvents[{i}].name is required")
         args = item.get("args", item.get("input"))
         result = item.get("result", item.get("output"))
-        stamp = item.get("timestamp")
         events.append(
-            parse_model(
+            parse_contract(
                 ToolEvent,
                 {
                     "name": name,
                     "args": args if isinstance(args, dict) else {},
                     "status": clean_str(item.get("status")) or "completed",
                     "result": result[:TOOL_RESULT_CHARS] if isinstance(result, str) else None,
-                    "timestamp": stamp if isinstance(stamp, int) and stamp >= 0 else now_ms + i,
+                    "timestamp": _timestamp(item, f"toolEvents[{i}]", now_ms + i),
                 },
             )
         )
@@ -224,7 +231,7 @@ def turn_recorded(body: object, *, now: datetime | None = None) -> TurnRecorded:
     """
     data = _require_object(body, "body")
     scope = Scope.parse(data)
-    occurred = now or occurred_at_of(data) or utc_now()
+    occurred = occurred_at_when(data, now)
     now_ms = to_ms(occurred)
     messages = _messages(data, now_ms)
     tools = _tool_events(data, now_ms)
@@ -237,10 +244,8 @@ def turn_recorded(body: object, *, now: datetime | None = None) -> TurnRecorded:
     turn_id = clean_id(data.get("turnId"), "turnId") or "turn_" + h32(
         f"{session_id}|{thread_id}|{now_ms}|{h32(spoken)}"
     )
-    tokens = data.get("totalTokens", data.get("tokenCount"))
-    window = data.get("contextWindow")
     metadata = data.get("metadata")
-    event = parse_model(
+    event = parse_contract(
         TurnRecorded,
         {
             "occurred_at": occurred,
@@ -252,33 +257,38 @@ def turn_recorded(body: object, *, now: datetime | None = None) -> TurnRecorded:
             "messages": messages,
             "tool_events": tools,
             "summary": clean_str(data.get("summary")),
-            "total_tokens": tokens if isinstance(tokens, int) and tokens >= 0 else 0,
+            "total_tokens": _tokens(data, "totalTokens", "tokenCount"),
             "model_used": clean_str(data.get("modelUsed"))
             or clean_str(data.get("model"))
             or "external",
-            "context_window": window if isinstance(window, int) and window >= 0 else 0,
+            "context_window": _tokens(data, "contextWindow"),
             "metadata": metadata if isinstance(metadata, dict) else {},
         },
     )
     return within_message_limit(event, "the turn")
 
 
+def _tokens(data: dict[str, Any], *keys: str) -> int:
+    """A token count (`totalTokens`, alias `tokenCount`; `contextWindow`): absent means 0;
+    a whole number of at least 0."""
+    key, value = _present(data, *keys)
+    return 0 if value is None else whole_count(value, key, minimum=0)
+
+
 def occurred_at_of(data: dict[str, Any]) -> datetime | None:
     """The body's `occurredAt` (alias `occurred_at`: ms since epoch or ISO-8601, naive means
-    UTC), None when absent; `ScopeError` when it is not a time."""
-    value = data.get("occurredAt", data.get("occurred_at"))
-    try:
-        if _finite_number(value) and value > 0:
-            return from_ms(int(value))
-        if isinstance(value, str):
-            parsed = datetime.fromisoformat(value)
-            parsed = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-            if to_ms(parsed) < 0:  # message timestamps are milliseconds since epoch
-                raise ValueError("before 1970")
-            return parsed
-    except (ValueError, OverflowError, OSError):
-        raise ScopeError("occurredAt must be an ISO-8601 time or milliseconds") from None
-    return None
+    UTC), None when absent; `ScopeError` when it is not a time, `ValueOutOfRange` when it is
+    outside `schemas.bounds.TIME_RANGE`."""
+    key, value = _present(data, "occurredAt", "occurred_at")
+    ms = epoch_ms(value, key)
+    return None if ms is None else from_ms(ms)
+
+
+def occurred_at_when(data: dict[str, Any], now: datetime | None) -> datetime:
+    """The event's time: `now` when given (tests, a transcript's exchanges), else the body's
+    `occurredAt`, else the wall clock. A given `occurredAt` is checked either way."""
+    given = occurred_at_of(data)
+    return now or given or utc_now()
 
 
 FACT_TYPES = ("preference", "identity", "context", "skill", "relationship", "event")
@@ -292,16 +302,22 @@ def memory_remembered(body: object, *, now: datetime | None = None) -> MemoryRem
     if content is None:
         raise ScopeError("content is required")
     confidence = data.get("confidence")
+    if confidence is not None and (
+        isinstance(confidence, bool) or not isinstance(confidence, int | float)
+    ):
+        raise ScopeError("confidence must be a number from 0 to 1")
+    if isinstance(confidence, int) and not 0 <= confidence <= 1:  # 10**400 has no float
+        raise ValueOutOfRange(f"confidence must be a number from 0 to 1, not {confidence}")
     metadata = data.get("metadata")
-    event = parse_model(
+    event = parse_contract(
         MemoryRemembered,
         {
-            "occurred_at": now or occurred_at_of(data) or utc_now(),
+            "occurred_at": occurred_at_when(data, now),
             "scope": scope,
             "content": content,
             "type": clean_str(data.get("type")) or "explicit_save",
             "retention": clean_str(data.get("retention")),
-            "confidence": float(confidence) if _finite_number(confidence) else 1.0,
+            "confidence": 1.0 if confidence is None else confidence,
             "conflict_policy": clean_str(data.get("conflictPolicy"))
             or clean_str(data.get("conflict_policy")),
             "memory_scope": clean_str(data.get("scope")),

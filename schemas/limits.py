@@ -21,6 +21,7 @@ import math
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, ValidationInfo
+from pydantic_core import PydanticCustomError
 
 MAX_MESSAGE_BYTES = 1_000_000
 """Largest message, in bytes of UTF-8 JSON: a Kafka record's value or a gateway request body.
@@ -38,6 +39,12 @@ MAX_JSON_STRING_CHARS = 32_000
 """Characters of one string value inside a free-form object."""
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 """MongoDB stores integers as 64-bit: a larger one would fail the write, not the validation."""
+OUT_OF_RANGE = "out_of_range"
+"""The pydantic error type of a number or time outside its range (see `schemas.bounds`)."""
+
+
+class NumberOutOfRange(ValueError):
+    """A number of a free-form object that is not finite or does not fit in 64 bits."""
 
 
 def utf8_size(text: str) -> int:
@@ -73,11 +80,11 @@ def _check_leaf(value: object, path: list[str]) -> None:
         return
     if isinstance(value, int):
         if not INT64_MIN <= value <= INT64_MAX:
-            raise ValueError(f"{_where(path)}: integers must fit in 64 bits")
+            raise NumberOutOfRange(f"{_where(path)}: integers must fit in 64 bits")
         return
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise ValueError(f"{_where(path)}: numbers must be finite")
+            raise NumberOutOfRange(f"{_where(path)}: numbers must be finite")
         return
     if isinstance(value, str):
         utf8_size(value)
@@ -98,7 +105,8 @@ def check_json_object(
     max_nodes: int = MAX_JSON_NODES,
 ) -> dict[str, Any]:
     """`value` if it is a bounded JSON object (see the module docstring), else `ValueError`
-    naming the offending path (`metadata.a[2]: ...`). Walks iteratively: no recursion."""
+    naming the offending path (`metadata.a[2]: ...`; `NumberOutOfRange` for a number that is
+    not finite or beyond 64 bits). Walks iteratively: no recursion."""
     nodes = 0
     stack: list[tuple[object, list[str], int]] = [(value, [name], 1)]
     while stack:
@@ -127,13 +135,16 @@ def _object_validator(
     *, document: bool, max_bytes: int = MAX_JSON_BYTES, max_nodes: int = MAX_JSON_NODES
 ) -> AfterValidator:
     def check(value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
-        return check_json_object(
-            value,
-            info.field_name or "object",
-            document=document,
-            max_bytes=max_bytes,
-            max_nodes=max_nodes,
-        )
+        try:
+            return check_json_object(
+                value,
+                info.field_name or "object",
+                document=document,
+                max_bytes=max_bytes,
+                max_nodes=max_nodes,
+            )
+        except NumberOutOfRange as exc:  # a 422 at the gateway, like every number out of range
+            raise PydanticCustomError(OUT_OF_RANGE, "{reason}", {"reason": str(exc)}) from None
 
     return AfterValidator(check)
 

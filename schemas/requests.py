@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from schemas.bounds import EpochMs
 from schemas.events import Contract
 from schemas.limits import INT64_MAX, DocumentObject, LargeJsonObject
 from schemas.scope import Id, Scope
@@ -16,7 +17,8 @@ MAX_QUERY_CHARS = 4_000
 
 
 class ContextRequest(Contract):
-    """pre_turn (REFERENCE §6.1). Values are already clamped (see `schemas.inputs`)."""
+    """pre_turn (REFERENCE §6.1). Counts are at least 1 (refused below: see
+    `schemas.inputs`, which lowers a count above its maximum to it); no budget is None."""
 
     scope: Scope
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
@@ -28,7 +30,7 @@ class ContextRequest(Contract):
     max_item_chars: int = Field(default=500, ge=1, le=2000)
     budget_chars: int | None = Field(default=None, ge=1, le=INT64_MAX)
     include_raw: bool = False
-    as_of: int | None = Field(default=None, ge=0, le=INT64_MAX)
+    as_of: EpochMs | None = None
     """Milliseconds since epoch: recall what was true then (facts replaced later included)."""
 
 
@@ -71,7 +73,7 @@ class LayerSearchRequest(Contract):
         default_factory=lambda: list(ALL_LAYERS), min_length=1, max_length=len(ALL_LAYERS)
     )
     limit: int = Field(default=5, ge=1, le=20)
-    as_of: int | None = Field(default=None, ge=0, le=INT64_MAX)
+    as_of: EpochMs | None = None
 
 
 class LayerSearchReply(Contract):

@@ -20,12 +20,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from schemas.bounds import epoch_ms
 from schemas.events import MAX_MESSAGES, TurnRecorded, utc_now
 from schemas.inputs import ROLES, from_ms, h32, to_ms, turn_recorded
 from schemas.scope import SCOPE_KEYS, Scope, ScopeError, clean_id, clean_str
 
-MAX_TIMESTAMP_MS = 253_402_300_799_999
-"""9999-12-31T23:59:59.999Z: a larger timestamp is not a time (it is replaced by the default)."""
 MAX_TRANSCRIPT_MESSAGES = 2_000
 """Upper bound on the messages of one call (send a longer transcript in parts)."""
 SPOKEN = ("user", "assistant")
@@ -35,8 +34,9 @@ TURN_SCOPE_KEYS = SCOPE_KEYS - {"filters", "metadata"}
 
 def _messages(raw: object, now_ms: int) -> list[dict[str, Any]]:
     """The non-blank messages with a role and a timestamp each (given, else `now_ms` + the
-    position, so the transcript's order survives); blank ones are dropped (an assistant
-    message carrying only tool calls has no text to store)."""
+    position, so the transcript's order survives; a given one outside
+    `schemas.bounds.TIME_RANGE` is refused); blank ones are dropped (an assistant message
+    carrying only tool calls has no text to store)."""
     if not isinstance(raw, list):
         raise ScopeError("messages must be a non-empty array")
     if len(raw) > MAX_TRANSCRIPT_MESSAGES:
@@ -53,17 +53,13 @@ def _messages(raw: object, now_ms: int) -> list[dict[str, Any]]:
         content = clean_str(item.get("content"))
         if content is None:
             continue
-        stamp = item.get("timestamp")
+        stamp = epoch_ms(item.get("timestamp"), f"messages[{i}].timestamp")
         calls = item.get("toolCalls", item.get("tool_calls"))
         kept.append(
             {
                 "role": role,
                 "content": content,
-                "timestamp": stamp
-                if isinstance(stamp, int)
-                and not isinstance(stamp, bool)
-                and 0 <= stamp <= MAX_TIMESTAMP_MS
-                else now_ms + i,
+                "timestamp": now_ms + i if stamp is None else stamp,
                 "index": i,
                 **({"toolCalls": calls} if isinstance(calls, list) else {}),
             }

@@ -152,11 +152,14 @@ def jobs_run(
         ),
     ] = None,
 ) -> None:
-    """Publish one job request to memory.jobs.v1 (the jobs group runs it; a parameter the job
-    does not take fails it, and its record in memory_jobs names the parameter)."""
+    """Publish one job request to memory.jobs.v1 (the jobs group runs it). The parameters are
+    checked first: one the job does not take, or a value out of range, is refused by name
+    and nothing is published."""
     import json
 
     from schemas.events import JobRequested
+    from schemas.jobs import check_job_params
+    from schemas.scope import ScopeError
     from services.client import MemoryClient
     from services.runtime import endpoints
     from services.security import kafka_options
@@ -174,6 +177,10 @@ def jobs_run(
             params[name] = json.loads(value)
         except ValueError:
             params[name] = value
+    try:  # the job's own schema, as the gateway and the SDK check it: nothing bad is queued
+        check_job_params(job_type, params)
+    except ScopeError as exc:
+        raise typer.BadParameter(str(exc)) from None
     event = JobRequested.model_validate({"type": job_type, "params": params})
 
     async def publish() -> None:

@@ -16,6 +16,11 @@
   `not_found` and `error` are data, not raised.
 * `index_knowledge(...)` and `record_checkpoint(...)` (REFERENCE §14) are writes like
   `remember`; `reliability(...)` is request-reply like `context` (an error is raised).
+* `request_job(...)` (`services.client_ops`) checks a maintenance job's parameters
+  (`schemas.jobs`) and publishes it.
+
+A number or a time out of its range raises `schemas.bounds.ValueOutOfRange` (a `ScopeError`)
+naming the field: it is never clamped into range or replaced by a default.
 """
 
 from __future__ import annotations

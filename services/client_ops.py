@@ -1,8 +1,8 @@
-"""Request-reply operations of `MemoryClient` beyond the loop (kept apart so the client
-module stays small): `rerank(...)` on `memory.rerank.v1` and `compress_session(...)` on
-`memory.sessions.v1`. Like `item(...)`, they return
-their reply: `error` (and `not_found`, `upstream`) are data, not raised; no reply within the
-timeout raises `TimeoutError`."""
+"""Operations of `MemoryClient` beyond the loop (kept apart so the client module stays
+small): `request_job(...)` publishes a maintenance job on `memory.jobs.v1`; `rerank(...)` on
+`memory.rerank.v1` and `compress_session(...)` on `memory.sessions.v1` are request-reply.
+Like `item(...)`, these return their reply: `error` (and `not_found`, `upstream`) are data,
+not raised; no reply within the timeout raises `TimeoutError`."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from schemas import topics
+from schemas.events import JobRequested
+from schemas.jobs import check_job_params
 from schemas.requests import RerankReply, RerankRequest, SessionReply, SessionRequest
 from schemas.scope import Scope
 
@@ -26,6 +28,23 @@ class ServiceOps:
         self, topic: str, request: BaseModel, key: str, reply: type[A], timeout: float | None
     ) -> A:
         raise NotImplementedError
+
+    async def publish(self, topic: str, event: BaseModel, key: str, **headers: Any) -> Any:
+        raise NotImplementedError
+
+    async def request_job(
+        self, job_type: str, params: Mapping[str, Any] | None = None, **more: Any
+    ) -> JobRequested:
+        """Queue a maintenance job (`params` and/or keywords: `agentWallet`, `windowDays`,
+        …; see `schemas.jobs`): the job's parameters are checked first, so a parameter the
+        job does not take or a value out of its range raises `ScopeError` (`ValueOutOfRange`
+        for the latter) and nothing is queued. Returns the published request (its `job_id`
+        names the record `admin("jobs.get", …)` reads)."""
+        merged = {**(params or {}), **more}
+        check_job_params(job_type, merged)
+        event = JobRequested.model_validate({"type": job_type, "params": merged})
+        await self.publish(topics.JOBS, event, event.type)
+        return event
 
     async def rerank(
         self,

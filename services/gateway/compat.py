@@ -28,11 +28,13 @@ from pydantic import Field
 
 from engine.filters import parse_filters
 from engine.ingest import session_vector_id
+from schemas.bounds import Count, TokenCount
 from schemas.scope import ScopeError, clean_str
 from schemas.transcripts import transcript_turns
 from services.gateway.auth import Caller
-from services.gateway.deps import Client, body_scope, clamp, item_rows, query_scope, raw
+from services.gateway.deps import Client, at_most, body_scope, item_rows, query_scope, raw
 from services.gateway.errors import ERRORS
+from services.gateway.limits import StrictJsonRoute
 from services.gateway.models import (
     MessageBody,
     Position,
@@ -40,14 +42,14 @@ from services.gateway.models import (
     _Reply,
 )
 
-router = APIRouter(tags=["compatibility"], responses=ERRORS)
+router = APIRouter(tags=["compatibility"], responses=ERRORS, route_class=StrictJsonRoute)
 """POST routes; `listing` (GET /{agentWallet}) is a router of its own, included last."""
-listing = APIRouter(tags=["compatibility"], responses=ERRORS)
+listing = APIRouter(tags=["compatibility"], responses=ERRORS, route_class=StrictJsonRoute)
 
-LIST_LIMIT = (50, 1, 200)
-"""GET /{agentWallet} `limit`: default, low, high (REFERENCE §13.4)."""
-SEARCH_LIMIT = (5, 1, 20)
-"""POST /search `limit`: default, low, high (the reference did not clamp it, §16.29)."""
+LIST_LIMIT = (50, 200)
+"""GET /{agentWallet} `limit`: default, maximum (REFERENCE §13.4)."""
+SEARCH_LIMIT = (5, 20)
+"""POST /search `limit`: default, maximum (the reference did not cap it, §16.29)."""
 
 
 # --- bodies and answers --------------------------------------------------------------------
@@ -60,8 +62,8 @@ class TranscriptBody(ScopeBody):
     messages: list[MessageBody] | None = Field(default=None, description="Required.")
     modelUsed: str | None = None
     model: str | None = None
-    totalTokens: int | None = None
-    tokenCount: int | None = None
+    totalTokens: TokenCount | None = None
+    tokenCount: TokenCount | None = Field(default=None, description="Alias of totalTokens.")
     rememberWorkingMemory: bool | None = Field(
         default=None, description="Must be true if given: working memory is always appended."
     )
@@ -90,7 +92,7 @@ class TranscriptIndexed(_Reply):
 
 class SearchBody(ScopeBody):
     query: str | None = Field(default=None, description="Required.")
-    limit: float | None = Field(default=None, description="Default 5, clamped to 1-20.")
+    limit: Count | None = Field(default=None, description="Default 5, at most 20.")
 
 
 class MemoryItem(_Reply):
@@ -207,7 +209,7 @@ async def search(body: SearchBody, client: Client, caller: Caller) -> list[Memor
     if query is None:
         raise ScopeError("query is required")
     reply = await client.search_layers(
-        query, scope, layers=["graph"], limit=clamp(body.limit, *SEARCH_LIMIT)
+        query, scope, layers=["graph"], limit=at_most(body.limit, *SEARCH_LIMIT)
     )
     return [memory_item(hit) for hit in reply.layers.get("graph", [])]
 
@@ -220,10 +222,12 @@ async def newest_facts(
     client: Client,
     caller: Caller,
     user_address: Annotated[str | None, Query(alias="userAddress", max_length=256)] = None,
-    limit: Annotated[float | None, Query(description="Default 50, clamped to 1-200.")] = None,
+    limit: Annotated[
+        int | None, Query(ge=1, description="Default 50, at most 200 (lowered to it).")
+    ] = None,
 ) -> list[MemoryItem]:
     """The tenant's newest active facts, newest first (deleted and superseded ones are not
     listed; without `userAddress`, the agent's user-less facts only)."""
     scope = query_scope(caller, agent_wallet, user_address)
-    reply = await client.newest_items(scope, limit=clamp(limit, *LIST_LIMIT))
+    reply = await client.newest_items(scope, limit=at_most(limit, *LIST_LIMIT))
     return [memory_item(row) for row in item_rows(reply)]

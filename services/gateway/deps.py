@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
@@ -77,12 +76,10 @@ def admin_result(reply: AdminReply) -> dict[str, Any]:
     return reply.result or {}
 
 
-def clamp(value: float | None, default: int, low: int, high: int) -> int:
-    """An integer in [low, high]; missing, 0 or not finite ⇒ `default` (the reference's
-    clamp, REFERENCE §6.1)."""
-    if value is None or not math.isfinite(value) or math.floor(value) == 0:
-        return default
-    return max(low, min(high, math.floor(value)))
+def at_most(value: int | None, default: int, high: int) -> int:
+    """A per-page count: `value` lowered to `high` (REFERENCE §6.1's cap), None ⇒ `default`.
+    A count below 1 never gets here: the route's `Count` type refuses it (422)."""
+    return default if value is None else min(value, high)
 
 
 def known_layers(names: list[str] | None) -> list[str]:

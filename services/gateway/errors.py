@@ -1,12 +1,17 @@
 """Every gateway error is `{"error": "<message>"}` (REFERENCE §1.2), with a status that says
 whose fault it is:
 
-* 400 - the body or a parameter is invalid (FastAPI's own validation included: never 422),
-  or the memory service answered the request with an error;
+* 400 - the body or a parameter is invalid (missing, of the wrong JSON type, refused by a
+  rule; FastAPI's own validation included), or the memory service answered the request with
+  an error;
 * 401 - no credential, or a wrong one;
 * 403 - a credential confined to one tenant asked for another agentWallet or userAddress, or
   for an operation wider than its tenant (tenant isolation);
 * 404 - nothing with that id within the caller's scope, or an unknown route;
+* 422 - a number or a time outside its documented range (`schemas.bounds`: a count below 1,
+  a negative token count, a time outside 1970..9999, a job parameter out of range, a NaN or
+  infinite number anywhere in the body): refused, never clamped or ignored, with a message
+  naming the field (`limit: Input should be greater than or equal to 1`);
 * 413 - the request body is larger than one Kafka message (`schemas.limits.MAX_MESSAGE_BYTES`);
 * 502 - a provider the memory service called on the caller's behalf failed (the reranker of
   POST /rerank, the LLM of POST /sessions/{id}/compress); documented on those routes only;
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,6 +34,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException
 
 from engine.errors import InputRejected, NotFound
+from schemas.bounds import OUT_OF_RANGE_TYPES, ValueOutOfRange, is_out_of_range
 from schemas.scope import ScopeError, first_error
 from services.client import RequestFailed
 from services.gateway.metrics import GatewayMetrics
@@ -57,6 +64,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     401: _doc("Missing or invalid credentials."),
     403: _doc("The credential is confined to another tenant (agentWallet or userAddress)."),
     413: _doc("The request body is larger than one message (`MAX_MESSAGE_BYTES`)."),
+    422: _doc("A number or a time outside its documented range; the message names the field."),
     504: _doc("The memory service did not answer in time."),
 }
 """Error responses every authenticated route can give (for the OpenAPI document)."""
@@ -67,9 +75,14 @@ def _body(status: int, message: str, headers: Mapping[str, str] | None = None) -
     return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
+UNION_MEMBER = re.compile(r"^(constrained-)?(int|str|float|bool)$|^[a-z-]+\[.*\]$")
+"""The names pydantic gives the members of a union in an error's location (`step` →
+`step.constrained-int`): not part of the field's path."""
+
+
 def validation_message(exc: RequestValidationError) -> str:
     """One line for the first problem: `field: what is wrong` (the body's own location
-    prefix and list indexes in the reference's `messages[0].role` form)."""
+    prefix, list indexes in the reference's `messages[0].role` form, no union members)."""
     errors = exc.errors()
     if not errors:
         return "invalid request"
@@ -80,13 +93,19 @@ def validation_message(exc: RequestValidationError) -> str:
     for part in err.get("loc", ())[1:] if err.get("loc", ("",))[0] == "body" else err["loc"]:
         if isinstance(part, int):
             parts[-1:] = [f"{parts[-1] if parts else ''}[{part}]"]
-        else:
+        elif not UNION_MEMBER.match(str(part)):
             parts.append(str(part))
     where = ".".join(parts)
     msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
     if err.get("type") == "missing" and not where:
         return "a JSON object body is required"
     return f"{where}: {msg}" if where else msg
+
+
+def validation_status(exc: RequestValidationError) -> int:
+    """422 when the reported (first) problem is a value out of its range, else 400."""
+    errors = exc.errors()
+    return 422 if errors and errors[0].get("type") in OUT_OF_RANGE_TYPES else 400
 
 
 def install(app: FastAPI) -> None:
@@ -99,12 +118,12 @@ def install(app: FastAPI) -> None:
 
     async def invalid(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)  # noqa: S101
-        return _body(400, validation_message(exc))
+        return _body(validation_status(exc), validation_message(exc))
 
     async def rejected(_: Request, exc: Exception) -> JSONResponse:
         if isinstance(exc, ValidationError):
-            return _body(400, first_error(exc))
-        return _body(400, str(exc))
+            return _body(422 if is_out_of_range(exc) else 400, first_error(exc))
+        return _body(422 if isinstance(exc, ValueOutOfRange) else 400, str(exc))
 
     async def not_found(_: Request, exc: Exception) -> JSONResponse:
         return _body(404, str(exc))

@@ -17,14 +17,15 @@ from schemas.scope import ScopeError, clean_str
 from services.gateway.auth import Caller
 from services.gateway.deps import (
     Client,
+    at_most,
     body_scope,
-    clamp,
     item_rows,
     known_layers,
     query_scope,
     raw,
 )
 from services.gateway.errors import ERRORS, NOT_FOUND
+from services.gateway.limits import StrictJsonRoute
 from services.gateway.models import (
     ConflictResolved,
     ItemDeleted,
@@ -36,7 +37,7 @@ from services.gateway.models import (
     ResolveBody,
 )
 
-router = APIRouter(tags=["items"], responses=ERRORS)
+router = APIRouter(tags=["items"], responses=ERRORS, route_class=StrictJsonRoute)
 
 ItemId = Annotated[str, Path(min_length=1, max_length=200, description="The item's id.")]
 AgentQuery = Annotated[
@@ -62,7 +63,7 @@ async def search_layers(
         query,
         scope,
         layers=known_layers(body.layers),
-        limit=clamp(body.limit, 5, 1, 20),
+        limit=at_most(body.limit, 5, 20),
     )
     return LayerSearchResponse(
         query=reply.query, layers=reply.layers, totals=reply.totals, cached=reply.cached

@@ -17,6 +17,7 @@ from services import client as sdk
 from services.gateway.auth import Caller, Principal
 from services.gateway.deps import Client, body_scope, raw
 from services.gateway.errors import ERRORS
+from services.gateway.limits import StrictJsonRoute
 from services.gateway.models import (
     ContextBody,
     ContextItemOut,
@@ -32,7 +33,7 @@ from services.gateway.models import (
     Workflow,
 )
 
-router = APIRouter(tags=["loop"], responses=ERRORS)
+router = APIRouter(tags=["loop"], responses=ERRORS, route_class=StrictJsonRoute)
 
 STEPS = {
     "pre_turn": "pre_turn",

@@ -13,9 +13,10 @@ from pydantic import BaseModel, ConfigDict
 
 from services.gateway.auth import Caller
 from services.gateway.errors import ERRORS, NOT_FOUND, ApiError
+from services.gateway.limits import StrictJsonRoute
 from services.gateway.models import WORKFLOW_VERSION
 
-router = APIRouter(tags=["workflows"], responses=ERRORS)
+router = APIRouter(tags=["workflows"], responses=ERRORS, route_class=StrictJsonRoute)
 
 P = "/api/memory"
 

@@ -3,8 +3,9 @@
 Request bodies are the reference's loose JSON (REFERENCE §1.1, §6.1, §7.1, §7.4): every key
 is optional here and unknown keys are kept, because aliases (`agent_id`, `user_id`, …) and
 "first present wins" rules are applied afterwards by `schemas.inputs`, which raises the
-reference's 400 messages. A key of the wrong JSON type is a 400 already at this level.
-Responses use the reference's camelCase keys.
+reference's 400 messages. A key of the wrong JSON type is a 400 already at this level, and a
+number or a time outside its range (the types of `schemas.bounds` and `schemas.jobs`, the
+contracts' own) a 422. Responses use the reference's camelCase keys.
 """
 
 from __future__ import annotations
@@ -12,6 +13,10 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from engine.evals import MAX_K
+from schemas.bounds import Count, EpochMs, Moment, Ratio, TokenCount
+from schemas.jobs import BatchSize, Days, TimeRange
 
 WORKFLOW_VERSION = "compose.agent_memory.v1"
 
@@ -47,24 +52,37 @@ class ScopeBody(_Loose):
     metadata: dict[str, Any] | None = None
 
 
+class BudgetBody(_Loose):
+    """The packed context's character budget (held exactly); absent means no budget."""
+
+    maxCharacters: Count | None = Field(default=None, description="At least 1.")
+    max_chars: Count | None = Field(default=None, description="Alias of maxCharacters.")
+
+
 class ContextBody(ScopeBody):
-    """pre_turn (REFERENCE §6.1); numbers are clamped, not rejected."""
+    """pre_turn (REFERENCE §6.1). A count below 1 is refused (422); one above its maximum is
+    lowered to it."""
 
     query: str | None = Field(default=None, description="Required.")
     layers: list[str] | None = None
-    limit: float | None = None
-    maxItems: float | None = None
-    maxItemChars: float | None = None
-    budget: dict[str, Any] | None = None
-    maxContextCharacters: float | None = None
+    limit: Count | None = Field(default=None, description="Per layer: default 5, at most 20.")
+    maxItems: Count | None = Field(default=None, description="Default 8, at most 24.")
+    maxItemChars: Count | None = Field(default=None, description="Default 500, at most 2000.")
+    budget: BudgetBody | None = None
+    maxContextCharacters: Count | None = Field(
+        default=None, description="Alias of budget.maxCharacters."
+    )
+    max_context_chars: Count | None = Field(
+        default=None, description="Alias of budget.maxCharacters."
+    )
     includeRaw: bool | None = None
-    asOf: int | str | None = Field(default=None, description="ISO-8601 or ms since epoch.")
+    asOf: Moment | None = Field(default=None, description="ISO-8601 or ms since epoch.")
 
 
 class MessageBody(_Loose):
     role: str | None = Field(default=None, description="user, assistant, system or tool.")
     content: str | None = None
-    timestamp: int | None = Field(default=None, description="ms since epoch.")
+    timestamp: EpochMs | None = Field(default=None, description="ms since epoch.")
     toolCalls: list[dict[str, Any]] | None = None
 
 
@@ -73,7 +91,7 @@ class ToolEventBody(_Loose):
     args: dict[str, Any] | None = None
     status: str | None = None
     result: str | None = None
-    timestamp: int | None = None
+    timestamp: EpochMs | None = Field(default=None, description="ms since epoch.")
 
 
 class TurnBody(ScopeBody):
@@ -87,12 +105,12 @@ class TurnBody(ScopeBody):
     turnId: str | None = None
     contextId: str | None = None
     summary: str | None = None
-    totalTokens: int | None = None
-    tokenCount: int | None = None
+    totalTokens: TokenCount | None = None
+    tokenCount: TokenCount | None = Field(default=None, description="Alias of totalTokens.")
     modelUsed: str | None = None
     model: str | None = None
-    contextWindow: int | None = None
-    occurredAt: int | str | None = None
+    contextWindow: TokenCount | None = None
+    occurredAt: Moment | None = Field(default=None, description="ISO-8601 or ms since epoch.")
 
 
 class RememberBody(ScopeBody):
@@ -102,11 +120,11 @@ class RememberBody(ScopeBody):
     fact: str | None = None
     type: str | None = None
     retention: str | None = None
-    confidence: float | None = None
+    confidence: Ratio | None = None
     scope: str | None = None
     conflictPolicy: str | None = None
     conflict_policy: str | None = None
-    occurredAt: int | str | None = None
+    occurredAt: Moment | None = Field(default=None, description="ISO-8601 or ms since epoch.")
 
 
 class LoopBody(_Loose):
@@ -121,7 +139,7 @@ class LoopBody(_Loose):
 class LayerSearchBody(ScopeBody):
     query: str | None = Field(default=None, description="Required.")
     layers: list[str] | None = None
-    limit: float | None = Field(default=None, description="Per layer, clamped to 1-20.")
+    limit: Count | None = Field(default=None, description="Per layer: default 5, at most 20.")
 
 
 class ItemPatchBody(ScopeBody):
@@ -129,7 +147,7 @@ class ItemPatchBody(ScopeBody):
 
     content: str | None = None
     retention: str | None = None
-    confidence: float | None = None
+    confidence: Ratio | None = None
     status: str | None = Field(default=None, description="active, superseded or archived.")
 
 
@@ -164,7 +182,9 @@ class ScopeOnlyBody(ScopeBody):
 
 
 class JobBody(_Loose):
-    """A maintenance job (REFERENCE §10.6): `type` plus its parameters."""
+    """A maintenance job (REFERENCE §10.6): `type` plus its parameters, each checked against
+    the job's own (`schemas.jobs`) before anything is queued: a parameter the job does not
+    take is 400, one out of its range 422."""
 
     type: str | None = Field(
         default=None,
@@ -172,15 +192,19 @@ class JobBody(_Loose):
     )
     agentWallet: str | None = None
     agentWallets: list[str] | None = None
-    windowDays: float | None = None
-    halfLifeDays: float | None = None
-    olderThanDays: float | None = None
-    dateRange: dict[str, Any] | None = Field(
+    windowDays: Days | None = Field(
+        default=None, description="patterns_extract, archive_create: days before the job."
+    )
+    halfLifeDays: Days | None = Field(default=None, description="decay_update.")
+    olderThanDays: Days | None = Field(default=None, description="cleanup.")
+    dateRange: TimeRange | None = Field(
         default=None, description="{start, end}: ISO-8601 or ms (patterns_extract, archives)."
     )
-    timeRange: dict[str, Any] | None = Field(default=None, description="Alias of dateRange.")
+    timeRange: TimeRange | None = Field(default=None, description="Alias of dateRange.")
     syncToIpfs: bool | None = Field(default=None, description="archive_create: pin or not.")
-    batchSize: int | None = Field(default=None, description="Rows per bulk write (1..10000).")
+    batchSize: BatchSize | None = Field(
+        default=None, description="consolidate, decay_update: rows per bulk write."
+    )
     compress: bool | None = Field(default=None, description="Must be true if given.")
 
 
@@ -194,8 +218,8 @@ class EvalBody(ScopeBody):
     """An eval run (REFERENCE §12)."""
 
     testCases: list[EvalCase] | None = Field(default=None, description="Required.")
-    k: int | None = None
-    limit: int | None = None
+    k: int | None = Field(default=None, ge=1, le=MAX_K, description="Default 5.")
+    limit: int | None = Field(default=None, ge=1, le=MAX_K, description="Alias of k.")
     layers: list[str] | None = None
 
 

@@ -1,7 +1,9 @@
 """Maintenance jobs, stats and evals (REFERENCE §10.6, §12, §13.2).
 
-* POST /jobs publishes a `JobRequested` to `memory.jobs.v1` and answers 202 with the queued
-  record (`status: "queued"`); the jobs group runs it (always asynchronously: the reference's
+* POST /jobs checks the parameters against the job's own (`schemas.jobs`: a parameter the
+  job does not take is 400, one out of its range 422, before anything is queued), publishes a
+  `JobRequested` to `memory.jobs.v1` and answers 202 with the queued record (`status:
+  "queued"`); the jobs group runs it (always asynchronously: the reference's
   inline execution inside the HTTP request, §16.29, is not offered). GET /jobs/{jobId} reads
   the record, 404 until the jobs group has picked the request up. A credential confined to
   one agent may run and read jobs only for that agent, and never `cleanup` (it spans every
@@ -22,15 +24,16 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from engine.jobs import JOB_TYPES
 from schemas import topics
 from schemas.events import JobRequested
 from schemas.inputs import to_ms
+from schemas.jobs import JOB_TYPES, check_job_params
 from schemas.scope import Scope, ScopeError, clean_id
 from services.admin import job_agents
 from services.gateway.auth import Caller
-from services.gateway.deps import Client, admin_result, body_scope, clamp, query_scope, raw
+from services.gateway.deps import Client, admin_result, at_most, body_scope, query_scope, raw
 from services.gateway.errors import ERRORS, NOT_FOUND, ApiError
+from services.gateway.limits import StrictJsonRoute
 from services.gateway.models import (
     ArchiveSynced,
     EvalBody,
@@ -42,7 +45,7 @@ from services.gateway.models import (
     StatsResponse,
 )
 
-router = APIRouter(tags=["operations"], responses=ERRORS)
+router = APIRouter(tags=["operations"], responses=ERRORS, route_class=StrictJsonRoute)
 
 ARCHIVE_SYNC_TIMEOUT_SECONDS = 30.0
 """Pinning waits for Pinata (up to its own 10 s timeout)."""
@@ -63,7 +66,7 @@ async def create_job(body: JobBody, client: Client, caller: Caller) -> JobRecord
     params = raw(body)
     job_type = params.pop("type", None)
     params.pop("execution", None)
-    if job_type not in JOB_TYPES:
+    if not isinstance(job_type, str) or job_type not in JOB_TYPES:
         raise ScopeError(f"type must be one of {', '.join(JOB_TYPES)}")
     for agent in job_agents(params):
         clean_id(agent, "agentWallet")
@@ -75,6 +78,7 @@ async def create_job(body: JobBody, client: Client, caller: Caller) -> JobRecord
             caller.allow_agent(agent)
         if not job_agents(params):
             params["agentWallet"] = caller.agent
+    check_job_params(job_type, params)
     event = JobRequested.model_validate({"type": job_type, "params": params})
     await client.publish(topics.JOBS, event, event.type)
     agents = job_agents(params)
@@ -133,12 +137,12 @@ async def list_evals(
     client: Client,
     caller: Caller,
     agent_wallet: AgentQuery = None,
-    limit: Annotated[int, Query(description="1-100 (clamped), default 20.")] = 20,
+    limit: Annotated[int, Query(ge=1, description="Default 20, at most 100 (lowered to it).")] = 20,
 ) -> EvalRuns:
     """The agent's stored runs, newest first: `{runs}`."""
     caller.agent_wide()
     scope = query_scope(caller, agent_wallet)
-    reply = await client.admin("evals.list", scope, limit=clamp(limit, 20, 1, 100))
+    reply = await client.admin("evals.list", scope, limit=at_most(limit, 20, 100))
     return EvalRuns.model_validate(admin_result(reply))
 
 

@@ -15,8 +15,9 @@ from fastapi import APIRouter, Path, Query
 
 from schemas.scope import ScopeError, clean_str
 from services.gateway.auth import Caller
-from services.gateway.deps import Client, admin_result, body_scope, clamp, query_scope, raw
+from services.gateway.deps import Client, admin_result, at_most, body_scope, query_scope, raw
 from services.gateway.errors import ERRORS, NOT_FOUND
+from services.gateway.limits import StrictJsonRoute
 from services.gateway.models import (
     PatternResponse,
     PatternsResponse,
@@ -28,7 +29,7 @@ from services.gateway.models import (
     ValidationResponse,
 )
 
-router = APIRouter(tags=["patterns"], responses=ERRORS)
+router = APIRouter(tags=["patterns"], responses=ERRORS, route_class=StrictJsonRoute)
 
 Id = Annotated[str, Path(min_length=1, max_length=200)]
 AgentQuery = Annotated[
@@ -36,7 +37,7 @@ AgentQuery = Annotated[
     Query(alias="agentWallet", max_length=256, description="Required unless the token names one."),
 ]
 UserQuery = Annotated[str | None, Query(alias="userAddress", max_length=256)]
-LimitQuery = Annotated[int, Query(description="1-100 (clamped), default 20.")]
+LimitQuery = Annotated[int, Query(ge=1, description="Default 20, at most 100 (lowered to it).")]
 
 
 @router.get("/patterns", response_model=PatternsResponse)
@@ -54,7 +55,7 @@ async def list_patterns(
     reply = await client.admin(
         "patterns.list",
         scope,
-        limit=clamp(limit, 20, 1, 100),
+        limit=at_most(limit, 20, 100),
         pattern_type=pattern_type,
         min_success_rate=min_success_rate,
     )
@@ -117,7 +118,7 @@ async def list_skills(
     """`{skills}`: success rate↓, usage↓, created↓."""
     scope = query_scope(caller, agent_wallet, user_address)
     reply = await client.admin(
-        "skills.list", scope, limit=clamp(limit, 20, 1, 100), category=category
+        "skills.list", scope, limit=at_most(limit, 20, 100), category=category
     )
     return SkillsResponse.model_validate(admin_result(reply))
 

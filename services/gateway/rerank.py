@@ -21,8 +21,9 @@ from schemas.requests import (
 from services.gateway.auth import Caller
 from services.gateway.deps import Client
 from services.gateway.errors import ERRORS, ApiError, ErrorBody
+from services.gateway.limits import StrictJsonRoute
 
-router = APIRouter(tags=["rerank"], responses=ERRORS)
+router = APIRouter(tags=["rerank"], responses=ERRORS, route_class=StrictJsonRoute)
 
 UPSTREAM: dict[int | str, dict[str, object]] = {
     502: {"model": ErrorBody, "description": "The configured reranker provider failed."}

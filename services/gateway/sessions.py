@@ -23,9 +23,10 @@ from schemas.requests import SessionReply
 from services.gateway.auth import Caller
 from services.gateway.deps import Client, body_scope, query_scope, raw
 from services.gateway.errors import ERRORS, NOT_FOUND, ApiError, ErrorBody
+from services.gateway.limits import StrictJsonRoute
 from services.gateway.models import ScopeBody, SessionResponse, SessionUpdated, WorkingPatchBody
 
-router = APIRouter(tags=["sessions"], responses=ERRORS)
+router = APIRouter(tags=["sessions"], responses=ERRORS, route_class=StrictJsonRoute)
 
 SessionId = Annotated[
     str,

@@ -21,15 +21,18 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engine.knowledge import chunk_ids
 from engine.workflows import checkpoint_id
+from schemas.bounds import Moment
 from schemas.callers import WALLET_ALIASES, checkpoint_recorded, knowledge_submitted
+from schemas.events import Step
 from services.gateway.auth import AGENT_KEYS, Caller, Principal
-from services.gateway.deps import Client, body_scope, clamp, query_scope, raw
+from services.gateway.deps import Client, at_most, body_scope, query_scope, raw
 from services.gateway.errors import ERRORS
+from services.gateway.limits import StrictJsonRoute
 from services.gateway.models import Position, ScopeBody
 from services.knowledge import rows_scope
 from services.workflows import checkpoint_of
 
-router = APIRouter(tags=["knowledge and workflows"], responses=ERRORS)
+router = APIRouter(tags=["knowledge and workflows"], responses=ERRORS, route_class=StrictJsonRoute)
 
 
 class _Loose(BaseModel):
@@ -52,7 +55,7 @@ class KnowledgeBody(ScopeBody):
     embedding: list[float] | None = Field(
         default=None, description="Ignored: rows are embedded by the deployment's model."
     )
-    occurredAt: int | str | None = None
+    occurredAt: Moment | None = Field(default=None, description="ISO-8601 or ms since epoch.")
 
 
 class WorkflowMessageBody(_Loose):
@@ -71,12 +74,12 @@ class CheckpointBody(ScopeBody):
         default=None, description="step_learning, workflow_evaluation or context_compaction."
     )
     messages: list[WorkflowMessageBody] | None = None
-    step: int | str | None = None
+    step: Step | None = None
     goal: str | None = None
     success: bool | str | None = Field(default=None, description='A boolean or "true".')
-    qualityScore: float | None = None
-    quality_score: float | None = None
-    occurredAt: int | str | None = None
+    qualityScore: float | None = Field(default=None, allow_inf_nan=False)
+    quality_score: float | None = Field(default=None, allow_inf_nan=False)
+    occurredAt: Moment | None = Field(default=None, description="ISO-8601 or ms since epoch.")
 
 
 class KnowledgeAccepted(_Reply):
@@ -162,13 +165,13 @@ async def reliability(
         Query(alias="agentWallet", max_length=256, description="The workflow wallet."),
     ] = None,
     user_address: Annotated[str | None, Query(alias="userAddress", max_length=256)] = None,
-    last: Annotated[int, Query(description="1-500 (clamped), default 50.")] = 50,
+    last: Annotated[int, Query(ge=1, description="Default 50, at most 500 (lowered to it).")] = 50,
 ) -> ReliabilityOut:
     """`{runs, successRate, avgQuality}` of `agent` over the newest `last` step learnings
     and workflow evaluations of the wallet (and user: without one, only checkpoints stored
     without a user count)."""
     scope = query_scope(caller, agent_wallet, user_address)
-    reply = await client.reliability(agent, scope, last=clamp(last, 50, 1, 500))
+    reply = await client.reliability(agent, scope, last=at_most(last, 50, 500))
     return ReliabilityOut(
         agentWallet=scope.agent_wallet,
         userAddress=scope.user_address,

@@ -1,7 +1,8 @@
 """Hostile requests over real HTTP: filter injection is 400 naming the key, a body beyond one
-message is 413 (announced or streamed), and input the stores could not hold (lone
-surrogates, `$` keys, NaN, deep nesting) is 400 at the edge instead of a 500 or a poisoned
-event."""
+message is 413 (announced or streamed), input the stores could not hold (lone surrogates,
+`$` keys, deep nesting) is 400 at the edge instead of a 500 or a poisoned event, and a NaN or
+infinite number anywhere in a body is 422 naming where it is (numbers out of range: see
+`test_gateway_strict.py`)."""
 
 from __future__ import annotations
 
@@ -83,8 +84,6 @@ async def test_a_turn_under_the_body_limit_but_over_one_event_is_400(gw: Gateway
         ('{"agentWallet": "0xA", "content": "tea", "metadata": {"a": "\\ud800"}}', "surrogates"),
         ('{"agentWallet": "0xA", "content": "tea", "metadata": {"$where": 1}}', "not allowed"),
         ('{"agentWallet": "0xA", "content": "tea", "metadata": {"a.b": 1}}', "not allowed"),
-        ('{"agentWallet": "0xA", "content": "tea", "metadata": {"a": NaN}}', "finite"),
-        ('{"agentWallet": "0xA", "content": "tea", "metadata": {"a": 1e999}}', "finite"),
         (
             '{"agentWallet": "0xA", "content": "tea", "metadata": {"a": 99999999999999999999}}',
             "64 bits",
@@ -110,6 +109,29 @@ async def test_unstorable_input_is_400_not_500(gw: Gateway, raw: str, reason: st
     )
     assert r.status_code == 400, r.text
     assert reason in r.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "where"),
+    [
+        ('{"agentWallet": "0xA", "content": "tea", "metadata": {"a": NaN}}', "metadata.a"),
+        ('{"agentWallet": "0xA", "content": "tea", "metadata": {"a": 1e999}}', "metadata.a"),
+        (
+            '{"agentWallet": "0xA", "content": "tea", "metadata": {"a": [1, -Infinity]}}',
+            "metadata.a[1]",
+        ),
+        ('{"agentWallet": "0xA", "content": "tea", "x": {"y": [{"z": Infinity}]}}', "x.y[0].z"),
+        ("NaN", "body"),
+    ],
+)
+async def test_a_non_finite_number_anywhere_is_422_naming_where(
+    gw: Gateway, raw: str, where: str
+) -> None:
+    r = await gw.http.post(
+        f"{PREFIX}/remember", content=raw.encode(), headers={"Content-Type": "application/json"}
+    )
+    assert r.status_code == 422, r.text
+    assert r.json() == {"error": f"{where}: numbers must be finite (NaN and Infinity are not JSON)"}
 
 
 async def test_unicode_with_a_utf8_form_is_accepted(gw: Gateway) -> None:

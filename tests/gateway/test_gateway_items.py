@@ -67,7 +67,7 @@ async def test_item_get_update_delete_within_scope(gw: Gateway) -> None:
     assert bad.status_code == 400
     assert bad.json()["error"]
     bad_confidence = await gw.http.patch(f"{PREFIX}/items/{item}", json={**params, "confidence": 7})
-    assert bad_confidence.status_code == 400
+    assert bad_confidence.status_code == 422  # out of its range [0, 1]
     assert "confidence" in bad_confidence.json()["error"]
 
     deleted = await gw.http.delete(f"{PREFIX}/items/{item}", params=params)

@@ -59,8 +59,6 @@ async def test_rerank_needs_a_credential(gw: Gateway) -> None:
             {"query": "q", "documents": [{"content": "x" * (MAX_RERANK_DOCUMENT_CHARS + 1)}]},
             "content",
         ),
-        ({"query": "q", "documents": [{"content": "a"}], "topK": 0}, "topK"),
-        ({"query": "q", "documents": [{"content": "a"}], "topK": 101}, "topK"),
         ({"query": "q", "documents": [{"content": "a", "extra": 1}]}, "extra"),
         ({"query": "q", "documents": ["a"]}, "documents"),
     ],
@@ -71,6 +69,13 @@ async def test_rerank_bodies_outside_the_limits_are_400(
     r = await gw.http.post(URL, json=body)
     assert r.status_code == 400, r.text
     assert names in r.json()["error"]
+
+
+@pytest.mark.parametrize("top_k", [0, -1, 101])
+async def test_a_top_k_out_of_its_range_is_422(gw: Gateway, top_k: int) -> None:
+    r = await gw.http.post(URL, json={"query": "q", "documents": [{"content": "a"}], "topK": top_k})
+    assert r.status_code == 422, r.text
+    assert r.json()["error"].startswith("topK: ")
 
 
 async def test_a_provider_failure_is_502_and_bad_input_400() -> None:

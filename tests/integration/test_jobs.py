@@ -17,9 +17,12 @@ from engine.errors import DependencyFailed
 from engine.jobs import run_job
 from engine.records import MemoryRow, ScopeFields
 from schemas import topics
+from schemas.bounds import ValueOutOfRange
 from schemas.events import JobRequested
+from schemas.scope import ScopeError
 from services.client import MemoryClient
 from services.infra import Endpoints
+from services.jobs import job_functions
 from services.runtime import Runtime
 from tests.support.jobs import run_and_wait
 from tests.support.pipeline import groups_running
@@ -132,14 +135,29 @@ async def test_cleanup_deletes_old_decayed_rows_and_tombstones_but_keeps_pinned(
     assert set(after) == {"pin", "fresh"}
 
 
-async def test_a_job_with_bad_parameters_ends_failed_with_its_error(
+async def test_a_job_with_bad_parameters_is_refused_before_anything_is_queued(
     jobs: tuple[Runtime, MemoryClient],
+    now_ms: int,
 ) -> None:
     rt, client = jobs
-    record = await run_and_wait(rt, client, "consolidate")  # no agent
-    assert record["status"] == "failed"
-    assert record["errorType"] == "InputRejected"
-    assert "agentWallet" in record["error"]
+    with pytest.raises(ScopeError, match="agentWallet or agentWallets are required"):
+        await client.request_job("consolidate")
+    with pytest.raises(ValueOutOfRange, match="windowDays: Input should be greater than 0"):
+        await client.request_job("patterns_extract", agentWallet="0xJobs", windowDays=-1)
+    with pytest.raises(ValueOutOfRange, match="batchSize"):
+        await client.request_job("decay_update", {"agentWallet": "0xJobs", "batchSize": 0})
+    # a request that reached the jobs group anyway fails there at once, naming what is wrong
+    record = await run_job(
+        rt.jobs,
+        job_functions(rt),
+        job_id="job-no-agent",
+        job_type="consolidate",
+        params={},
+        at=now_ms,
+        now=lambda: now_ms,
+    )
+    assert (record.status, record.error_type, record.attempts) == ("failed", "InputRejected", 1)
+    assert "agentWallet" in (record.error or "")
 
 
 async def test_a_failing_job_is_retried_then_recorded_failed_fixes_16_18(

@@ -1,5 +1,7 @@
 """`mnemostream jobs run`: the job request it publishes carries every parameter given, JSON
-values decoded (`--param dateRange={...}`), plain words as strings."""
+values decoded (`--param dateRange={...}`); parameters are checked against the job's own
+schema first (`schemas.jobs`), so one the job does not take or one out of its range is
+refused by name and nothing is published."""
 
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ async def test_the_published_job_carries_every_parameter(stack: Endpoints) -> No
         [
             sys.executable,
             *("-m", "services", "jobs", "run", "archive_create", "--agent", "0xCli"),
-            *("--param", "syncToIpfs=false", "--param", "note=weekly"),
+            *("--param", "syncToIpfs=false", "--param", "execution=inline"),
             *("--param", 'dateRange={"start": 1000, "end": 2000}'),
         ],
         env={**os.environ, **stack.to_env()},
@@ -57,7 +59,7 @@ async def test_the_published_job_carries_every_parameter(stack: Endpoints) -> No
     assert found.params == {
         "agentWallets": ["0xCli"],
         "syncToIpfs": False,
-        "note": "weekly",
+        "execution": "inline",
         "dateRange": {"start": 1000, "end": 2000},
     }
 
@@ -73,3 +75,31 @@ def test_a_parameter_without_a_value_is_refused(stack: Endpoints) -> None:
     )
     assert done.returncode == 2
     assert "NAME=VALUE" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["archive_create", "--agent", "0xCli", "--param", "note=weekly"], "does not take note"),
+        (["patterns_extract", "--agent", "0xCli", "--window-days", "-1"], "windowDays"),
+        (["consolidate", "--agent", "0xCli", "--param", "batchSize=0"], "batchSize"),
+        (["cleanup", "--param", "olderThanDays=1e9"], "olderThanDays"),
+        (["consolidate"], "agentWallet or agentWallets are required"),
+    ],
+)
+async def test_bad_parameters_are_refused_before_anything_is_published(
+    stack: Endpoints, args: list[str], message: str
+) -> None:
+    await create_topics(stack.kafka_bootstrap, {topics.JOBS: topics.PARTITIONS[topics.JOBS]})
+    before = await end_offsets(stack.kafka_bootstrap, [topics.JOBS])
+    done = subprocess.run(
+        [sys.executable, "-m", "services", "jobs", "run", *args],
+        env={**os.environ, **stack.to_env()},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert message in " ".join(done.stderr.split()), done.stderr  # rich wraps long lines
+    assert await end_offsets(stack.kafka_bootstrap, [topics.JOBS]) == before

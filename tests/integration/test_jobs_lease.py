@@ -17,16 +17,17 @@ from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.adapters.memory import InMemoryJobStore
 from engine.adapters.mongo import MongoMemoryStore
 from engine.adapters.mongo_jobs import MongoJobStore
-from engine.jobs import LEASE_EXPIRED, RUNNING_LEASE_MS, JobRecord, JobStore
+from engine.jobs import LEASE_EXPIRED, RUNNING_LEASE_MS, JobRecord, JobStore, run_job
 from engine.records import MemoryRow, ScopeFields
 from schemas import topics
+from schemas.bounds import ValueOutOfRange
 from schemas.events import JobRequested
 from schemas.inputs import to_ms
 from services.client import MemoryClient
 from services.infra import Endpoints
+from services.jobs import job_functions
 from services.runtime import Runtime
 from services.scheduler import tick
-from tests.support.jobs import run_and_wait
 from tests.support.pipeline import groups_running
 
 pytestmark = pytest.mark.integration
@@ -42,7 +43,7 @@ async def jobs(
 
 @pytest.mark.parametrize("param", ["windowDays", "halfLifeDays", "olderThanDays"])
 async def test_an_absurd_day_parameter_fails_the_job_instead_of_leaving_it_running_fixes_16_18(
-    jobs: tuple[Runtime, MemoryClient], param: str
+    jobs: tuple[Runtime, MemoryClient], param: str, now_ms: int
 ) -> None:
     rt, client = jobs
     job_type = {
@@ -50,12 +51,25 @@ async def test_an_absurd_day_parameter_fails_the_job_instead_of_leaving_it_runni
         "halfLifeDays": "decay_update",
         "olderThanDays": "cleanup",
     }[param]
-    # 1e308 days overflowed int(float(...) * 86_400_000) and left the record `running`
-    record = await run_and_wait(rt, client, job_type, agentWallet="0xLease", **{param: 1e308})
-    assert record["status"] == "failed"
-    assert record["errorType"] == "InputRejected"
-    assert param in record["error"]
-    assert record["attempts"] == 1  # refused up front, not retried
+    params = {"agentWallet": "0xLease", param: 1e308}
+    if job_type == "cleanup":
+        params.pop("agentWallet")
+    # 1e308 days overflowed int(float(...) * 86_400_000) and left the record `running`: now
+    # the SDK refuses it before anything is queued ...
+    with pytest.raises(ValueOutOfRange, match=param):
+        await client.request_job(job_type, params)
+    # ... and a request that reached the jobs group anyway fails at once, not retried
+    record = await run_job(
+        rt.jobs,
+        job_functions(rt),
+        job_id=f"absurd-{param}",
+        job_type=job_type,
+        params=params,
+        at=now_ms,
+        now=lambda: now_ms,
+    )
+    assert (record.status, record.error_type, record.attempts) == ("failed", "InputRejected", 1)
+    assert param in (record.error or "")
     assert await rt.jobs.running(job_type) == []
 
 

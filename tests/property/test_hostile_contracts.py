@@ -2,7 +2,13 @@
 accepted into a valid frozen contract that round-trips through JSON (and, for what the edge
 publishes, fits in one message), or rejected with the project's own error types
 (`ScopeError`, pydantic's `ValidationError`, `InputRejected`); never another exception, never
-a hang (each example has a deadline)."""
+a hang (each example has a deadline).
+
+Strict inputs (issue 13): an accepted contract holds no NaN or infinite number, no time
+outside 1970..9999 and no count below its minimum; a number given for a count, a token count,
+a time or a job parameter is kept exactly (a count above its maximum lowered to it) or
+refused with `ValueOutOfRange` — never clamped up, defaulted or ignored; and the edge's job
+parameter check and the `JobRequested` contract always agree."""
 
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from engine.errors import InputRejected
 from schemas import topics
+from schemas.bounds import MAX_TIME_MS, ValueOutOfRange
 from schemas.callers import checkpoint_recorded, knowledge_submitted
 from schemas.events import (
     MAX_CONTENT_CHARS,
@@ -33,7 +40,8 @@ from schemas.events import (
     TurnRecorded,
     WorkflowCheckpointRecorded,
 )
-from schemas.inputs import context_request, memory_remembered, turn_recorded
+from schemas.inputs import context_request, memory_remembered, to_ms, turn_recorded
+from schemas.jobs import JOB_PARAMS, MAX_BATCH, MAX_DAYS, check_job_params
 from schemas.limits import (
     INT64_MAX,
     MAX_JSON_BYTES,
@@ -187,7 +195,37 @@ def accepted_or_rejected(parse: Callable[[Any], BaseModel], body: Any) -> BaseMo
     field = next(iter(type(result).model_fields))
     with pytest.raises(ValidationError):
         setattr(result, field, getattr(result, field))
+    assert_strict_numbers(result)
     return result
+
+
+TIME_FIELDS = frozenset({"timestamp", "as_of"})
+COUNT_FIELDS = frozenset({"limit", "max_items", "max_item_chars", "budget_chars", "last", "top_k"})
+TOKEN_FIELDS = frozenset({"total_tokens", "context_window"})
+
+
+def assert_strict_numbers(model: BaseModel) -> None:
+    """No NaN or infinity anywhere, times within 1970..9999, counts at least 1, token counts
+    at least 0 (walks the dump iteratively)."""
+    occurred = getattr(model, "occurred_at", None)
+    if isinstance(occurred, datetime):
+        assert 0 <= to_ms(occurred) <= MAX_TIME_MS, occurred
+    stack: list[tuple[str, Any]] = [("", model.model_dump())]
+    while stack:
+        name, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.items())
+        elif isinstance(value, list):
+            stack.extend((name, v) for v in value)
+        elif isinstance(value, float):
+            assert math.isfinite(value), (name, value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            if name in TIME_FIELDS:
+                assert 0 <= value <= MAX_TIME_MS, (name, value)
+            elif name in COUNT_FIELDS:
+                assert value >= 1, (name, value)
+            elif name in TOKEN_FIELDS:
+                assert value >= 0, (name, value)
 
 
 @HOSTILE
@@ -418,12 +456,13 @@ def test_too_many_messages_tool_calls_and_tool_events_are_rejected() -> None:
 @pytest.mark.parametrize(
     ("extra", "match"),
     [
-        ({"occurredAt": float("inf")}, None),
-        ({"occurredAt": 10**30}, None),
-        ({"occurredAt": "9999-12-31T23:59:59-14:00"}, None),
-        ({"occurredAt": "0001-01-01T00:00:00+14:00"}, "occurredAt"),
-        ({"totalTokens": 2**63}, "less than or equal"),
-        ({"contextWindow": 10**40}, "less than or equal"),
+        ({"occurredAt": float("inf")}, "occurredAt must be a time"),
+        ({"occurredAt": 10**30}, "occurredAt must be a time"),
+        ({"occurredAt": "9999-12-31T23:59:59-14:00"}, "occurredAt must be a time"),
+        ({"occurredAt": "0001-01-01T00:00:00+14:00"}, "occurredAt must be a time"),
+        ({"occurredAt": "9999-12-31T23:59:59+14:00"}, None),
+        ({"totalTokens": 2**63}, "totalTokens must be at most"),
+        ({"contextWindow": 10**40}, "contextWindow must be at most"),
     ],
 )
 def test_out_of_range_numbers_never_crash(extra: dict[str, Any], match: str | None) -> None:
@@ -442,19 +481,151 @@ def test_out_of_range_numbers_never_crash(extra: dict[str, Any], match: str | No
 
 
 @pytest.mark.parametrize("value", [float("inf"), float("nan"), 10**400, -1, 2**63])
-def test_out_of_range_as_of_and_confidence_never_crash(value: Any) -> None:
-    for parse in (
-        lambda: context_request({**SCOPE, "query": "q", "asOf": value}),
-        lambda: remember(confidence=value),
-    ):
-        try:
-            result = parse()
-        except REJECTIONS:
-            continue
-        assert isinstance(result, BaseModel)
-        assert all(
-            not isinstance(v, float) or math.isfinite(v) for v in result.model_dump().values()
-        )
+def test_out_of_range_as_of_and_confidence_are_refused(value: Any) -> None:
+    with pytest.raises(ValueOutOfRange, match="asOf must be a time"):
+        context_request({**SCOPE, "query": "q", "asOf": value})
+    with pytest.raises(ValueOutOfRange, match="confidence"):
+        remember(confidence=value)
+
+
+# --- strict numbers: kept exactly, or refused (issue 13) -----------------------------------
+
+COUNTS = [("limit", "limit", 20), ("maxItems", "max_items", 24)]
+COUNTS += [("maxItemChars", "max_item_chars", 2000)]
+BUDGETS = [("budget", "maxCharacters"), ("budget", "max_chars"), (None, "maxContextCharacters")]
+
+
+def whole(value: object) -> int | None:
+    """`value` as a whole number if it is one (an integral float included), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not value.is_integer():
+        return None
+    return int(value)
+
+
+@HOSTILE
+@given(st.sampled_from(COUNTS), numbers)
+def test_a_count_is_kept_lowered_to_its_maximum_or_refused(
+    count: tuple[str, str, int], value: Any
+) -> None:
+    key, field, high = count
+    number = whole(value)
+    if number is None or number < 1 or number > INT64_MAX:
+        with pytest.raises(ValueOutOfRange, match=f"^{key} must be"):
+            context_request({**SCOPE, "query": "q", key: value})
+        return
+    assert getattr(context_request({**SCOPE, "query": "q", key: value}), field) == min(number, high)
+
+
+@HOSTILE
+@given(st.sampled_from(BUDGETS), numbers)
+def test_a_budget_is_kept_exactly_or_refused(where: tuple[str | None, str], value: Any) -> None:
+    outer, key = where
+    body: dict[str, Any] = {**SCOPE, "query": "q"}
+    if outer is None:
+        body[key] = value
+    else:
+        body[outer] = {key: value}
+    number = whole(value)
+    if number is None or not 1 <= number <= INT64_MAX:
+        with pytest.raises(ValueOutOfRange, match=key):
+            context_request(body)
+        return
+    assert context_request(body).budget_chars == number
+
+
+@HOSTILE
+@given(
+    st.sampled_from(["occurredAt", "timestamp", "toolTimestamp", "totalTokens", "contextWindow"]),
+    st.one_of(numbers, st.sampled_from([0, MAX_TIME_MS - 1, MAX_TIME_MS, MAX_TIME_MS + 1])),
+)
+def test_turn_numbers_are_kept_exactly_or_refused(key: str, value: Any) -> None:
+    body: dict[str, Any] = {**SCOPE, "userMessage": "a", "assistantMessage": "b"}
+    if key == "timestamp":
+        body["messages"] = [{"role": "user", "content": "a", "timestamp": value}]
+    elif key == "toolTimestamp":
+        body["toolEvents"] = [{"name": "t", "timestamp": value}]
+    else:
+        body[key] = value
+    number = whole(value)
+    # the turn's second message is stamped 1 ms after occurredAt
+    high = {"occurredAt": MAX_TIME_MS - 1, "timestamp": MAX_TIME_MS}.get(key, INT64_MAX)
+    high = MAX_TIME_MS if key == "toolTimestamp" else high
+    low = 0
+    if number is None or not low <= number <= high:
+        with pytest.raises(ValueOutOfRange):
+            turn_recorded(body, now=None if key == "occurredAt" else NOW)
+        return
+    turn = turn_recorded(body, now=None if key == "occurredAt" else NOW)
+    kept = {
+        "occurredAt": lambda: to_ms(turn.occurred_at),
+        "timestamp": lambda: turn.messages[0].timestamp,
+        "toolTimestamp": lambda: turn.tool_events[0].timestamp,
+        "totalTokens": lambda: turn.total_tokens,
+        "contextWindow": lambda: turn.context_window,
+    }[key]()
+    assert kept == number
+
+
+JOB_VALUES = st.one_of(
+    numbers,
+    st.sampled_from([0.5, 1, MAX_DAYS, MAX_DAYS + 0.1, MAX_BATCH, MAX_BATCH + 1, True, "7"]),
+    st.fixed_dictionaries({"start": numbers, "end": numbers}),
+    texts,
+)
+JOB_KEYS = ["windowDays", "halfLifeDays", "olderThanDays", "batchSize", "dateRange"]
+JOB_KEYS += ["timeRange", "syncToIpfs", "compress", "agentWallets", "confidenceThreshold"]
+
+
+@HOSTILE
+@given(
+    st.sampled_from(sorted(JOB_PARAMS)),
+    st.dictionaries(st.sampled_from(JOB_KEYS), JOB_VALUES, max_size=3),
+)
+def test_job_parameters_the_edge_and_the_contract_agree(
+    job_type: str, extra: dict[str, Any]
+) -> None:
+    params = {"agentWallet": "0xA1", **extra}
+    try:
+        checked = check_job_params(job_type, params)
+    except ScopeError as exc:
+        edge: str | None = str(exc)
+    else:
+        edge = None
+    try:
+        event = JobRequested.model_validate({"type": job_type, "params": params})
+    except ValidationError:
+        assert edge is not None, "the contract refused what the edge accepted"
+        return
+    assert edge is None, f"the contract accepted what the edge refused: {edge}"
+    assert JobRequested.model_validate_json(event.model_dump_json()) == event
+    for name in ("windowDays", "halfLifeDays", "olderThanDays"):
+        days = getattr(checked, name, None)
+        assert days is None or 0 < days <= MAX_DAYS
+    batch = getattr(checked, "batchSize", None)
+    assert batch is None or 1 <= batch <= MAX_BATCH
+
+
+@HOSTILE
+@given(st.sampled_from(sorted(JOB_PARAMS)), st.sampled_from(JOB_KEYS[:4]), numbers)
+def test_a_job_number_out_of_range_is_value_out_of_range(
+    job_type: str, key: str, value: Any
+) -> None:
+    model = JOB_PARAMS[job_type]
+    if key not in model.model_fields:
+        return  # refused by name instead (a 400), checked above
+    params = {"agentWallet": "0xA1", key: value}
+    number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if key == "batchSize":
+        fits = whole(value) is not None and 1 <= (whole(value) or 0) <= MAX_BATCH
+    else:
+        fits = number is not None and math.isfinite(number) and 0 < number <= MAX_DAYS
+    if fits:
+        check_job_params(job_type, params)
+    else:
+        with pytest.raises(ValueOutOfRange, match=key):
+            check_job_params(job_type, params)
 
 
 # --- the consumers' byte limit -------------------------------------------------------------
@@ -488,3 +659,67 @@ async def test_a_consumer_dead_letters_an_oversized_record_without_decoding_it()
     assert letter.error_type == "MessageTooLarge"
     assert str(MAX_MESSAGE_BYTES) in letter.error
     assert len(letter.payload) <= MAX_MESSAGE_BYTES // 8
+
+
+STRICT_ON_THE_WIRE: list[tuple[type[BaseModel], str, str]] = [
+    (
+        JobRequested,
+        '{"type": "patterns_extract", "params": {"agentWallet": "a", "windowDays": -1}}',
+        "windowDays",
+    ),
+    (
+        JobRequested,
+        '{"type": "consolidate", "params": {"agentWallet": "a", "batchSize": 0}}',
+        "batchSize",
+    ),
+    (JobRequested, '{"type": "cleanup", "params": {"olderThanDays": NaN}}', "olderThanDays"),
+    (ContextRequest, '{"scope": {"agentWallet": "a"}, "query": "q", "limit": -1}', "limit"),
+    (
+        ContextRequest,
+        '{"scope": {"agentWallet": "a"}, "query": "q", "budget_chars": 0}',
+        "budget_chars",
+    ),
+    (ContextRequest, '{"scope": {"agentWallet": "a"}, "query": "q", "as_of": -5}', "as_of"),
+    (LayerSearchRequest, '{"scope": {"agentWallet": "a"}, "query": "q", "limit": 0}', "limit"),
+    (ReliabilityRequest, '{"scope": {"agentWallet": "a"}, "agent": "p", "last": -1}', "last"),
+    (
+        MemoryRemembered,
+        '{"scope": {"agentWallet": "a"}, "content": "c", "confidence": NaN}',
+        "confidence",
+    ),
+    (
+        MemoryRemembered,
+        '{"scope": {"agentWallet": "a"}, "content": "c", "occurred_at": "0001-01-01T00:00:00Z"}',
+        "occurred_at",
+    ),
+]
+"""Records a producer other than our edge could write: each breaks a range of its contract."""
+
+
+@pytest.mark.parametrize(("contract", "raw", "field"), STRICT_ON_THE_WIRE)
+async def test_a_consumer_dead_letters_a_value_out_of_range_with_the_reason(
+    contract: type[BaseModel], raw: str, field: str
+) -> None:
+    broker = KafkaBroker()
+    processed: list[BaseModel] = []
+    letters: list[DeadLetter] = []
+
+    async def work(event: BaseModel) -> None:
+        processed.append(event)
+
+    @broker.subscriber("test.strict.v1", group_id="g")
+    async def handle(msg: KafkaMessage) -> None:
+        await consume(
+            broker, msg, group="g", contract=contract, work=work, attempts=1, backoff_ms=1
+        )
+
+    @broker.subscriber(topics.DLQ, group_id="dlq-reader")
+    async def read_dlq(letter: DeadLetter) -> None:
+        letters.append(letter)
+
+    async with TestKafkaBroker(broker) as br:
+        await br.publish(raw.encode(), "test.strict.v1", key=b"k")
+    assert processed == []
+    [letter] = letters
+    assert letter.error_type == "ValidationError"
+    assert field in letter.error

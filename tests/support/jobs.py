@@ -1,4 +1,5 @@
-"""Request a maintenance job over Kafka and wait for its terminal `memory_jobs` record."""
+"""Request a maintenance job over Kafka (the SDK's `request_job`: its parameters checked
+first) and wait for its terminal `memory_jobs` record."""
 
 from __future__ import annotations
 
@@ -6,8 +7,6 @@ import asyncio
 import time
 from typing import Any
 
-from schemas import topics
-from schemas.events import JobRequested
 from services.client import MemoryClient
 from services.runtime import Runtime
 
@@ -15,8 +14,7 @@ from services.runtime import Runtime
 async def run_and_wait(
     rt: Runtime, client: MemoryClient, job_type: str, **params: Any
 ) -> dict[str, Any]:
-    event = JobRequested.model_validate({"type": job_type, "params": params})
-    await client.publish(topics.JOBS, event, job_type)
+    event = await client.request_job(job_type, params)
     col = rt.mongo[rt.settings.mongo_db]["memory_jobs"]
     deadline = time.monotonic() + 60
     while True:

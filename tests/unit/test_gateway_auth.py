@@ -1,9 +1,9 @@
 """Gateway helpers without a network: credentials (tenant and operator keys, JWT rules, the
 confinement of a caller to its tenant, `mnemostream token mint`), settings, error messages,
-clamps, and the OpenAPI document (every route, 400 instead of 422, security schemes).
+clamps, and the OpenAPI document (every route, 400 and 422 as `{"error"}`, security schemes).
 
 No time is computed at import or collection: token cases are factories called inside the
-test (`test_no_test_computes_a_time_at_import` keeps it so)."""
+test (`tests/unit/test_suite_hygiene.py` keeps it so)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from schemas.scope import Scope
 from services.cli import app as cli
 from services.gateway import GatewayNotSecured, create_app
 from services.gateway.auth import Authenticator, JwtRules, Principal, mint_token
-from services.gateway.deps import body_scope, clamp, known_layers, query_scope
+from services.gateway.deps import at_most, body_scope, known_layers, query_scope
 from services.gateway.errors import ApiError, validation_message
 from services.settings import Settings, TenantKey
 from services.tokens import parse_duration
@@ -379,13 +379,11 @@ def test_validation_messages_are_one_clear_line() -> None:
     assert validation_message(query) == "query.minSuccessRate: bad number"
 
 
-def test_clamps_and_layers() -> None:
-    assert clamp(None, 5, 1, 20) == 5
-    assert clamp(0, 5, 1, 20) == 5
-    assert clamp(500, 5, 1, 20) == 20
-    assert clamp(-3, 5, 1, 20) == 1
-    assert clamp(float("inf"), 5, 1, 20) == 5
-    assert clamp(7.9, 5, 1, 20) == 7
+def test_caps_and_layers() -> None:
+    # below 1 never gets here (the route's type answers 422): only the cap is applied
+    assert at_most(None, 5, 20) == 5
+    assert at_most(500, 5, 20) == 20
+    assert at_most(7, 5, 20) == 7
     assert known_layers(["graph", "x", "graph", "working"]) == ["graph", "working"]
     assert known_layers(["x"]) == ["working", "scene", "graph", "patterns", "archives", "vectors"]
 
@@ -437,7 +435,9 @@ def test_openapi_documents_every_route_with_errors_and_security() -> None:
     for method, path in expected - {("get", "/healthz")}:
         operation = paths[path][method]
         assert {"400", "401", "403", "504"} <= set(operation["responses"]), (method, path)
-        assert "422" not in operation["responses"]
+        assert operation["responses"]["422"]["content"]["application/json"]["schema"] == {
+            "$ref": "#/components/schemas/ErrorBody"
+        }
         assert operation["security"] == [{"ApiKey": []}, {"Bearer": []}]
         ok = next(code for code in operation["responses"] if code.startswith("2"))
         assert "schema" in operation["responses"][ok]["content"]["application/json"]

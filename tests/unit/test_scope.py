@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from schemas import inputs
+from schemas.bounds import MAX_TIME_MS, ValueOutOfRange
+from schemas.events import TurnRecorded
 from schemas.requests import ALL_LAYERS
 from schemas.scope import Scope, ScopeError
 
@@ -177,7 +179,7 @@ def test_scope_is_frozen() -> None:
         scope.agent_wallet = "B"  # type: ignore[misc]
 
 
-# --- context_request clamps (§6.1) ---------------------------------------------------------
+# --- context_request counts (§6.1, strict: issue 13) ----------------------------------------
 
 
 def ctx(**extra: Any) -> Any:
@@ -192,21 +194,46 @@ def test_context_request_defaults() -> None:
     assert request.include_raw is False
 
 
-@pytest.mark.parametrize(
-    ("limit", "expected"), [(0, 5), ("7", 5), (None, 5), (True, 5), (-3, 1), (3.9, 3), (100, 20)]
-)
-def test_limit_clamps_to_1_20_and_zero_means_default(limit: object, expected: int) -> None:
+@pytest.mark.parametrize(("limit", "expected"), [(None, 5), (1, 1), (3.0, 3), (20, 20), (100, 20)])
+def test_limit_defaults_to_5_and_is_lowered_to_20(limit: object, expected: int) -> None:
     assert ctx(limit=limit).limit == expected
 
 
-@pytest.mark.parametrize(("value", "expected"), [(0, 8), (100, 24), (-1, 1), (12, 12)])
-def test_max_items_clamps_to_1_24(value: int, expected: int) -> None:
+@pytest.mark.parametrize(("value", "expected"), [(None, 8), (100, 24), (1, 1), (12, 12)])
+def test_max_items_defaults_to_8_and_is_lowered_to_24(value: object, expected: int) -> None:
     assert ctx(maxItems=value).max_items == expected
 
 
-@pytest.mark.parametrize(("value", "expected"), [(0, 500), (5000, 2000), (-9, 1), (120, 120)])
-def test_max_item_chars_clamps_to_1_2000(value: int, expected: int) -> None:
+@pytest.mark.parametrize(("value", "expected"), [(None, 500), (5000, 2000), (1, 1), (120, 120)])
+def test_max_item_chars_defaults_to_500_and_is_lowered_to_2000(
+    value: object, expected: int
+) -> None:
     assert ctx(maxItemChars=value).max_item_chars == expected
+
+
+@pytest.mark.parametrize("name", ["limit", "maxItems", "max_items", "maxItemChars"])
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (0, "must be at least 1, not 0"),
+        (-3, "must be at least 1, not -3"),
+        (3.9, "must be a whole number, not 3.9"),
+        (float("nan"), "must be a whole number"),
+        (float("-inf"), "must be a whole number"),
+    ],
+)
+def test_a_count_below_one_or_not_whole_is_out_of_range(
+    name: str, value: object, message: str
+) -> None:
+    with pytest.raises(ValueOutOfRange, match=f"^{name} {message}"):
+        ctx(**{name: value})
+
+
+@pytest.mark.parametrize("value", ["7", True, [3], {"n": 3}])
+def test_a_count_that_is_not_a_number_is_refused(value: object) -> None:
+    with pytest.raises(ScopeError, match=r"^limit must be a whole number$") as refused:
+        ctx(limit=value)
+    assert not isinstance(refused.value, ValueOutOfRange)  # the wrong type: a 400
 
 
 @pytest.mark.parametrize(
@@ -216,22 +243,44 @@ def test_max_item_chars_clamps_to_1_2000(value: int, expected: int) -> None:
         {"budget": {"max_chars": 900}},
         {"maxContextCharacters": 900},
         {"max_context_chars": 900},
-        {"budget": {"maxCharacters": 900.7}},
+        {"budget": {"maxCharacters": 900.0}},
     ],
 )
-def test_every_budget_alias_is_read_and_floored(extra: dict[str, Any]) -> None:
+def test_every_budget_alias_is_read(extra: dict[str, Any]) -> None:
     assert ctx(**extra).budget_chars == 900
 
 
-def test_fractional_budget_below_one_becomes_one() -> None:
-    assert ctx(budget={"maxCharacters": 0.4}).budget_chars == 1
+def test_a_budget_of_one_is_one_character() -> None:
+    assert ctx(budget={"maxCharacters": 1}).budget_chars == 1
 
 
 @pytest.mark.parametrize(
-    "extra", [{"budget": {"maxCharacters": 0}}, {"max_context_chars": 0}, {"budget": "900"}]
+    ("extra", "message"),
+    [
+        ({"budget": {"maxCharacters": 0}}, "budget.maxCharacters must be at least 1, not 0"),
+        ({"budget": {"maxCharacters": -100}}, "budget.maxCharacters must be at least 1"),
+        ({"budget": {"max_chars": 0.4}}, "budget.max_chars must be a whole number"),
+        ({"max_context_chars": 0}, "max_context_chars must be at least 1"),
+        ({"maxContextCharacters": -1}, "maxContextCharacters must be at least 1"),
+    ],
 )
-def test_zero_or_non_numeric_budget_means_no_budget(extra: dict[str, Any]) -> None:
-    assert ctx(**extra).budget_chars is None
+def test_a_budget_below_one_is_out_of_range_not_no_budget(
+    extra: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueOutOfRange, match=message):
+        ctx(**extra)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"budget": "900"}, "budget must be an object"),
+        ({"budget": {"max_chars": "9"}}, "max_chars"),
+    ],
+)
+def test_a_budget_of_the_wrong_type_is_refused(extra: dict[str, Any], message: str) -> None:
+    with pytest.raises(ScopeError, match=message):
+        ctx(**extra)
 
 
 def test_unknown_layers_are_dropped_and_caller_order_kept() -> None:
@@ -427,10 +476,49 @@ def test_messages_without_timestamp_get_now_plus_index() -> None:
     messages = [
         {"role": "user", "content": "a"},
         {"role": "assistant", "content": "b", "timestamp": 5},
-        {"role": "system", "content": "c", "timestamp": -1},
+        {"role": "system", "content": "c"},
     ]
     event = inputs.turn_recorded(turn_body(messages=messages), now=NOW)
     assert [m.timestamp for m in event.messages] == [NOW_MS, 5, NOW_MS + 2]
+
+
+@pytest.mark.parametrize("stamp", [-1, 2**70, MAX_TIME_MS + 1, 1.5, float("nan")])
+def test_a_message_timestamp_out_of_range_is_refused_not_replaced(stamp: object) -> None:
+    messages = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    messages[1]["timestamp"] = stamp  # type: ignore[assignment]
+    with pytest.raises(ValueOutOfRange, match=r"^messages\[1\]\.timestamp must be a time"):
+        inputs.turn_recorded(turn_body(messages=messages), now=NOW)
+    tools = [{"name": "t", "timestamp": stamp}]
+    with pytest.raises(ValueOutOfRange, match=r"^toolEvents\[0\]\.timestamp must be a time"):
+        inputs.turn_recorded(pair(toolEvents=tools), now=NOW)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"occurredAt": 2**70}, "occurredAt must be a time"),
+        ({"occurredAt": -1}, "occurredAt must be a time"),
+        ({"occurred_at": "0001-01-01T00:00:00Z"}, "occurred_at must be a time"),
+        ({"occurredAt": "9999-12-31T23:59:59-14:00"}, "occurredAt must be a time"),
+        ({"totalTokens": -1}, "totalTokens must be at least 0"),
+        ({"tokenCount": -5}, "tokenCount must be at least 0"),
+        ({"contextWindow": -1}, "contextWindow must be at least 0"),
+    ],
+)
+def test_turn_numbers_out_of_range_are_refused_not_ignored(
+    extra: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueOutOfRange, match=f"^{message}"):
+        inputs.turn_recorded(pair(**extra), now=NOW)
+
+
+def test_the_ends_of_the_time_range_are_times() -> None:
+    first = inputs.turn_recorded(pair(occurredAt=0))
+    assert first.occurred_at == datetime(1970, 1, 1, tzinfo=UTC)
+    late = MAX_TIME_MS - 1  # the answer is stamped 1 ms after the question
+    last = inputs.turn_recorded(pair(occurredAt=late))
+    assert inputs.to_ms(last.occurred_at) == late
+    assert TurnRecorded.model_validate_json(last.model_dump_json()) == last
 
 
 def test_turn_defaults() -> None:
