@@ -24,7 +24,7 @@ from services.settings import Settings
 
 @pytest.fixture(scope="module")
 def spec() -> dict[str, Any]:
-    return create_app(Settings(gateway_api_keys=[SecretStr("k")])).openapi()
+    return create_app(Settings(gateway_operator_keys=[SecretStr("k")])).openapi()
 
 
 def api_routes(routes: list[Any]) -> list[APIRoute]:
@@ -40,7 +40,7 @@ def api_routes(routes: list[Any]) -> list[APIRoute]:
 
 
 def test_every_api_route_parses_json_strictly() -> None:
-    app = create_app(Settings(gateway_api_keys=[SecretStr("k")]))
+    app = create_app(Settings(gateway_operator_keys=[SecretStr("k")]))
     # the operational probes (GET, no body, not in the document) and /healthz aside
     api = [r for r in api_routes(app.routes) if r.include_in_schema and r.path != "/healthz"]
     assert len(api) >= 35
