@@ -270,7 +270,7 @@ def _gateway_becomes_ready(cwd: Path, env: dict[str, str]) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "services", "gateway", "--port", str(port)],
         cwd=cwd,
-        env={**env, "MNEMOSTREAM_GATEWAY_API_KEYS": "state-dir-test-key"},
+        env={**env, "MNEMOSTREAM_GATEWAY_OPERATOR_KEYS": "state-dir-test-key"},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
