@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ from schemas import topics
 from services.app import running_groups
 from services.client import MemoryClient
 from services.infra import Endpoints
+from tests.support.net import free_port
 from tests.support.pipeline import subscriptions
 from tests.support.settings import make_settings
 
@@ -38,13 +38,6 @@ pytestmark = pytest.mark.integration
 TURNS = 12
 POISON = 2
 GROUPS = ["patterns", "search"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def samples(text: str, name: str, **labels: str) -> list[float]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -31,6 +30,7 @@ from services.infra import Endpoints
 from services.runtime import open_runtime
 from services.scheduler import serve_scheduler
 from services.settings import Settings
+from tests.support.net import free_port
 from tests.support.settings import make_settings
 
 pytestmark = pytest.mark.integration
@@ -39,13 +39,6 @@ PUBLISHED = "mnemostream_scheduler_jobs_published_total"
 LAST_FIRE = "mnemostream_scheduler_last_fire_timestamp_seconds"
 LIGHT: dict[str, Any] = {"embedder": "hashing", "extractor": "none"}
 """The scheduler embeds nothing: no model to load."""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def sample(text: str, name: str, **labels: str) -> float | None:

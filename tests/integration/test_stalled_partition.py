@@ -6,7 +6,6 @@ process is alive: restarting it would not unstick a record)."""
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 import uuid
 from collections.abc import Sequence
@@ -22,6 +21,7 @@ from schemas import topics
 from schemas.inputs import turn_recorded
 from services.infra import Endpoints
 from services.offsets import wait_processed
+from tests.support.net import free_port
 from tests.support.pipeline import groups_running
 
 pytestmark = pytest.mark.integration
@@ -48,13 +48,6 @@ class HangingEmbedder:
             self.hanging.set()
             await self.release.wait()
         return await self.inner.embed(texts, input_type)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def stalled(text: str, group: str) -> dict[tuple[str, str], float]:

@@ -3,8 +3,6 @@ subscribers form, and the health app served in-process (httpx's ASGI transport).
 
 from __future__ import annotations
 
-import socket
-
 import httpx
 import pytest
 from faststream.kafka import KafkaBroker, TestKafkaBroker
@@ -17,6 +15,7 @@ from schemas.scope import Scope
 from services.dlq import consume
 from services.health import Readiness, health_app, serving
 from services.metrics import Consumed, Metrics, consumed_by, metrics_of
+from tests.support.net import free_port
 
 SOURCE = "test.metrics.v1"
 GROUP = "test.group"
@@ -172,10 +171,3 @@ async def test_a_taken_port_fails_only_when_the_endpoints_are_required() -> None
             assert fallback is None
     async with serving(app, "127.0.0.1", 0) as disabled:
         assert disabled is None
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
