@@ -15,7 +15,8 @@ misses, so the figures printed now for those splits are no longer blind.
 Matching (the same helper the unit tests use): a produced fact matches an expected one when
 their types are equal, they agree on negation ("not", "no longer", "never", "cannot"…), and
 their texts are equal once normalised or their key content words overlap with a Dice
-coefficient of at least `MIN_DICE` (content words: `engine.lexical.terms`, i.e. lower-cased,
+coefficient of at least `MIN_DICE` (content words:
+`engine.retrieval.lexical.terms`, i.e. lower-cased,
 stemmed, stopwords and "user" removed). Each expected fact is matched at most once, best
 overlap first. A produced fact with the right content but the wrong type counts as a false
 positive and a false negative.
@@ -44,9 +45,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.extraction.rules import NAME, extract_sync
-from engine.extraction.types import FACT_TYPES, ExtractedFact, ExtractionPolicy, TurnText
-from engine.lexical import terms
+from engine.ingest.extraction.rules import NAME, extract_sync
+from engine.ingest.extraction.types import FACT_TYPES, ExtractedFact, ExtractionPolicy, TurnText
+from engine.retrieval.lexical import terms
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "extraction_turns.json"
 MIN_DICE = 0.6

@@ -53,12 +53,12 @@ from benchmarks.pipeline import endpoints
 from engine.adapters.mongo import MEMORY, TRANSCRIPTS
 from schemas import topics
 from schemas.inputs import turn_recorded
-from services.app import resolve_groups
-from services.asyncapi import CHANNELS
-from services.client import MemoryClient, RequestFailed
-from services.infra import Endpoints
-from services.metrics import group_lag
-from services.offsets import TopicPartition, committed, wait_processed
+from services.groups.app import resolve_groups
+from services.ops.infra import Endpoints
+from services.sdk.client import MemoryClient, RequestFailed
+from services.stream.asyncapi import CHANNELS
+from services.stream.metrics import group_lag
+from services.stream.offsets import TopicPartition, committed, wait_processed
 
 # --- pure helpers (tests/unit/test_load_stats.py) ----------------------------------------
 
@@ -342,7 +342,7 @@ def consumers_of(groups: Sequence[str]) -> dict[str, tuple[str, ...]]:
 
 class LagSampler:
     """Lag of each group = end offset − committed offset, summed over the partitions of its
-    topics (`services.metrics.group_lag`). Committed offsets are read before end offsets, so
+    topics (`services.stream.metrics.group_lag`). Committed offsets are read before end offsets, so
     a message a group produced before committing its input is always seen."""
 
     def __init__(self, bootstrap: str, prefix: str, consumers: dict[str, tuple[str, ...]]):

@@ -35,9 +35,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from services.client import MemoryClient
-from services.infra import ENV_KAFKA, ENV_MONGO, ENV_REDIS, Endpoints, start_stack, stop_stack
-from services.offsets import TopicPartition, committed, wait_processed
+from services.ops.infra import ENV_KAFKA, ENV_MONGO, ENV_REDIS, Endpoints, start_stack, stop_stack
+from services.sdk.client import MemoryClient
+from services.stream.offsets import TopicPartition, committed, wait_processed
 
 TOPICS = ["Lisbon", "sourdough", "greyhound", "marathon", "violin", "kayak", "orchid", "chess"]
 

@@ -26,12 +26,12 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from benchmarks.pipeline import endpoints
 from schemas import topics
-from services.app import running_groups
-from services.asyncapi import CHANNELS
-from services.client import MemoryClient
-from services.dlq import DeadLetter
-from services.infra import Endpoints
+from services.groups.app import running_groups
+from services.ops.infra import Endpoints
+from services.sdk.client import MemoryClient
 from services.settings import Settings
+from services.stream.asyncapi import CHANNELS
+from services.stream.dlq import DeadLetter
 
 SHAPES: dict[str, bytes | None] = {
     "empty": b"",

@@ -60,10 +60,10 @@ from engine.adapters.memory import (
     InMemoryTranscriptStore,
     InMemoryWorkingStore,
 )
-from engine.context import MemorySearch
-from engine.ingest import TurnRecorder
+from engine.ingest.turns import TurnRecorder
 from engine.ports import Embedder
 from engine.records import MemoryRow
+from engine.retrieval.search import MemorySearch
 from engine.scoping import TenantFilter
 from schemas.inputs import context_request, turn_recorded
 
@@ -113,7 +113,7 @@ def build_search(
     if "archives" in names:
         parts["archives"] = memory_adapters.InMemoryArchiveStore()
     if "index" in names:
-        from engine.vector_index import ExactVectorIndex
+        from engine.retrieval.vector_index import ExactVectorIndex
 
         parts["index"] = ExactVectorIndex(memory)
     return MemorySearch(**{k: v for k, v in parts.items() if k in names})

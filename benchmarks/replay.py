@@ -8,7 +8,7 @@
    and the clock stops when every group has committed the last offset of every partition
    (facts included: they pass through the extraction group and `memory.facts.v1`).
    Rate = log records (turns + remembers + extracted-facts events) / seconds.
-2. **Replay:** `services.replay.replay` rebuilds the same records into another database
+2. **Replay:** `services.ops.replay.replay` rebuilds the same records into another database
    under fresh groups. Rate = the same log records / seconds, group joins included.
 3. **Verify:** the rebuilt database is compared with the live one (it must be equal).
 
@@ -27,13 +27,13 @@ import uuid
 from benchmarks.pipeline import endpoints
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from schemas import topics
-from services.app import running_groups
-from services.client import MemoryClient
-from services.infra import Endpoints
-from services.offsets import end_offsets, wait_caught_up
-from services.replay import SOURCE_TOPICS, replay
+from services.groups.app import running_groups
+from services.ops.infra import Endpoints
+from services.ops.replay import SOURCE_TOPICS, replay
+from services.ops.verify import compare
+from services.sdk.client import MemoryClient
 from services.settings import Settings
-from services.verify import compare
+from services.stream.offsets import end_offsets, wait_caught_up
 
 CITIES = ("Porto", "Lisbon", "Madrid", "Oslo", "Tallinn", "Riga", "Ghent")
 GROUPS = ("transcripts", "extraction", "facts", "patterns")

@@ -35,9 +35,9 @@ from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.adapters.mongo import MongoMemoryStore
 from engine.records import MemoryRow, ScopeFields
 from schemas.inputs import context_request, turn_recorded
-from services.client import MemoryClient
-from services.infra import Endpoints
+from services.ops.infra import Endpoints
 from services.runtime import open_runtime
+from services.sdk.client import MemoryClient
 from services.settings import Settings
 
 SUBJECTS = ["I", "My sister", "Our team", "My manager", "The client", "My doctor", "We", "Dad"]

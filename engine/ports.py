@@ -11,8 +11,7 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from engine.evals import EvalRun
-from engine.filters import NO_FILTERS, Filters
+from engine.evals.harness import EvalRun
 from engine.records import (
     ArchiveRecord,
     MemoryRow,
@@ -23,6 +22,7 @@ from engine.records import (
     WorkingAppend,
     WorkingSession,
 )
+from engine.retrieval.filters import NO_FILTERS, Filters
 from engine.scoping import TenantFilter
 
 InputType = Literal["query", "document"]

@@ -1,5 +1,5 @@
 """`python -m services ...` is the `mnemostream` command."""
 
-from services.cli import main
+from services.ops.cli import main
 
 main()

@@ -13,7 +13,6 @@ import httpx
 from pymongo import AsyncMongoClient
 from redis.asyncio import Redis
 
-from engine.access import AccessRecorder
 from engine.adapters.atlas_vectors import AtlasVectorIndex, ensure_vector_index
 from engine.adapters.http_embedder import HttpEmbedder
 from engine.adapters.memory import HashingEmbedder
@@ -39,20 +38,21 @@ from engine.adapters.openai_summariser import OpenAICompatibleSummariser
 from engine.adapters.pinata import PinataPinner
 from engine.adapters.redis_cache import RedisQueryCache
 from engine.adapters.rerankers import CloudflareReranker, HttpRerankReranker
-from engine.compression import RuleSummariser, Summariser
-from engine.context import MemorySearch, SearchPolicy
 from engine.embedding_cache import CachedEmbedder
-from engine.extraction.types import ExtractionPolicy, Extractor
-from engine.facts import FactWriter
-from engine.ingest import DAY_MS, IngestPolicy, TurnRecorder
+from engine.ingest.extraction.types import ExtractionPolicy, Extractor
+from engine.ingest.facts import FactWriter
+from engine.ingest.remember import Rememberer
+from engine.ingest.turns import DAY_MS, IngestPolicy, TurnRecorder
 from engine.ports import Embedder, VectorIndex
-from engine.relevance import RelevancePolicy
-from engine.remember import Rememberer
-from engine.rerank import Reranker
-from engine.vector_index import ExactVectorIndex
-from services.infra import Endpoints, read_endpoints
-from services.security import kafka_options, mongo_options, redis_options, redis_url
+from engine.retrieval.relevance import RelevancePolicy
+from engine.retrieval.rerank import Reranker
+from engine.retrieval.search import MemorySearch, SearchPolicy
+from engine.retrieval.usage import AccessRecorder
+from engine.retrieval.vector_index import ExactVectorIndex
+from engine.upkeep.compression import RuleSummariser, Summariser
+from services.ops.infra import Endpoints, read_endpoints
 from services.settings import Settings
+from services.stream.security import kafka_options, mongo_options, redis_options, redis_url
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ def build_extractor(settings: Settings, http: httpx.AsyncClient) -> Extractor | 
             model=settings.llm_model,
             timeout=settings.llm_timeout_seconds,
         )
-    from engine.extraction.rules import RuleBasedExtractor
+    from engine.ingest.extraction.rules import RuleBasedExtractor
 
     return RuleBasedExtractor()
 
@@ -201,7 +201,7 @@ class Runtime:
     evals: MongoEvalStore
     summariser: Summariser
     kafka_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
-    """aiokafka security arguments of every Kafka client (`services.security`)."""
+    """aiokafka security arguments of every Kafka client (`services.stream.security`)."""
 
     def group_id(self, group: str) -> str:
         return f"{self.settings.group_prefix}.{group}"

@@ -259,7 +259,7 @@ class Settings(BaseSettings):
     )
 
     # --- security (issue 7): TLS and credentials of Kafka, MongoDB and Redis --------------
-    # Mapped to each client's options by `services.security`; checked by `_check_security`.
+    # Mapped to each client's options by `services.stream.security`; checked by `_check_security`.
     kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
         default="PLAINTEXT", description="Kafka security protocol."
     )

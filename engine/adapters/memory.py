@@ -13,7 +13,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from engine.jobs import JobRecord
 from engine.ports import InputType, Vector, VectorStats
 from engine.records import (
     INACTIVE_STATUSES,
@@ -28,6 +27,7 @@ from engine.records import (
     WorkingSession,
 )
 from engine.scoping import TenantFilter
+from engine.upkeep.jobs import JobRecord
 
 WORKING_TURN_VECTORS = 6
 """Turn vectors kept per working buffer (about the turns its 12 lines come from)."""

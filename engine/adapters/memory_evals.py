@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 
-from engine.evals import EvalRun
+from engine.evals.harness import EvalRun
 
 
 class InMemoryEvalStore:

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 from engine.adapters.memory import InMemoryMemoryStore
-from engine.items import RowPatch, apply_patch, exact, soft_delete_patch
 from engine.records import INACTIVE_STATUSES, MemoryRow
 from engine.scoping import TenantFilter
+from engine.upkeep.items import RowPatch, apply_patch, exact, soft_delete_patch
 
 
 class InMemoryItemStore(InMemoryMemoryStore):

@@ -6,7 +6,7 @@ import builtins
 from collections import deque
 from dataclasses import dataclass, field, replace
 
-from engine.patterns import TURN_IDS_KEPT, PatternSeed, PatternState, Skill, to_record
+from engine.ingest.patterns import TURN_IDS_KEPT, PatternSeed, PatternState, Skill, to_record
 from engine.ports import PatternStore
 from engine.scoping import TenantFilter
 

@@ -1,6 +1,6 @@
 """MongoDB `EvalStore`: the `memory_evals` collection, one document per run.
 
-The document is the run's wire form (`engine.eval_wire.run_wire`, camelCase) with `_id` set to
+The document is the run's wire form (`engine.evals.wire.run_wire`, camelCase) with `_id` set to
 `evalRunId`, so saving the same run twice replaces it. Every read filters on `agentWallet`:
 another agent's run is not found.
 
@@ -21,8 +21,8 @@ from pymongo.errors import PyMongoError
 
 from engine.adapters.mongo import Doc
 from engine.errors import DependencyFailed
-from engine.eval_wire import run_of, run_wire
-from engine.evals import EvalRun
+from engine.evals.harness import EvalRun
+from engine.evals.wire import run_of, run_wire
 
 EVALS = "memory_evals"
 INDEXES: Mapping[str, Sequence[IndexModel]] = {

@@ -17,9 +17,9 @@ from pymongo.errors import PyMongoError
 
 from engine.adapters.mongo import MEMORY, Doc, _vector, row_of, tenant_query
 from engine.errors import DependencyFailed
-from engine.items import RowPatch, soft_delete_patch
 from engine.records import INACTIVE_STATUSES, MemoryRow
 from engine.scoping import TenantFilter
+from engine.upkeep.items import RowPatch, soft_delete_patch
 
 
 def patch_update(patch: RowPatch) -> Doc:

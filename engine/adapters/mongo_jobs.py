@@ -13,8 +13,8 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError, PyMongoError
 
 from engine.errors import DependencyFailed
-from engine.jobs import JobRecord
 from engine.records import INACTIVE_STATUSES
+from engine.upkeep.jobs import JobRecord
 
 Doc = dict[str, Any]
 JOBS = "memory_jobs"

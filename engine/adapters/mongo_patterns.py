@@ -6,7 +6,8 @@ is ONE update with an aggregation pipeline, so the counts, `successRate` and `su
 disagree, even under concurrent turns: the first stage increments and fills insert-only
 fields with `$ifNull` (a pipeline has no `$setOnInsert`, and no field is written twice,
 unlike the reference's `$set` + `$setOnInsert` conflict, §16.4); the second stage derives
-`successRate` and `summary` from the new counts (the same text as `engine.patterns.describe`).
+`successRate` and `summary` from the new counts (the same text as
+`engine.ingest.patterns.describe`).
 
 Idempotency is the transcript append's: the filter `turnIds: {$ne: turnId}` matches no
 document once the turn is counted, so the upsert collides on `_id` (DuplicateKeyError).
@@ -25,7 +26,7 @@ from pymongo.errors import DuplicateKeyError, PyMongoError
 
 from engine.adapters.mongo import PATTERNS, Doc, _scope_doc, _scope_of, _vector, tenant_query
 from engine.errors import DependencyFailed
-from engine.patterns import (
+from engine.ingest.patterns import (
     PATTERN_TAGS,
     PATTERN_TYPE,
     SKILL_TAGS,

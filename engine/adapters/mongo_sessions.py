@@ -22,7 +22,7 @@ from pymongo.errors import PyMongoError
 from engine.adapters.mongo import SESSIONS, Doc, _date, _scope_of, tenant_query
 from engine.errors import DependencyFailed
 from engine.scoping import TenantFilter
-from engine.sessions import SessionDocument, SessionEdit
+from engine.upkeep.sessions import SessionDocument, SessionEdit
 
 _HIDDEN: Doc = {"turnIds": 0, "workingMemory.vectors": 0}
 """Internal fields never returned: idempotency turn ids and turn embeddings."""

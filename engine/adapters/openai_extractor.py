@@ -37,7 +37,7 @@ import httpx
 
 from engine.adapters.http import post_json
 from engine.errors import DependencyFailed
-from engine.extraction.types import (
+from engine.ingest.extraction.types import (
     FACT_TYPES,
     ExtractedEntity,
     ExtractedFact,
@@ -323,7 +323,7 @@ class OpenAICompatibleExtractor:
         self._timeout = timeout
 
     async def extract(self, messages: Sequence[TurnText], policy: ExtractionPolicy) -> Extraction:
-        """See `engine.extraction.types.Extractor`. A turn without user/assistant text
+        """See `engine.ingest.extraction.types.Extractor`. A turn without user/assistant text
         yields an empty `Extraction` without calling the model."""
         lines = turn_lines(messages)
         if not lines:

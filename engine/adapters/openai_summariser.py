@@ -16,9 +16,9 @@ import httpx
 
 from engine.adapters.http import post_json
 from engine.adapters.openai_extractor import _decode_object, _endpoint, _message_content
-from engine.compression import SUMMARY_CHARS, SessionSummary
 from engine.errors import DependencyFailed
-from engine.extraction.types import TurnText
+from engine.ingest.extraction.types import TurnText
+from engine.upkeep.compression import SUMMARY_CHARS, SessionSummary
 
 TEMPERATURE = 0.2
 MAX_TOKENS = 500
@@ -77,7 +77,7 @@ class OpenAICompatibleSummariser:
         return f"llm:{self._model}"
 
     async def summarise(self, messages: Sequence[TurnText], model: str | None) -> SessionSummary:
-        """See `engine.compression.Summariser`; `model` overrides the configured one."""
+        """See `engine.upkeep.compression.Summariser`; `model` overrides the configured one."""
         chosen = model or self._model
         name = f"llm:{chosen}"
         transcript = "\n".join(f"{m.role}: {m.content}" for m in messages)

@@ -8,7 +8,7 @@ Request: `POST {base_url}/pinning/pinJSONToIPFS` with
 the CID.
 
 IPFS content is public, so this adapter only ever sees the sealed blob of
-`engine.archives.encrypt_payload` (the reference pinned the plain archive with every user's
+`engine.upkeep.archives.encrypt_payload` (the reference pinned the plain archive with every user's
 rows and embeddings). Nothing that names a tenant goes to Pinata: the archive id is a hash.
 
 The `httpx.AsyncClient` is built and closed by the composition root. Missing credentials

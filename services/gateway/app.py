@@ -11,7 +11,6 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from services.client import MemoryClient
 from services.gateway import (
     compat,
     errors,
@@ -29,10 +28,11 @@ from services.gateway.auth import Authenticator
 from services.gateway.limits import BodyLimit
 from services.gateway.metrics import GatewayMetrics, Instrumented
 from services.gateway.models import Health
-from services.infra import read_endpoints
+from services.ops.infra import read_endpoints
 from services.runtime import NotConfigured
-from services.security import kafka_options
+from services.sdk.client import MemoryClient
 from services.settings import Settings
+from services.stream.security import kafka_options
 
 PREFIX = "/api/memory"
 

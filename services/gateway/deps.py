@@ -10,9 +10,9 @@ from pydantic import BaseModel
 
 from schemas.requests import ALL_LAYERS, AdminReply, ItemReply
 from schemas.scope import Scope
-from services.client import MemoryClient
 from services.gateway.auth import Principal
 from services.gateway.errors import ApiError
+from services.sdk.client import MemoryClient
 
 
 def memory_client(request: Request) -> MemoryClient:

@@ -36,8 +36,8 @@ from starlette.exceptions import HTTPException
 from engine.errors import InputRejected, NotFound
 from schemas.bounds import OUT_OF_RANGE_TYPES, ValueOutOfRange, is_out_of_range
 from schemas.scope import ScopeError, first_error
-from services.client import RequestFailed
 from services.gateway.metrics import GatewayMetrics
+from services.sdk.client import RequestFailed
 
 log = logging.getLogger(__name__)
 

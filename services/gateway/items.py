@@ -12,7 +12,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from engine.filters import parse_filters
+from engine.retrieval.filters import parse_filters
 from schemas.scope import ScopeError, clean_str
 from services.gateway.auth import Caller
 from services.gateway.deps import (

@@ -8,12 +8,11 @@ from typing import Any
 
 from fastapi import APIRouter, Response
 
-from engine.filters import parse_filters
-from engine.remember import fact_hash
+from engine.ingest.remember import fact_hash
+from engine.retrieval.filters import parse_filters
 from schemas.inputs import context_request, memory_remembered, turn_recorded
 from schemas.requests import ContextReply
 from schemas.scope import ScopeError
-from services import client as sdk
 from services.gateway.auth import Caller, Principal
 from services.gateway.deps import Client, body_scope, raw
 from services.gateway.errors import ERRORS
@@ -32,6 +31,7 @@ from services.gateway.models import (
     TurnBody,
     Workflow,
 )
+from services.sdk import client as sdk
 
 router = APIRouter(tags=["loop"], responses=ERRORS, route_class=StrictJsonRoute)
 

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.evals import MAX_K
+from engine.evals.harness import MAX_K
 from schemas.bounds import Count, EpochMs, Moment, Ratio, TokenCount
 from schemas.jobs import BatchSize, Days, TimeRange
 

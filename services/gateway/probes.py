@@ -16,9 +16,9 @@ import logging
 from aiokafka.errors import KafkaError
 from fastapi import APIRouter, Request, Response
 
-from services.client import MemoryClient
 from services.gateway.metrics import GatewayMetrics
-from services.health import live_response, metrics_response, ready_response
+from services.sdk.client import MemoryClient
+from services.stream.health import live_response, metrics_response, ready_response
 
 log = logging.getLogger(__name__)
 

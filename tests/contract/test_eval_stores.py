@@ -11,7 +11,7 @@ from pymongo import AsyncMongoClient
 
 from engine.adapters.memory_evals import InMemoryEvalStore
 from engine.adapters.mongo_evals import MongoEvalStore, ensure_indexes
-from engine.evals import (
+from engine.evals.harness import (
     CaseResult,
     EvalCase,
     EvalRun,

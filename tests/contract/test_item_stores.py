@@ -1,5 +1,5 @@
 """One suite, two implementations of `ItemStore` (in-memory and MongoDB), driven through the
-`engine.items` service functions. The Mongo cases are `integration` (unique db per test)."""
+`engine.upkeep.items` service functions. The Mongo cases are `integration` (unique db per test)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,10 @@ from engine.adapters.memory_items import InMemoryItemStore
 from engine.adapters.mongo import MEMORY, MongoMemoryStore, ensure_schema
 from engine.adapters.mongo_items import MongoItemStore
 from engine.errors import DependencyFailed, NotFound
-from engine.items import (
+from engine.ports import MemoryStore
+from engine.records import MemoryRow, ScopeFields
+from engine.scoping import TenantFilter
+from engine.upkeep.items import (
     ItemStore,
     delete_item,
     get_item,
@@ -25,9 +28,6 @@ from engine.items import (
     resolve_conflict,
     update_item,
 )
-from engine.ports import MemoryStore
-from engine.records import MemoryRow, ScopeFields
-from engine.scoping import TenantFilter
 
 T0 = 1_600_000_000_000
 AGENT, USER = "0xAgentA", "0xUserU"

@@ -16,7 +16,7 @@ from engine.adapters.memory import InMemoryPatternStore
 from engine.adapters.memory_patterns import InMemoryPatternCounter, InMemorySkillStore
 from engine.adapters.mongo import MongoPatternStore, ensure_schema
 from engine.adapters.mongo_patterns import MongoPatternCounter, MongoSkillStore, ensure_indexes
-from engine.patterns import (
+from engine.ingest.patterns import (
     PatternCounter,
     PatternSeed,
     SkillStore,

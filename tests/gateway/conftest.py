@@ -22,10 +22,10 @@ from pydantic import SecretStr
 from starlette.types import ASGIApp
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
-from services.client import MemoryClient
 from services.gateway import create_app
-from services.infra import Endpoints
+from services.ops.infra import Endpoints
 from services.runtime import Runtime
+from services.sdk.client import MemoryClient
 from services.settings import Settings
 from tests.support.pipeline import groups_running
 

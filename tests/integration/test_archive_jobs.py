@@ -17,12 +17,12 @@ import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.adapters.mongo import MongoMemoryStore
-from engine.archives import decrypt_payload, read_archive
 from engine.errors import DependencyFailed
-from engine.jobs import run_job
 from engine.records import MemoryRow, ScopeFields
-from services.infra import Endpoints
-from services.jobs import job_functions
+from engine.upkeep.archives import decrypt_payload, read_archive
+from engine.upkeep.jobs import run_job
+from services.groups.jobs import job_functions
+from services.ops.infra import Endpoints
 from services.runtime import Runtime, open_runtime
 from tests.support.http_server import Provider, Received, Reply, Responder
 from tests.support.settings import make_settings

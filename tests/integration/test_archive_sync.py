@@ -14,10 +14,10 @@ from collections.abc import Callable
 import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
-from engine.archives import decrypt_payload
 from engine.records import ArchiveRecord, ScopeFields
-from services.archive_pins import NOT_CONFIGURED
-from services.infra import Endpoints
+from engine.upkeep.archives import decrypt_payload
+from services.groups.archive_pins import NOT_CONFIGURED
+from services.ops.infra import Endpoints
 from services.runtime import Runtime
 from tests.support.http_server import Provider, Received, Reply, Responder
 from tests.support.pipeline import groups_running

@@ -16,11 +16,11 @@ import pytest
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from schemas import topics
 from schemas.inputs import turn_recorded
-from services.client import MemoryClient
-from services.dead_letters import read_letters
-from services.dlq import DeadLetter, redrive_command
-from services.infra import Endpoints
+from services.ops.dead_letters import read_letters
+from services.ops.infra import Endpoints
 from services.runtime import Runtime
+from services.sdk.client import MemoryClient
+from services.stream.dlq import DeadLetter, redrive_command
 from tests.support.pipeline import groups_running
 
 pytestmark = pytest.mark.integration

@@ -22,11 +22,11 @@ from schemas import topics
 from schemas.events import FactItem, FactsExtracted
 from schemas.inputs import context_request
 from schemas.scope import Scope
-from services.app import running_groups
-from services.client import MemoryClient
-from services.infra import Endpoints
-from services.offsets import start_at_end, wait_processed
+from services.groups.app import running_groups
+from services.ops.infra import Endpoints
 from services.runtime import Runtime, open_runtime
+from services.sdk.client import MemoryClient
+from services.stream.offsets import start_at_end, wait_processed
 from tests.support.pipeline import drained, subscriptions
 from tests.support.settings import make_settings
 

@@ -21,7 +21,7 @@ from pymongo import AsyncMongoClient
 from redis.asyncio import Redis
 from typer.testing import CliRunner
 
-from services.infra import (
+from services.ops.infra import (
     ENV_KAFKA,
     ENV_MONGO,
     ENV_REDIS,

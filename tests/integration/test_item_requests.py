@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
-from engine.remember import fact_hash
-from services.client import MemoryClient
-from services.infra import Endpoints
-from services.offsets import wait_processed
+from engine.ingest.remember import fact_hash
+from services.ops.infra import Endpoints
 from services.runtime import Runtime
+from services.sdk.client import MemoryClient
+from services.stream.offsets import wait_processed
 from tests.support.pipeline import groups_running
 
 pytestmark = pytest.mark.integration

@@ -14,16 +14,16 @@ from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.adapters.mongo import MongoMemoryStore
 from engine.adapters.mongo_jobs import MongoJobStore
 from engine.errors import DependencyFailed
-from engine.jobs import run_job
 from engine.records import MemoryRow, ScopeFields
+from engine.upkeep.jobs import run_job
 from schemas import topics
 from schemas.bounds import ValueOutOfRange
 from schemas.events import JobRequested
 from schemas.scope import ScopeError
-from services.client import MemoryClient
-from services.infra import Endpoints
-from services.jobs import job_functions
+from services.groups.jobs import job_functions
+from services.ops.infra import Endpoints
 from services.runtime import Runtime
+from services.sdk.client import MemoryClient
 from tests.support.jobs import run_and_wait
 from tests.support.pipeline import groups_running
 
@@ -202,8 +202,8 @@ async def test_the_scheduler_publishes_due_jobs_and_skips_a_type_still_running(
 
     from aiokafka import AIOKafkaConsumer
 
-    from engine.jobs import JobRecord
-    from services.scheduler import tick
+    from engine.upkeep.jobs import JobRecord
+    from services.ops.scheduler import tick
 
     rt, client = jobs
     await seed(rt, row("any", "ana", "something", 1, now=now_ms))

@@ -14,8 +14,9 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from schemas import topics
 from schemas.events import JobRequested
-from services.infra import Endpoints, create_topics
-from services.offsets import end_offsets
+from services.ops.infra import Endpoints
+from services.stream.offsets import end_offsets
+from services.stream.topics import create_topics
 
 pytestmark = pytest.mark.integration
 

@@ -17,17 +17,17 @@ from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.adapters.memory import InMemoryJobStore
 from engine.adapters.mongo import MongoMemoryStore
 from engine.adapters.mongo_jobs import MongoJobStore
-from engine.jobs import LEASE_EXPIRED, RUNNING_LEASE_MS, JobRecord, JobStore, run_job
 from engine.records import MemoryRow, ScopeFields
+from engine.upkeep.jobs import LEASE_EXPIRED, RUNNING_LEASE_MS, JobRecord, JobStore, run_job
 from schemas import topics
 from schemas.bounds import ValueOutOfRange
 from schemas.events import JobRequested
 from schemas.inputs import to_ms
-from services.client import MemoryClient
-from services.infra import Endpoints
-from services.jobs import job_functions
+from services.groups.jobs import job_functions
+from services.ops.infra import Endpoints
+from services.ops.scheduler import tick
 from services.runtime import Runtime
-from services.scheduler import tick
+from services.sdk.client import MemoryClient
 from tests.support.pipeline import groups_running
 
 pytestmark = pytest.mark.integration

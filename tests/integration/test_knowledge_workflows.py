@@ -13,13 +13,13 @@ from collections.abc import AsyncIterator
 import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
-from engine.knowledge import chunk_ids
+from engine.ingest.knowledge import chunk_ids
 from engine.scoping import TenantFilter
-from services.client import MemoryClient, Position
-from services.infra import Endpoints
-from services.knowledge import rows_scope
-from services.offsets import wait_processed
+from services.groups.knowledge import rows_scope
+from services.ops.infra import Endpoints
 from services.runtime import Runtime
+from services.sdk.client import MemoryClient, Position
+from services.stream.offsets import wait_processed
 from tests.support.pipeline import groups_running
 
 pytestmark = pytest.mark.integration

@@ -26,9 +26,9 @@ from pymongo import AsyncMongoClient
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from schemas import topics
-from services.app import running_groups
-from services.client import MemoryClient
-from services.infra import Endpoints
+from services.groups.app import running_groups
+from services.ops.infra import Endpoints
+from services.sdk.client import MemoryClient
 from tests.support.net import free_port
 from tests.support.pipeline import subscriptions
 from tests.support.settings import make_settings

@@ -20,9 +20,9 @@ from pymongo import AsyncMongoClient
 from schemas import topics
 from schemas.inputs import turn_recorded
 from schemas.requests import ContextReply
-from services.client import MemoryClient
-from services.infra import Endpoints
-from services.offsets import start_at_end, wait_processed
+from services.ops.infra import Endpoints
+from services.sdk.client import MemoryClient
+from services.stream.offsets import start_at_end, wait_processed
 from tests.support.pipeline import drained, subscriptions
 
 pytestmark = pytest.mark.integration

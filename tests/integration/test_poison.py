@@ -15,9 +15,9 @@ import pytest
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.ports import InputType, Vector
 from schemas import topics
-from services.dead_letters import read_letters, redrive
-from services.infra import Endpoints
-from services.offsets import end_offsets, wait_caught_up, wait_processed
+from services.ops.dead_letters import read_letters, redrive
+from services.ops.infra import Endpoints
+from services.stream.offsets import end_offsets, wait_caught_up, wait_processed
 from tests.support.pipeline import groups_running
 
 pytestmark = pytest.mark.integration

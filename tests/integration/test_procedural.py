@@ -17,16 +17,16 @@ import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.adapters.mongo import MongoMemoryStore
-from engine.archives import decrypt_payload, read_archive
 from engine.errors import InputRejected
-from engine.patterns import promote
+from engine.ingest.patterns import promote
 from engine.records import MemoryRow, ScopeFields
 from engine.scoping import TenantFilter
-from services.app import running_groups
-from services.client import MemoryClient
-from services.infra import Endpoints
-from services.offsets import start_at_end, wait_processed
+from engine.upkeep.archives import decrypt_payload, read_archive
+from services.groups.app import running_groups
+from services.ops.infra import Endpoints
 from services.runtime import Runtime
+from services.sdk.client import MemoryClient
+from services.stream.offsets import start_at_end, wait_processed
 from tests.support.http_server import Provider, Received, Reply, Responder
 from tests.support.jobs import run_and_wait
 from tests.support.pipeline import subscriptions

@@ -16,9 +16,9 @@ import pytest
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.adapters.memory import HashingEmbedder
 from schemas import topics
-from services.dead_letters import read_letters
-from services.infra import Endpoints
-from services.offsets import end_offsets, wait_caught_up
+from services.ops.dead_letters import read_letters
+from services.ops.infra import Endpoints
+from services.stream.offsets import end_offsets, wait_caught_up
 from tests.support.http_server import Provider, Received, Reply, Responder
 from tests.support.pipeline import groups_running
 

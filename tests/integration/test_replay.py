@@ -11,10 +11,10 @@ import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from schemas import topics
-from services.infra import Endpoints
-from services.offsets import end_offsets, wait_caught_up
-from services.replay import replay
-from services.verify import compare, differences
+from services.ops.infra import Endpoints
+from services.ops.replay import replay
+from services.ops.verify import compare, differences
+from services.stream.offsets import end_offsets, wait_caught_up
 from tests.support.pipeline import groups_running
 
 pytestmark = pytest.mark.integration

@@ -24,11 +24,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from pymongo import AsyncMongoClient
 
-from engine.jobs import JobRecord
+from engine.upkeep.jobs import JobRecord
 from schemas import topics
-from services.infra import Endpoints
+from services.ops.infra import Endpoints
+from services.ops.scheduler import serve_scheduler
 from services.runtime import open_runtime
-from services.scheduler import serve_scheduler
 from services.settings import Settings
 from tests.support.net import free_port
 from tests.support.settings import make_settings

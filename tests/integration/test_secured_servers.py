@@ -31,11 +31,12 @@ from typer.testing import CliRunner
 
 from engine.adapters.redis_cache import RedisQueryCache
 from engine.errors import DependencyFailed
-from services.client import MemoryClient
-from services.infra import Endpoints, create_topics, infra_app
+from services.ops.infra import Endpoints, infra_app
 from services.runtime import open_runtime
-from services.security import kafka_options, mongo_options
+from services.sdk.client import MemoryClient
 from services.settings import Settings
+from services.stream.security import kafka_options, mongo_options
+from services.stream.topics import create_topics
 from tests.support.certs import Certs, make_certs
 from tests.support.secure_servers import redis_server, secantus_server, tansu_with_authentication
 

@@ -11,8 +11,8 @@ from collections.abc import Callable
 import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
-from services.infra import Endpoints
-from services.offsets import wait_processed
+from services.ops.infra import Endpoints
+from services.stream.offsets import wait_processed
 from tests.support.http_server import Provider, Received, Reply, Responder
 from tests.support.pipeline import groups_running
 

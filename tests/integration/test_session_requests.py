@@ -14,10 +14,10 @@ import pytest
 from pydantic import ValidationError
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
-from services.client import MemoryClient
-from services.infra import Endpoints
-from services.offsets import wait_processed
+from services.ops.infra import Endpoints
 from services.runtime import Runtime
+from services.sdk.client import MemoryClient
+from services.stream.offsets import wait_processed
 from tests.support.pipeline import groups_running
 
 pytestmark = pytest.mark.integration

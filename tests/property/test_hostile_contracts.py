@@ -60,8 +60,8 @@ from schemas.requests import (
 )
 from schemas.scope import Scope, ScopeError
 from schemas.transcripts import transcript_turns
-from services.asyncapi import CHANNELS
-from services.dlq import DeadLetter, consume
+from services.stream.asyncapi import CHANNELS
+from services.stream.dlq import DeadLetter, consume
 
 REJECTIONS = (ScopeError, ValidationError, InputRejected)
 NOW = datetime(2024, 5, 1, tzinfo=UTC)

@@ -43,18 +43,18 @@ from engine.adapters.mongo import (
 )
 from engine.adapters.mongo_items import MongoItemStore
 from engine.adapters.mongo_sessions import MongoSessionStore
-from engine.context import MemorySearch
-from engine.ingest import TurnRecorder
-from engine.items import ItemStore, newest_facts
+from engine.ingest.remember import Rememberer
+from engine.ingest.turns import TurnRecorder
 from engine.ports import MemoryStore, TranscriptStore, WorkingStore
-from engine.remember import Rememberer
+from engine.retrieval.search import MemorySearch
+from engine.retrieval.vector_index import ExactVectorIndex
 from engine.scoping import tenant_filter
-from engine.sessions import SessionStore
-from engine.vector_index import ExactVectorIndex
+from engine.upkeep.items import ItemStore, newest_facts
+from engine.upkeep.sessions import SessionStore
 from schemas.inputs import memory_remembered, thread_session_id, to_ms, turn_recorded
 from schemas.requests import ALL_LAYERS, LayerSearchRequest
 from schemas.scope import Scope
-from services.infra import Endpoints
+from services.ops.infra import Endpoints
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 NOW_MS = to_ms(T0 + timedelta(days=1))

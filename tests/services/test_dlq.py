@@ -16,7 +16,7 @@ from engine.errors import DependencyFailed, InputRejected
 from schemas import topics
 from schemas.events import MemoryChanged
 from schemas.scope import Scope
-from services.dlq import DeadLetter, StoreUnavailable, consume, is_outage
+from services.stream.dlq import DeadLetter, StoreUnavailable, consume, is_outage
 
 SOURCE = "test.source.v1"
 

@@ -12,9 +12,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from engine.errors import DependencyFailed, InputRejected
 from schemas.events import MemoryChanged
 from schemas.scope import Scope
-from services.dlq import consume
-from services.health import Readiness, health_app, serving
-from services.metrics import Consumed, Metrics, consumed_by, metrics_of
+from services.stream.dlq import consume
+from services.stream.health import Readiness, health_app, serving
+from services.stream.metrics import Consumed, Metrics, consumed_by, metrics_of
 from tests.support.net import free_port
 
 SOURCE = "test.metrics.v1"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.access import AccessRecorder
 from engine.adapters.memory import (
     InMemoryArchiveStore,
     InMemoryMemoryStore,
@@ -13,10 +12,11 @@ from engine.adapters.memory import (
     InMemoryTranscriptStore,
     InMemoryWorkingStore,
 )
-from engine.context import MemorySearch
-from engine.ingest import TurnRecorder
+from engine.ingest.turns import TurnRecorder
 from engine.ports import Embedder
-from engine.vector_index import ExactVectorIndex
+from engine.retrieval.search import MemorySearch
+from engine.retrieval.usage import AccessRecorder
+from engine.retrieval.vector_index import ExactVectorIndex
 
 
 @dataclass

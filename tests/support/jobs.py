@@ -7,8 +7,8 @@ import asyncio
 import time
 from typing import Any
 
-from services.client import MemoryClient
 from services.runtime import Runtime
+from services.sdk.client import MemoryClient
 
 
 async def run_and_wait(

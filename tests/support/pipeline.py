@@ -9,13 +9,13 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
-from services.app import resolve_groups, running_groups
-from services.asyncapi import CHANNELS
-from services.client import MemoryClient
-from services.infra import Endpoints
-from services.offsets import end_offsets, start_at_end, wait_caught_up
+from services.groups.app import resolve_groups, running_groups
+from services.ops.infra import Endpoints
 from services.runtime import Runtime
-from services.security import NO_OPTIONS
+from services.sdk.client import MemoryClient
+from services.stream.asyncapi import CHANNELS
+from services.stream.offsets import end_offsets, start_at_end, wait_caught_up
+from services.stream.security import NO_OPTIONS
 from tests.support.settings import make_settings
 
 

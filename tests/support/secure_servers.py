@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from pymongo import MongoClient
 
-from services.infra import (
+from services.ops.infra import (
     HOST,
     _free_port,
     _redis_server_binary,

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from engine.access import MEMORY_LAYERS, AccessRecorder
 from engine.adapters.memory import (
     HashingEmbedder,
     InMemoryMemoryStore,
 )
-from engine.context import MemorySearch
-from engine.ingest import TurnRecorder
-from engine.remember import Rememberer
+from engine.ingest.remember import Rememberer
+from engine.ingest.turns import TurnRecorder
+from engine.retrieval.search import MemorySearch
+from engine.retrieval.usage import MEMORY_LAYERS, AccessRecorder
 from engine.scoping import TenantFilter
 from schemas.inputs import context_request, memory_remembered, to_ms, turn_recorded
 from schemas.requests import ContextReply, LayerSearchRequest

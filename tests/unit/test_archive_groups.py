@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.archives import build_archive, tenant_groups
 from engine.records import MemoryRow, ScopeFields
+from engine.upkeep.archives import build_archive, tenant_groups
 
 AGENT = "0xAgent"
 START, END = 1_000, 2_000

@@ -24,7 +24,11 @@ from engine.adapters.memory import (
     InMemoryTranscriptStore,
     InMemoryWorkingStore,
 )
-from engine.archives import (
+from engine.errors import InputRejected
+from engine.records import MemoryRow, ScopeFields
+from engine.retrieval.search import MemorySearch
+from engine.retrieval.vector_index import ExactVectorIndex
+from engine.upkeep.archives import (
     MAX_ARCHIVE_BYTES,
     build_archive,
     decrypt_payload,
@@ -32,10 +36,6 @@ from engine.archives import (
     encrypt_payload,
     read_archive,
 )
-from engine.context import MemorySearch
-from engine.errors import InputRejected
-from engine.records import MemoryRow, ScopeFields
-from engine.vector_index import ExactVectorIndex
 from schemas.scope import Scope
 
 AGENT = "0xAgent"

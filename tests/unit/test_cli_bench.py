@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from services.cli import BENCHMARKS
+from services.ops.cli import BENCHMARKS
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from services.app import GROUPS
+from services.groups.app import GROUPS
 
 COMPOSE = Path(__file__).resolve().parents[2] / "docker-compose.yml"
 

@@ -1,4 +1,4 @@
-"""Eval scoring (engine.evals): the REFERENCE §16.28 fixes, parsing, and a run over the
+"""Eval scoring (engine.evals.harness): the REFERENCE §16.28 fixes, parsing, and a run over the
 in-memory ports."""
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ import pytest
 
 from engine.adapters.memory import HashingEmbedder
 from engine.errors import InputRejected
-from engine.eval_wire import run_of, run_wire
-from engine.evals import (
+from engine.evals.harness import (
     DEFAULT_K,
     EvalCase,
     EvalRequest,
@@ -25,8 +24,9 @@ from engine.evals import (
     percentile,
     retrieved_of,
 )
-from engine.hits import Hit
-from engine.remember import Rememberer
+from engine.evals.wire import run_of, run_wire
+from engine.ingest.remember import Rememberer
+from engine.retrieval.hits import Hit
 from schemas.inputs import memory_remembered, to_ms
 from schemas.requests import ALL_LAYERS
 from schemas.scope import Scope

@@ -13,9 +13,9 @@ import pytest
 
 from engine.adapters.memory import HashingEmbedder, InMemoryMemoryStore, InMemoryRelationStore
 from engine.errors import EmbeddingFailed
-from engine.facts import FactWriter
+from engine.ingest.facts import FactWriter
+from engine.ingest.remember import Rememberer
 from engine.ports import InputType, Vector
-from engine.remember import Rememberer
 from schemas.events import EntityItem, FactItem, FactsExtracted
 from schemas.inputs import memory_remembered, to_ms
 from schemas.scope import Scope

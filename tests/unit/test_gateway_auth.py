@@ -18,13 +18,13 @@ from pydantic import SecretStr, ValidationError
 from typer.testing import CliRunner
 
 from schemas.scope import Scope
-from services.cli import app as cli
 from services.gateway import GatewayNotSecured, create_app
 from services.gateway.auth import Authenticator, JwtRules, Principal, mint_token
 from services.gateway.deps import at_most, body_scope, known_layers, query_scope
 from services.gateway.errors import ApiError, validation_message
+from services.ops.cli import app as cli
+from services.ops.tokens import parse_duration
 from services.settings import Settings, TenantKey
-from services.tokens import parse_duration
 
 SECRET = "unit-secret-of-at-least-thirty-two-bytes"  # noqa: S105 - a test fixture
 HOUR = 3_600

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from schemas import events, requests
 from schemas.scope import Id, Scope, ScopeError, clean_id, id_problem
-from services.client import MemoryClient
+from services.sdk.client import MemoryClient
 
 ID_FIELDS = frozenset(
     {

@@ -15,7 +15,7 @@ from engine.adapters.memory import (
     InMemoryTranscriptStore,
     InMemoryWorkingStore,
 )
-from engine.ingest import (
+from engine.ingest.turns import (
     IngestPolicy,
     TurnRecorder,
     compact_summary,

@@ -1,4 +1,4 @@
-"""Item lifecycle service functions (`engine.items`) over the in-memory store."""
+"""Item lifecycle service functions (`engine.upkeep.items`) over the in-memory store."""
 
 from __future__ import annotations
 
@@ -11,7 +11,10 @@ import pytest
 from engine.adapters.memory import HashingEmbedder
 from engine.adapters.memory_items import InMemoryItemStore
 from engine.errors import InputRejected, NotFound
-from engine.items import (
+from engine.ports import InputType, Vector
+from engine.records import MemoryRow, ScopeFields
+from engine.scoping import TenantFilter
+from engine.upkeep.items import (
     changed_layers,
     changed_scope,
     delete_item,
@@ -19,9 +22,6 @@ from engine.items import (
     resolve_conflict,
     update_item,
 )
-from engine.ports import InputType, Vector
-from engine.records import MemoryRow, ScopeFields
-from engine.scoping import TenantFilter
 
 T0 = 1_600_000_000_000
 AGENT, USER = "0xAgent", "0xUser"

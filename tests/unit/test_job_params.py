@@ -13,7 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from engine.errors import InputRejected
-from engine.schedules import SCHEDULES, Schedule
+from engine.upkeep.schedules import SCHEDULES, Schedule
 from schemas.bounds import MAX_TIME_MS, ValueOutOfRange
 from schemas.events import JobRequested
 from schemas.jobs import (
@@ -25,7 +25,7 @@ from schemas.jobs import (
     check_job_params,
 )
 from schemas.scope import ScopeError
-from services.jobs import _checked
+from services.groups.jobs import _checked
 
 DAY = 86_400_000
 AT = 1_780_000_000_000

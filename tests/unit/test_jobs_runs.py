@@ -10,7 +10,7 @@ from typing import Any
 
 from engine.adapters.memory import InMemoryJobStore
 from engine.errors import DependencyFailed
-from engine.jobs import (
+from engine.upkeep.jobs import (
     LEASE_EXPIRED,
     RUNNING_LEASE_MS,
     JobFunction,
@@ -19,7 +19,7 @@ from engine.jobs import (
     run_job,
 )
 from schemas.jobs import CleanupParams
-from services.jobs import typed
+from services.groups.jobs import typed
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00Z
 

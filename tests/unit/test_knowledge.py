@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from engine.adapters.memory import HashingEmbedder, InMemoryMemoryStore
-from engine.knowledge import CHUNK_CHARS, CHUNK_OVERLAP, EMBED_BATCH, chunk, index_document
+from engine.ingest.knowledge import CHUNK_CHARS, CHUNK_OVERLAP, EMBED_BATCH, chunk, index_document
 from engine.ports import InputType, Vector
 from engine.records import ScopeFields
+from engine.retrieval.vector_index import ExactVectorIndex
 from engine.scoping import TenantFilter
-from engine.vector_index import ExactVectorIndex
 
 AGENT = "0xAgent"
 AT = 1_589_716_800_000

@@ -24,15 +24,15 @@ from engine.adapters.memory import (
     InMemoryTranscriptStore,
     InMemoryWorkingStore,
 )
-from engine.context import MemorySearch
 from engine.errors import DependencyFailed
-from engine.hits import Hit
-from engine.ingest import TurnRecorder
-from engine.lexical import all_terms, terms
+from engine.ingest.remember import Rememberer
+from engine.ingest.turns import TurnRecorder
 from engine.records import ArchiveRecord, PatternRecord, ScopeFields
-from engine.remember import Rememberer
+from engine.retrieval.hits import Hit
+from engine.retrieval.lexical import all_terms, terms
+from engine.retrieval.search import MemorySearch
+from engine.retrieval.vector_index import ExactVectorIndex
 from engine.scoping import TenantFilter
-from engine.vector_index import ExactVectorIndex
 from schemas.inputs import memory_remembered, thread_session_id, to_ms, turn_recorded
 from schemas.requests import LayerSearchRequest
 from schemas.scope import Scope

@@ -1,4 +1,4 @@
-"""Term extraction and BM25 of `engine.lexical`, with hand-computed numbers.
+"""Term extraction and BM25 of `engine.retrieval.lexical`, with hand-computed numbers.
 
 BM25 here: IDF(t) = ln(1 + (n − df + 0.5) / (df + 0.5)), k1 = 1.2, b = 0.75, and each score is
 divided by what a document holding every query term once, at average length, would score
@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from engine.lexical import BM25_B, BM25_K1, all_terms, bm25, lexical_score, stem, terms
+from engine.retrieval.lexical import BM25_B, BM25_K1, all_terms, bm25, lexical_score, stem, terms
 
 # --- terms ----------------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from benchmarks.load import (
     summarize,
 )
 from schemas.inputs import turn_recorded
-from services.client import RequestFailed
+from services.sdk.client import RequestFailed
 
 
 def test_percentile_interpolates_between_closest_ranks() -> None:

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from services.logs import RepeatFilter, bound_repeats
+from services.ops.logs import RepeatFilter, bound_repeats
 
 
 class Clock:
@@ -17,7 +17,7 @@ class Clock:
         return self.now
 
 
-def record(msg: str, *args: object, name: str = "services.dlq") -> logging.LogRecord:
+def record(msg: str, *args: object, name: str = "services.stream.dlq") -> logging.LogRecord:
     return logging.LogRecord(name, logging.ERROR, __file__, 1, msg, args, None)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry
 
-from services.metrics import EventProbe, Metrics, extraction_timer, group_lag, partition_lag
+from services.stream.metrics import EventProbe, Metrics, extraction_timer, group_lag, partition_lag
 
 OURS = {
     "mnemostream_events_processed",

@@ -14,7 +14,7 @@ import pytest
 
 from engine.adapters.openai_extractor import OpenAICompatibleExtractor, relation_type
 from engine.errors import DependencyFailed
-from engine.extraction.types import (
+from engine.ingest.extraction.types import (
     ExtractedEntity,
     ExtractedFact,
     ExtractedRelation,

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.hits import Hit
-from engine.packing import HEADER, SEPARATOR, Packed, pack, packing_score
+from engine.retrieval.hits import Hit
+from engine.retrieval.packing import HEADER, SEPARATOR, Packed, pack, packing_score
 
 NOW = 1_700_000_000_000
 DAY = 86_400_000

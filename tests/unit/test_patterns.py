@@ -7,7 +7,7 @@ import pytest
 from engine.adapters.memory import InMemoryPatternStore
 from engine.adapters.memory_patterns import InMemoryPatternCounter, InMemorySkillStore
 from engine.errors import InputRejected, NotFound
-from engine.patterns import (
+from engine.ingest.patterns import (
     PatternSeed,
     PatternState,
     ToolStep,

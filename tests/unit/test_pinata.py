@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from engine.adapters.pinata import PinataPinner
-from engine.archives import ArchivePayload, build_archive, decrypt_payload, encrypt_payload
-from engine.archives import read_archive as open_content
 from engine.errors import DependencyFailed, InputRejected
 from engine.records import MemoryRow, ScopeFields
+from engine.upkeep.archives import ArchivePayload, build_archive, decrypt_payload, encrypt_payload
+from engine.upkeep.archives import read_archive as open_content
 from tests.support.http_server import Provider, Received, Reply, Responder, closed_port
 
 START = int(datetime(2026, 3, 1, tzinfo=UTC).timestamp() * 1000)

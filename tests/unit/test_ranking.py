@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.hits import Hit
-from engine.ranking import (
+from engine.retrieval.hits import Hit
+from engine.retrieval.ranking import (
     MMR_EXACT_LIMIT,
     MS_PER_DAY,
     apply_decay,

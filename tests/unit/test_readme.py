@@ -78,7 +78,7 @@ def test_every_readme_command_and_option_exists() -> None:
     real options of it (placeholders such as `<ref>` or `NAME` are not checked)."""
     import typer
 
-    from services.cli import app
+    from services.ops.cli import app
 
     root = typer.main.get_command(app)
     commands = _commands()
@@ -105,7 +105,7 @@ def _readme_run_groups() -> list[str]:
 
 
 def test_the_run_example_lists_every_registered_group() -> None:
-    from services.app import GROUPS
+    from services.groups.app import GROUPS
 
     assert _readme_run_groups() == list(GROUPS)
 
@@ -113,8 +113,8 @@ def test_the_run_example_lists_every_registered_group() -> None:
 def test_run_help_names_every_registered_group() -> None:
     from typer.testing import CliRunner
 
-    from services.app import GROUPS
-    from services.cli import app
+    from services.groups.app import GROUPS
+    from services.ops.cli import app
 
     result = CliRunner().invoke(app, ["run", "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output

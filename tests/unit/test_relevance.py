@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
-from engine.relevance import RelevancePolicy, relevance
+from engine.retrieval.relevance import RelevancePolicy, relevance
 
 MEMORY = "Kai's favourite tram line is the 28."
 

@@ -14,9 +14,9 @@ import pytest
 
 from engine.adapters.rerankers import CloudflareReranker, HttpRerankReranker
 from engine.errors import DependencyFailed
-from engine.hits import Hit
-from engine.ranking import MS_PER_DAY
-from engine.rerank import rerank_fail_soft
+from engine.retrieval.hits import Hit
+from engine.retrieval.ranking import MS_PER_DAY
+from engine.retrieval.rerank import rerank_fail_soft
 from tests.support.http_server import Provider, Received, Reply, Responder, closed_port
 
 NOW = 1_750_000_000_000
@@ -253,7 +253,7 @@ async def test_fail_soft_with_a_dead_server_keeps_the_decayed_order(
     client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
 ) -> None:
     reranker = cloudflare(client, f"http://127.0.0.1:{closed_port()}")
-    with caplog.at_level(logging.WARNING, logger="engine.rerank"):
+    with caplog.at_level(logging.WARNING, logger="engine.retrieval.rerank"):
         ranked, outcome = await rerank_fail_soft(reranker, "q", HITS, now_ms=NOW)
     assert [h.id for h in ranked] == ["h2", "h3", "h1"]
     assert [h.score for h in ranked] == pytest.approx([0.50, 0.48, 0.225])

@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.extraction import Case, Tally, facts_match, load_cases, pair, prf
-from engine.extraction.rules import NAME, RuleBasedExtractor, extract_sync
-from engine.extraction.types import (
+from engine.ingest.extraction.rules import NAME, RuleBasedExtractor, extract_sync
+from engine.ingest.extraction.types import (
     ExtractedEntity,
     ExtractedFact,
     ExtractedRelation,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from engine.schedules import SCHEDULES, firings, job_id
+from engine.upkeep.schedules import SCHEDULES, firings, job_id
 
 BY_NAME = {s.name: s for s in SCHEDULES}
 

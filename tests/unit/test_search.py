@@ -14,11 +14,11 @@ from engine.adapters.memory import (
     HashingEmbedder,
     InMemoryQueryCache,
 )
-from engine.context import MemorySearch, invalidate
 from engine.errors import DependencyFailed
-from engine.ingest import TurnRecorder
+from engine.ingest.turns import TurnRecorder
 from engine.ports import InputType, Vector, WorkingStore
 from engine.records import WorkingAppend, WorkingSession
+from engine.retrieval.search import MemorySearch, invalidate
 from engine.scoping import TenantFilter
 from schemas.inputs import context_request, to_ms, turn_recorded
 from schemas.requests import ContextReply, LayerSearchRequest

@@ -1,5 +1,5 @@
 """Security settings: their validation, their mapping to each driver's options
-(`services.security`), and that no secret is ever printed, logged or repr'd.
+(`services.stream.security`), and that no secret is ever printed, logged or repr'd.
 
 The mapping to aiokafka/FastStream is checked here and not against a broker: the local
 broker (Tansu 0.6) has no TLS listener (its `--cert` and `--key` cannot be given together)
@@ -20,9 +20,10 @@ from faststream.security import BaseSecurity, SASLPlaintext, SASLScram256, SASLS
 from pydantic import SecretStr, ValidationError
 from typer.testing import CliRunner
 
-from services.cli import app
-from services.infra import Endpoints, infra_app
-from services.security import (
+from services.ops.cli import app
+from services.ops.infra import Endpoints, infra_app
+from services.settings import Settings
+from services.stream.security import (
     kafka_options,
     kafka_security,
     mask_url,
@@ -30,7 +31,6 @@ from services.security import (
     redis_options,
     redis_url,
 )
-from services.settings import Settings
 from tests.support.certs import Certs, make_certs
 
 KAFKA_PW = "kafka-pw-9f1c"

@@ -8,7 +8,7 @@ import pytest
 from engine.errors import InputRejected, NotFound
 from engine.records import ScopeFields
 from engine.scoping import TenantFilter
-from engine.sessions import (
+from engine.upkeep.sessions import (
     InMemorySessionStore,
     SessionDocument,
     SessionEdit,

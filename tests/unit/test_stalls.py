@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.stalls import StallWatch
+from services.stream.stalls import StallWatch
 
 P = ("memory.turns.v1", 3)
 

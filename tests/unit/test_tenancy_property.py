@@ -26,11 +26,11 @@ from engine.adapters.memory import (
     InMemoryTranscriptStore,
     InMemoryWorkingStore,
 )
-from engine.context import MemorySearch
-from engine.ingest import TurnRecorder
+from engine.ingest.remember import Rememberer
+from engine.ingest.turns import TurnRecorder
 from engine.records import ArchiveRecord, PatternRecord, ScopeFields
-from engine.remember import Rememberer
-from engine.vector_index import ExactVectorIndex
+from engine.retrieval.search import MemorySearch
+from engine.retrieval.vector_index import ExactVectorIndex
 from schemas.inputs import context_request, memory_remembered, to_ms, turn_recorded
 from schemas.requests import ALL_LAYERS, LayerSearchRequest
 from schemas.scope import Scope

@@ -10,8 +10,8 @@ import pytest
 
 from engine.adapters.memory import InMemoryMemoryStore
 from engine.records import MemoryRow, ScopeFields
+from engine.retrieval.vector_index import ExactVectorIndex
 from engine.scoping import TenantFilter
-from engine.vector_index import ExactVectorIndex
 
 AGENT = "0xAgent"
 MODEL = "test-model"

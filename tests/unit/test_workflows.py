@@ -9,9 +9,7 @@ import pytest
 
 from engine.adapters.memory import HashingEmbedder, InMemoryMemoryStore
 from engine.errors import InputRejected
-from engine.records import MemoryRow, ScopeFields
-from engine.scoping import TenantFilter
-from engine.workflows import (
+from engine.ingest.workflows import (
     Reliability,
     WorkflowCheckpoint,
     WorkflowMessage,
@@ -19,6 +17,8 @@ from engine.workflows import (
     record_checkpoint,
     reliability,
 )
+from engine.records import MemoryRow, ScopeFields
+from engine.scoping import TenantFilter
 
 WALLET = "0xWorkflow"
 AT = 1_589_716_800_000

@@ -1,0 +1,1 @@
+"""Retrieval evaluation: the harness that scores a searcher and its wire form."""

@@ -1,0 +1,372 @@
+"""Retrieval evals (REFERENCE §12), scored so the numbers mean what they say (fixes §16.28).
+
+An eval runs labelled queries through an injected search and scores what came back.
+
+* A case is `query` plus what a correct answer holds: `expected` (text) and/or
+  `expectedMemoryId`. An unlabelled case is rejected: it cannot be scored (the reference
+  counted "anything returned" as a hit).
+* One returned item is *relevant* when its id equals `expectedMemoryId`, or its text contains
+  `expected` case-insensitively. Only the item's own text is searched: never its id, its
+  metadata or the JSON of the reply (the reference matched ids and metadata by accident).
+* Per case: `returned` items (over every layer, a row found by two layers counts twice, as
+  it was returned twice), `relevant` items among them, `hit` (any relevant), `precision`
+  (relevant / returned, 0 when nothing was returned), the characters of the packed context
+  an agent would receive, and the search latency in milliseconds.
+* Scores: `recallAtK` = hits / cases; `precisionAtK` = Σrelevant / Σreturned (the share of
+  returned items that are relevant, 0 when nothing was returned; the reference divided the
+  number of hit *cases* by the returned items); `meanPrecision` = mean per-case precision;
+  `avgContextCharacters`; `latencyP50Ms` / `latencyP95Ms` (nearest-rank percentiles, each an
+  observed latency); `avgLatencyMs`.
+
+Runs are records (`EvalRun`) kept by an `EvalStore`, readable only by the agent that ran them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import InputRejected
+from engine.retrieval.hits import Hit
+from engine.retrieval.packing import pack
+from schemas.inputs import h32
+from schemas.requests import ALL_LAYERS, MAX_QUERY_CHARS, LayerName
+from schemas.scope import Scope, ScopeError, clean_str
+
+if TYPE_CHECKING:  # engine.retrieval.search imports the ports, which import this module
+    from engine.retrieval.search import MemorySearch
+
+DEFAULT_K = 5
+MAX_K = 20
+MAX_CASES = 500
+RUN_ID_PREFIX = "memeval_"
+STATUS_COMPLETED = "completed"
+
+
+@dataclass(frozen=True, slots=True)
+class EvalCase:
+    """One labelled query: at least one of `expected` / `expected_memory_id` is set."""
+
+    query: str
+    expected: str | None = None
+    expected_memory_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.expected is None and self.expected_memory_id is None:
+            raise InputRejected(
+                "a test case needs expected or expectedMemoryId: an unlabelled case cannot "
+                "be scored"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class ReturnedItem:
+    """One item a search returned: its layer, id and the text it shows."""
+
+    layer: str
+    id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieved:
+    """What one search returned for a query. `context_characters` is the length of the
+    packed prompt an agent would receive; `cached` tells the answer came from the query
+    cache (its latency is then a cache read)."""
+
+    items: Sequence[ReturnedItem]
+    context_characters: int
+    cached: bool = False
+
+
+EvalSearch = Callable[[str], Awaitable[Retrieved]]
+"""Query in, what was returned out."""
+
+
+@dataclass(frozen=True, slots=True)
+class ItemVerdict:
+    layer: str
+    id: str
+    relevant: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CaseResult:
+    """The outcome of one case; `latency_ms` is milliseconds, `precision` in [0, 1]."""
+
+    case: EvalCase
+    items: tuple[ItemVerdict, ...]
+    context_characters: int
+    latency_ms: float
+    cached: bool = False
+
+    @property
+    def returned(self) -> int:
+        return len(self.items)
+
+    @property
+    def relevant(self) -> int:
+        return sum(i.relevant for i in self.items)
+
+    @property
+    def hit(self) -> bool:
+        return self.relevant > 0
+
+    @property
+    def precision(self) -> float:
+        return self.relevant / self.returned if self.returned else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class EvalScores:
+    """Scores of a run (definitions in the module docstring); latencies in milliseconds."""
+
+    recall_at_k: float
+    precision_at_k: float
+    mean_precision: float
+    avg_context_characters: float
+    latency_p50_ms: float
+    latency_p95_ms: float
+    avg_latency_ms: float
+    cases: int
+    hits: int
+    returned: int
+    relevant: int
+
+
+@dataclass(frozen=True, slots=True)
+class EvalRun:
+    """A stored run. `created_at` is milliseconds since epoch; `scope` is the canonical
+    (camelCase) scope the cases were searched in."""
+
+    eval_run_id: str
+    scope: Mapping[str, Any]
+    created_at: int
+    k: int
+    layers: tuple[str, ...]
+    scores: EvalScores
+    results: tuple[CaseResult, ...]
+    status: str = STATUS_COMPLETED
+
+    @property
+    def agent_wallet(self) -> str:
+        return str(self.scope["agentWallet"])
+
+
+@dataclass(frozen=True, slots=True)
+class EvalRequest:
+    scope: Scope
+    cases: tuple[EvalCase, ...]
+    k: int = DEFAULT_K
+    layers: tuple[LayerName, ...] = ALL_LAYERS
+
+
+# --- parsing --------------------------------------------------------------------------------
+
+
+def _first(data: Mapping[str, Any], *keys: str) -> Any:
+    return next((data[k] for k in keys if data.get(k) is not None), None)
+
+
+def parse_case(raw: object, index: int = 0) -> EvalCase:
+    """A case from a loose dict (`expectedMemoryId` or `expected_memory_id`)."""
+    label = f"testCases[{index}]"
+    if not isinstance(raw, Mapping):
+        raise InputRejected(f"{label} must be an object")
+    query = clean_str(raw.get("query"))
+    if query is None:
+        raise InputRejected(f"{label}.query is required")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InputRejected(f"{label}.query is longer than {MAX_QUERY_CHARS} characters")
+    expected = clean_str(raw.get("expected"))
+    memory_id = clean_str(_first(raw, "expectedMemoryId", "expected_memory_id"))
+    if expected is None and memory_id is None:
+        raise InputRejected(
+            f"{label} needs expected or expectedMemoryId: an unlabelled case cannot be scored "
+            "(counting anything returned as a hit would make recall meaningless)"
+        )
+    return EvalCase(query=query, expected=expected, expected_memory_id=memory_id)
+
+
+def parse_cases(raw: object) -> tuple[EvalCase, ...]:
+    """Every case of a `testCases` array; raises `InputRejected` naming the bad one."""
+    if not isinstance(raw, list) or not raw:
+        raise InputRejected("testCases is required (a non-empty array)")
+    if len(raw) > MAX_CASES:
+        raise InputRejected(f"testCases has more than {MAX_CASES} cases")
+    return tuple(parse_case(item, i) for i, item in enumerate(raw))
+
+
+def _k(data: Mapping[str, Any]) -> int:
+    value = _first(data, "k", "limit")
+    if value is None:
+        return DEFAULT_K
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_K:
+        raise InputRejected(f"k must be an integer from 1 to {MAX_K}")
+    return value
+
+
+def _layers(value: object) -> tuple[LayerName, ...]:
+    if value is None or value == []:
+        return ALL_LAYERS
+    if not isinstance(value, list):
+        raise InputRejected("layers must be an array of layer names")
+    chosen: list[LayerName] = []
+    for i, name in enumerate(value):
+        known = next((layer for layer in ALL_LAYERS if layer == name), None)
+        if known is None:
+            raise InputRejected(f"layers[{i}] must be one of {', '.join(ALL_LAYERS)}")
+        if known not in chosen:
+            chosen.append(known)
+    return tuple(chosen)
+
+
+def parse_request(body: object) -> EvalRequest:
+    """A loose eval body (REFERENCE §12 shape, scope aliases of §1.1 normalised, camelCase or
+    snake_case) → `EvalRequest`; `InputRejected` with a clear message otherwise."""
+    if not isinstance(body, Mapping):
+        raise InputRejected("body must be an object")
+    data = dict(body)
+    try:
+        scope = Scope.parse(data)
+    except ScopeError as exc:
+        raise InputRejected(str(exc)) from None
+    return EvalRequest(
+        scope=scope,
+        cases=parse_cases(_first(data, "testCases", "test_cases")),
+        k=_k(data),
+        layers=_layers(data.get("layers")),
+    )
+
+
+# --- scoring --------------------------------------------------------------------------------
+
+
+def is_relevant(case: EvalCase, item: ReturnedItem) -> bool:
+    """The item's id is the expected memory id, or its own text holds `expected`
+    (case-insensitive). Ids, metadata and the reply's JSON are never searched."""
+    if case.expected_memory_id is not None and item.id == case.expected_memory_id:
+        return True
+    return case.expected is not None and case.expected.casefold() in item.text.casefold()
+
+
+def score_case(case: EvalCase, retrieved: Retrieved, latency_ms: float) -> CaseResult:
+    return CaseResult(
+        case=case,
+        items=tuple(ItemVerdict(i.layer, i.id, is_relevant(case, i)) for i in retrieved.items),
+        context_characters=retrieved.context_characters,
+        latency_ms=latency_ms,
+        cached=retrieved.cached,
+    )
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """Nearest-rank percentile (`p` in (0, 100]): an observed value; 0.0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = max(1, math.ceil(p / 100 * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+def score(results: Sequence[CaseResult]) -> EvalScores:
+    """The run's scores (module docstring); every score is 0 for no results."""
+    n = len(results)
+    hits = sum(r.hit for r in results)
+    returned = sum(r.returned for r in results)
+    relevant = sum(r.relevant for r in results)
+    latencies = [r.latency_ms for r in results]
+    return EvalScores(
+        recall_at_k=hits / n if n else 0.0,
+        precision_at_k=relevant / returned if returned else 0.0,
+        mean_precision=sum(r.precision for r in results) / n if n else 0.0,
+        avg_context_characters=sum(r.context_characters for r in results) / n if n else 0.0,
+        latency_p50_ms=percentile(latencies, 50),
+        latency_p95_ms=percentile(latencies, 95),
+        avg_latency_ms=sum(latencies) / n if n else 0.0,
+        cases=n,
+        hits=hits,
+        returned=returned,
+        relevant=relevant,
+    )
+
+
+def retrieved_of(
+    query: str,
+    hits: Mapping[str, Sequence[Hit]],
+    layers: Sequence[str],
+    now_ms: int,
+    *,
+    cached: bool = False,
+) -> Retrieved:
+    """What a layer search returned, as eval items (layer order, then hit order), with the
+    characters of the prompt `pre_turn` would pack from the same hits (default packing)."""
+    packed = pack(query, hits, layer_order=layers, now_ms=now_ms)
+    items = [
+        ReturnedItem(layer=name, id=h.id, text=h.text)
+        for name in layers
+        for h in hits.get(name, ())
+    ]
+    return Retrieved(items=items, context_characters=packed.characters, cached=cached)
+
+
+def layer_searcher(
+    search: MemorySearch, scope: Scope, layers: Sequence[str], k: int, now_ms: int
+) -> EvalSearch:
+    """An `EvalSearch` over `MemorySearch.search` (layer search, `k` hits per layer) in
+    `scope`: its hits are the returned items, and the prompt `pre_turn` would pack from them
+    gives the context characters. No access is counted for eval reads (§16.14)."""
+
+    async def run(query: str) -> Retrieved:
+        result = await search.search(scope, query, layers, k, now_ms)
+        return retrieved_of(query, result.hits, layers, now_ms, cached=result.cached)
+
+    return run
+
+
+def run_id(request: EvalRequest, now_ms: int) -> str:
+    """`memeval_` + H32 of the scope, time, k, layers and cases: the same request at the same
+    millisecond is the same run."""
+    payload = json.dumps(
+        {
+            "scope": request.scope.wire(),
+            "at": now_ms,
+            "k": request.k,
+            "layers": list(request.layers),
+            "cases": [[c.query, c.expected, c.expected_memory_id] for c in request.cases],
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+        default=str,
+    )
+    return RUN_ID_PREFIX + h32(payload)
+
+
+async def evaluate(
+    search: EvalSearch,
+    request: EvalRequest,
+    now_ms: int,
+    *,
+    clock: Callable[[], float] = time.perf_counter,
+) -> EvalRun:
+    """Run every case through `search`, one after another (so latencies do not include
+    queueing behind other cases), and score them. `clock` returns seconds."""
+    results: list[CaseResult] = []
+    for case in request.cases:
+        started = clock()
+        retrieved = await search(case.query)
+        latency_ms = (clock() - started) * 1000
+        results.append(score_case(case, retrieved, latency_ms))
+    return EvalRun(
+        eval_run_id=run_id(request, now_ms),
+        scope=request.scope.wire(),
+        created_at=now_ms,
+        k=request.k,
+        layers=tuple(request.layers),
+        scores=score(results),
+        results=tuple(results),
+    )

@@ -1,0 +1,2 @@
+"""Turning events into memory: turns, explicit remember, fact extraction, facts, knowledge,
+workflows, patterns."""

@@ -1,0 +1,217 @@
+"""Storing what the extractor read: facts, entities and relations, idempotent and in event
+time, with contradictions resolved over time.
+
+* **Facts** are `source: "fact"` memory rows whose id is the fact hash (agent, user,
+  normalised text, and mode/hai when set), so the same fact stored twice — two threads, two
+  consumers, a replay — is one row: the `_id` is the unique index.
+* **Contradictions.** A fact may name a single-valued `slot` ("residence", "employer",
+  "preference:coffee"). Facts of one tenant that share a slot are the same thing said at
+  different times: ordered by when they were said, each one is valid until the next one
+  (`invalidAt` = the successor's time, `supersededBy` = its id, status `superseded`), and
+  the newest is current. Nothing is deleted. The chain is recomputed from all the slot's
+  facts each time one lands, so the outcome does not depend on arrival order (replays and
+  out-of-order partitions converge to the same rows).
+* **Entities** are `source: "entity"` memory rows (embedded "Name (type): summary"), one per
+  normalised name per tenant; the user is the implicit node "user" and has no row.
+* **Relations** link two entities with a type (`LIVES_IN`, `SISTER_OF`, …), one per
+  (source, type, target) per tenant; of a single-valued type (`LIVES_IN`, `WORKS_AT`, …)
+  only the newest per source is current, older ones keep their `invalidAt`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from itertools import zip_longest
+
+from engine.errors import EmbeddingFailed
+from engine.ingest.remember import fact_hash
+from engine.ports import Embedder, MemoryStore, RelationStore
+from engine.records import MemoryRow, RelationRecord, ScopeFields
+from engine.scoping import TenantFilter, scope_fields
+from schemas.events import EntityItem, FactItem, FactsExtracted
+from schemas.inputs import h32, to_ms
+
+USER_NODE = "user"
+SINGLE_VALUED_RELATIONS = frozenset(
+    {"LIVES_IN", "WORKS_AT", "WORKS_AS", "MARRIED_TO", "PARTNER_OF", "BORN_IN", "STUDIES_AT"}
+)
+"""Relation types an entity has one of at a time: a newer one of the same type from the same
+source replaces the older (it gets `invalidAt`), like a slotted fact."""
+_NOT_WORD = re.compile(r"[^\w\s-]", re.UNICODE)
+_SPACES = re.compile(r"\s+")
+
+
+def normalise_name(name: str) -> str:
+    """Case-, punctuation- and space-insensitive form of an entity name."""
+    return _SPACES.sub(" ", _NOT_WORD.sub(" ", name.lower())).strip()
+
+
+def entity_id(scope: ScopeFields, name: str) -> str:
+    """The id of a tenant's entity, from its normalised name."""
+    parts = [scope.agent_wallet, scope.user_address, scope.mode, scope.hai_id, normalise_name(name)]
+    return "ent_" + h32(json.dumps(parts))
+
+
+def entity_text(entity: EntityItem) -> str:
+    summary = entity.summary.strip()
+    return f"{entity.name} ({entity.type})" + (f": {summary}" if summary else "")
+
+
+@dataclass(frozen=True, slots=True)
+class FactsStored:
+    facts_inserted: int
+    entities_inserted: int
+    relations_inserted: int
+    slots_resolved: int
+
+
+@dataclass(slots=True)
+class FactWriter:
+    memory: MemoryStore
+    relations: RelationStore
+    embedder: Embedder
+
+    async def store(self, event: FactsExtracted) -> FactsStored:
+        at = to_ms(event.occurred_at)
+        scope = event.scope
+        fields = scope_fields(scope)
+        facts = {
+            "fact_"
+            + fact_hash(scope.agent_wallet, scope.user_address, f.text, scope.mode, scope.hai_id): f
+            for f in event.facts
+        }
+        new_facts: dict[str, FactItem] = {}
+        for vid, f in facts.items():
+            status = await self.memory.status_of(vid)
+            if status is None:
+                new_facts[vid] = f
+            elif status == "deleted":  # re-stated after a delete: it returns (fixes §16.13)
+                await self.memory.revive(vid, at)
+        entities = {
+            entity_id(fields, e.name): e
+            for e in event.entities
+            if normalise_name(e.name) not in ("", USER_NODE)
+        }
+        new_entities = {eid: e for eid, e in entities.items() if not await self.memory.exists(eid)}
+        texts = [f.text for f in new_facts.values()] + [
+            entity_text(e) for e in new_entities.values()
+        ]
+        vectors = await self.embedder.embed(texts, "document") if texts else []
+        if len(vectors) != len(texts):  # never store a vector that may be another text's
+            raise EmbeddingFailed(
+                f"the embedder returned {len(vectors)} vectors for {len(texts)} texts"
+            )
+        inserted: set[str] = set()
+        fact_vectors = vectors[: len(new_facts)]
+        for (vid, fact), vector in zip(new_facts.items(), fact_vectors, strict=True):
+            metadata = {
+                "type": "agent_memory_turn_graph",
+                "source": "extraction",
+                "layer": "graph",
+                "factHash": vid.removeprefix("fact_"),
+                "factType": fact.type,
+                "confidence": fact.confidence,
+                "extractor": event.extractor,
+                "sourceTurnId": event.turn_id,
+            }
+            if fact.slot:
+                metadata["slot"] = fact.slot
+            if await self.memory.insert_if_absent(
+                MemoryRow(vid, fields, fact.text, vector, self.embedder.model, "fact", at, metadata)
+            ):
+                inserted.add(vid)
+        tenant = self._tenant(fields)
+        for vid, fact in facts.items():
+            # A row this event did not write may lack the slot: the same fact remembered
+            # explicitly (the facts group's other subscriber, maybe a moment earlier) or
+            # extracted once without one. It joins its slot, or the slot's chain would not
+            # know it.
+            if fact.slot and vid not in inserted:
+                await self.memory.set_slot_if_absent(vid, tenant, fact.slot)
+        entity_vectors = vectors[len(new_facts) :]
+        entities_inserted = 0
+        for (eid, entity), vector in zip(new_entities.items(), entity_vectors, strict=True):
+            metadata = {
+                "layer": "graph",
+                "entityType": entity.type,
+                "name": entity.name,
+                "normalisedName": normalise_name(entity.name),
+                "sourceTurnId": event.turn_id,
+            }
+            entities_inserted += await self.memory.insert_if_absent(
+                MemoryRow(
+                    eid,
+                    fields,
+                    entity_text(entity),
+                    vector,
+                    self.embedder.model,
+                    "entity",
+                    at,
+                    metadata,
+                )
+            )
+        relations_inserted = 0
+        for rel in event.relations:
+            source_id, target_id = entity_id(fields, rel.source), entity_id(fields, rel.target)
+            relation_id = "rel_" + h32(json.dumps([source_id, rel.type, target_id]))
+            relations_inserted += await self.relations.insert_if_absent(
+                RelationRecord(
+                    relation_id=relation_id,
+                    scope=fields,
+                    source_id=source_id,
+                    source_name=rel.source,
+                    type=rel.type,
+                    target_id=target_id,
+                    target_name=rel.target,
+                    created_at=at,
+                    metadata={"sourceTurnId": event.turn_id},
+                )
+            )
+        slots = sorted({f.slot for f in event.facts if f.slot})
+        for slot in slots:
+            await self.resolve_slot(fields, slot)
+        kinds = sorted(
+            {
+                (entity_id(fields, r.source), r.type)
+                for r in event.relations
+                if r.type in SINGLE_VALUED_RELATIONS
+            }
+        )
+        for source_id, kind in kinds:
+            await self.resolve_relation(fields, source_id, kind)
+        return FactsStored(len(inserted), entities_inserted, relations_inserted, len(slots))
+
+    async def resolve_relation(self, fields: ScopeFields, source_id: str, kind: str) -> None:
+        """Only the newest link of a single-valued type stays current (order-independent)."""
+        rows = await self.relations.from_source(self._tenant(fields), source_id, kind)
+        rows.sort(key=lambda r: (r.created_at, r.relation_id))
+        for row, successor in zip_longest(rows, rows[1:]):  # the newest: successor None
+            invalid_at = successor.created_at if successor else None
+            if row.invalid_at != invalid_at:
+                await self.relations.set_validity(row.relation_id, invalid_at)
+
+    @staticmethod
+    def _tenant(fields: ScopeFields) -> TenantFilter:
+        return TenantFilter(
+            agent_wallet=fields.agent_wallet,
+            user_address=fields.user_address,
+            mode=fields.mode,
+            hai_id=fields.hai_id,
+        )
+
+    async def resolve_slot(self, fields: ScopeFields, slot: str) -> None:
+        """Recompute the validity chain of one slot of one tenant (see the module doc)."""
+        where = self._tenant(fields)
+        rows = [
+            r
+            for r in await self.memory.slot_rows(where, slot)
+            if r.scope.mode == fields.mode and r.scope.hai_id == fields.hai_id
+        ]
+        rows.sort(key=lambda r: (r.created_at, r.vector_id))
+        for row, successor in zip_longest(rows, rows[1:]):  # the newest: successor None
+            invalid_at = successor.created_at if successor else None
+            by = successor.vector_id if successor else None
+            if (row.invalid_at, row.superseded_by) != (invalid_at, by):
+                await self.memory.set_validity(row.vector_id, invalid_at, by)

@@ -1,0 +1,143 @@
+"""The layers over the `memory` collection: graph (facts) and vectors (every source).
+
+Candidates come from the vector index (exact cosine over the tenant's rows, or Atlas with a
+pre-filter); BM25 over the candidates adds lexical evidence. When ranked, the candidates go
+through temporal decay → rerank (fail-soft) → MMR (λ = 0.7), whose order survives the final
+sort (fixes REFERENCE §16.7). The double-ranking rule: when a request asks for both graph and
+vectors, vectors keeps its raw relevance order (no decay, rerank or MMR).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from engine.errors import DependencyFailed
+from engine.ports import RelationStore, VectorIndex
+from engine.records import MemoryRow
+from engine.retrieval.hits import Hit
+from engine.retrieval.layers.graph import hydrate
+from engine.retrieval.layers.query import LayerQuery
+from engine.retrieval.lexical import all_terms, bm25
+from engine.retrieval.ranking import mmr
+from engine.retrieval.relevance import relevance
+from engine.retrieval.rerank import Reranker, rerank_fail_soft
+from engine.scoping import TenantFilter
+
+log = logging.getLogger(__name__)
+
+CANDIDATES_PER_RESULT = 3
+"""Candidates fetched per returned hit, so MMR and the reranker have room to work."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryLayerOptions:
+    layer: str
+    sources: Sequence[str] | None
+    ranked: bool
+    reranker: Reranker | None = None
+    half_life_days: float = 30.0
+    mmr_lambda: float = 0.7
+    rerank_min_candidates: int = 3
+    rerank_dominance_delta: float = 0.05
+    version: str | None = None
+    relations: RelationStore | None = None
+    """When set, matched entities are hydrated with their first-degree relations."""
+
+
+def _hit(layer: str, row: MemoryRow, cosine: float, score: float) -> Hit:
+    confidence = row.metadata.get("confidence")
+    importance = row.metadata.get("importance")
+    return Hit(
+        layer=layer,
+        id=row.vector_id,
+        text=row.content,
+        score=score,
+        created_at=row.created_at,
+        confidence=float(confidence) if isinstance(confidence, int | float) else None,
+        importance=float(importance) if isinstance(importance, int | float) else None,
+        access_count=row.access_count,
+        source=row.source,
+        raw={
+            "id": row.vector_id,
+            "vectorId": row.vector_id,
+            "content": row.content,
+            "score": score,
+            "cosine": cosine,
+            "source": row.source,
+            "agentWallet": row.scope.agent_wallet,
+            "userAddress": row.scope.user_address,
+            "threadId": row.scope.thread_id,
+            "mode": row.scope.mode,
+            "haiId": row.scope.hai_id,
+            "decayScore": row.decay_score,
+            "invalidAt": row.invalid_at,
+            "supersededBy": row.superseded_by,
+            "accessCount": row.access_count,
+            "createdAt": row.created_at,
+            "metadata": {
+                k: v
+                for k, v in row.metadata.items()
+                if k in ("type", "factType", "confidence", "importance", "retention", "status")
+            },
+        },
+    )
+
+
+async def search_memory(
+    index: VectorIndex, q: LayerQuery, options: MemoryLayerOptions
+) -> list[Hit]:
+    """Hits of the tenant's memory rows (all threads), best first, at most `q.limit`."""
+    q = await q.with_vector()
+    if q.vector is None:
+        raise DependencyFailed("no query vector")
+    where = q.where(options.layer, durable=True)
+    if where is None:
+        return []
+    candidates = await index.search(
+        where,
+        q.vector,
+        model=q.model,
+        k=CANDIDATES_PER_RESULT * q.limit,
+        sources=options.sources,
+        version=options.version,
+        filters=q.filters.applies_to(options.layer),
+        as_of=q.as_of,
+        terms=q.terms,
+    )
+    lexical = bm25(q.terms, [all_terms(row.content) for row, _ in candidates])
+    hits: list[Hit] = []
+    vectors = {}
+    for (row, cosine), lex in zip(candidates, lexical, strict=True):
+        score = relevance(cosine, lex, q.relevance)
+        if score is not None:
+            hits.append(_hit(options.layer, row, cosine, score))
+            vectors[row.vector_id] = row.embedding
+    if not options.ranked:
+        plain = sorted(hits, key=lambda h: (-(h.score or 0.0), h.id))[: q.limit]
+        return await _hydrated(options, where, plain, q.as_of)
+    ranked, outcome = await rerank_fail_soft(
+        options.reranker,
+        q.query,
+        hits,
+        now_ms=q.now_ms,
+        half_life_days=options.half_life_days,
+        min_candidates=options.rerank_min_candidates,
+        dominance_delta=options.rerank_dominance_delta,
+        log=log,
+    )
+    log.debug("layer %s rerank: %s", options.layer, outcome)
+    final = mmr(ranked, options.mmr_lambda, vectors=vectors)[: q.limit]
+    # the raw item reports the score the hit is ranked by (after decay, rerank and MMR)
+    return await _hydrated(
+        options, where, [replace(h, raw={**h.raw, "score": h.score}) for h in final], q.as_of
+    )
+
+
+async def _hydrated(
+    options: MemoryLayerOptions, where: TenantFilter, hits: list[Hit], as_of: int | None
+) -> list[Hit]:
+    if options.relations is None:
+        return hits
+    return await hydrate(options.relations, where, hits, as_of)

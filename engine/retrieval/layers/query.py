@@ -1,0 +1,72 @@
+"""The query every layer search receives."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from engine.ports import Vector
+from engine.records import TurnVector
+from engine.retrieval.filters import NO_FILTERS, Filters, matches, narrow
+from engine.retrieval.lexical import terms
+from engine.retrieval.relevance import RelevancePolicy
+from engine.scoping import TenantFilter, tenant_filter
+from schemas.scope import Scope
+
+
+@dataclass(frozen=True)
+class LayerQuery:
+    """`vector` is the query embedded once per request by `model` (unit length), or None.
+
+    It may still be on its way: a layer fetches its candidates first, then calls
+    `with_vector()`, so the database reads overlap the embedding."""
+
+    scope: Scope
+    query: str
+    limit: int
+    vector: Vector | None
+    model: str
+    now_ms: int
+    relevance: RelevancePolicy = field(default_factory=RelevancePolicy)
+    filters: Filters = NO_FILTERS
+    """The caller's validated filters (all layers; each layer keeps the ones it honours)."""
+    as_of: int | None = None
+    """Recall what was true at this time (ms); None = now (current facts only)."""
+    pending: Awaitable[Vector | None] | None = None
+    """The embedding in progress (shared by every layer of the request)."""
+
+    async def with_vector(self) -> LayerQuery:
+        """This query once its vector is known (None if the embedding failed)."""
+        if self.pending is None:
+            return self
+        return replace(self, vector=await self.pending, pending=None)
+
+    def where(self, layer: str, *, durable: bool, shared: bool = False) -> TenantFilter | None:
+        """The layer's read filter with the tenant-path filters folded in; None when the
+        filters contradict the scope (the layer then returns nothing)."""
+        base = tenant_filter(self.scope, durable=durable, shared=shared)
+        return narrow(base, self.filters.applies_to(layer))
+
+    def keep(self, layer: str, view: Mapping[str, object]) -> bool:
+        """Whether a candidate (as a document view) passes the layer's other filters."""
+        own = self.filters.applies_to(layer)
+        return not own or matches(own, view)
+
+    @property
+    def terms(self) -> list[str]:
+        return terms(self.query)
+
+    def cosine(self, embedding: Vector | None, model: str | None) -> float | None:
+        """Cosine with a stored vector; None if it is missing or from another vector space."""
+        if self.vector is None or embedding is None or model != self.model:
+            return None
+        if embedding.shape != self.vector.shape:
+            return None
+        return float(np.dot(embedding, self.vector))
+
+    def best_turn(self, vectors: list[TurnVector]) -> float | None:
+        """The highest cosine among turn vectors of this query's model."""
+        scores = [c for v in vectors if (c := self.cosine(v.embedding, v.model)) is not None]
+        return max(scores) if scores else None

@@ -1,0 +1,117 @@
+"""The thread-scoped text layers: working (the recent lines) and scene (the transcript)."""
+
+from __future__ import annotations
+
+import re
+
+from engine.ports import TranscriptStore, WorkingStore
+from engine.records import StoredMessage, Transcript
+from engine.retrieval.hits import Hit
+from engine.retrieval.layers.query import LayerQuery
+from engine.retrieval.lexical import all_terms, bm25
+from engine.retrieval.relevance import relevance
+
+WORKING_LINES_SHOWN = 5
+_SPACES = re.compile(r"\s+")
+
+
+def _line(m: StoredMessage) -> str:
+    return f"{m.role}: {_SPACES.sub(' ', m.content).strip()}"
+
+
+async def search_working(store: WorkingStore, q: LayerQuery) -> list[Hit]:
+    """Working buffers of the scope's thread that are relevant to the query. A hit's text is
+    its newest lines, newest first (fixes REFERENCE §16.9)."""
+    where = q.where("working", durable=False)
+    if where is None:
+        return []
+    sessions = [
+        s for s in await store.recent(where, 3 * q.limit) if s.lines and q.keep("working", s.view())
+    ]
+    q = await q.with_vector()
+    lexical = bm25(q.terms, [all_terms("\n".join(s.lines)) for s in sessions])
+    hits: list[Hit] = []
+    for s, lex in zip(sessions, lexical, strict=True):
+        score = relevance(q.best_turn(s.turn_vectors), lex, q.relevance)
+        if score is None:
+            continue
+        shown = s.lines[:WORKING_LINES_SHOWN]
+        hits.append(
+            Hit(
+                layer="working",
+                id=s.session_id,
+                text="\n".join(shown),
+                score=score,
+                created_at=s.last_accessed_at,
+                source="working",
+                raw={
+                    "sessionId": s.session_id,
+                    "mode": s.scope.mode,
+                    "haiId": s.scope.hai_id,
+                    "context": shown,
+                    "state": s.state,
+                    "lastAccessedAt": s.last_accessed_at,
+                },
+            )
+        )
+    return best(hits, q.limit)
+
+
+def _turns(t: Transcript) -> list[tuple[str, list[StoredMessage]]]:
+    """The transcript's turns in order, each with its user/assistant messages."""
+    turns: dict[str, list[StoredMessage]] = {}
+    for m in t.messages:
+        if m.role in ("user", "assistant"):
+            turns.setdefault(m.turn_id or "", []).append(m)
+    return list(turns.items())
+
+
+async def search_scene(store: TranscriptStore, q: LayerQuery) -> list[Hit]:
+    """The thread's transcripts, one candidate per turn: a hit shows the turn that matched
+    (all of the transcript is searched, not only the recent lines)."""
+    where = q.where("scene", durable=False)
+    if where is None:
+        return []
+    transcripts = [t for t in await store.recent(where, 3 * q.limit) if q.keep("scene", t.view())]
+    q = await q.with_vector()
+    candidates: list[tuple[Transcript, str, list[StoredMessage]]] = [
+        (t, turn_id, msgs) for t in transcripts for turn_id, msgs in _turns(t) if msgs
+    ]
+    lexical = bm25(q.terms, [all_terms(" ".join(m.content for m in c[2])) for c in candidates])
+    hits: list[Hit] = []
+    for (t, turn_id, msgs), lex in zip(candidates, lexical, strict=True):
+        vectors = [v for v in t.turn_vectors if v.turn_id == turn_id]
+        score = relevance(q.best_turn(vectors), lex, q.relevance)
+        if score is None:
+            continue
+        hits.append(
+            Hit(
+                layer="scene",
+                id=f"{t.session_id}#{turn_id}" if turn_id else t.session_id,
+                text="\n".join(_line(m) for m in msgs),
+                score=score,
+                created_at=msgs[-1].timestamp,
+                source="transcript",
+                raw={
+                    "sessionId": t.session_id,
+                    "threadId": t.scope.thread_id,
+                    "turnId": turn_id or None,
+                    "mode": t.scope.mode,
+                    "haiId": t.scope.hai_id,
+                    "messageCount": len(t.messages),
+                    "summary": t.summary,
+                    "messages": [
+                        {"role": m.role, "content": m.content, "timestamp": m.timestamp}
+                        for m in msgs
+                    ],
+                    "tokenCount": t.token_count,
+                    "createdAt": t.created_at,
+                },
+            )
+        )
+    return best(hits, q.limit)
+
+
+def best(hits: list[Hit], limit: int) -> list[Hit]:
+    """Highest score first, then newest, then id (deterministic)."""
+    return sorted(hits, key=lambda h: (-(h.score or 0.0), -(h.created_at or 0), h.id))[:limit]

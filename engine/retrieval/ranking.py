@@ -1,0 +1,259 @@
+"""Ranking of layer hits: temporal decay, merging reranker scores, maximal marginal relevance.
+
+Pure functions (stdlib and numpy, no I/O). The caller composes them in this order:
+decay → rerank (`engine.retrieval.rerank.rerank_fail_soft`, which applies decay itself) → MMR
+→ pack.
+
+Scores are relevance in [0, 1], higher is more relevant; a hit whose `score` is None ranks as
+0.0. Times are milliseconds since epoch. Every sort here is stable, so equal scores keep their
+input order. Differences from the reference (REFERENCE §5, §16.7, §16.17):
+
+- reranker scores are merged by hit id, not by text, and multiplied by the decay multiplier
+  instead of replacing the decayed score (decay is not reduced to a 1e-6 tie-breaker);
+- MMR rewrites scores so that a later sort by score keeps the MMR order (it is not dead code).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+
+import numpy as np
+import numpy.typing as npt
+
+from engine.retrieval.hits import Hit
+
+MS_PER_DAY = 86_400_000
+DEFAULT_HALF_LIFE_DAYS = 30.0
+DEFAULT_MIN_CANDIDATES = 3
+DEFAULT_DOMINANCE_DELTA = 0.05
+DEFAULT_MMR_LAMBDA = 0.7
+MMR_EXACT_LIMIT = 100
+"""MMR is exact for up to this many hits; beyond it only the best-scored ones are diversified."""
+
+# Score gaps such as 0.30 - 0.25 come out as 0.04999999999999999 in binary floating point; a
+# gap that equals the threshold in decimal must count as reaching it.
+_GAP_TOLERANCE = 1e-9
+_WORD = re.compile(r"\w+")
+
+FloatArray = npt.NDArray[np.float64]
+Similarity = Callable[[Hit, Hit], float]
+"""Similarity of two hits, higher is more similar (1.0 for identical texts)."""
+
+
+def _score(hit: Hit) -> float:
+    return hit.score if hit.score is not None else 0.0
+
+
+def _sorted_by_score(hits: Sequence[Hit]) -> list[Hit]:
+    return sorted(hits, key=_score, reverse=True)
+
+
+def decay_multiplier(
+    created_at_ms: int | None, now_ms: int, half_life_days: float = DEFAULT_HALF_LIFE_DAYS
+) -> float:
+    """`0.5 ** (age_days / half_life_days)`, in (0, 1].
+
+    Age is clamped at 0 (a timestamp in the future does not boost). Returns 1.0 (no decay) when
+    `created_at_ms` is None or the half-life is not a positive finite number. Examples with
+    the default 30-day half-life: 30 d → 0.5, 60 d → 0.25, 69.66 d → ≈0.2, 90 d → 0.125.
+    """
+    if created_at_ms is None or not math.isfinite(half_life_days) or half_life_days <= 0:
+        return 1.0
+    age_days = max(0, now_ms - created_at_ms) / MS_PER_DAY
+    return float(0.5 ** (age_days / half_life_days))
+
+
+def apply_decay(
+    hits: Sequence[Hit], now_ms: int, half_life_days: float = DEFAULT_HALF_LIFE_DAYS
+) -> list[Hit]:
+    """Each hit's score multiplied by its `decay_multiplier`, sorted by score descending.
+
+    A hit without a score keeps None (and ranks as 0.0).
+    """
+    decayed = [
+        h
+        if h.score is None
+        else replace(h, score=h.score * decay_multiplier(h.created_at, now_ms, half_life_days))
+        for h in hits
+    ]
+    return _sorted_by_score(decayed)
+
+
+def should_rerank(
+    hits: Sequence[Hit],
+    *,
+    min_candidates: int = DEFAULT_MIN_CANDIDATES,
+    dominance_delta: float = DEFAULT_DOMINANCE_DELTA,
+) -> str | None:
+    """Why the reranker should be skipped for these (already decayed) hits, or None to call it.
+
+    Skipped when there are fewer than `max(2, min_candidates)` hits, or when the best score
+    leads the second best by at least `dominance_delta` (the top hit dominates; a reranker
+    would rarely change the head of the list).
+    """
+    needed = max(2, min_candidates)
+    if len(hits) < needed:
+        return f"too few candidates ({len(hits)} < {needed})"
+    top1, top2 = sorted((_score(h) for h in hits), reverse=True)[:2]
+    gap = top1 - top2
+    if gap >= dominance_delta - _GAP_TOLERANCE:
+        return f"top hit dominates (gap {gap:.4f} >= {dominance_delta})"
+    return None
+
+
+def merge_rerank(
+    hits: Sequence[Hit],
+    scores: Mapping[str, float],
+    now_ms: int,
+    half_life_days: float = DEFAULT_HALF_LIFE_DAYS,
+) -> list[Hit]:
+    """Hits rescored with reranker relevance, sorted by score descending.
+
+    `scores` maps hit id → provider relevance. A scored hit gets
+    `clamp(relevance, 0, 1) × decay_multiplier(hit.created_at)`, so an old memory cannot
+    outrank a fresh one of equal relevance. Scores are matched by id, so two hits with the
+    same text keep their own scores. Hits without a (finite) provider score keep their
+    current score, which the caller has already decayed.
+    """
+    merged: list[Hit] = []
+    for hit in hits:
+        relevance = scores.get(hit.id)
+        if relevance is None or not math.isfinite(relevance):
+            merged.append(hit)
+            continue
+        clamped = min(1.0, max(0.0, relevance))
+        multiplier = decay_multiplier(hit.created_at, now_ms, half_life_days)
+        merged.append(replace(hit, score=clamped * multiplier))
+    return _sorted_by_score(merged)
+
+
+def _words(text: str) -> frozenset[str]:
+    # `\w+` rather than the reference's whitespace split, so "coffee." and "coffee" match.
+    return frozenset(w for w in _WORD.findall(text.lower()) if len(w) > 2)
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    """|a ∩ b| / |a ∪ b|; 1.0 when both are empty, 0.0 when exactly one is."""
+    if not a and not b:
+        return 1.0
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+def text_similarity(a: Hit, b: Hit) -> float:
+    """The default MMR similarity: Jaccard over lower-cased words longer than 2 characters."""
+    return jaccard(_words(a.text), _words(b.text))
+
+
+def _pairwise(
+    hits: Sequence[Hit],
+    similarity: Similarity | None,
+    vectors: Mapping[str, npt.ArrayLike] | None,
+) -> FloatArray:
+    """The n×n similarity matrix used by MMR."""
+    n = len(hits)
+    matrix = np.zeros((n, n), dtype=np.float64)
+    words = [_words(h.text) for h in hits] if similarity is None else []
+    unit: list[FloatArray | None] = [None] * n
+    if vectors is not None:
+        for i, hit in enumerate(hits):
+            if hit.id in vectors:
+                v = np.asarray(vectors[hit.id], dtype=np.float64).ravel()
+                norm = float(np.linalg.norm(v))
+                unit[i] = v / norm if norm > 0 else v
+    for i in range(n):
+        for j in range(i + 1, n):
+            ui, uj = unit[i], unit[j]
+            if ui is not None and uj is not None:
+                sim = float(np.dot(ui, uj))
+            elif similarity is not None:
+                sim = similarity(hits[i], hits[j])
+            else:
+                sim = jaccard(words[i], words[j])
+            matrix[i, j] = matrix[j, i] = sim
+    return matrix
+
+
+def _greedy(relevance: FloatArray, sim: FloatArray, lam: float) -> tuple[list[int], list[float]]:
+    """Classic greedy MMR: pick order and each pick's MMR value at the time it was picked."""
+    n = len(relevance)
+    remaining = list(range(n))
+    max_sim = np.full(n, -np.inf)
+    order: list[int] = []
+    values: list[float] = []
+    while remaining:
+        best, best_value = remaining[0], -math.inf
+        for i in remaining:
+            penalty = max_sim[i] if order else 0.0
+            value = lam * relevance[i] - (1.0 - lam) * penalty
+            if value > best_value:  # strict: the earlier (better-scored) hit wins ties
+                best, best_value = i, value
+        order.append(best)
+        values.append(float(best_value))
+        remaining.remove(best)
+        np.maximum(max_sim, sim[best], out=max_sim)
+    return order, values
+
+
+def mmr(
+    hits: Sequence[Hit],
+    lam: float = DEFAULT_MMR_LAMBDA,
+    similarity: Similarity | None = None,
+    *,
+    vectors: Mapping[str, npt.ArrayLike] | None = None,
+) -> list[Hit]:
+    """Maximal marginal relevance: the hits in pick order, with scores consistent with it.
+
+    Relevance is the score itself when every score lies in [0, 1] (our layers' relevances
+    do), else the min–max normalised score (1.0 for all when scores are equal). Each step
+    picks the hit maximising `lam·relevance − (1 − lam)·max similarity to the hits already
+    picked`; ties go to the better-scored hit. `lam` is clamped to [0, 1]; `lam = 1` returns a
+    plain sort by score with scores unchanged. Similarity is the cosine of `vectors[hit.id]`
+    when both hits have a vector, else `similarity`, else `text_similarity`.
+
+    Scores are rewritten to `lo + max(0, mmr_value) / lam · (hi − lo)` over the input range
+    [lo, hi] (over [0, hi] when all scores are equal), then made non-increasing along the pick
+    order, so a later stable sort by score keeps the MMR order. A near-duplicate of a picked
+    hit therefore drops below a less relevant but novel hit.
+
+    Exact for up to `MMR_EXACT_LIMIT` hits. Beyond that (an approximation that bounds the work
+    at O(limit²) similarities), the best-scored `MMR_EXACT_LIMIT` hits are diversified and the
+    rest follow in score order, each capped at the score of the hit before it.
+    """
+    if not math.isfinite(lam):
+        raise ValueError(f"MMR lambda must be finite, got {lam}")
+    lam = min(1.0, max(0.0, lam))
+    ordered = _sorted_by_score(hits)
+    if len(ordered) <= 1 or lam == 1.0:
+        return ordered
+    head, tail = ordered[:MMR_EXACT_LIMIT], ordered[MMR_EXACT_LIMIT:]
+
+    raw = np.array([_score(h) for h in ordered], dtype=np.float64)
+    lo, hi = float(raw.min()), float(raw.max())
+    spread = hi - lo
+    if lo >= 0.0 and hi <= 1.0:
+        # Scores already on [0, 1] (every layer's relevance is) are used as they are: min–max
+        # stretching would give the lowest candidate relevance 0 whatever its score, so a
+        # novel but slightly less relevant hit could never overtake a near-duplicate.
+        relevance, base, span = raw, 0.0, 1.0
+    else:
+        relevance = (raw - lo) / spread if spread > 0 else np.ones_like(raw)
+        base, span = (lo, spread) if spread > 0 else (0.0, max(hi, 0.0))
+
+    order, values = _greedy(relevance[: len(head)], _pairwise(head, similarity, vectors), lam)
+    # After the head, the tail keeps its own relevance (no diversity penalty).
+    unit_scores = [max(0.0, v) / max(lam, 1e-9) for v in values]
+    unit_scores += [float(r) for r in relevance[len(head) :]]
+    picked = [head[i] for i in order] + tail
+
+    result: list[Hit] = []
+    previous = math.inf
+    for hit, unit_score in zip(picked, unit_scores, strict=True):
+        score = min(base + unit_score * span, previous)
+        previous = score
+        result.append(replace(hit, score=score))
+    return result

@@ -1,0 +1,292 @@
+"""pre_turn: search the layers (through the namespaced query cache), then pack.
+
+The query is embedded once per request (fixes REFERENCE §16.22's double embedding). Layers
+run concurrently; a failing layer is left out of the result (and logged), and a result with a
+failed layer is never cached (§16.22). If the embedder fails, the text layers still answer
+lexically and the memory layers are reported missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from engine.errors import DependencyFailed, MemoryError_
+from engine.ports import (
+    ArchiveStore,
+    Embedder,
+    PatternStore,
+    QueryCache,
+    RelationStore,
+    TranscriptStore,
+    Vector,
+    VectorIndex,
+    WorkingStore,
+)
+from engine.retrieval.filters import parse_filters
+from engine.retrieval.hits import Hit
+from engine.retrieval.layers import (
+    LayerQuery,
+    MemoryLayerOptions,
+    search_archives,
+    search_memory,
+    search_patterns,
+    search_scene,
+    search_working,
+)
+from engine.retrieval.packing import pack
+from engine.retrieval.relevance import RelevancePolicy
+from engine.retrieval.rerank import Reranker
+from engine.retrieval.usage import MEMORY_LAYERS, AccessRecorder
+from engine.scoping import GLOBAL_NAMESPACE, namespace_chain, scope_key
+from schemas.inputs import h32
+from schemas.requests import (
+    ContextItem,
+    ContextReply,
+    ContextRequest,
+    ContextUsage,
+    LayerSearchReply,
+    LayerSearchRequest,
+)
+from schemas.scope import Scope
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchPolicy:
+    relevance: RelevancePolicy = field(default_factory=RelevancePolicy)
+    query_cache_ttl_seconds: int = 120
+    namespace_ttl_seconds: int = 480
+    """Namespace counters outlive every cached value (4 × the query TTL)."""
+    half_life_days: float = 30.0
+    mmr_lambda: float = 0.7
+    rerank_min_candidates: int = 3
+    rerank_dominance_delta: float = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class LayerResult:
+    hits: dict[str, list[Hit]]
+    cached: bool
+
+
+def layers_cache_key(
+    scope: Scope,
+    query: str,
+    layers: Sequence[str],
+    limit: int,
+    token: str,
+    as_of: int | None = None,
+) -> str:
+    """`memory:query:layers:<scope>:<H32(payload)>:ns:<token>`; ids keep their case."""
+    payload = json.dumps(
+        {
+            "query": query,
+            "layers": sorted(layers),
+            "limit": limit,
+            "filters": scope.filters or {},
+            "asOf": as_of,
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    part = scope_key(
+        scope.agent_wallet, scope.mode, scope.hai_id, scope.user_address, scope.thread_id
+    )
+    return f"memory:query:layers:{part}:{h32(payload)}:ns:{token}"
+
+
+_HIT_FIELDS = tuple(f.name for f in fields(Hit))
+
+
+def _encode(hits: dict[str, list[Hit]]) -> bytes:
+    # field by field: dataclasses.asdict deep-copies every raw item and cost ~2 ms a request
+    return json.dumps(
+        {k: [{f: getattr(h, f) for f in _HIT_FIELDS} for h in v] for k, v in hits.items()},
+        default=str,
+    ).encode()
+
+
+def _decode(blob: bytes) -> dict[str, list[Hit]]:
+    data: dict[str, list[dict[str, Any]]] = json.loads(blob)
+    return {k: [Hit(**h) for h in v] for k, v in data.items()}
+
+
+@dataclass(slots=True)
+class MemorySearch:
+    transcripts: TranscriptStore
+    working: WorkingStore
+    patterns: PatternStore
+    archives: ArchiveStore
+    index: VectorIndex
+    embedder: Embedder
+    cache: QueryCache
+    reranker: Reranker | None = None
+    access: AccessRecorder | None = None
+    relations: RelationStore | None = None
+    policy: SearchPolicy = field(default_factory=SearchPolicy)
+
+    async def _embed_query(self, query: str) -> Vector | None:
+        try:
+            [vector] = await self.embedder.embed([query], "query")
+        except DependencyFailed as exc:
+            log.warning("query embedding failed, text layers only: %s", exc)
+            return None
+        return vector
+
+    def _runners(
+        self, q: LayerQuery, layers: Sequence[str], version: str | None
+    ) -> dict[str, Callable[[], Awaitable[list[Hit]]]]:
+        p = self.policy
+        both = "graph" in layers and "vectors" in layers
+
+        def memory(
+            layer: str, sources: Sequence[str] | None, ranked: bool
+        ) -> Callable[[], Awaitable[list[Hit]]]:
+            options = MemoryLayerOptions(
+                layer=layer,
+                sources=sources,
+                ranked=ranked,
+                reranker=self.reranker,
+                half_life_days=p.half_life_days,
+                mmr_lambda=p.mmr_lambda,
+                rerank_min_candidates=p.rerank_min_candidates,
+                rerank_dominance_delta=p.rerank_dominance_delta,
+                version=version,
+                relations=self.relations if layer == "graph" else None,
+            )
+            return lambda: search_memory(self.index, q, options)
+
+        table: dict[str, Callable[[], Awaitable[list[Hit]]]] = {
+            "working": lambda: search_working(self.working, q),
+            "scene": lambda: search_scene(self.transcripts, q),
+            "patterns": lambda: search_patterns(self.patterns, q),
+            "archives": lambda: search_archives(self.archives, q),
+            "graph": memory("graph", ["fact", "entity"], ranked=True),
+            # double-ranking rule: with graph present, vectors keeps its raw order
+            "vectors": memory("vectors", None, ranked=not both),
+        }
+        return {name: table[name] for name in layers if name in table}
+
+    async def search(
+        self,
+        scope: Scope,
+        query: str,
+        layers: Sequence[str],
+        limit: int,
+        now_ms: int,
+        as_of: int | None = None,
+    ) -> LayerResult:
+        """Hits per layer (layers that failed are absent). Bad filters raise `InputRejected`."""
+        filters = parse_filters(scope.filters)  # a clear error; nothing is dropped silently
+        token = await self.cache.token([GLOBAL_NAMESPACE, *namespace_chain(scope)])
+        key = layers_cache_key(scope, query, layers, limit, token, as_of) if token else None
+        if key is not None:
+            blob = await self.cache.get(key)
+            if blob is not None:
+                return LayerResult(_decode(blob), cached=True)
+        version = await self.cache.token([GLOBAL_NAMESPACE, *namespace_chain(scope.tenant())])
+        # embedded once, while the layers read their candidates (they await it afterwards)
+        embedding = asyncio.ensure_future(self._embed_query(query))
+        runners = self._runners(
+            LayerQuery(
+                scope=scope,
+                query=query,
+                limit=limit,
+                vector=None,
+                model=self.embedder.model,
+                now_ms=now_ms,
+                relevance=self.policy.relevance,
+                filters=filters,
+                as_of=as_of,
+                pending=embedding,
+            ),
+            layers,
+            version,
+        )
+        outcomes = await asyncio.gather(
+            *(run() for run in runners.values()), return_exceptions=True
+        )
+        hits: dict[str, list[Hit]] = {}
+        complete = await embedding is not None
+        for name, outcome in zip(runners, outcomes, strict=True):
+            if isinstance(outcome, MemoryError_):
+                log.warning("layer %s failed: %s", name, outcome, extra={"layer": name})
+                complete = False
+            elif isinstance(outcome, BaseException):
+                raise outcome
+            else:
+                hits[name] = outcome
+        if key is not None and complete:
+            await self.cache.set(key, _encode(hits), self.policy.query_cache_ttl_seconds)
+        return LayerResult(hits, cached=False)
+
+    async def context(self, request: ContextRequest, now_ms: int) -> ContextReply:
+        """The packed Memory context of REFERENCE §6.6."""
+        result = await self.search(
+            request.scope, request.query, request.layers, request.limit, now_ms, request.as_of
+        )
+        packed = pack(
+            request.query,
+            result.hits,
+            layer_order=request.layers,
+            max_items=request.max_items,
+            max_item_chars=request.max_item_chars,
+            budget_chars=request.budget_chars,
+            now_ms=now_ms,
+        )
+        if self.access is not None:
+            self.access.note([i.id for i in packed.items if i.layer in MEMORY_LAYERS and i.id])
+        s = request.scope
+        ident = f"{s.agent_wallet}|{s.user_address}|{s.thread_id}|{s.mode}|{s.hai_id}"
+        return ContextReply(
+            context_id="ctx_" + h32(f"{ident}|{request.query}|{now_ms}"),
+            prompt=packed.prompt,
+            items=[
+                ContextItem(
+                    layer=i.layer,
+                    text=i.text,
+                    id=i.id,
+                    score=i.score,
+                    source=i.source,
+                    created_at=i.created_at,
+                )
+                for i in packed.items
+            ],
+            totals=packed.totals,
+            context_usage=ContextUsage(
+                characters=packed.characters,
+                raw_characters=packed.raw_characters,
+                budget_characters=packed.budget_characters,
+                saved_characters_vs_raw=packed.saved_characters_vs_raw,
+                items=len(packed.items),
+            ),
+            omitted=packed.omitted,
+            raw={k: [dict(h.raw) for h in v] for k, v in result.hits.items()}
+            if request.include_raw
+            else None,
+            cached=result.cached,
+        )
+
+    async def layer_search(self, request: LayerSearchRequest, now_ms: int) -> LayerSearchReply:
+        """Raw layer items (no packing), REFERENCE §3 output."""
+        result = await self.search(
+            request.scope, request.query, request.layers, request.limit, now_ms, request.as_of
+        )
+        return LayerSearchReply(
+            query=request.query,
+            layers={k: [dict(h.raw) for h in v] for k, v in result.hits.items()},
+            totals={k: len(v) for k, v in result.hits.items()},
+            cached=result.cached,
+        )
+
+
+async def invalidate(cache: QueryCache, scope: Scope, policy: SearchPolicy | None = None) -> int:
+    """Bump exactly the written scope's namespace chain (never the global key)."""
+    ttl = (policy or SearchPolicy()).namespace_ttl_seconds
+    return await cache.bump(namespace_chain(scope), ttl)

@@ -1,0 +1,128 @@
+"""Exact cosine search over a tenant's rows, with the tenant's matrix kept in a bounded
+in-process LRU keyed by the tenant's namespace token (a write bumps the token, so the next
+search reloads). Exact within a scope beats ANN recall and stays fast at 10k rows."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from engine.ports import MemoryStore, Vector
+from engine.records import MemoryRow
+from engine.retrieval.filters import NO_FILTERS, Filters, matches
+from engine.retrieval.lexical import all_terms
+from engine.scoping import TenantFilter
+
+
+@dataclass(frozen=True, slots=True)
+class _Matrix:
+    version: str | None
+    rows: list[MemoryRow]
+    matrix: npt.NDArray[np.float32]
+    sources: npt.NDArray[np.str_]
+    current: npt.NDArray[np.bool_]
+    """Rows visible without `as_of` (not replaced)."""
+    postings: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)
+    """Content term → rows holding it: lexical candidates without scanning every text."""
+    masks: dict[tuple[str, ...], npt.NDArray[np.bool_]] = field(default_factory=dict)
+
+    def source_mask(self, sources: Sequence[str]) -> npt.NDArray[np.bool_]:
+        """Rows of the given sources (memoised: the same few source sets recur)."""
+        key = tuple(sorted(sources))
+        mask = self.masks.get(key)
+        if mask is None:
+            mask = self.masks[key] = np.isin(self.sources, list(key))
+        return mask
+
+
+class ExactVectorIndex:
+    def __init__(self, memory: MemoryStore, *, max_tenants: int = 256) -> None:
+        self._memory = memory
+        self._max = max_tenants
+        self._lru: OrderedDict[tuple[TenantFilter, str, int], _Matrix] = OrderedDict()
+        self.loads = 0
+        """How many times rows were read from the store (observability and tests)."""
+
+    async def _matrix(
+        self, where: TenantFilter, model: str, dim: int, version: str | None
+    ) -> _Matrix:
+        key = (where, model, dim)
+        cached = self._lru.get(key)
+        if cached is not None and version is not None and cached.version == version:
+            self._lru.move_to_end(key)
+            return cached
+        self.loads += 1
+        rows = [
+            row
+            for row in await self._memory.active_rows(where, include_superseded=True)
+            if row.embedding_model == model and row.embedding_dim == dim
+        ]
+        matrix = (
+            np.stack([row.embedding for row in rows]).astype(np.float32)
+            if rows
+            else np.zeros((0, dim), dtype=np.float32)
+        )
+        postings: dict[str, list[int]] = {}
+        for i, row in enumerate(rows):
+            for term in set(all_terms(row.content)):
+                postings.setdefault(term, []).append(i)
+        entry = _Matrix(
+            version,
+            rows,
+            matrix,
+            np.array([r.source for r in rows], dtype=np.str_),
+            np.array([r.valid_at(None) for r in rows], dtype=np.bool_),
+            postings={t: np.array(ix, dtype=np.int64) for t, ix in postings.items()},
+        )
+        if version is not None:
+            self._lru[key] = entry
+            self._lru.move_to_end(key)
+            while len(self._lru) > self._max:
+                self._lru.popitem(last=False)
+        return entry
+
+    async def search(
+        self,
+        where: TenantFilter,
+        query: Vector,
+        *,
+        model: str,
+        k: int,
+        sources: Sequence[str] | None = None,
+        version: str | None = None,
+        filters: Filters = NO_FILTERS,
+        as_of: int | None = None,
+        terms: Sequence[str] = (),
+    ) -> list[tuple[MemoryRow, float]]:
+        """Also returns up to `k` more rows that hold a query term (best cosine first among
+        them), so a row the words find is a candidate even when its cosine is not top-k."""
+        entry = await self._matrix(where, model, int(query.shape[0]), version)
+        if k <= 0 or not entry.rows:
+            return []
+        scores = entry.matrix @ query.astype(np.float32)
+        visible = (
+            entry.current
+            if as_of is None
+            else np.array([r.valid_at(as_of) for r in entry.rows], dtype=np.bool_)
+        )
+        scores = np.where(visible, scores, -np.inf)
+        if sources is not None:
+            scores = np.where(entry.source_mask(sources), scores, -np.inf)
+        if filters:
+            allowed = np.array([matches(filters, row.view()) for row in entry.rows])
+            scores = np.where(allowed, scores, -np.inf)
+        k = min(k, len(entry.rows))
+        top = np.argpartition(-scores, k - 1)[:k]
+        lexical = [entry.postings[t] for t in terms if t in entry.postings]
+        if lexical:
+            held = np.unique(np.concatenate(lexical))
+            held = held[np.isfinite(scores[held])]
+            if len(held) > k:
+                held = held[np.argpartition(-scores[held], k - 1)[:k]]
+            top = np.union1d(top, held)
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(entry.rows[i], float(scores[i])) for i in top if np.isfinite(scores[i])]

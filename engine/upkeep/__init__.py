@@ -1,0 +1,2 @@
+"""Keeping memory healthy over time: items, sessions, compression, archives, maintenance jobs,
+schedules."""

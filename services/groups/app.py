@@ -1,0 +1,153 @@
+"""The FastStream app factory: one broker, the chosen consumer groups, clean start/stop.
+
+Start-up order (DESIGN.md §4): topics are created with their partition counts, the database
+schema is ensured (collections and indexes, sequentially), and only then do the subscribers
+join their groups.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+
+from faststream.kafka import KafkaBroker
+
+from engine.errors import MemoryError_
+from engine.ports import Embedder
+from schemas import topics
+from services.groups import (
+    admin,
+    extraction,
+    facts,
+    invalidation,
+    items,
+    jobs,
+    knowledge,
+    patterns,
+    search,
+    transcripts,
+    workflows,
+)
+from services.runtime import Runtime, open_runtime
+from services.settings import Settings
+from services.stream.health import Readiness, health_app, serving
+from services.stream.metrics import LagMonitor, Metrics, consumed_by
+from services.stream.security import kafka_security
+from services.stream.stalls import StallWatch
+from services.stream.topics import create_topics
+
+log = logging.getLogger(__name__)
+
+
+def _warnings_only(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.WARNING
+
+
+GROUPS: dict[str, Callable[[KafkaBroker, Runtime], None]] = {
+    transcripts.GROUP: transcripts.register,
+    extraction.GROUP: extraction.register,
+    facts.GROUP: facts.register,
+    knowledge.GROUP: knowledge.register,
+    workflows.GROUP: workflows.register,
+    patterns.GROUP: patterns.register,
+    invalidation.GROUP: invalidation.register,
+    search.GROUP: search.register,
+    jobs.GROUP: jobs.register,
+    items.GROUP: items.register,
+    admin.GROUP: admin.register,
+}
+"""Every consumer group, by name (`mnemostream run <name>`)."""
+
+
+def resolve_groups(names: Sequence[str]) -> list[str]:
+    """`all` expands to every group; unknown names raise ValueError."""
+    chosen: list[str] = []
+    for name in names:
+        expanded = list(GROUPS) if name == "all" else [name]
+        for group in expanded:
+            if group not in GROUPS:
+                raise ValueError(f"unknown group {group!r}; choose from {', '.join(GROUPS)}, all")
+            if group not in chosen:
+                chosen.append(group)
+    return chosen
+
+
+@asynccontextmanager
+async def running_groups(
+    settings: Settings,
+    names: Sequence[str],
+    *,
+    embedder: Embedder | None = None,
+    broker_logs: bool = True,
+    http_required: bool = True,
+) -> AsyncIterator[Runtime]:
+    """Run the named groups until the context exits. `broker_logs=False` silences
+    FastStream's own lifecycle and per-message logs (our handlers still log failures).
+
+    With `settings.http_port` set, `/livez`, `/readyz` and `/metrics` (`services.stream.health`)
+    are served from before the database is reached until the groups have stopped (if the
+    port cannot be bound: OSError, or with `http_required=False` a warning and no endpoints);
+    the consumer lag gauge is refreshed every `settings.lag_interval_seconds`."""
+    groups = resolve_groups(names)
+    stalls = StallWatch(settings.stall_seconds)
+    metrics, readiness = Metrics(), Readiness(stalls)
+    # health first: /livez answers and /readyz says what is missing during the whole start-up
+    async with (
+        serving(
+            health_app(readiness, metrics.registry),
+            settings.http_host,
+            settings.http_port,
+            required=http_required,
+        ),
+        open_runtime(settings, embedder) as rt,
+        contextlib.AsyncExitStack() as stack,
+    ):
+        readiness.schema_ready = True  # open_runtime ensured every collection and index
+        await create_topics(
+            rt.endpoints.kafka_bootstrap, dict(topics.PARTITIONS), kafka_options=rt.kafka_options
+        )
+        broker = KafkaBroker(
+            rt.endpoints.kafka_bootstrap,
+            security=kafka_security(settings),
+            client_id=f"mnemostream-{'-'.join(groups)}",
+            middlewares=[metrics.middleware],
+        )
+        metrics.attach(broker)
+        for group in groups:
+            GROUPS[group](broker, rt)
+        readiness.watch(broker.subscribers)
+        if not broker_logs:
+            # FastStream keeps one shared access logger per broker kind and resets its level
+            # when it builds it, so a filter (which it keeps) does the silencing
+            logging.getLogger("faststream.access.kafka").addFilter(_warnings_only)
+        lag = await stack.enter_async_context(
+            LagMonitor(
+                rt.endpoints.kafka_bootstrap,
+                metrics,
+                consumed_by(broker.subscribers),
+                interval=settings.lag_interval_seconds,
+                stalls=stalls,
+                kafka_options=rt.kafka_options,
+            )
+        )
+        await lag.refresh()  # before the groups join, so a backlog shows as lag at once
+        await broker.start()
+        background = [asyncio.create_task(lag.run(), name="consumer-lag")]
+        if search.GROUP in groups:
+            background.append(
+                asyncio.create_task(search.flush_access_counts(rt), name="access-flush")
+            )
+        log.info("running groups %s", ", ".join(groups))
+        try:
+            yield rt
+        finally:
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
+            await broker.stop()
+            with contextlib.suppress(MemoryError_):
+                await rt.access.flush(int(time.time() * 1000))

@@ -1,0 +1,37 @@
+"""extraction group: `TurnRecorded` → the extractor → `FactsExtracted` (keyed by agent|user).
+
+It never blocks post_turn: the transcripts group stores the turn independently. A failing
+remote extractor is retried with backoff, then the turn is dead-lettered (nothing is lost
+silently); the stored result is the published event, so replays do not re-run the model.
+"""
+
+from __future__ import annotations
+
+from faststream.kafka import KafkaBroker
+
+from engine.ingest.extraction.turns import extract_turn
+from schemas import topics
+from schemas.events import TurnRecorded
+from services.runtime import Runtime
+from services.stream.consumers import on_event
+from services.stream.metrics import extraction_timer, metrics_of
+
+GROUP = "extraction"
+
+
+def register(broker: KafkaBroker, rt: Runtime) -> None:
+    facts = broker.publisher(topics.FACTS)
+    extractor = rt.extractor
+    if extractor is None:
+        return
+
+    metrics = metrics_of(broker)
+
+    async def extract(event: TurnRecorded) -> None:
+        with extraction_timer(metrics, rt.settings.extractor):
+            found = await extract_turn(event, extractor, rt.extraction_policy)
+        if found is not None:
+            key = f"{event.scope.agent_wallet}|{event.scope.user_address or ''}"
+            await facts.publish(found, key=key.encode())
+
+    on_event(broker, rt, topics.TURNS, GROUP, TurnRecorded, extract, name="on_turn_extract")

@@ -1,0 +1,56 @@
+"""knowledge group: indexes `KnowledgeSubmitted` documents (REFERENCE §14) as chunked
+`knowledge` rows of the document's tenant, then announces `MemoryChanged` (vectors), so
+pre_turn's vectors layer finds the chunks once the cache and vector index have moved on.
+
+A separate group from facts: a long document embeds up to ~160 chunks, which must not
+hold up a tenant's facts, and the two scale on their own."""
+
+from __future__ import annotations
+
+from faststream.kafka import KafkaBroker
+
+from engine.ingest.knowledge import index_document
+from engine.records import ScopeFields
+from engine.scoping import scope_fields
+from schemas import topics
+from schemas.events import KnowledgeSubmitted
+from schemas.inputs import to_ms
+from schemas.scope import Scope
+from services.runtime import Runtime
+from services.stream.consumers import ChangeAnnouncer, on_event
+
+GROUP = "knowledge"
+
+
+def rows_scope(scope: Scope) -> ScopeFields:
+    """The tenant fields a document's rows are stored under (no thread: knowledge is not
+    per thread)."""
+    return scope_fields(scope.tenant())
+
+
+def register(broker: KafkaBroker, rt: Runtime) -> None:
+    changes = ChangeAnnouncer(broker, GROUP)
+
+    async def index(event: KnowledgeSubmitted) -> None:
+        await index_document(
+            rt.memory,
+            rt.embedder,
+            scope=rows_scope(event.scope),
+            content=event.content,
+            key=event.key,
+            source_format=event.source_format,
+            uri=event.uri,
+            at=to_ms(event.occurred_at),
+            metadata=event.metadata,
+        )
+        await changes.announce(event, event.scope.tenant(), ["vectors"])
+
+    on_event(
+        broker,
+        rt,
+        topics.KNOWLEDGE,
+        GROUP,
+        KnowledgeSubmitted,
+        index,
+        name="on_knowledge_submitted",
+    )

@@ -1,0 +1,37 @@
+"""patterns group: `TurnRecorded` → count the turn's tool sequence (success from each tool's
+status) → `MemoryChanged` for the patterns layer. Incremental: no nightly scan is needed;
+`patterns_extract` (a job) recounts from transcripts for repair."""
+
+from __future__ import annotations
+
+from faststream.kafka import KafkaBroker
+
+from engine.adapters.mongo_patterns import set_pattern_embedding
+from engine.ingest.patterns import observe, steps_text
+from schemas import topics
+from schemas.events import TurnRecorded
+from services.runtime import Runtime
+from services.stream.consumers import ChangeAnnouncer, on_event
+
+GROUP = "patterns"
+
+
+def register(broker: KafkaBroker, rt: Runtime) -> None:
+    changes = ChangeAnnouncer(broker, GROUP)
+
+    db = rt.mongo[rt.settings.mongo_db]
+
+    async def count(event: TurnRecorded) -> None:
+        run = observe(event)
+        if run is None:
+            return
+        counted = await rt.patterns.record_execution(
+            run.seed, turn_id=run.turn_id, succeeded=run.succeeded, at=run.at
+        )
+        # the steps are embedded once (cached), so the layer finds a procedure by meaning
+        [vector] = await rt.embedder.embed([steps_text(run.seed.steps)], "document")
+        await set_pattern_embedding(db, run.seed.pattern_id, vector, rt.embedder.model)
+        if counted:
+            await changes.announce(event, event.scope.tenant(), ["patterns"])
+
+    on_event(broker, rt, topics.TURNS, GROUP, TurnRecorded, count, name="on_turn_patterns")

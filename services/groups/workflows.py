@@ -1,0 +1,95 @@
+"""workflows group: stores `WorkflowCheckpointRecorded` events as `session` rows of the
+workflow wallet (REFERENCE §14) and announces `MemoryChanged` (vectors); answers
+`ReliabilityRequest` (request-reply on `memory.workflows.reliability.v1`) from the
+request's own tenant only."""
+
+from __future__ import annotations
+
+import logging
+
+from faststream.kafka import KafkaBroker
+from faststream.kafka.annotations import KafkaMessage
+from pydantic import ValidationError
+
+from engine.errors import MemoryError_
+from engine.ingest.workflows import (
+    WorkflowCheckpoint,
+    WorkflowMessage,
+    read_reliability,
+    record_checkpoint,
+)
+from engine.scoping import tenant_filter
+from schemas import topics
+from schemas.events import WorkflowCheckpointRecorded
+from schemas.inputs import to_ms
+from schemas.requests import ReliabilityReply, ReliabilityRequest
+from schemas.scope import Scope, first_error
+from services.runtime import Runtime
+from services.stream.consumers import EXPIRED, ChangeAnnouncer, expired, on_event, replier
+
+GROUP = "workflows"
+log = logging.getLogger(__name__)
+
+
+def checkpoint_of(event: WorkflowCheckpointRecorded) -> WorkflowCheckpoint:
+    """The engine's checkpoint of an event (the contract guarantees the run id)."""
+    scope = event.scope
+    return WorkflowCheckpoint(
+        workflow_wallet=scope.agent_wallet,
+        run_id=scope.thread_id or "",
+        user_id=scope.user_address,
+        agent=event.agent,
+        type=event.type,
+        messages=tuple(WorkflowMessage(m.role, m.content) for m in event.messages),
+        step=event.step,
+        goal=event.goal,
+        success=event.success,
+        quality_score=event.quality_score,
+    )
+
+
+def register(broker: KafkaBroker, rt: Runtime) -> None:
+    changes = ChangeAnnouncer(broker, GROUP)
+
+    async def record(event: WorkflowCheckpointRecorded) -> None:
+        checkpoint = checkpoint_of(event)
+        await record_checkpoint(rt.memory, rt.embedder, checkpoint, to_ms(event.occurred_at))
+        # the row's own scope: no mode (REFERENCE §14)
+        written = Scope.model_validate(
+            {
+                "agentWallet": checkpoint.workflow_wallet,
+                "userAddress": checkpoint.user_id,
+                "threadId": checkpoint.run_id,
+            }
+        )
+        await changes.announce(event, written, ["vectors"])
+
+    on_event(
+        broker,
+        rt,
+        topics.WORKFLOWS,
+        GROUP,
+        WorkflowCheckpointRecorded,
+        record,
+        name="on_workflow_checkpoint_recorded",
+    )
+
+    @replier(broker, rt, topics.RELIABILITY, GROUP, part="reliability")
+    async def on_reliability_request(message: KafkaMessage) -> ReliabilityReply:
+        if expired(message):
+            return ReliabilityReply(error=EXPIRED)
+        try:
+            request = ReliabilityRequest.model_validate_json(message.body)
+            where = tenant_filter(request.scope, durable=True)
+            result = await read_reliability(rt.memory, where, request.agent, request.last)
+        except ValidationError as exc:
+            return ReliabilityReply(error=first_error(exc))
+        except MemoryError_ as exc:
+            log.warning("reliability request failed: %s", exc)
+            return ReliabilityReply(error=str(exc))
+        return ReliabilityReply(
+            agent=request.agent,
+            runs=result.runs,
+            success_rate=result.success_rate,
+            avg_quality=result.avg_quality,
+        )

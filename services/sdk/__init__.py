@@ -1,0 +1,1 @@
+"""The Python SDK: `MemoryClient` publishes events and asks request-reply questions over Kafka."""

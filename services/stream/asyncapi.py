@@ -1,0 +1,144 @@
+"""The topic contract as an AsyncAPI 3.0 document, generated from the code.
+
+    mnemostream asyncapi > docs/asyncapi.json
+
+Each channel is a topic from `schemas.topics` with the pydantic contract it carries (the JSON
+schema comes from the contract class itself), the reply contract of request-reply topics, and
+the consumer groups that read it. The subscribers of the running app decode messages themselves
+(behind the dead-letter guard), so their signatures do not show the payload; this module builds
+a specification-only broker that does. `tests/integration/test_asyncapi.py` checks that the
+groups listed here are the ones the app registers, and that `docs/asyncapi.json` is current.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from faststream.kafka import KafkaBroker
+from faststream.specification import AsyncAPI
+from pydantic import BaseModel
+
+from schemas import topics
+from schemas.events import (
+    FactsExtracted,
+    JobRequested,
+    KnowledgeSubmitted,
+    MemoryChanged,
+    MemoryRemembered,
+    TurnRecorded,
+    WorkflowCheckpointRecorded,
+)
+from schemas.requests import (
+    AdminReply,
+    AdminRequest,
+    ContextReply,
+    ContextRequest,
+    ItemReply,
+    ItemRequest,
+    LayerSearchReply,
+    LayerSearchRequest,
+    ReliabilityReply,
+    ReliabilityRequest,
+    RerankReply,
+    RerankRequest,
+    SessionReply,
+    SessionRequest,
+)
+from services.stream.dlq import DeadLetter
+
+VERSION = "1.0.0"
+
+
+@dataclass(frozen=True, slots=True)
+class Channel:
+    topic: str
+    payload: type[BaseModel]
+    consumers: tuple[str, ...]
+    """Consumer group names (`<prefix>.<name>` at run time)."""
+    reply: type[BaseModel] | None = None
+    """Request-reply: the contract sent to the request's `reply_to` topic."""
+
+
+CHANNELS: tuple[Channel, ...] = (
+    Channel(topics.TURNS, TurnRecorded, ("transcripts", "extraction", "patterns")),
+    Channel(topics.REMEMBER, MemoryRemembered, ("facts.remember",)),
+    Channel(topics.FACTS, FactsExtracted, ("facts",)),
+    Channel(topics.CHANGED, MemoryChanged, ("invalidation",)),
+    Channel(topics.SEARCH, ContextRequest, ("search",), ContextReply),
+    Channel(topics.LAYER_SEARCH, LayerSearchRequest, ("search.layers",), LayerSearchReply),
+    Channel(topics.RERANK, RerankRequest, ("search.rerank",), RerankReply),
+    Channel(topics.ITEMS, ItemRequest, ("items",), ItemReply),
+    Channel(topics.SESSIONS, SessionRequest, ("items.sessions",), SessionReply),
+    Channel(topics.ADMIN, AdminRequest, ("admin",), AdminReply),
+    Channel(topics.KNOWLEDGE, KnowledgeSubmitted, ("knowledge",)),
+    Channel(topics.WORKFLOWS, WorkflowCheckpointRecorded, ("workflows",)),
+    Channel(topics.RELIABILITY, ReliabilityRequest, ("workflows.reliability",), ReliabilityReply),
+    Channel(topics.JOBS, JobRequested, ("jobs",)),
+    Channel(topics.DLQ, DeadLetter, ()),
+)
+
+
+def _describe(channel: Channel) -> str:
+    parts = [f"{channel.payload.__name__}: {(channel.payload.__doc__ or '').strip()}"]
+    if channel.reply is not None:
+        parts.append(
+            f"Request-reply: the answer ({channel.reply.__name__}) goes to the request's "
+            "`reply_to` topic with its `correlation_id`."
+        )
+    partitions = topics.PARTITIONS.get(channel.topic)
+    if partitions:
+        parts.append(f"{partitions} partitions.")
+    if channel.consumers:
+        parts.append(f"Consumer groups: {', '.join(channel.consumers)}.")
+    return " ".join(parts)
+
+
+def _typed(payload: type[BaseModel], reply: type[BaseModel] | None) -> Any:
+    async def handler(body: Any) -> Any:
+        return None
+
+    handler.__annotations__ = {"body": payload, "return": reply or None}
+    return handler
+
+
+def specification() -> dict[str, Any]:
+    """The AsyncAPI 3.0 document as a JSON-able dict."""
+    broker = KafkaBroker("localhost:9092")
+    for channel in CHANNELS:
+        broker.publisher(
+            channel.topic,
+            title=f"{channel.topic}:publish",
+            description=_describe(channel),
+            schema=channel.payload,
+        )
+        if channel.reply is not None:
+            broker.publisher(
+                topics.reply_topic("{clientId}"),
+                title=f"{channel.topic}:reply",
+                description=f"{channel.reply.__name__}: the answer to a {channel.payload.__name__}"
+                ", on the requesting client's own reply topic.",
+                schema=channel.reply,
+            )
+        for group in channel.consumers:
+            broker.subscriber(
+                channel.topic,
+                group_id=group,
+                title=f"{channel.topic}:{group}",
+                description=f"Consumer group `{group}`.",
+            )(_typed(channel.payload, channel.reply))
+    spec = AsyncAPI(
+        broker,
+        title="mnemostream",
+        version=VERSION,
+        description="Memory for AI agents as a Kafka stream processor: the topics, their "
+        "contracts and the consumer groups that read them.",
+    )
+    document: dict[str, Any] = json.loads(spec.to_specification().to_json())
+    return document
+
+
+def render() -> str:
+    """The document as stable, indented JSON (what `docs/asyncapi.json` holds)."""
+    return json.dumps(specification(), indent=2, sort_keys=True) + "\n"

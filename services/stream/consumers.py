@@ -1,0 +1,229 @@
+"""Kafka subscribers with the options every group shares (DESIGN.md §4 quirks), the DLQ-guarded
+event handler and the `MemoryChanged` announcer."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from aiokafka import ConsumerRecord
+from faststream.kafka import KafkaBroker
+from faststream.kafka.annotations import KafkaMessage
+from faststream.kafka.message import KafkaMessage as Record
+from faststream.middlewares import AckPolicy
+from pydantic import BaseModel
+
+from schemas import topics
+from schemas.events import Event, MemoryChanged
+from schemas.scope import Scope
+from services.runtime import Runtime
+from services.stream.dlq import consume
+from services.stream.metrics import metrics_of
+
+E = TypeVar("E", bound=BaseModel)
+
+if TYPE_CHECKING:
+    from faststream.kafka.subscriber.usecase import DefaultSubscriber
+
+
+def subscriber(
+    broker: KafkaBroker,
+    rt: Runtime,
+    topic: str,
+    group: str,
+    *,
+    interactive: bool = False,
+    part: str | None = None,
+    ack_policy: AckPolicy = AckPolicy.ACK,
+    workers: int = 1,
+) -> DefaultSubscriber:
+    """A durable group reading from `earliest` (the local broker's "latest" is wrong) that
+    commits after the handler returns (at-least-once). Interactive (request/reply and cache
+    invalidation) groups fetch with a short wait: a waiting fetch wakes after about half of
+    `fetch_max_wait_ms`.
+
+    `workers > 1` handles that many messages at once, acknowledging each when it is taken
+    (at-most-once): only for request-reply, where a request lost in a crash times out at its
+    client and nothing is written.
+
+    A group that reads several topics gives each extra topic its own Kafka group id
+    (`<group>.<part>`): members of one Kafka group with different subscriptions were left
+    unassigned by the local broker, and separate ids keep each topic's progress visible."""
+    return broker.subscriber(
+        topic,
+        group_id=rt.group_id(f"{group}.{part}" if part else group),
+        auto_offset_reset="earliest",
+        session_timeout_ms=rt.settings.session_timeout_ms,
+        heartbeat_interval_ms=rt.settings.heartbeat_interval_ms,
+        fetch_max_wait_ms=(
+            rt.settings.reply_fetch_wait_ms if interactive else rt.settings.fetch_wait_ms
+        ),
+        ack_policy=AckPolicy.ACK_FIRST if workers > 1 else ack_policy,
+        max_workers=workers,
+        parser=safe_headers,
+        decoder=raw_body,
+    )
+
+
+class Reply(Protocol):
+    """What every request-reply handler returns: a reply with `error` set on failure."""
+
+    @property
+    def error(self) -> str | None: ...
+
+
+Answer = Callable[[KafkaMessage], Awaitable[Reply]]
+
+
+def replier(
+    broker: KafkaBroker,
+    rt: Runtime,
+    topic: str,
+    group: str,
+    *,
+    part: str | None = None,
+    workers: int = 1,
+) -> Callable[[Answer], object]:
+    """Registers a request-reply handler (an interactive `subscriber`). FastStream publishes
+    its reply to the request's `reply_to` topic; a request without one is answered to nobody
+    and dropped. Replies with `error` set (an undecodable or invalid request, a failed
+    operation) are counted in `mnemostream_request_errors_total`, by whether they had an
+    address to go to."""
+    metrics = metrics_of(broker)
+    register = subscriber(broker, rt, topic, group, interactive=True, part=part, workers=workers)
+    group_id = rt.group_id(f"{group}.{part}" if part else group)
+
+    def decorate(handler: Answer) -> object:
+        async def answer(message: KafkaMessage) -> Any:
+            reply = await handler(message)
+            if reply.error is not None and metrics is not None:
+                metrics.request_error(group_id, topic, replied=bool(message.reply_to))
+            return reply
+
+        answer.__name__ = answer.__qualname__ = handler.__name__
+        answer.__doc__ = handler.__doc__
+        return register(answer)
+
+    return decorate
+
+
+Parse = Callable[[ConsumerRecord[Any, Any]], Awaitable[Record]]
+
+
+async def safe_headers(record: ConsumerRecord[Any, Any], original: Parse) -> Record:
+    """FastStream's own parser, on `record` with every header value made valid UTF-8 (in
+    place): that parser decodes header values strictly, so a null or non-UTF-8 value raised
+    before any handler ran and the record was read again forever. Undecodable bytes become
+    U+FFFD; the body is untouched."""
+    record.headers = [(name, _utf8(value)) for name, value in record.headers or ()]
+    return await original(record)
+
+
+def _utf8(value: bytes | None) -> bytes:
+    return b"" if value is None else value.decode("utf-8", "replace").encode()
+
+
+async def raw_body(message: Record) -> bytes:
+    """The record's value, undecoded. Every handler reads the raw message and validates it
+    into its contract itself (`services.stream.dlq.consume`, or the request handlers), so a body
+    that is not JSON reaches the code that dead-letters or answers it. FastStream's default
+    decoder parsed JSON (when the producer sent `content-type: application/json`) before the
+    handler ran, and its failure re-read the record forever."""
+    return message.body
+
+
+def on_event(
+    broker: KafkaBroker,
+    rt: Runtime,
+    topic: str,
+    group: str,
+    contract: type[E],
+    work: Callable[[E], Awaitable[Any]],
+    *,
+    name: str,
+    interactive: bool = False,
+    part: str | None = None,
+) -> None:
+    """Register `work` for every `contract` event on `topic`, behind the DLQ guard (bounded
+    retries, then the dead-letter topic). `name` names the handler in logs and AsyncAPI.
+    Outcomes are counted in the metrics attached to `broker`, if any."""
+
+    metrics = metrics_of(broker)
+    only = frozenset(rt.settings.only_agents)
+
+    async def chosen(event: E) -> Any:
+        scope = getattr(event, "scope", None)
+        if only and (scope is None or scope.agent_wallet not in only):
+            return None  # another tenant's event: acknowledged, not processed
+        return await work(event)
+
+    async def handler(message: KafkaMessage) -> None:
+        await consume(
+            broker,
+            message,
+            group=rt.group_id(f"{group}.{part}" if part else group),
+            contract=contract,
+            work=chosen,
+            attempts=rt.settings.max_attempts,
+            backoff_ms=rt.settings.retry_backoff_ms,
+            metrics=metrics,
+            outage_seconds=rt.settings.outage_wait_seconds,
+        )
+
+    handler.__name__ = handler.__qualname__ = name
+    # only a store outage escapes `consume` (every other failure ends processed or
+    # dead-lettered): the offset is then not committed and the message is read again
+    subscriber(
+        broker,
+        rt,
+        topic,
+        group,
+        interactive=interactive,
+        part=part,
+        ack_policy=AckPolicy.NACK_ON_ERROR,
+    )(handler)
+
+
+DEADLINE_HEADER = "deadline"
+"""Request header: milliseconds since epoch after which the requester stopped waiting."""
+EXPIRED = "the request expired before it was served"
+
+
+def expired(message: KafkaMessage) -> bool:
+    """Whether a request's deadline has passed. Such a request is answered with an error and
+    not served: nobody reads the answer, and a command (an item update) must not be applied
+    again when a new group reads the request topic from the beginning."""
+    deadline = (message.headers or {}).get(DEADLINE_HEADER)
+    try:
+        return deadline is not None and int(deadline) < time.time() * 1000
+    except (TypeError, ValueError):
+        return False
+
+
+class ChangeAnnouncer:
+    """Publishes `MemoryChanged` after a writer's write is durable."""
+
+    def __init__(self, broker: KafkaBroker, producer: str) -> None:
+        self._publisher = broker.publisher(topics.CHANGED)
+        self._producer = producer
+
+    async def announce(self, cause: Event, scope: Scope, layers: list[str]) -> None:
+        """Keyed by agent; carries the cause's event time and id."""
+        await self._publisher.publish(
+            MemoryChanged(
+                occurred_at=cause.occurred_at,
+                scope=scope,
+                layers=layers,
+                cause_event_id=cause.event_id,
+                producer=self._producer,
+            ),
+            key=scope.agent_wallet.encode(),
+        )
+
+    async def announce_at(self, scope: Scope, layers: list[str]) -> None:
+        """Announce a change made now by a request (not caused by an event)."""
+        await self._publisher.publish(
+            MemoryChanged(scope=scope, layers=layers, producer=self._producer),
+            key=scope.agent_wallet.encode(),
+        )

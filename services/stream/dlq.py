@@ -1,0 +1,280 @@
+"""Bounded retries, then the dead-letter topic: one bad message never wedges a partition.
+
+`consume` decodes a message into its contract and runs the work. Invalid input goes to the
+DLQ at once (retrying cannot fix it); a failing dependency is retried with exponential
+backoff, then dead-lettered with its error, exception type, group and source
+topic/partition/offset. Either way the handler returns normally, so the offset is committed
+and the partition moves on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from aiokafka import ConsumerRecord
+from faststream.kafka import KafkaBroker
+from faststream.kafka.message import KafkaMessage
+from pydantic import BaseModel, ValidationError
+from pymongo.errors import ConnectionFailure
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from engine.errors import InputRejected
+from schemas import topics
+from schemas.limits import MAX_MESSAGE_BYTES
+from schemas.scope import first_error
+from services.stream.metrics import EventProbe, Metrics
+
+log = logging.getLogger(__name__)
+
+E = TypeVar("E", bound=BaseModel)
+
+
+class DeadLetter(BaseModel):
+    """What the DLQ holds for one failed message."""
+
+    group: str
+    source_topic: str
+    partition: int
+    offset: int
+    key: str | None
+    error: str
+    """Why the message failed, in one line (a validation error names the field)."""
+    error_type: str
+    attempts: int
+    payload: str
+    """The value as text (invalid UTF-8 replaced by U+FFFD); only its head when `partial`."""
+    failed_at: datetime
+    redrive: str = ""
+    """The command that re-publishes this message once its cause is fixed (empty in letters
+    written before it was recorded; `mnemostream dlq redrive --group G` still finds those)."""
+    raw: str = ""
+    """The value's exact bytes, base64, at most `RAW_CAP_BYTES` of them."""
+    size: int | None = None
+    """Bytes in the value (None in letters written before it was recorded)."""
+    tombstone: bool = False
+    """The record had no value at all (null, as a compacted topic's delete marker)."""
+    partial: bool = False
+    """The letter does not hold the exact value (too big for a letter, or longer than
+    `RAW_CAP_BYTES` and not UTF-8): a redrive reads it back from its source offset."""
+
+    def value(self) -> bytes | None:
+        """The failed record's exact value (None for a tombstone); `LookupError` when the
+        letter is `partial`."""
+        if self.tombstone:
+            return None
+        if self.partial:
+            raise LookupError(f"the letter of {self.source_topic}@{self.offset} is partial")
+        if self.size is not None and self.size <= RAW_CAP_BYTES:
+            return base64.b64decode(self.raw)
+        return self.payload.encode()
+
+
+RAW_CAP_BYTES = 64 * 1024
+"""Bytes of the failed value kept verbatim (base64) in its dead letter."""
+PAYLOAD_CAP_CHARS = MAX_MESSAGE_BYTES // 8
+"""Characters of `payload` kept when the whole value would make the letter too big to publish
+(escaped as JSON a character can take 6 bytes)."""
+PAYLOAD_MAX_BYTES = 900_000
+"""Largest `payload` escaped as JSON: with `raw` and the rest the letter stays below the
+Kafka producer's default 1 MiB request limit."""
+
+
+def redrive_command(group: str, topic: str, partition: int, offset: int) -> str:
+    """`mnemostream dlq redrive` naming one failed message by its group and origin."""
+    return f"mnemostream dlq redrive --group {group} --source {topic}:{partition}:{offset}"
+
+
+async def consume(
+    broker: KafkaBroker,
+    message: KafkaMessage,
+    *,
+    group: str,
+    contract: type[E],
+    work: Callable[[E], Awaitable[Any]],
+    attempts: int,
+    backoff_ms: int,
+    metrics: Metrics | None = None,
+    outage_seconds: float = 120.0,
+) -> bool:
+    """Decode and process one message; True if processed, False if dead-lettered. With
+    `metrics`, counts the outcome, each failed attempt and retry, and the handling time.
+
+    A failure because a store is unreachable (`is_outage`) is not the message's fault: it is
+    retried with backoff (capped at `OUTAGE_BACKOFF_MAX_SECONDS`) without using up
+    `attempts`, so an outage never dead-letters anything. After `outage_seconds` of outage
+    `StoreUnavailable` is raised: the subscriber does not commit, seeks back and reads the
+    message again (the wait stays below Kafka's poll interval, so the member keeps its
+    partitions)."""
+    probe = EventProbe(metrics, group, _record(message).topic)
+    rejected = undecodable(message.body, tombstone=_record(message).value is None)
+    if rejected is not None:
+        await _dead_letter(broker, message, group, rejected[1], rejected[0], 0, probe)
+        return False
+    try:
+        event = contract.model_validate_json(message.body)
+    except ValidationError as exc:
+        await _dead_letter(broker, message, group, first_error(exc), "ValidationError", 0, probe)
+        return False
+    except (ValueError, RecursionError) as exc:  # a validator that failed its own way
+        await _dead_letter(broker, message, group, str(exc), type(exc).__name__, 0, probe)
+        return False
+    attempt, outage = 0, Outage(backoff_ms / 1000, outage_seconds)
+    while True:
+        try:
+            await work(event)
+            probe.processed()
+            return True
+        except InputRejected as exc:
+            kind = type(exc).__name__
+            await _dead_letter(broker, message, group, str(exc), kind, attempt + 1, probe)
+            return False
+        except Exception as exc:
+            kind = type(exc).__name__
+            if is_outage(exc):
+                probe.retrying(kind)
+                await outage.wait(exc, group)
+                continue
+            attempt += 1
+            if attempt >= attempts:
+                log.exception("giving up after %d attempts", attempt, extra={"group": group})
+                await _dead_letter(broker, message, group, str(exc), kind, attempt, probe)
+                return False
+            probe.retrying(kind)
+            delay = backoff_ms * 2 ** (attempt - 1) / 1000
+            log.warning("attempt %d failed (%s), retrying in %.2fs", attempt, exc, delay)
+            await asyncio.sleep(delay)
+
+
+OUTAGE_BACKOFF_MAX_SECONDS = 5.0
+
+
+class StoreUnavailable(RuntimeError):
+    """A store stayed unreachable for the whole outage wait; the message was not committed."""
+
+
+def is_outage(exc: BaseException) -> bool:
+    """Whether `exc` (or an exception it was raised from) says a store cannot be reached:
+    MongoDB connection failures (server selection, network timeouts, reconnects) and Redis
+    connection errors and timeouts."""
+    seen: BaseException | None = exc
+    for _ in range(10):  # causes chain a few levels deep at most
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionFailure | RedisConnectionError | RedisTimeoutError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+class Outage:
+    """Backoff for one message while its store is unreachable."""
+
+    def __init__(self, first_delay: float, limit_seconds: float) -> None:
+        self._delay = max(first_delay, 0.05)
+        self._limit = limit_seconds
+        self._began: float | None = None
+
+    async def wait(self, exc: BaseException, group: str) -> None:
+        now = time.monotonic()
+        self._began = self._began if self._began is not None else now
+        if now - self._began >= self._limit:
+            raise StoreUnavailable(f"store unreachable for {now - self._began:.0f}s: {exc}")
+        log.warning(
+            "store unreachable (%s); retrying in %.1fs, the message stays in place",
+            exc,
+            self._delay,
+            extra={"group": group},
+        )
+        await asyncio.sleep(self._delay)
+        self._delay = min(self._delay * 2, OUTAGE_BACKOFF_MAX_SECONDS)
+
+
+def undecodable(body: bytes, *, tombstone: bool) -> tuple[str, str] | None:
+    """(error type, reason) for a value no contract can accept before it is parsed: none at
+    all (a tombstone), empty, or larger than `MAX_MESSAGE_BYTES`; None otherwise."""
+    if tombstone:
+        return "EmptyRecord", "the record has no value (a tombstone)"
+    if not body:
+        return "EmptyRecord", "the record's value is empty"
+    if len(body) > MAX_MESSAGE_BYTES:  # never decode what the edge would refuse
+        return "MessageTooLarge", f"{len(body)} bytes, more than {MAX_MESSAGE_BYTES}"
+    return None
+
+
+async def _dead_letter(
+    broker: KafkaBroker,
+    message: KafkaMessage,
+    group: str,
+    error: str,
+    kind: str,
+    attempts: int,
+    probe: EventProbe,
+) -> None:
+    record = _record(message)
+    key = record.key.decode("utf-8", "replace") if isinstance(record.key, bytes) else None
+    letter = dead_letter(
+        message.body,
+        tombstone=record.value is None,
+        group=group,
+        source_topic=record.topic,
+        partition=record.partition,
+        offset=record.offset,
+        key=key,
+        error=error,
+        error_type=kind,
+        attempts=attempts,
+    )
+    log.error("dead-lettered %s[%d]@%d: %s", record.topic, record.partition, record.offset, error)
+    await broker.publish(letter, topics.DLQ, key=record.key)
+    probe.dead_lettered(kind)
+
+
+def dead_letter(
+    body: bytes,
+    *,
+    tombstone: bool,
+    group: str,
+    source_topic: str,
+    partition: int,
+    offset: int,
+    key: str | None,
+    error: str,
+    error_type: str,
+    attempts: int,
+) -> DeadLetter:
+    """The letter of one failed value. It always fits in one message: the value is kept whole
+    (as text, and as exact bytes up to `RAW_CAP_BYTES`) when it can be, else only its head,
+    and the letter says it is `partial`."""
+    text = body.decode("utf-8", "replace")
+    exact = len(body) <= RAW_CAP_BYTES or text.encode() == body
+    whole = len(body) <= PAYLOAD_CAP_CHARS or len(json.dumps(text)) <= PAYLOAD_MAX_BYTES
+    return DeadLetter(
+        group=group,
+        source_topic=source_topic,
+        partition=partition,
+        offset=offset,
+        key=key,
+        error=" ".join(error.split())[:2000],
+        error_type=error_type,
+        attempts=attempts,
+        payload=text if whole else text[:PAYLOAD_CAP_CHARS],
+        failed_at=datetime.now(UTC),
+        redrive=redrive_command(group, source_topic, partition, offset),
+        raw=base64.b64encode(body[:RAW_CAP_BYTES]).decode("ascii"),
+        size=len(body),
+        tombstone=tombstone,
+        partial=not (exact and whole),
+    )
+
+
+def _record(message: KafkaMessage) -> ConsumerRecord:
+    raw = message.raw_message
+    return raw[0] if isinstance(raw, tuple) else raw

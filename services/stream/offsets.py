@@ -1,0 +1,145 @@
+"""Committed offsets of consumer groups: the reliable "has this been processed?" signal.
+
+The local broker's end offsets are unreliable (DESIGN.md §4), so progress and lag are read
+from what a group has committed. A group commits an offset after its handler returned
+(at-least-once), so `committed > offset` means the message at `offset` was processed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+
+from services.stream.security import NO_OPTIONS
+
+# Every broker round trip here is bounded: aiokafka retries an unknown group coordinator
+# forever, and a helper that waits forever turns a sick broker into a hung caller.
+ADMIN_TIMEOUT = 30.0
+
+
+async def committed(
+    bootstrap: str,
+    group_id: str,
+    partitions: list[TopicPartition],
+    *,
+    kafka_options: Mapping[str, Any] = NO_OPTIONS,
+) -> dict[tuple[str, int], int]:
+    """`{(topic, partition): next offset to read}` as committed by the group.
+    `kafka_options`: security arguments (`services.stream.security.kafka_options`), as everywhere.
+
+    Partitions are always named: the local broker cannot answer the "all partitions" form of
+    the offset-fetch request that aiokafka's admin client sends otherwise."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **kafka_options)
+    try:
+        async with asyncio.timeout(ADMIN_TIMEOUT):
+            await admin.start()
+            offsets = await admin.list_consumer_group_offsets(group_id, partitions=partitions)
+    finally:
+        await admin.close()
+    return {(tp.topic, tp.partition): meta.offset for tp, meta in offsets.items()}
+
+
+async def wait_processed(
+    bootstrap: str,
+    group_id: str,
+    topic: str,
+    partition: int,
+    offset: int,
+    *,
+    timeout: float = 30,
+    kafka_options: Mapping[str, Any] = NO_OPTIONS,
+) -> None:
+    """Wait until the group has committed past `offset` on the partition; TimeoutError if not."""
+    await wait_caught_up(
+        bootstrap,
+        group_id,
+        {(topic, partition): offset + 1},
+        timeout=timeout,
+        kafka_options=kafka_options,
+    )
+
+
+async def wait_caught_up(
+    bootstrap: str,
+    group_id: str,
+    ends: dict[tuple[str, int], int],
+    *,
+    timeout: float = 60,
+    kafka_options: Mapping[str, Any] = NO_OPTIONS,
+) -> None:
+    """Wait until the group has committed up to `ends` ({(topic, partition): next offset})
+    on every listed partition; TimeoutError naming the ones behind if not."""
+    partitions = [TopicPartition(topic, n) for topic, n in ends]
+    behind = {key: end for key, end in ends.items() if end > 0}
+    try:
+        async with asyncio.timeout(timeout):
+            while behind:
+                done = await committed(bootstrap, group_id, partitions, kafka_options=kafka_options)
+                behind = {key: end for key, end in behind.items() if done.get(key, -1) < end}
+                if behind:
+                    await asyncio.sleep(0.1)
+    except TimeoutError:
+        raise TimeoutError(f"{group_id} is behind on {sorted(behind)}") from None
+
+
+async def end_offsets(
+    bootstrap: str, topic_names: Iterable[str], *, kafka_options: Mapping[str, Any] = NO_OPTIONS
+) -> dict[tuple[str, int], int]:
+    """`{(topic, partition): next offset}` of every partition of the topics, now. Partitions
+    come from the broker's metadata (a topic created elsewhere may have another count; a
+    topic that does not exist has none)."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, **kafka_options
+    )
+    try:
+        async with asyncio.timeout(ADMIN_TIMEOUT):
+            await consumer.start()
+            await consumer.topics()  # refreshes the cluster metadata
+            partitions = [
+                TopicPartition(topic, n)
+                for topic in dict.fromkeys(topic_names)
+                for n in sorted(consumer.partitions_for_topic(topic) or ())
+            ]
+            ends = await consumer.end_offsets(partitions) if partitions else {}
+    finally:
+        await consumer.stop()
+    return {(tp.topic, tp.partition): offset for tp, offset in ends.items()}
+
+
+async def start_at_end(
+    bootstrap: str,
+    subscriptions: Iterable[tuple[str, str]],
+    *,
+    kafka_options: Mapping[str, Any] = NO_OPTIONS,
+) -> None:
+    """For each (group id, topic) of a group that has no members yet, commit the topic's
+    current end offsets, so the group reads only what is published from now on. (A new
+    group's "latest" reset is wrong on the local broker, DESIGN.md §4: every subscriber
+    resets to earliest, and this is how a new group skips a log it must not process.)"""
+    wanted = list(subscriptions)
+    ends = await end_offsets(bootstrap, (t for _, t in wanted), kafka_options=kafka_options)
+    for group_id, topic in wanted:
+        mine = {TopicPartition(t, n): offset for (t, n), offset in ends.items() if t == topic}
+        if not mine:
+            continue  # the topic does not exist yet: there is nothing to skip
+        member = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap,
+            group_id=group_id,
+            enable_auto_commit=False,
+            **kafka_options,
+        )
+        try:
+            async with asyncio.timeout(ADMIN_TIMEOUT):
+                await member.start()
+                member.assign(list(mine))
+                await member.commit(mine)
+        finally:
+            async with asyncio.timeout(ADMIN_TIMEOUT):
+                await member.stop()
+
+
+__all__ = ["TopicPartition", "committed", "start_at_end", "wait_caught_up", "wait_processed"]
