@@ -1,8 +1,8 @@
-"""The reference's pre_turn retrieval and packing, re-implemented from docs/REFERENCE (§3-§6),
+"""The reference's pre_turn retrieval and packing, re-implemented from docs/reference.md (§3-§6),
 as a baseline for `benchmarks.quality`. It reproduces the reference's behaviour on purpose,
 weaknesses included; nothing here is used by the engine.
 
-What it does (REFERENCE section in brackets):
+What it does (the section of docs/reference.md in brackets):
 
 * writes [§7.1-7.2]: working memory per thread keeps the last 12 `role: content` lines (each
   cut to 1000 chars), oldest first; the transcript of a thread is **replaced** by the latest turn
@@ -316,7 +316,7 @@ def pack(
     budget_chars: int | None,
     now_ms: int,
 ) -> tuple[str | None, list[tuple[str, str]]]:
-    """(prompt or None, [(layer, text)] in prompt order), REFERENCE §6.5-6.6."""
+    """(prompt or None, [(layer, text)] in prompt order), reference §6.5-6.6."""
     if not any(layers.get(layer) for layer in layer_order):
         return None, []
     ranked = _candidates(query, layers, layer_order, max_item_chars, now_ms)

@@ -1,5 +1,5 @@
 """An embedder wrapped by a cache keyed by model + dimension + input type + text hash
-(fixes REFERENCE §16.25: the reference's key was the text alone, so a model change served
+(fixes reference §16.25: the reference's key was the text alone, so a model change served
 vectors from the old space). Cache failures are soft: the inner embedder answers."""
 
 from __future__ import annotations

@@ -134,7 +134,7 @@ class VectorStats:
 
 
 class MemoryStatsReader(Protocol):
-    """Aggregate counts for admin tools (REFERENCE §13.2 stats): no content leaves."""
+    """Aggregate counts for admin tools (reference §13.2 stats): no content leaves."""
 
     async def stats(self, agent_wallet: str, user_address: str | None = None) -> VectorStats:
         """Stats of the agent's active rows; `user_address=None` counts every user's rows

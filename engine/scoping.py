@@ -1,6 +1,6 @@
 """Tenant rules: which stored rows a scope may see, and the cache namespace chain.
 
-Rules (they fix REFERENCE §16.3 and §16.20):
+Rules (they fix reference §16.3 and §16.20):
 * `agentWallet` always matches exactly; ids are case-sensitive everywhere (Mongo and cache
   keys alike, never lower-cased).
 * `userAddress` matches exactly; a scope without a user sees only rows stored without a
@@ -122,7 +122,7 @@ def namespace_chain(scope: Scope) -> list[str]:
 
     A write bumps exactly this chain of its own scope; a read's cache token is derived
     from the global counter plus this chain of the read's scope. The global key is never
-    part of a write's chain (fixes REFERENCE §16.1: one write no longer invalidates
+    part of a write's chain (fixes reference §16.1: one write no longer invalidates
     every tenant's cache).
     """
     agent, mode, hai = scope.agent_wallet, scope.mode, scope.hai_id

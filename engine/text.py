@@ -1,6 +1,6 @@
 """Text helpers for prompt packing: sanitise, truncate, query terms, dedupe fingerprints.
 
-Pure string functions (REFERENCE §6.2–6.4). Every length is counted in Python `str`
+Pure string functions (reference §6.2–6.4). Every length is counted in Python `str`
 characters (code points), the same unit the packer's character budget uses.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 # "your-deployment", "your-server" and "your-mcp" from the reference list are all covered by
-# "your-"; they are kept so the list reads the same as REFERENCE §6.2.
+# "your-"; they are kept so the list reads the same as reference §6.2.
 _PLACEHOLDER_MARKERS = (
     "your-",
     "your_",
@@ -24,7 +24,7 @@ _PLACEHOLDER_MARKERS = (
 )
 
 FEEDBACK_SENTENCE = "Feedback is available through sdk.feedback.*"
-"""Replaces a placeholder markdown link whose label mentions feedback (REFERENCE §6.2)."""
+"""Replaces a placeholder markdown link whose label mentions feedback (reference §6.2)."""
 
 _MARKDOWN_LINK = re.compile(r"\[([^\]]+)\]\((https?://[^)\s]+)\)", re.IGNORECASE)
 _BARE_URL = re.compile(r"https?://[^\s)]+", re.IGNORECASE)
@@ -68,7 +68,7 @@ def _drop_placeholder_url(match: re.Match[str]) -> str:
 
 
 def sanitize(text: str) -> str:
-    """Clean one memory text for a prompt (REFERENCE §6.2, step 1).
+    """Clean one memory text for a prompt (reference §6.2, step 1).
 
     Markdown links to placeholder URLs (localhost, example.com, "your-…", …) become their
     label, or `FEEDBACK_SENTENCE` when the label mentions feedback; bare placeholder URLs are
@@ -112,7 +112,7 @@ def _normalise(text: str) -> str:
 
 
 def fingerprint(text: str) -> str:
-    """Dedupe key for a packed text (REFERENCE §6.4).
+    """Dedupe key for a packed text (reference §6.4).
 
     Normalisation: lower-case, drop http(s) URLs, turn every character other than a letter,
     number, whitespace, ":", ".", "_" or "-" into a space, collapse whitespace, strip.

@@ -10,7 +10,7 @@ the field, while every other bad input (missing, wrong JSON type, refused by a r
 
 * a count (`limit`, `maxItems`, `maxItemChars`, `last`, `k`, `topK`, a budget) is a whole
   number of at least 1 (`Count`); absent means the default. Above its maximum, a per-page
-  count is lowered to the maximum (REFERENCE §6.1, documented on each field);
+  count is lowered to the maximum (reference §6.1, documented on each field);
 * a token count is a whole number of at least 0 (`TokenCount`);
 * a time is milliseconds since epoch from 0 (1970-01-01T00:00:00Z) to `MAX_TIME_MS`
   (9999-12-31T23:59:59.999Z), or an ISO-8601 time within the same range (`Moment`; naive

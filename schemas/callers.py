@@ -1,4 +1,4 @@
-"""Loose bodies of the other callers sharing the store (REFERENCE §14) → contracts: knowledge
+"""Loose bodies of the other callers sharing the store (reference §14) → contracts: knowledge
 documents and workflow checkpoints.
 
 Like `schemas.inputs`, this is the edge's validation (SDK and gateway): a bad input raises

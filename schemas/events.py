@@ -191,7 +191,7 @@ KnowledgeFormat = Literal["file", "url", "paste"]
 
 
 class KnowledgeSubmitted(Event):
-    """A knowledge document to index (REFERENCE §14): cut into overlapping windows of 1,400
+    """A knowledge document to index (reference §14): cut into overlapping windows of 1,400
     characters, each stored as an embedded `knowledge` row of `scope`. A scope without
     `userAddress` holds the agent's own (genesis) knowledge, one with a user that user's
     workspace; the thread is ignored (knowledge is not per thread). Keyed by agent|user.
@@ -222,7 +222,7 @@ Step = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)] | Annotated[str, Field(
 
 
 class WorkflowCheckpointRecorded(Event):
-    """A checkpoint of a workflow run (REFERENCE §14): a step's learning, the run's
+    """A checkpoint of a workflow run (reference §14): a step's learning, the run's
     evaluation or a mid-run context compaction, stored as a `session` row. `scope` is the
     workflow's: `agentWallet` = the workflow wallet, `userAddress` = the run's user,
     `threadId` (alias `runId`) = the run id (required); workflow memory has no mode, so a

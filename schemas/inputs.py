@@ -1,7 +1,7 @@
 """Loose request bodies (the reference's JSON shapes, with aliases and defaults) → contracts.
 
 This is the edge's validation: the SDK and the HTTP gateway call these before anything is
-published, so a bad input is rejected with the reference's 400 message (REFERENCE §1.2) and
+published, so a bad input is rejected with the reference's 400 message (reference §1.2) and
 never reaches Kafka. A number or a time out of its range (`schemas.bounds`) is refused with
 `ValueOutOfRange` (422) naming the field, never clamped into range or replaced by a default;
 an absent one takes its default. Times are milliseconds since epoch.
@@ -29,7 +29,7 @@ E = TypeVar("E", bound=BaseModel)
 
 
 def h32(text: str) -> str:
-    """First 32 hex chars of SHA-256 of the UTF-8 text (REFERENCE §0 `H32`)."""
+    """First 32 hex chars of SHA-256 of the UTF-8 text (reference §0 `H32`)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
@@ -44,7 +44,7 @@ def from_ms(ms: int) -> datetime:
 
 
 def thread_session_id(scope: Scope, thread_id: str | None = None) -> str:
-    """REFERENCE §1.5: `session:<global:agent | local:hai-or-agent>:<thread or main>`."""
+    """reference §1.5: `session:<global:agent | local:hai-or-agent>:<thread or main>`."""
     if scope.mode == "local":
         key = f"local:{scope.hai_id or scope.agent_wallet}"
     else:
@@ -79,7 +79,7 @@ def _present(data: dict[str, Any], *keys: str) -> tuple[str, object]:
 
 
 def _count(data: dict[str, Any], keys: tuple[str, ...], default: int, high: int) -> int:
-    """A per-page count (REFERENCE §6.1): absent means `default`; a whole number of at least
+    """A per-page count (reference §6.1): absent means `default`; a whole number of at least
     1, lowered to `high` above it. Anything else is refused (`whole_count`), never
     clamped up or replaced by the default."""
     key, value = _present(data, *keys)
@@ -118,7 +118,7 @@ def _layers(value: object) -> list[LayerName]:
 
 
 def context_request(body: object) -> ContextRequest:
-    """pre_turn body → `ContextRequest` with the defaults of REFERENCE §6.1: `limit` 5
+    """pre_turn body → `ContextRequest` with the defaults of reference §6.1: `limit` 5
     (at most 20), `maxItems` 8 (at most 24), `maxItemChars` 500 (at most 2,000), no budget.
     A count above its maximum is lowered to it; one below 1 is refused."""
     data = _require_object(body, "body")
@@ -221,7 +221,7 @@ def _tool_events(data: dict[str, Any], now_ms: int) -> list[ToolEvent]:
 
 
 def turn_recorded(body: object, *, now: datetime | None = None) -> TurnRecorded:
-    """post_turn body → `TurnRecorded` (REFERENCE §7.1 steps 1-5).
+    """post_turn body → `TurnRecorded` (reference §7.1 steps 1-5).
 
     `turnId` defaults to a hash of (sessionId, threadId, occurred_at, the messages), so the
     same body published twice with the same `occurredAt` is the same turn, while two
@@ -295,7 +295,7 @@ FACT_TYPES = ("preference", "identity", "context", "skill", "relationship", "eve
 
 
 def memory_remembered(body: object, *, now: datetime | None = None) -> MemoryRemembered:
-    """remember body → `MemoryRemembered` (REFERENCE §7.4 steps 1-4)."""
+    """remember body → `MemoryRemembered` (reference §7.4 steps 1-4)."""
     data = _require_object(body, "body")
     scope = Scope.parse(data)
     content = clean_str(data.get("content")) or clean_str(data.get("fact"))

@@ -1,4 +1,4 @@
-"""The parameters of each maintenance job (REFERENCE §10.6), in one place.
+"""The parameters of each maintenance job (reference §10.6), in one place.
 
 One frozen model per job type, naming every parameter the job reads, its type and its
 range. `check_job_params` is the one check: the gateway (POST /jobs), the SDK

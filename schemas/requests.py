@@ -17,7 +17,7 @@ MAX_QUERY_CHARS = 4_000
 
 
 class ContextRequest(Contract):
-    """pre_turn (REFERENCE §6.1). Counts are at least 1 (refused below: see
+    """pre_turn (reference §6.1). Counts are at least 1 (refused below: see
     `schemas.inputs`, which lowers a count above its maximum to it); no budget is None."""
 
     scope: Scope
@@ -52,7 +52,7 @@ class ContextUsage(Contract):
 
 
 class ContextReply(Contract):
-    """The packed "Memory context" (REFERENCE §6.6). `error` is set instead when the
+    """The packed "Memory context" (reference §6.6). `error` is set instead when the
     request could not be served (the client raises it rather than timing out)."""
 
     context_id: str = ""
@@ -127,11 +127,11 @@ class ItemReply(Contract):
 
 
 class SessionRequest(Contract):
-    """Read (`get`) or edit (`update`, REFERENCE §7.2) one working-memory session by its
+    """Read (`get`) or edit (`update`, reference §7.2) one working-memory session by its
     session id, always within an explicit scope (agent, and user when the session is a
     user's): a session outside it is reported as not found. `update` merges by default
     (context lines appended, the newest kept; objects merged key by key, new keys win) or,
-    with `replace`, replaces each given part wholesale. `compress` (REFERENCE §10.9)
+    with `replace`, replaces each given part wholesale. `compress` (reference §10.9)
     summarises the session's transcript (else its working buffer) into one embedded
     `archive` memory row of the session's own scope, once per content; `model` is the
     caller's choice of LLM model (the configured one when None; unused without an LLM)."""
@@ -177,7 +177,7 @@ AdminOp = Literal[
     "evals.list",
     "archives.sync",
 ]
-"""The reads, the one promotion and the archive pin of `memory.admin.v1` (REFERENCE §9,
+"""The reads, the one promotion and the archive pin of `memory.admin.v1` (reference §9,
 §10.2, §10.6, §12, §13)."""
 
 
@@ -211,7 +211,7 @@ class AdminReply(Contract):
 
 
 class ReliabilityRequest(Contract):
-    """Workflow reliability of one agent (REFERENCE §14 `getAgentReliability`), within an
+    """Workflow reliability of one agent (reference §14 `getAgentReliability`), within an
     explicit scope: `agentWallet` = the workflow wallet, `userAddress` = the runs' user (a
     scope without a user reads only checkpoints stored without one); the thread is
     ignored (every run counts). Only the scope's own rows are read."""
@@ -249,7 +249,7 @@ class RerankDocument(Contract):
 
 
 class RerankRequest(Contract):
-    """Rank `documents` by relevance to `query` (REFERENCE §13.4 `POST rerank`), with the
+    """Rank `documents` by relevance to `query` (reference §13.4 `POST rerank`), with the
     configured reranker or, without one, the layers' local relevance. Not fail-soft: a
     reranker failure is answered with an error."""
 

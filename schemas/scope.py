@@ -1,4 +1,4 @@
-"""The tenant scope of every read and write (REFERENCE §1.1-§1.2).
+"""The tenant scope of every read and write (reference §1.1-§1.2).
 
 Aliases accepted on input (first present wins): `agentWallet|agent_id`, `userAddress|user_id`,
 `threadId|thread_id|runId|run_id`, `haiId|hai_id`. An empty string (or a non-string) means
@@ -100,7 +100,7 @@ def clean_id(value: object, name: str) -> str | None:
 
 
 def clean_str(value: object) -> str | None:
-    """`str()` of REFERENCE §0: a non-blank string, trimmed; anything else is absent."""
+    """`str()` of reference §0: a non-blank string, trimmed; anything else is absent."""
     if isinstance(value, str):
         stripped = value.strip()
         return stripped or None

@@ -1,4 +1,4 @@
-"""The reference's `transcripts/index` body (REFERENCE §13.3) → one `TurnRecorded` per
+"""The reference's `transcripts/index` body (reference §13.3) → one `TurnRecorded` per
 exchange, so a whole transcript is stored by the transcripts group like turns recorded one
 by one (transcript appended, the thread's working buffer, one embedded `session` row per
 exchange; extraction and patterns read the same turns).
@@ -11,7 +11,7 @@ row; an exchange is the unit pre_turn's layers and the transcript store already 
 Turn ids are derived from the tenant, the session, the thread, the exchange's position and
 its text (never the clock), so indexing the same transcript twice, or a transcript that
 grew, stores each exchange once (the reference's upsert replaced the stored messages,
-REFERENCE §16.11). Like `schemas.inputs`, this is the edge's validation: a bad input raises
+reference §16.11). Like `schemas.inputs`, this is the edge's validation: a bad input raises
 `ScopeError` and nothing is published. Times are milliseconds since epoch.
 """
 

@@ -162,7 +162,7 @@ def build_summariser(settings: Settings, http: httpx.AsyncClient) -> Summariser:
 
 def build_pinner(settings: Settings, http: httpx.AsyncClient) -> PinataPinner | None:
     """Pinata pinning of archives, only when credentials *and* an encryption key are set:
-    an archive is never pinned in plaintext (fixes REFERENCE §16.6)."""
+    an archive is never pinned in plaintext (fixes reference §16.6)."""
     jwt = settings.pinata_jwt.get_secret_value() if settings.pinata_jwt else None
     key = settings.pinata_api_key
     secret = settings.pinata_api_secret.get_secret_value() if settings.pinata_api_secret else None

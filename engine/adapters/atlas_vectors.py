@@ -1,7 +1,7 @@
 """Approximate vector search with MongoDB Atlas `$vectorSearch` (DESIGN.md §5).
 
 The tenant scope is a **pre-filter** inside `$vectorSearch`, so the ANN candidates are drawn
-from the tenant's own rows only (fixes REFERENCE §16.2, where the tenant was filtered after the
+from the tenant's own rows only (fixes reference §16.2, where the tenant was filtered after the
 ANN and small tenants got empty or truncated results). A scope without a user pre-filters on
 `userAddress: null`, i.e. user-less rows only (fixes §16.3); this relies on rows storing the
 field explicitly, as `MongoMemoryStore.document` does, because Atlas matches `null` only
@@ -13,7 +13,7 @@ pre-filter must be declared a `filter` field of the index: `ATLAS_FILTER_FIELDS`
 
 Scores: for `cosine` similarity Atlas reports `(1 + cos) / 2` in [0, 1]; `atlas_score_to_cosine`
 maps it back to the cosine in [-1, 1] that the exact path reports, so thresholds mean the same
-on both paths (REFERENCE §16.15).
+on both paths (reference §16.15).
 
 Documents are read back into `MemoryRow`s with `engine.adapters.mongo`'s
 `row_of`, so every Mongo adapter decodes rows identically.

@@ -1,5 +1,5 @@
 """HTTP `Embedder`s: Voyage (directly, or through MongoDB's AI gateway as the reference does,
-REFERENCE §4.1) and OpenAI-compatible `/embeddings` servers (OpenAI, vLLM, TEI, Ollama, ...).
+reference §4.1) and OpenAI-compatible `/embeddings` servers (OpenAI, vLLM, TEI, Ollama, ...).
 
 Both `POST <base_url>/embeddings` with `{"input": [text, ...], "model": ...}` and a Bearer key
 (no Authorization header when the key is empty, for local servers), and both answer
@@ -10,7 +10,7 @@ Both `POST <base_url>/embeddings` with `{"input": [text, ...], "model": ...}` an
 - OpenAI-compatible servers have no input type and take `dimensions` (sent only when asked:
   not every server or model accepts it).
 
-There is no fallback (REFERENCE §4.1, DESIGN §6: never another vector space). Every failure
+There is no fallback (reference §4.1, DESIGN §6: never another vector space). Every failure
 raises `EmbeddingFailed`, a `DependencyFailed`: a consumer retries the message with backoff and
 then dead-letters it; a search request answers with the error. Failures are a transport error,
 a timeout (one deadline for the whole exchange), a non-2xx status (with the first 300

@@ -204,7 +204,7 @@ class MongoPatternCounter:
 
 
 def skill_document(s: Skill) -> Doc:
-    """The stored skill (REFERENCE §9.3's shape, keyed by its id); the admin API shows it
+    """The stored skill (reference §9.3's shape, keyed by its id); the admin API shows it
     as is, without `_id`."""
     return {
         "_id": s.skill_id,

@@ -1,4 +1,4 @@
-"""`Extractor` adapter for any OpenAI-compatible chat-completions endpoint (REFERENCE §7.3).
+"""`Extractor` adapter for any OpenAI-compatible chat-completions endpoint (reference §7.3).
 
 Request: `POST {base_url}/v1/chat/completions` (a `base_url` that already ends in `/v1` is
 not doubled) with a Bearer key (no Authorization header when `api_key` is empty, for local

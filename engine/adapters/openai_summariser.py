@@ -1,4 +1,4 @@
-"""Session summaries from an OpenAI-compatible chat-completions model (REFERENCE §10.9).
+"""Session summaries from an OpenAI-compatible chat-completions model (reference §10.9).
 
 `POST {base_url}/v1/chat/completions` (as `engine.adapters.openai_extractor`) with the
 conversation as `role: content` lines and a request for one JSON object `{summary,

@@ -1,4 +1,4 @@
-"""Pins encrypted archives to IPFS through Pinata (REFERENCE §10.2, fixing §16.6).
+"""Pins encrypted archives to IPFS through Pinata (reference §10.2, fixing §16.6).
 
 Request: `POST {base_url}/pinning/pinJSONToIPFS` with
 `{"pinataContent": {"archiveId", "encryption": "AES-256-GCM", "payload": base64(blob)},

@@ -1,5 +1,5 @@
 """Redis (or Valkey) query cache with namespace counters. Reads and writes of cached values
-are fail-soft: a cache that is down means misses and no-ops, never a failed turn (REFERENCE
+are fail-soft: a cache that is down means misses and no-ops, never a failed turn (reference
 §8.1). Bumping a namespace is not: it raises, so invalidation is retried."""
 
 from __future__ import annotations

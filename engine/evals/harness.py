@@ -1,4 +1,4 @@
-"""Retrieval evals (REFERENCE §12), scored so the numbers mean what they say (fixes §16.28).
+"""Retrieval evals (reference §12), scored so the numbers mean what they say (fixes §16.28).
 
 An eval runs labelled queries through an injected search and scores what came back.
 
@@ -226,7 +226,7 @@ def _layers(value: object) -> tuple[LayerName, ...]:
 
 
 def parse_request(body: object) -> EvalRequest:
-    """A loose eval body (REFERENCE §12 shape, scope aliases of §1.1 normalised, camelCase or
+    """A loose eval body (reference §12 shape, scope aliases of §1.1 normalised, camelCase or
     snake_case) → `EvalRequest`; `InputRejected` with a clear message otherwise."""
     if not isinstance(body, Mapping):
         raise InputRejected("body must be an object")

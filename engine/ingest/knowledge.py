@@ -1,4 +1,4 @@
-"""Knowledge documents as `knowledge` memory rows (REFERENCE §14, genesis and workspace).
+"""Knowledge documents as `knowledge` memory rows (reference §14, genesis and workspace).
 
 A document is cut into overlapping character windows (`chunk`), each stored as one embedded
 `source: "knowledge"` row. An agent-level scope (no user) holds the agent's own (genesis)
@@ -29,7 +29,7 @@ EMBED_BATCH = 32
 SYSTEM_KEYS = frozenset(
     {"scope", "type", "key", "sourceFormat", "uri", "chunk", "chunks", "source", "layer", "status"}
 )
-"""Metadata keys the system owns; caller metadata never overrides them (REFERENCE §16.27)."""
+"""Metadata keys the system owns; caller metadata never overrides them (reference §16.27)."""
 
 
 def chunk(text: str, size: int = CHUNK_CHARS, overlap: int = CHUNK_OVERLAP) -> list[str]:

@@ -5,7 +5,7 @@ in the same tenant (agent, user, mode, hai) counts one *execution* of one patter
 *success* when every call in it succeeded. Counting is idempotent per turn id, so a
 redelivered or replayed `TurnRecorded` never counts twice.
 
-Fixes of the reference (REFERENCE §9, §16.4, §16.19):
+Fixes of the reference (reference §9, §16.4, §16.19):
 * success comes from the tools' outcomes, not from frequency;
 * the counter never puts a field in both `$set` and `$setOnInsert` (the reference's write
   always failed on that path conflict);
@@ -46,14 +46,14 @@ MIN_EXECUTIONS = 2
 MIN_SUCCESS_RATE = 0.55
 MIN_CONFIDENCE = 0.2
 FULL_CONFIDENCE_EXECUTIONS = 10
-"""REFERENCE §9.2: confidence = min(1, executions / 10 × success rate)."""
+"""reference §9.2: confidence = min(1, executions / 10 × success rate)."""
 
 TURN_IDS_KEPT = 500
 """Turn ids remembered per pattern for idempotency (an older redelivery would count again)."""
 
 
 def h32(text: str) -> str:
-    """REFERENCE §0 `H32`: the first 32 hex characters of SHA-256 of the UTF-8 text."""
+    """reference §0 `H32`: the first 32 hex characters of SHA-256 of the UTF-8 text."""
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
@@ -226,7 +226,7 @@ class Validation:
 
 
 def validate_counts(executions: int, success_rate: float) -> tuple[bool, float]:
-    """(valid, confidence) of REFERENCE §9.2: confidence = min(1, executions/10 × rate);
+    """(valid, confidence) of reference §9.2: confidence = min(1, executions/10 × rate);
     valid = executions ≥ 2 and rate ≥ 0.55 and confidence ≥ 0.2."""
     confidence = min(1.0, executions / FULL_CONFIDENCE_EXECUTIONS * success_rate)
     valid = (
@@ -247,7 +247,7 @@ def validate(state: PatternState | None) -> Validation:
 
 @dataclass(frozen=True, slots=True)
 class Skill:
-    """A validated pattern promoted to a reusable procedure (REFERENCE §9.3). Times in ms."""
+    """A validated pattern promoted to a reusable procedure (reference §9.3). Times in ms."""
 
     skill_id: str
     pattern_id: str

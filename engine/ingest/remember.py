@@ -1,4 +1,4 @@
-"""Explicit remember (REFERENCE §7.4), deduplicated.
+"""Explicit remember (reference §7.4), deduplicated.
 
 A remembered fact becomes a `source: "fact"` memory row whose id is derived from
 `factHash = H32(agent | lower(user or "_") | lower(trim(text)) [| mode | hai])`, so remembering

@@ -1,4 +1,4 @@
-"""post_turn persistence (REFERENCE §7.1-§7.2), idempotent and in event time.
+"""post_turn persistence (reference §7.1-§7.2), idempotent and in event time.
 
 One `TurnRecorded` → (1) the turn's messages appended to the thread's transcript (not
 overwritten: fixes §16.11), (2) its user/assistant lines appended to the thread's working
@@ -27,7 +27,7 @@ from schemas.inputs import h32, thread_session_id, to_ms
 
 DAY_MS = 86_400_000
 SYSTEM_METADATA_KEYS = ("type", "source", "layer", "status", "contextId", "turnId", "sessionId")
-"""Keys the system owns; caller metadata never overrides them (fixes REFERENCE §16.27)."""
+"""Keys the system owns; caller metadata never overrides them (fixes reference §16.27)."""
 
 _SPACES = re.compile(r"\s+")
 

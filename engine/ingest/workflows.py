@@ -1,4 +1,4 @@
-"""Workflow memory (REFERENCE §14): checkpoints as `session` rows, and agent reliability.
+"""Workflow memory (reference §14): checkpoints as `session` rows, and agent reliability.
 
 A workflow run stores its checkpoints (a step's learning, the run's evaluation, a mid-run
 context compaction) as `session` memory rows of the workflow's wallet: user = the run's

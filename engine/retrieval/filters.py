@@ -1,4 +1,4 @@
-"""Caller filters: the allowlist of REFERENCE §1.3, made strict.
+"""Caller filters: the allowlist of reference §1.3, made strict.
 
 A caller may narrow a read with `filters: {path: value}`. Rules:
 
@@ -17,7 +17,7 @@ A caller may narrow a read with `filters: {path: value}`. Rules:
 
 Anything else (operator objects such as `{"$ne": …}`, `{"$regex": …}`, keys starting with `$`,
 unknown keys such as the runtime's `workflow_wallet`, nested lists) raises `InputRejected`
-naming the key: nothing is dropped silently (fixes REFERENCE §16.26).
+naming the key: nothing is dropped silently (fixes reference §16.26).
 
 Which filters a layer honours (`Filters.applies_to`; fixes §16.26, where a collection-specific
 filter emptied every other layer):
@@ -33,7 +33,7 @@ filter emptied every other layer):
 are the tenant filter's business: `mongo_clauses` and `matches` never emit or test them, so a
 merge like `{**tenant_query(where), **mongo_clauses(f)}` can never widen a read. A filter on a
 tenant path the read is constrained by is only *checked* (`conflicts_with_scope`): an equal value
-is redundant, a different one means the read returns nothing (REFERENCE §1.3 step 5). `narrow`
+is redundant, a different one means the read returns nothing (reference §1.3 step 5). `narrow`
 folds them into the `TenantFilter`, also narrowing a path the scope leaves open (e.g. `threadId`
 on a durable layer). A layer read therefore goes:
 

@@ -14,7 +14,7 @@ LAYER_PRIORITY: Mapping[str, float] = {
     "scene": 0.96,
     "archives": 0.88,
 }
-"""Packing prior `P[L]` per layer (REFERENCE §6.3); any other layer gets 0.9."""
+"""Packing prior `P[L]` per layer (reference §6.3); any other layer gets 0.9."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
 """Term matching for the text layers (working, scene). Replaces the reference's
-whole-query substring test (REFERENCE §16.10), which almost never matches a natural question.
+whole-query substring test (reference §16.10), which almost never matches a natural question.
 
 A text's lexical score is the share of the query's content terms it contains, in [0, 1]
 (higher is more relevant). Terms are lower-cased alphanumeric words longer than 2 characters,

@@ -1,4 +1,4 @@
-"""Prompt packing: layer hits in, one bounded memory prompt out (REFERENCE §6.3–6.6).
+"""Prompt packing: layer hits in, one bounded memory prompt out (reference §6.3–6.6).
 
 Pure and deterministic: the clock comes in as `now_ms` (milliseconds since epoch).
 
@@ -110,7 +110,7 @@ def _recency(created_at: int | None, now_ms: int) -> float:
 
 
 def packing_score(hit: Hit, query_terms: Sequence[str], text: str, now_ms: int) -> float:
-    """Rank value of `hit` shown as `text` (REFERENCE §6.3); higher packs first.
+    """Rank value of `hit` shown as `text` (reference §6.3); higher packs first.
 
     `P[L] + 0.45·semantic + 0.35·query + 0.12·confidence + 0.08·importance + 0.08·recency
     + 0.04·access`, where semantic/confidence/importance default to 0.5 when missing, query
@@ -250,7 +250,7 @@ def pack(
     budget_chars: int | None = None,
     now_ms: int,
 ) -> Packed:
-    """Pack the best layer hits for `query` into one prompt (REFERENCE §6.5–6.6).
+    """Pack the best layer hits for `query` into one prompt (reference §6.5–6.6).
 
     `layers` maps each layer that answered to its hits, best first; a failed layer is simply
     absent. Only layers named in `layer_order` are packed, in that order (ties in packing

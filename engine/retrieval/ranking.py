@@ -6,7 +6,7 @@ decay → rerank (`engine.retrieval.rerank.rerank_fail_soft`, which applies deca
 
 Scores are relevance in [0, 1], higher is more relevant; a hit whose `score` is None ranks as
 0.0. Times are milliseconds since epoch. Every sort here is stable, so equal scores keep their
-input order. Differences from the reference (REFERENCE §5, §16.7, §16.17):
+input order. Differences from the reference (reference §5, §16.7, §16.17):
 
 - reranker scores are merged by hit id, not by text, and multiplied by the decay multiplier
   instead of replacing the decayed score (decay is not reduced to a 1e-6 tie-breaker);

@@ -1,4 +1,4 @@
-"""The reranker port and the fail-soft rerank step (REFERENCE §5.2, fixed per §16.17).
+"""The reranker port and the fail-soft rerank step (reference §5.2, fixed per §16.17).
 
 A reranker (a cross-encoder behind an HTTP API) scores how relevant each candidate text is to
 the query. The step is optional and fail-soft: when it is disabled, skipped or failing, the

@@ -1,4 +1,4 @@
-"""Rerank caller-supplied documents against a query (REFERENCE §13.4 `POST rerank`, §5.2).
+"""Rerank caller-supplied documents against a query (reference §13.4 `POST rerank`, §5.2).
 
 Unlike the fail-soft step of pre_turn (`engine.retrieval.rerank.rerank_fail_soft`), this is the
 operation itself, so it is not fail-soft: a configured reranker that fails raises
@@ -24,7 +24,7 @@ from engine.retrieval.relevance import RelevancePolicy, combined
 from engine.retrieval.rerank import Reranker
 
 TIE_BREAK = 1e-6
-"""Weight of the caller's own score in `score` (the reference's merge, REFERENCE §5.2)."""
+"""Weight of the caller's own score in `score` (the reference's merge, reference §5.2)."""
 LOCAL = "local"
 """The ranker name when no reranker is configured."""
 

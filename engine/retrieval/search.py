@@ -1,6 +1,6 @@
 """pre_turn: search the layers (through the namespaced query cache), then pack.
 
-The query is embedded once per request (fixes REFERENCE §16.22's double embedding). Layers
+The query is embedded once per request (fixes reference §16.22's double embedding). Layers
 run concurrently; a failing layer is left out of the result (and logged), and a result with a
 failed layer is never cached (§16.22). If the embedder fails, the text layers still answer
 lexically and the memory layers are reported missing.
@@ -227,7 +227,7 @@ class MemorySearch:
         return LayerResult(hits, cached=False)
 
     async def context(self, request: ContextRequest, now_ms: int) -> ContextReply:
-        """The packed Memory context of REFERENCE §6.6."""
+        """The packed Memory context of reference §6.6."""
         result = await self.search(
             request.scope, request.query, request.layers, request.limit, now_ms, request.as_of
         )
@@ -274,7 +274,7 @@ class MemorySearch:
         )
 
     async def layer_search(self, request: LayerSearchRequest, now_ms: int) -> LayerSearchReply:
-        """Raw layer items (no packing), REFERENCE §3 output."""
+        """Raw layer items (no packing), reference §3 output."""
         result = await self.search(
             request.scope, request.query, request.layers, request.limit, now_ms, request.as_of
         )

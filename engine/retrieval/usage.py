@@ -1,4 +1,4 @@
-"""Access counting, only for what was actually returned, in batches (fixes REFERENCE §16.14:
+"""Access counting, only for what was actually returned, in batches (fixes reference §16.14:
 the reference bumped counters on cache hits, on candidates beyond the limit, and on every
 read, one write per search).
 

@@ -1,4 +1,4 @@
-"""Archives of a tenant's older memory (REFERENCE §10.1–§10.2, fixing §16.6 and §16.30).
+"""Archives of a tenant's older memory (reference §10.1–§10.2, fixing §16.6 and §16.30).
 
 An archive holds the rows of **one agent and one user** (and one mode / hai) created in a
 half-open window `[start, end)` (milliseconds since epoch). The reference archived every

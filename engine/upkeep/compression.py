@@ -1,4 +1,4 @@
-"""Session compression (REFERENCE §10.9 `POST …/sessions/{id}/compress`), within a tenant.
+"""Session compression (reference §10.9 `POST …/sessions/{id}/compress`), within a tenant.
 
 The session's transcript (else its working buffer) is read by session id within an exact
 tenant filter (another tenant's session is `NotFound`, like a missing one), summarised as

@@ -1,5 +1,5 @@
 """Item lifecycle: get, update, delete and resolve one row of the `memory` collection
-(REFERENCE §11), always within an explicit tenant.
+(reference §11), always within an explicit tenant.
 
 Scope (fixes §16.3): every operation takes a `TenantFilter`. The agent is required; the user
 matches exactly, and a filter without a user reaches user-less (agent-level) rows only; the

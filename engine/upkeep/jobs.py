@@ -1,4 +1,4 @@
-"""Maintenance jobs: records, bounded retries, and visible failures (REFERENCE §10.6, fixing
+"""Maintenance jobs: records, bounded retries, and visible failures (reference §10.6, fixing
 §16.18 where failures were swallowed and every job read "completed").
 
 A job request names a `type`, its parameters and its time `at` (the request's `occurred_at`:

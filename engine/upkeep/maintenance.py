@@ -1,4 +1,4 @@
-"""Maintenance over the `memory` collection: consolidate, decay, cleanup (REFERENCE §10.3-§10.5,
+"""Maintenance over the `memory` collection: consolidate, decay, cleanup (reference §10.3-§10.5,
 with its bugs fixed).
 
 * **consolidate** works per agent *and user* (and mode/hai): duplicates are rows of one tenant

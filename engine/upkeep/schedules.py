@@ -1,4 +1,4 @@
-"""The maintenance schedule (REFERENCE §10.8), as pure functions of time (UTC).
+"""The maintenance schedule (reference §10.8), as pure functions of time (UTC).
 
 | schedule      | when                  | job            | parameters        |
 | ------------- | --------------------- | -------------- | ----------------- |

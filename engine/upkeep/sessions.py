@@ -1,4 +1,4 @@
-"""Working-memory sessions read and edited by id (REFERENCE §7.2, §13.3 `…/sessions/{id}/
+"""Working-memory sessions read and edited by id (reference §7.2, §13.3 `…/sessions/{id}/
 working`), always within an explicit tenant.
 
 A session is the working buffer post_turn appends to (`sessions` collection, keyed by the
@@ -32,7 +32,7 @@ from schemas.scope import Scope
 MAX_CONTEXT_LINES = 100
 """Lines one edit may carry (the stored buffer is trimmed to `keep` unless replaced)."""
 LINE_CHARS = 1000
-"""A context line is cut to this many characters (REFERENCE §7.2)."""
+"""A context line is cut to this many characters (reference §7.2)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +52,7 @@ class SessionDocument:
     compressed: bool = False
 
     def json(self) -> dict[str, Any]:
-        """The reference's session row (REFERENCE §2.3), camelCase, times in ms."""
+        """The reference's session row (reference §2.3), camelCase, times in ms."""
         return {
             "sessionId": self.session_id,
             **self.scope.view(),
@@ -188,7 +188,7 @@ def context_lines(lines: list[str]) -> list[str]:
 async def get_session(
     store: SessionStore, where: TenantFilter, session_id: str, *, at: int
 ) -> SessionDocument:
-    """The session, its `lastAccessedAt` moved to `at` (REFERENCE §7.2: a read touches it).
+    """The session, its `lastAccessedAt` moved to `at` (reference §7.2: a read touches it).
     NotFound when absent or outside `where`."""
     doc = await store.touch(_checked(where, session_id), session_id, at)
     if doc is None:

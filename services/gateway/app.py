@@ -1,4 +1,4 @@
-"""The HTTP gateway's app factory: the reference's `/api/memory/...` routes (REFERENCE §13)
+"""The HTTP gateway's app factory: the reference's `/api/memory/...` routes (reference §13)
 in front of the Kafka services. Writes publish events; reads are request-reply. Liveness,
 readiness and metrics: `services.gateway.probes`."""
 

@@ -1,4 +1,4 @@
-"""The reference's compatibility routes (REFERENCE §13.3 `transcripts/index`, §13.4), each a
+"""The reference's compatibility routes (reference §13.3 `transcripts/index`, §13.4), each a
 thin mapping onto what the loop and the items already do, so a runtime written against the
 reference's HTTP API migrates without rewriting its calls.
 
@@ -47,7 +47,7 @@ router = APIRouter(tags=["compatibility"], responses=ERRORS, route_class=StrictJ
 listing = APIRouter(tags=["compatibility"], responses=ERRORS, route_class=StrictJsonRoute)
 
 LIST_LIMIT = (50, 200)
-"""GET /{agentWallet} `limit`: default, maximum (REFERENCE §13.4)."""
+"""GET /{agentWallet} `limit`: default, maximum (reference §13.4)."""
 SEARCH_LIMIT = (5, 20)
 """POST /search `limit`: default, maximum (the reference did not cap it, §16.29)."""
 
@@ -56,7 +56,7 @@ SEARCH_LIMIT = (5, 20)
 
 
 class TranscriptBody(ScopeBody):
-    """REFERENCE §13.3: `sessionId`, `threadId`, `agentWallet` and `messages[]` are required."""
+    """reference §13.3: `sessionId`, `threadId`, `agentWallet` and `messages[]` are required."""
 
     sessionId: str | None = Field(default=None, description="Required: the transcript's id.")
     messages: list[MessageBody] | None = Field(default=None, description="Required.")
@@ -96,7 +96,7 @@ class SearchBody(ScopeBody):
 
 
 class MemoryItem(_Reply):
-    """The reference's graph item (REFERENCE §3), with `score` and `content` added."""
+    """The reference's graph item (reference §3), with `score` and `content` added."""
 
     id: str
     memory: str

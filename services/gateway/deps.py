@@ -77,7 +77,7 @@ def admin_result(reply: AdminReply) -> dict[str, Any]:
 
 
 def at_most(value: int | None, default: int, high: int) -> int:
-    """A per-page count: `value` lowered to `high` (REFERENCE §6.1's cap), None ⇒ `default`.
+    """A per-page count: `value` lowered to `high` (reference §6.1's cap), None ⇒ `default`.
     A count below 1 never gets here: the route's `Count` type refuses it (422)."""
     return default if value is None else min(value, high)
 

@@ -1,4 +1,4 @@
-"""Every gateway error is `{"error": "<message>"}` (REFERENCE §1.2), with a status that says
+"""Every gateway error is `{"error": "<message>"}` (reference §1.2), with a status that says
 whose fault it is:
 
 * 400 - the body or a parameter is invalid (missing, of the wrong JSON type, refused by a

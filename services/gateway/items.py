@@ -1,4 +1,4 @@
-"""Raw layer search and the item lifecycle (REFERENCE §11, §13.2), request-reply over Kafka.
+"""Raw layer search and the item lifecycle (reference §11, §13.2), request-reply over Kafka.
 
 Every item operation runs inside the caller's explicit scope: `agentWallet` is required (a
 token limited to one agent fills it in) and a scope without `userAddress` reaches only

@@ -1,4 +1,4 @@
-"""The canonical loop (REFERENCE §13.1): pre_turn is request-reply over Kafka; post_turn and
+"""The canonical loop (reference §13.1): pre_turn is request-reply over Kafka; post_turn and
 remember are validated here and published, answering 202 with the ids of what will be
 written (the consumer groups write it; nothing is stored before the answer)."""
 
@@ -134,7 +134,7 @@ async def remember(
 
 @router.post("/context/assemble", response_model=ContextResponse)
 async def assemble_context(body: ContextBody, client: Client, caller: Caller) -> ContextResponse:
-    """pre_turn: the packed Memory context for a query (REFERENCE §6)."""
+    """pre_turn: the packed Memory context for a query (reference §6)."""
     return await assemble(client, caller, raw(body))
 
 

@@ -1,4 +1,4 @@
-"""Workflow manifests (REFERENCE §13.1): static descriptions of how a runtime drives this
+"""Workflow manifests (reference §13.1): static descriptions of how a runtime drives this
 gateway — the hot per-turn loop and the durable maintenance, pattern and archive loops —
 each naming the real routes it calls, in order. GET /workflows lists them, GET
 /workflows/{id} answers one (unknown id ⇒ 404). Registered after `services.gateway.workflows`

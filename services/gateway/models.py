@@ -1,6 +1,6 @@
 """The gateway's documented request and response shapes (the OpenAPI document).
 
-Request bodies are the reference's loose JSON (REFERENCE §1.1, §6.1, §7.1, §7.4): every key
+Request bodies are the reference's loose JSON (reference §1.1, §6.1, §7.1, §7.4): every key
 is optional here and unknown keys are kept, because aliases (`agent_id`, `user_id`, …) and
 "first present wins" rules are applied afterwards by `schemas.inputs`, which raises the
 reference's 400 messages. A key of the wrong JSON type is a 400 already at this level, and a
@@ -33,7 +33,7 @@ class _Reply(BaseModel):
 
 
 class ScopeBody(_Loose):
-    """The tenant scope (REFERENCE §1.1): `agentWallet` (or `agent_id`) is required."""
+    """The tenant scope (reference §1.1): `agentWallet` (or `agent_id`) is required."""
 
     agentWallet: str | None = Field(default=None, description="Required (alias agent_id).")
     agent_id: str | None = None
@@ -60,7 +60,7 @@ class BudgetBody(_Loose):
 
 
 class ContextBody(ScopeBody):
-    """pre_turn (REFERENCE §6.1). A count below 1 is refused (422); one above its maximum is
+    """pre_turn (reference §6.1). A count below 1 is refused (422); one above its maximum is
     lowered to it."""
 
     query: str | None = Field(default=None, description="Required.")
@@ -95,7 +95,7 @@ class ToolEventBody(_Loose):
 
 
 class TurnBody(ScopeBody):
-    """post_turn (REFERENCE §7.1): `messages`, or `userMessage` + `assistantMessage`."""
+    """post_turn (reference §7.1): `messages`, or `userMessage` + `assistantMessage`."""
 
     messages: list[MessageBody] | None = None
     userMessage: str | None = None
@@ -114,7 +114,7 @@ class TurnBody(ScopeBody):
 
 
 class RememberBody(ScopeBody):
-    """remember (REFERENCE §7.4): `content` (alias `fact`) is required."""
+    """remember (reference §7.4): `content` (alias `fact`) is required."""
 
     content: str | None = None
     fact: str | None = None
@@ -128,7 +128,7 @@ class RememberBody(ScopeBody):
 
 
 class LoopBody(_Loose):
-    """One step of the canonical loop plus that step's body (REFERENCE §13.1)."""
+    """One step of the canonical loop plus that step's body (reference §13.1)."""
 
     step: str | None = Field(
         default=None, description="pre_turn|context, post_turn|record_turn, remember|save."
@@ -152,7 +152,7 @@ class ItemPatchBody(ScopeBody):
 
 
 class WorkingPatchBody(ScopeBody):
-    """A working session edit (REFERENCE §7.2). `metadata` here is the session's metadata."""
+    """A working session edit (reference §7.2). `metadata` here is the session's metadata."""
 
     context: list[str] | None = Field(
         default=None, description="Lines to append (the newest are kept), or the new context."
@@ -182,7 +182,7 @@ class ScopeOnlyBody(ScopeBody):
 
 
 class JobBody(_Loose):
-    """A maintenance job (REFERENCE §10.6): `type` plus its parameters, each checked against
+    """A maintenance job (reference §10.6): `type` plus its parameters, each checked against
     the job's own (`schemas.jobs`) before anything is queued: a parameter the job does not
     take is 400, one out of its range 422."""
 
@@ -215,7 +215,7 @@ class EvalCase(_Loose):
 
 
 class EvalBody(ScopeBody):
-    """An eval run (REFERENCE §12)."""
+    """An eval run (reference §12)."""
 
     testCases: list[EvalCase] | None = Field(default=None, description="Required.")
     k: int | None = Field(default=None, ge=1, le=MAX_K, description="Default 5.")
@@ -250,7 +250,7 @@ class ContextUsageOut(_Reply):
 
 
 class ContextResponse(_Reply):
-    """REFERENCE §6.6, plus `cached`."""
+    """reference §6.6, plus `cached`."""
 
     workflow: Workflow
     contextId: str
@@ -272,7 +272,7 @@ class Position(_Reply):
 
 
 class TurnAccepted(_Reply):
-    """REFERENCE §7.1's answer for an asynchronous write: the ids, `accepted: true`, and no
+    """reference §7.1's answer for an asynchronous write: the ids, `accepted: true`, and no
     `stored` / `vectorId` (they are written later by the consumer groups)."""
 
     workflow: Workflow
@@ -295,7 +295,7 @@ class RememberedMemory(_Reply):
 
 
 class RememberAccepted(_Reply):
-    """REFERENCE §7.4's answer for an asynchronous write: no `graphSaved`/`vectorSaved`
+    """reference §7.4's answer for an asynchronous write: no `graphSaved`/`vectorSaved`
     (not known yet); `memory.status` is `queued` and `memory.id` is the item id to come."""
 
     workflow: Workflow
@@ -376,7 +376,7 @@ class SkillResponse(_Reply):
 
 
 class JobRecordOut(_Reply):
-    """A job record (REFERENCE §10.6). `status` is `queued` right after POST /jobs (the
+    """A job record (reference §10.6). `status` is `queued` right after POST /jobs (the
     record appears once the jobs group picks the request up), then running → completed or
     failed; `data` is the job's result."""
 
@@ -395,7 +395,7 @@ class JobRecordOut(_Reply):
 
 
 class StatsResponse(_Reply):
-    """REFERENCE §13.2 over active rows; times in ms since epoch (null without rows)."""
+    """reference §13.2 over active rows; times in ms since epoch (null without rows)."""
 
     agentWallet: str
     userAddress: str | None = None
@@ -408,7 +408,7 @@ class StatsResponse(_Reply):
 
 
 class ArchiveSynced(_Reply):
-    """REFERENCE §13.3: the archive's CID; `pinned` is true when this call pinned it."""
+    """reference §13.3: the archive's CID; `pinned` is true when this call pinned it."""
 
     ipfsHash: str
     pinned: bool

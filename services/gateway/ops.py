@@ -1,4 +1,4 @@
-"""Maintenance jobs, stats and evals (REFERENCE §10.6, §12, §13.2).
+"""Maintenance jobs, stats and evals (reference §10.6, §12, §13.2).
 
 * POST /jobs checks the parameters against the job's own (`schemas.jobs`: a parameter the
   job does not take is 400, one out of its range 422, before anything is queued), publishes a
@@ -124,7 +124,7 @@ async def stats(
 
 @router.post("/evals/runs", response_model=EvalRun)
 async def run_eval(body: EvalBody, client: Client, caller: Caller) -> EvalRun:
-    """Run and store a retrieval eval (REFERENCE §12): `{evalRunId, status, scores, results,
+    """Run and store a retrieval eval (reference §12): `{evalRunId, status, scores, results,
     …}`. Scope aliases are honoured (the reference ignored them, §16.28)."""
     data = raw(body)
     scope = body_scope(caller, data)

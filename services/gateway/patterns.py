@@ -1,4 +1,4 @@
-"""Patterns and skills (REFERENCE §9, §13.3), request-reply over `memory.admin.v1`.
+"""Patterns and skills (reference §9, §13.3), request-reply over `memory.admin.v1`.
 
 Reads see the scope's own patterns plus the agent's user-less ones; promotion acts on the
 scope's own patterns only. Differences from the reference: validating an unknown pattern is
@@ -83,7 +83,7 @@ async def validate_pattern(
     client: Client,
     caller: Caller,
 ) -> ValidationResponse:
-    """REFERENCE §9.2: `{valid, confidence, occurrences, successRate, toolSequence}`."""
+    """reference §9.2: `{valid, confidence, occurrences, successRate, toolSequence}`."""
     scope = body_scope(caller, raw(body))
     reply = await client.admin("patterns.validate", scope, id=id)
     return ValidationResponse.model_validate(admin_result(reply))

@@ -1,4 +1,4 @@
-"""POST /rerank (REFERENCE §13.4): rank caller-supplied documents against a query.
+"""POST /rerank (reference §13.4): rank caller-supplied documents against a query.
 
 Request-reply over `memory.rerank.v1`: the search group owns the reranker and its provider
 credentials, which the gateway never holds. With a reranker configured its scores rank the

@@ -1,4 +1,4 @@
-"""Working-memory sessions (REFERENCE §7.2, §13.3), request-reply over `memory.sessions.v1`.
+"""Working-memory sessions (reference §7.2, §13.3), request-reply over `memory.sessions.v1`.
 
 A session is read and edited within the caller's explicit scope: `agentWallet` is required
 (a token limited to one agent fills it in) and the user matches exactly, so a session of
@@ -6,7 +6,7 @@ another agent or user is 404, exactly like a missing one (the reference matched 
 only and reached every user's session, §16.3). An edit of a missing session is 404 too:
 sessions are created by post_turn, never by a PATCH under a guessed scope.
 
-POST /sessions/{id}/compress (REFERENCE §10.9) summarises the session within the same
+POST /sessions/{id}/compress (reference §10.9) summarises the session within the same
 scope into one embedded `archive` memory row of the session's own scope (the reference
 stored it under the agent alone, visible to every user, §16.30); compressing the same
 content again stores nothing new. An LLM failure is 502.

@@ -1,4 +1,4 @@
-"""Knowledge documents and workflow memory (REFERENCE §14).
+"""Knowledge documents and workflow memory (reference §14).
 
 * POST /knowledge/documents publishes a `KnowledgeSubmitted` and answers 202 with the ids of
   the chunk rows the knowledge group will store (submitting the same document again names

@@ -3,7 +3,7 @@ stats, evals) through the request's `reply_to` topic.
 
 Every operation stays inside the request's scope: a pattern, skill, job or eval run outside
 it is reported as not found (HTTP 404), bad input as `error` (400). Results are JSON with the
-reference's camelCase keys (REFERENCE §9, §10.6, §12, §13.2-§13.3). Promotion writes only
+reference's camelCase keys (reference §9, §10.6, §12, §13.2-§13.3). Promotion writes only
 a skill (not a retrieval layer), and an archive pin only stores where the archive was pinned,
 so nothing is announced on `memory.changed`.
 """
@@ -62,7 +62,7 @@ def _scope_json(scope: ScopeFields) -> Result:
 
 
 def pattern_json(p: PatternState) -> Result:
-    """A pattern as REFERENCE §2.4 shows it, plus `successCount` (success is measured)."""
+    """A pattern as reference §2.4 shows it, plus `successCount` (success is measured)."""
     return {
         "patternId": p.pattern_id,
         **_scope_json(p.scope),
@@ -81,12 +81,12 @@ def pattern_json(p: PatternState) -> Result:
 
 
 def skill_json(s: Skill) -> Result:
-    """A skill as REFERENCE §9.3 shows it (the stored document without `_id`)."""
+    """A skill as reference §9.3 shows it (the stored document without `_id`)."""
     return {k: v for k, v in skill_document(s).items() if k != "_id"}
 
 
 def validation_json(v: Validation) -> Result:
-    """REFERENCE §9.2: `{valid, confidence, occurrences, successRate, toolSequence}`."""
+    """reference §9.2: `{valid, confidence, occurrences, successRate, toolSequence}`."""
     return {
         "valid": v.valid,
         "confidence": v.confidence,
@@ -106,7 +106,7 @@ def job_agents(params: dict[str, Any]) -> list[str]:
 
 
 def job_json(j: JobRecord) -> Result:
-    """A job record (REFERENCE §10.6): `data` is the job's result, `error` its last error."""
+    """A job record (reference §10.6): `data` is the job's result, `error` its last error."""
     agents = job_agents(j.params)
     return {
         "jobId": j.job_id,

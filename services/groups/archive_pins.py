@@ -1,4 +1,4 @@
-"""Pinning stored archives to IPFS, always encrypted (REFERENCE §10.2, fixing §16.6): the
+"""Pinning stored archives to IPFS, always encrypted (reference §10.2, fixing §16.6): the
 `archive_create` job pins what it archived, and the admin group's `archives.sync` pins one
 archive on request (`POST /api/memory/archives/{id}/sync`). Both need Pinata credentials
 *and* `MNEMOSTREAM_ARCHIVE_ENCRYPTION_KEY` (`services.runtime.build_pinner`)."""

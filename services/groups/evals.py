@@ -1,4 +1,4 @@
-"""Retrieval evals over the runtime's real search, stored per agent (REFERENCE §12, fixing
+"""Retrieval evals over the runtime's real search, stored per agent (reference §12, fixing
 §16.28). The HTTP gateway and the Kafka admin handler call these three functions.
 
 Each case runs through `MemorySearch.search`, the layer search (limit `k`, default 5; default

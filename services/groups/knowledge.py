@@ -1,4 +1,4 @@
-"""knowledge group: indexes `KnowledgeSubmitted` documents (REFERENCE §14) as chunked
+"""knowledge group: indexes `KnowledgeSubmitted` documents (reference §14) as chunked
 `knowledge` rows of the document's tenant, then announces `MemoryChanged` (vectors), so
 pre_turn's vectors layer finds the chunks once the cache and vector index have moved on.
 

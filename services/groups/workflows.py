@@ -1,5 +1,5 @@
 """workflows group: stores `WorkflowCheckpointRecorded` events as `session` rows of the
-workflow wallet (REFERENCE §14) and announces `MemoryChanged` (vectors); answers
+workflow wallet (reference §14) and announces `MemoryChanged` (vectors); answers
 `ReliabilityRequest` (request-reply on `memory.workflows.reliability.v1`) from the
 request's own tenant only."""
 
@@ -54,7 +54,7 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
     async def record(event: WorkflowCheckpointRecorded) -> None:
         checkpoint = checkpoint_of(event)
         await record_checkpoint(rt.memory, rt.embedder, checkpoint, to_ms(event.occurred_at))
-        # the row's own scope: no mode (REFERENCE §14)
+        # the row's own scope: no mode (reference §14)
         written = Scope.model_validate(
             {
                 "agentWallet": checkpoint.workflow_wallet,

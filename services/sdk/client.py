@@ -14,7 +14,7 @@
   `admin(...)` (patterns, skills, job records, stats, evals, archive pinning) are
   request-reply too, but return their reply:
   `not_found` and `error` are data, not raised.
-* `index_knowledge(...)` and `record_checkpoint(...)` (REFERENCE §14) are writes like
+* `index_knowledge(...)` and `record_checkpoint(...)` (reference §14) are writes like
   `remember`; `reliability(...)` is request-reply like `context` (an error is raised).
 * `request_job(...)` (`services.sdk.ops`) checks a maintenance job's parameters
   (`schemas.jobs`) and publishes it.
@@ -217,7 +217,7 @@ class MemoryClient(ServiceOps):
     async def index_transcript(
         self, body: dict[str, Any] | None = None, **fields: Any
     ) -> list[TurnRecorded]:
-        """REFERENCE §13.3 `transcripts/index`: a whole transcript (`sessionId`, `threadId`,
+        """reference §13.3 `transcripts/index`: a whole transcript (`sessionId`, `threadId`,
         `agentWallet`, `messages`, …; see `schemas.transcripts.transcript_turns`) published
         as one turn per exchange, in order. Returns the turns; `[]` (nothing published) when
         there is no user/assistant text. Indexing the same transcript again is idempotent."""

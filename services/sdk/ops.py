@@ -78,7 +78,7 @@ class ServiceOps:
         timeout: float | None = None,
     ) -> SessionReply:
         """Summarise session `session_id` of `scope` (its agent and exact user) into one
-        embedded `archive` memory row of the session's own scope (REFERENCE §10.9; see
+        embedded `archive` memory row of the session's own scope (reference §10.9; see
         `SessionRequest`): `reply.compression` is `{summary, entitiesExtracted, entities,
         keyFacts, vectorId, stored, summariser}`. A missing or out-of-scope session comes
         back with `not_found=True`, an LLM failure with `upstream=True`."""

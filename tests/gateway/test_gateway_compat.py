@@ -1,4 +1,4 @@
-"""The reference's compatibility routes over HTTP (REFERENCE §13.3 `transcripts/index`,
+"""The reference's compatibility routes over HTTP (reference §13.3 `transcripts/index`,
 §13.4 `search` and `GET /{agentWallet}`): thin mappings onto turns, the graph layer and the
 items group, within the caller's tenant only."""
 

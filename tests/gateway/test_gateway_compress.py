@@ -1,4 +1,4 @@
-"""POST /api/memory/sessions/{id}/compress (REFERENCE §10.9) on the real stack: offline (the
+"""POST /api/memory/sessions/{id}/compress (reference §10.9) on the real stack: offline (the
 rule-based summariser), within the caller's exact tenant (404 outside it), stored once per
 content as an `archive` row of the session's own user scope."""
 

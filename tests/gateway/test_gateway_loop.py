@@ -40,7 +40,7 @@ async def assemble(gw: Gateway, body: dict[str, Any], want: str) -> httpx.Respon
 async def test_remember_is_accepted_and_comes_back_from_context_assemble(gw: Gateway) -> None:
     wallet = agent()
     body = {
-        "agent_id": wallet,  # aliases of REFERENCE §1.1
+        "agent_id": wallet,  # aliases of reference §1.1
         "user_id": "ada",
         "fact": "Ada's favourite tea is smoky lapsang souchong.",
         "type": "preference",

@@ -1,4 +1,4 @@
-"""POST /api/memory/rerank (REFERENCE §13.4): authenticated, bounded, answered by the search
+"""POST /api/memory/rerank (reference §13.4): authenticated, bounded, answered by the search
 group over Kafka (here without a reranker: the local relevance ranks), a provider failure
 502."""
 

@@ -1,4 +1,4 @@
-"""Working-memory sessions over HTTP (REFERENCE §7.2, §13.3): GET and PATCH within the
+"""Working-memory sessions over HTTP (reference §7.2, §13.3): GET and PATCH within the
 caller's scope only (404 outside it, 403 for another agent's token), 400 for bad input."""
 
 from __future__ import annotations

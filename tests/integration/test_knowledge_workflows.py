@@ -1,4 +1,4 @@
-"""Knowledge documents and workflow checkpoints through the real stack (REFERENCE §14): the
+"""Knowledge documents and workflow checkpoints through the real stack (reference §14): the
 SDK publishes them on Kafka, the knowledge and workflows groups store them, pre_turn's
 vectors layer finds a chunk, reliability is read request-reply, a redelivered event stores
 nothing new, and another tenant sees nothing."""

@@ -1,6 +1,6 @@
 """`RerankRequest` over Kafka (`memory.rerank.v1`, the search group): with a Cohere-style
 `/rerank` provider (a local HTTP server) its scores rank the documents, and its failure is an
-error reply marked `upstream` (not fail-soft, REFERENCE §13.4); without one the local
+error reply marked `upstream` (not fail-soft, reference §13.4); without one the local
 relevance ranks them."""
 
 from __future__ import annotations

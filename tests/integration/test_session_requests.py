@@ -1,6 +1,6 @@
 """Working-memory sessions over Kafka (request-reply on `memory.sessions.v1`): read and edited
 only inside the caller's scope (outside it the session is "not found"), merged or replaced
-(REFERENCE §7.2), and an edit reaches pre_turn's working layer at once (its cache moves on)."""
+(reference §7.2), and an edit reaches pre_turn's working layer at once (its cache moves on)."""
 
 from __future__ import annotations
 

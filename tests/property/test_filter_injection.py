@@ -72,7 +72,7 @@ def test_injection_attempts_are_rejected_naming_the_key(raw: dict[str, Any], rea
 def test_attacks_survive_scope_parsing_and_are_caught_before_any_read(
     raw: dict[str, Any], reason: str
 ) -> None:
-    """The scope keeps `filters` raw (REFERENCE §1.1); the read path's parse rejects them."""
+    """The scope keeps `filters` raw (reference §1.1); the read path's parse rejects them."""
     request = context_request({"agentWallet": "0xA", "query": "q", "filters": raw})
     with pytest.raises(InputRejected, match=reason):
         parse_filters(request.scope.filters)

@@ -1,5 +1,5 @@
 """Access counting: only memory rows that reach the packed context are counted, once per flush
-window (fixes REFERENCE §16.14, which bumped every candidate, every cache hit, every read)."""
+window (fixes reference §16.14, which bumped every candidate, every cache hit, every read)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Archives (REFERENCE §10.1): one tenant per archive (§16.6), no empty archives (§16.30),
+"""Archives (reference §10.1): one tenant per archive (§16.6), no empty archives (§16.30),
 no embeddings in the payload, deterministic ids, findable summaries, AES-256-GCM sealing."""
 
 from __future__ import annotations

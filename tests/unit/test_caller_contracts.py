@@ -1,4 +1,4 @@
-"""Knowledge and workflow contracts (REFERENCE §14): the loose-body parsers, the frozen
+"""Knowledge and workflow contracts (reference §14): the loose-body parsers, the frozen
 contracts' limits, the reliability request/reply, and the ids the edge can name before the
 rows exist."""
 

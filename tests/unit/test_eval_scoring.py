@@ -1,4 +1,4 @@
-"""Eval scoring (engine.evals.harness): the REFERENCE §16.28 fixes, parsing, and a run over the
+"""Eval scoring (engine.evals.harness): the reference §16.28 fixes, parsing, and a run over the
 in-memory ports."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The caller-filter allowlist (REFERENCE §1.3) with its fixes (§16.26): strict parsing, per-layer
+"""The caller-filter allowlist (reference §1.3) with its fixes (§16.26): strict parsing, per-layer
 relevance, the scope always winning, and the Mongo clauses agreeing with the in-memory check."""
 
 from __future__ import annotations

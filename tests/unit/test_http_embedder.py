@@ -1,5 +1,5 @@
 """The HTTP embedders against a real local HTTP server speaking Voyage's and OpenAI's
-`/embeddings` protocol (REFERENCE §4.1): the request each sends, the reply's order restored,
+`/embeddings` protocol (reference §4.1): the request each sends, the reply's order restored,
 unit vectors, batching, and every way a reply can be wrong raising `EmbeddingFailed`."""
 
 from __future__ import annotations

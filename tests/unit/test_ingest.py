@@ -1,4 +1,4 @@
-"""post_turn persistence through the engine with in-memory ports (REFERENCE §7.1-§7.2)."""
+"""post_turn persistence through the engine with in-memory ports (reference §7.1-§7.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Job parameters (REFERENCE §10.6), one schema per job (`schemas.jobs`): every parameter a
+"""Job parameters (reference §10.6), one schema per job (`schemas.jobs`): every parameter a
 job reads is honoured, one it would ignore is refused by name (the reference silently dropped
 `timeRange`, `compress`, `syncToIpfs`, `batchSize` and `confidenceThreshold` in places), and a
 value out of its range is `ValueOutOfRange` (422) — at the edge, in the `JobRequested`

@@ -1,4 +1,4 @@
-"""Knowledge chunking and indexing (REFERENCE §14) with in-memory ports."""
+"""Knowledge chunking and indexing (reference §14) with in-memory ports."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The six layers end to end over in-memory ports with the real local MiniLM embedder.
 
 Every layer finds a paraphrase that shares no content word with what was stored, where the
-reference's whole-query substring test (REFERENCE §3, §16.10) finds nothing; patterns and
+reference's whole-query substring test (reference §3, §16.10) finds nothing; patterns and
 archives honour tenant scope (§16.12); the double-ranking rule (§3); MMR that survives the
 final sort (§16.7); decay that survives rerank (§16.17).
 """

@@ -1,5 +1,5 @@
 """The OpenAI-compatible extractor against a real local HTTP server speaking the
-chat-completions protocol (REFERENCE §7.3), including the deliberate difference: failures
+chat-completions protocol (reference §7.3), including the deliberate difference: failures
 raise `DependencyFailed` instead of silently yielding zero facts."""
 
 from __future__ import annotations

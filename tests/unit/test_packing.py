@@ -1,4 +1,4 @@
-"""Prompt packing: score formula, dedupe, ranking and the exact budget (REFERENCE §6.3–6.6)."""
+"""Prompt packing: score formula, dedupe, ranking and the exact budget (reference §6.3–6.6)."""
 
 from __future__ import annotations
 

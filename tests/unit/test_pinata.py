@@ -1,4 +1,4 @@
-"""`PinataPinner` against a real local HTTP server (REFERENCE §10.2, fixing §16.6): what
+"""`PinataPinner` against a real local HTTP server (reference §10.2, fixing §16.6): what
 leaves the process is sealed, opens only with the key, and failures are `DependencyFailed`."""
 
 from __future__ import annotations

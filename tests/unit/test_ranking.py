@@ -1,4 +1,4 @@
-"""Ranking: decay, rerank skip rules and merge, MMR (REFERENCE §5; fixes §16.7 and §16.17)."""
+"""Ranking: decay, rerank skip rules and merge, MMR (reference §5; fixes §16.7 and §16.17)."""
 
 from __future__ import annotations
 

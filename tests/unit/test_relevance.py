@@ -1,4 +1,4 @@
-"""The hit thresholds mean something (fixes REFERENCE §16.15): the reference kept candidates
+"""The hit thresholds mean something (fixes reference §16.15): the reference kept candidates
 whose `(1 + cos) / 2` reached 0.2, which every sentence pair does; here raw cosine must reach
 0.3 (or BM25 share 0.34), so an unrelated memory is no hit and a paraphrase is."""
 

@@ -1,4 +1,4 @@
-"""`POST rerank`'s ranking (REFERENCE §13.4, §5.2): offline by the layers' relevance (MiniLM
+"""`POST rerank`'s ranking (reference §13.4, §5.2): offline by the layers' relevance (MiniLM
 cosine + BM25), or by a configured reranker, whose failure is raised (not fail-soft)."""
 
 from __future__ import annotations

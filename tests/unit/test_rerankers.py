@@ -1,5 +1,5 @@
 """HTTP rerankers against a real local HTTP server speaking each provider's protocol, and the
-fail-soft rerank step (REFERENCE §5.2; §16.17)."""
+fail-soft rerank step (reference §5.2; §16.17)."""
 
 from __future__ import annotations
 

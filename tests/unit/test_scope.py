@@ -1,4 +1,4 @@
-"""Scope normalisation and the edge's input validation (REFERENCE §1.1-§1.2, §1.5, §6.1, §7.1)."""
+"""Scope normalisation and the edge's input validation (reference §1.1-§1.2, §1.5, §6.1, §7.1)."""
 
 from __future__ import annotations
 

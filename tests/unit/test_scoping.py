@@ -64,7 +64,7 @@ def test_namespace_chain_runs_agent_mode_hai_user_thread() -> None:
 
 
 def test_namespace_chain_reference_example_without_lower_casing() -> None:
-    # REFERENCE §8.3's example, minus the lower-casing (§16.20) and the global key (§16.1)
+    # reference §8.3's example, minus the lower-casing (§16.20) and the global key (§16.1)
     chain = namespace_chain(scope(mode="global", userAddress="U1", threadId="T9"))
     assert chain == [
         "memory:ns:a:0xAbC:m:_:h:_:u:_:t:_",

@@ -1,4 +1,4 @@
-"""Working sessions by id (REFERENCE §7.2) over the in-memory store: tenant scope, merge and
+"""Working sessions by id (reference §7.2) over the in-memory store: tenant scope, merge and
 replace semantics, TTL refresh."""
 
 from __future__ import annotations

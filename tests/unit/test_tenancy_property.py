@@ -1,5 +1,5 @@
 """Zero cross-tenant results, as a property: whatever is stored for whichever tenants, a read
-returns only rows of its own agent and user (REFERENCE §16.2, §16.3, §16.12).
+returns only rows of its own agent and user (reference §16.2, §16.3, §16.12).
 
 A user-less scope sees only user-less rows; a user's scope sees that user's rows, plus the
 agent's user-less (agent-wide) patterns. `mode` / `haiId` constrain when the scope sets them,

@@ -1,4 +1,4 @@
-"""Text helpers of the packer: sanitise, truncate, query terms, fingerprint (REFERENCE §6.2–6.4)."""
+"""Text helpers of the packer: sanitise, truncate, query terms, fingerprint (reference §6.2–6.4)."""
 
 from __future__ import annotations
 

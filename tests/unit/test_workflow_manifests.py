@@ -1,4 +1,4 @@
-"""The workflow manifests (REFERENCE §13.1) describe this gateway: four of them, each step a
+"""The workflow manifests (reference §13.1) describe this gateway: four of them, each step a
 real route of the app's OpenAPI document."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Workflow checkpoints and agent reliability (REFERENCE §14) with in-memory ports."""
+"""Workflow checkpoints and agent reliability (reference §14) with in-memory ports."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from engine.ingest.extraction.types import ExtractionPolicy, Extractor, TurnText
 from schemas.events import EntityItem, FactItem, FactsExtracted, RelationItem, TurnRecorded
 
 TURN_MESSAGES = 6
-"""The extractor reads the turn's last 6 user/assistant messages (REFERENCE §7.3)."""
+"""The extractor reads the turn's last 6 user/assistant messages (reference §7.3)."""
 
 
 async def extract_turn(

@@ -64,7 +64,7 @@ class Extraction:
 
 @dataclass(frozen=True, slots=True)
 class ExtractionPolicy:
-    """Limits every extractor honours (REFERENCE §7.3 defaults)."""
+    """Limits every extractor honours (reference §7.3 defaults)."""
 
     max_facts: int = 5
     min_confidence: float = 0.6

@@ -3,7 +3,7 @@
 Candidates come from the vector index (exact cosine over the tenant's rows, or Atlas with a
 pre-filter); BM25 over the candidates adds lexical evidence. When ranked, the candidates go
 through temporal decay → rerank (fail-soft) → MMR (λ = 0.7), whose order survives the final
-sort (fixes REFERENCE §16.7). The double-ranking rule: when a request asks for both graph and
+sort (fixes reference §16.7). The double-ranking rule: when a request asks for both graph and
 vectors, vectors keeps its raw relevance order (no decay, rerank or MMR).
 """
 

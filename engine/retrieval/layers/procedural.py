@@ -29,7 +29,7 @@ def pattern_text(p: PatternRecord) -> str:
 
 
 async def search_patterns(store: PatternStore, q: LayerQuery) -> list[Hit]:
-    """Validated patterns (REFERENCE §9.2: ≥ 2 runs, ≥ 55 % successful, confidence ≥ 0.2) of
+    """Validated patterns (reference §9.2: ≥ 2 runs, ≥ 55 % successful, confidence ≥ 0.2) of
     the tenant plus the agent's user-less (agent-wide) ones; never another user's (the
     reference's patterns carried no scope at all, §16.12)."""
     where = q.where("patterns", durable=True, shared=True)

@@ -21,7 +21,7 @@ def _line(m: StoredMessage) -> str:
 
 async def search_working(store: WorkingStore, q: LayerQuery) -> list[Hit]:
     """Working buffers of the scope's thread that are relevant to the query. A hit's text is
-    its newest lines, newest first (fixes REFERENCE §16.9)."""
+    its newest lines, newest first (fixes reference §16.9)."""
     where = q.where("working", durable=False)
     if where is None:
         return []
