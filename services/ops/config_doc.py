@@ -92,6 +92,8 @@ NOTES: dict[str, str] = {
     "([security.md](security.md)). A bare key is refused.",
     "MNEMOSTREAM_GATEWAY_JWT_SECRET": "At least 32, 48 or 64 bytes for HS256, HS384, HS512; "
     "a token needs `exp`; `mnemostream token mint` signs with it.",
+    "MNEMOSTREAM_KAFKA_SECURITY_PROTOCOL": "How the protocols, SASL and TLS files combine: "
+    "[security.md](security.md).",
     "MNEMOSTREAM_KAFKA_SASL_USERNAME": "Required by, and only allowed with, a `SASL_*` protocol.",
     "MNEMOSTREAM_KAFKA_SSL_CAFILE": "For `SSL` / `SASL_SSL`.",
     "MNEMOSTREAM_KAFKA_SSL_KEYFILE": "Unset: the key is in the certificate file.",
@@ -137,7 +139,7 @@ def rows(
     if prefix is None:
         prefix = _env_prefix(model, "")
     if delimiter is None:
-        configured = Settings.model_config.get("env_nested_delimiter")
+        configured = model.model_config.get("env_nested_delimiter")
         delimiter = configured if isinstance(configured, str) and configured else "__"
     for name, field in model.model_fields.items():
         nested = _nested_model(field.annotation)

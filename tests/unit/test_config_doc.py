@@ -39,3 +39,33 @@ def test_the_rows_read_the_variables_pydantic_settings_reads(monkeypatch) -> Non
     assert "9999" in dumped
     variables = {row.variable for row in rows()}
     assert {"MNEMOSTREAM_MONGO_DB", "MNEMOSTREAM_GATEWAY_PORT"} <= variables
+
+
+def test_nested_settings_models_are_listed_field_by_field() -> None:
+    """When settings are grouped into models, each field is still one row, under the variable
+    pydantic-settings reads: the nested delimiter, or a nested class's own `env_prefix`."""
+    from pydantic import BaseModel, Field
+    from pydantic_settings import BaseSettings, SettingsConfigDict
+
+    class Retry(BaseModel):
+        attempts: int = Field(default=3, ge=1, description="Tries.")
+
+    class Redis(BaseSettings):
+        model_config = SettingsConfigDict(env_prefix="MNEMOSTREAM_REDIS_")
+        url: str | None = Field(default=None, description="URL.")
+
+    class Nested(BaseSettings):
+        model_config = SettingsConfigDict(env_prefix="MNEMOSTREAM_", env_nested_delimiter="__")
+        retry: Retry = Field(default_factory=Retry)
+        redis: Redis = Field(default_factory=Redis)
+        name: str = Field(default="x", description="Name.")
+
+    listed = {row.variable: row for row in rows(Nested)}
+    assert set(listed) == {
+        "MNEMOSTREAM_RETRY__ATTEMPTS",
+        "MNEMOSTREAM_REDIS_URL",
+        "MNEMOSTREAM_NAME",
+    }
+    assert listed["MNEMOSTREAM_RETRY__ATTEMPTS"].type == "int, ≥ 1"
+    assert listed["MNEMOSTREAM_RETRY__ATTEMPTS"].default == "`3`"
+    assert listed["MNEMOSTREAM_REDIS_URL"].default == "unset"
