@@ -12,8 +12,8 @@ from rich.console import Console
 from typer.core import TyperArgument, TyperCommand
 
 from schemas import topics
-from services.ops.infra import infra_app
 from services.ops.logs import bound_repeats
+from services.ops.stack import infra_app
 from services.ops.tokens import token_app
 from services.settings import Settings
 from services.stream.topics import create_topics
