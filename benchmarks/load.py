@@ -53,8 +53,8 @@ from benchmarks.pipeline import endpoints
 from engine.adapters.mongo import MEMORY, TRANSCRIPTS
 from schemas import topics
 from schemas.inputs import turn_recorded
+from services.endpoints import Endpoints
 from services.groups.app import resolve_groups
-from services.ops.infra import Endpoints
 from services.sdk.client import MemoryClient, RequestFailed
 from services.stream.asyncapi import CHANNELS
 from services.stream.metrics import group_lag

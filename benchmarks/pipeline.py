@@ -35,7 +35,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from services.ops.infra import ENV_KAFKA, ENV_MONGO, ENV_REDIS, Endpoints, start_stack, stop_stack
+from services.endpoints import ENV_KAFKA, ENV_MONGO, ENV_REDIS, Endpoints
+from services.ops.stack import start_stack, stop_stack
 from services.sdk.client import MemoryClient
 from services.stream.offsets import TopicPartition, committed, wait_processed
 

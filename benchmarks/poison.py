@@ -26,8 +26,8 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from benchmarks.pipeline import endpoints
 from schemas import topics
+from services.endpoints import Endpoints
 from services.groups.app import running_groups
-from services.ops.infra import Endpoints
 from services.sdk.client import MemoryClient
 from services.settings import Settings
 from services.stream.asyncapi import CHANNELS

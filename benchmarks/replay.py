@@ -27,8 +27,8 @@ import uuid
 from benchmarks.pipeline import endpoints
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from schemas import topics
+from services.endpoints import Endpoints
 from services.groups.app import running_groups
-from services.ops.infra import Endpoints
 from services.ops.replay import SOURCE_TOPICS, replay
 from services.ops.verify import compare
 from services.sdk.client import MemoryClient

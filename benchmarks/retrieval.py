@@ -35,7 +35,7 @@ from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.adapters.mongo import MongoMemoryStore
 from engine.records import MemoryRow, ScopeFields
 from schemas.inputs import context_request, turn_recorded
-from services.ops.infra import Endpoints
+from services.endpoints import Endpoints
 from services.runtime import open_runtime
 from services.sdk.client import MemoryClient
 from services.settings import Settings

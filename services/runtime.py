@@ -50,7 +50,7 @@ from engine.retrieval.search import MemorySearch, SearchPolicy
 from engine.retrieval.usage import AccessRecorder
 from engine.retrieval.vector_index import ExactVectorIndex
 from engine.upkeep.compression import RuleSummariser, Summariser
-from services.ops.infra import Endpoints, read_endpoints
+from services.endpoints import Endpoints, read_endpoints
 from services.settings import Settings
 from services.stream.security import kafka_options, mongo_options, redis_options, redis_url
 

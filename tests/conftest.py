@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
-from services.ops.infra import ENV_KAFKA, ENV_MONGO, ENV_REDIS, Endpoints, start_stack, stop_stack
+from services.endpoints import ENV_KAFKA, ENV_MONGO, ENV_REDIS, Endpoints
+from services.ops.stack import start_stack, stop_stack
 
 # the scripted local HTTP server harness: `provider` and `client` fixtures
 pytest_plugins = ["tests.support.http_server"]

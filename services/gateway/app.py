@@ -11,6 +11,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from services.endpoints import read_endpoints
 from services.gateway import (
     compat,
     errors,
@@ -28,7 +29,6 @@ from services.gateway.auth import Authenticator
 from services.gateway.limits import BodyLimit
 from services.gateway.metrics import GatewayMetrics, Instrumented
 from services.gateway.models import Health
-from services.ops.infra import read_endpoints
 from services.runtime import NotConfigured
 from services.sdk.client import MemoryClient
 from services.settings import Settings

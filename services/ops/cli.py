@@ -1,22 +1,31 @@
-"""`mnemostream`: run consumer groups, manage the local stack, initialise, demo."""
+"""`mnemostream`: run consumer groups, manage the local stack, initialise, demo.
+
+The command tree is assembled here; the larger command groups live in their own modules
+(`stack.cli`: infra, `tokens`: token, `jobs_cli`: jobs, `dlq_cli`: dlq, `bench_cli`: bench,
+`eval_cli`: eval). Groups and commands are listed in the order they are added below.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import signal
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from typer.core import TyperArgument, TyperCommand
 
 from schemas import topics
-from services.ops.infra import infra_app
-from services.ops.logs import bound_repeats
+from services.ops.bench_cli import BENCH_CONTEXT, BENCHMARKS, bench
+from services.ops.cli_support import console, setup_logging
+from services.ops.dlq_cli import dlq_app
+from services.ops.eval_cli import eval_cases
+from services.ops.jobs_cli import jobs_app
+from services.ops.stack import infra_app
 from services.ops.tokens import token_app
 from services.settings import Settings
 from services.stream.topics import create_topics
+
+__all__ = ["BENCHMARKS", "app", "main"]
 
 app = typer.Typer(
     help="mnemostream: memory for AI agents, as a Kafka stream processor.", no_args_is_help=True
@@ -27,7 +36,8 @@ topics_app = typer.Typer(help="Kafka topics.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(topics_app, name="topics")
 app.add_typer(token_app, name="token")
-console = Console()
+app.add_typer(jobs_app, name="jobs")
+app.add_typer(dlq_app, name="dlq")
 RUN_HTTP_PORT = 9464
 """Default port of `run`'s health and metrics endpoints (Prometheus exporters' range)."""
 
@@ -42,13 +52,6 @@ HttpPortOption = Annotated[
     ),
 ]
 """`--http-port` of the long-running commands (`run`, `schedule`)."""
-
-
-def _logging(level: str) -> None:
-    logging.basicConfig(
-        level=level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
-    )
-    bound_repeats()  # one record failing on every read must not flood the log
 
 
 class _RunCommand(TyperCommand):
@@ -78,7 +81,7 @@ def run(
     """Run consumer groups until SIGINT/SIGTERM."""
     from services.groups.app import resolve_groups, running_groups
 
-    _logging(log_level)
+    setup_logging(log_level)
     try:
         chosen = resolve_groups(groups)
     except ValueError as exc:
@@ -130,70 +133,6 @@ def topics_create() -> None:
         console.print(f"{name}: {count} partitions")
 
 
-jobs_app = typer.Typer(help="Maintenance jobs.", no_args_is_help=True)
-app.add_typer(jobs_app, name="jobs")
-
-
-@jobs_app.command("run")
-def jobs_run(
-    job_type: Annotated[
-        str,
-        typer.Argument(
-            help="consolidate, decay_update, cleanup, patterns_extract or archive_create"
-        ),
-    ],
-    agent: Annotated[list[str] | None, typer.Option(help="Agent wallet (repeatable).")] = None,
-    window_days: Annotated[float | None, typer.Option(help="Window for patterns/archives.")] = None,
-    param: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="Any other parameter as NAME=VALUE, VALUE in JSON if it parses "
-            "(repeatable): --param syncToIpfs=false "
-            """--param 'dateRange={"start": ..., "end": ...}'"""
-        ),
-    ] = None,
-) -> None:
-    """Publish one job request to memory.jobs.v1 (the jobs group runs it). The parameters are
-    checked first: one the job does not take, or a value out of range, is refused by name
-    and nothing is published."""
-    import json
-
-    from schemas.events import JobRequested
-    from schemas.jobs import check_job_params
-    from schemas.scope import ScopeError
-    from services.runtime import endpoints
-    from services.sdk.client import MemoryClient
-    from services.stream.security import kafka_options
-
-    params: dict[str, object] = {}
-    if agent:
-        params["agentWallets"] = agent
-    if window_days is not None:
-        params["windowDays"] = window_days
-    for item in param or []:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise typer.BadParameter(f"--param takes NAME=VALUE, not {item!r}")
-        try:
-            params[name] = json.loads(value)
-        except ValueError:
-            params[name] = value
-    try:  # the job's own schema, as the gateway and the SDK check it: nothing bad is queued
-        check_job_params(job_type, params)
-    except ScopeError as exc:
-        raise typer.BadParameter(str(exc)) from None
-    event = JobRequested.model_validate({"type": job_type, "params": params})
-
-    async def publish() -> None:
-        settings = Settings()
-        bootstrap = endpoints(settings).kafka_bootstrap
-        async with MemoryClient(bootstrap, kafka_options=kafka_options(settings)) as client:
-            await client.publish(topics.JOBS, event, job_type)
-
-    asyncio.run(publish())
-    console.print(f"published job {event.job_id} ({job_type})")
-
-
 @app.command()
 def replay(
     target_db: Annotated[str, typer.Option(help="Database to rebuild into.")],
@@ -235,7 +174,7 @@ def schedule(
 
     from services.ops.scheduler import serve_scheduler
 
-    _logging(log_level)
+    setup_logging(log_level)
     settings = Settings()
     explicit = http_port is not None or "http_port" in settings.model_fields_set
     if http_port is None:
@@ -261,89 +200,6 @@ def schedule(
     asyncio.run(serve())
 
 
-dlq_app = typer.Typer(help="Dead letters (memory.dlq.v1).", no_args_is_help=True)
-app.add_typer(dlq_app, name="dlq")
-
-
-def _letters(limit: int, group: str | None = None) -> list[Any]:
-    from services.ops.dead_letters import read_letters
-    from services.runtime import endpoints
-    from services.stream.security import kafka_options
-
-    settings = Settings()
-    bootstrap = endpoints(settings).kafka_bootstrap
-    security = kafka_options(settings)
-    return asyncio.run(read_letters(bootstrap, limit=limit, group=group, kafka_options=security))
-
-
-@dlq_app.command("list")
-def dlq_list(
-    limit: Annotated[int, typer.Option(help="At most this many.")] = 100,
-    group: Annotated[str | None, typer.Option(help="Only this consumer group.")] = None,
-) -> None:
-    """The newest dead letters, oldest first: ref (partition:offset), group, origin, error."""
-    from rich.table import Table
-
-    table = Table("ref", "failed at", "group", "source", "error")
-    for item in _letters(limit, group):
-        letter = item.letter
-        source = f"{letter.source_topic}[{letter.partition}]@{letter.offset}"
-        table.add_row(
-            item.ref,
-            letter.failed_at.isoformat(timespec="seconds"),
-            letter.group,
-            source,
-            f"{letter.error_type}: {letter.error[:80]}",
-        )
-    console.print(table)
-
-
-@dlq_app.command("show")
-def dlq_show(ref: Annotated[str, typer.Argument(help="partition:offset from `dlq list`.")]) -> None:
-    """One dead letter in full (JSON)."""
-    for item in _letters(10_000):
-        if item.ref == ref:
-            console.print_json(item.letter.model_dump_json())
-            return
-    raise typer.BadParameter(f"no dead letter {ref}")
-
-
-@dlq_app.command("redrive")
-def dlq_redrive(
-    refs: Annotated[list[str] | None, typer.Argument(help="partition:offset refs.")] = None,
-    group: Annotated[str | None, typer.Option(help="Letters of this group.")] = None,
-    source: Annotated[
-        list[str] | None,
-        typer.Option(help="topic:partition:offset of a failed message (with --group: of it)."),
-    ] = None,
-) -> None:
-    """Re-publish dead letters' payloads to their source topics (after fixing the cause).
-    Every letter's `redrive` field holds the command for it (`--group G --source T:P:O`); a
-    message dead-lettered more than once is re-published once."""
-    from services.ops.dead_letters import redrive
-    from services.runtime import endpoints
-    from services.stream.security import kafka_options
-
-    def wanted(letter: Any) -> bool:
-        origin = f"{letter.source_topic}:{letter.partition}:{letter.offset}"
-        if source:
-            return origin in source and group in (None, letter.group)
-        return group is not None and letter.group == group
-
-    newest: dict[tuple[str, str, int, int], Any] = {}
-    for item in _letters(10_000):  # oldest first: a later letter of the same message wins
-        if (refs and item.ref in refs) or wanted(item.letter):
-            x = item.letter
-            newest[(x.group, x.source_topic, x.partition, x.offset)] = item
-    chosen = list(newest.values())
-    if not chosen:
-        raise typer.BadParameter("nothing to redrive: give refs, --group or --source")
-    settings = Settings()
-    bootstrap = endpoints(settings).kafka_bootstrap
-    count = asyncio.run(redrive(bootstrap, chosen, kafka_options=kafka_options(settings)))
-    console.print(f"re-published {count} message(s)")
-
-
 @app.command()
 def gateway(
     host: Annotated[str | None, typer.Option(help="Bind address (default: settings).")] = None,
@@ -357,7 +213,7 @@ def gateway(
 
     from services.gateway import GatewayNotSecured, create_app
 
-    _logging(log_level)
+    setup_logging(log_level)
     settings = Settings()
     try:
         api = create_app(settings)
@@ -372,38 +228,7 @@ def gateway(
     )
 
 
-BENCHMARKS = ("pipeline", "retrieval", "load", "replay", "quality", "extraction", "embedder")
-
-
-@app.command(
-    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-)
-def bench(
-    ctx: typer.Context,
-    name: Annotated[str | None, typer.Argument(help=f"One of: {', '.join(BENCHMARKS)}.")] = None,
-) -> None:
-    """Run a benchmark script of the repository (`python -m benchmarks.NAME ARGS...`, from
-    a checkout: the scripts are not installed with the package); no NAME lists them.
-    Arguments after NAME go to the script (`mnemostream bench load --help`)."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    if name is None:
-        for known in BENCHMARKS:
-            console.print(known)
-        return
-    if name not in BENCHMARKS:
-        raise typer.BadParameter(f"no benchmark {name!r}: one of {', '.join(BENCHMARKS)}")
-    root = Path(__file__).resolve().parents[2]
-    if not (root / "benchmarks" / f"{name}.py").is_file():
-        console.print(f"benchmarks/{name}.py is not here: run it from a checkout of the repository")
-        raise typer.Exit(2)
-    # the module is from the allowlist above; the arguments are the operator's own
-    done = subprocess.run(  # noqa: S603
-        [sys.executable, "-m", f"benchmarks.{name}", *ctx.args], cwd=root, check=False
-    )
-    raise typer.Exit(done.returncode)
+app.command(context_settings=BENCH_CONTEXT)(bench)
 
 
 @app.command()
@@ -412,79 +237,11 @@ def demo() -> None:
     stack if no servers are configured or running)."""
     from services.ops.demo import main
 
-    _logging("warning")
+    setup_logging("warning")
     main(Settings())
 
 
-@app.command("eval")
-def eval_cases(
-    cases: Annotated[
-        str,
-        typer.Argument(
-            help="JSON file: an array of {query, expected?, expectedMemoryId?} cases, or an "
-            "object with testCases."
-        ),
-    ],
-    agent: Annotated[str, typer.Option(help="Agent wallet.")],
-    user: Annotated[str | None, typer.Option(help="User address.")] = None,
-    k: Annotated[int, typer.Option(help="Items per layer (1-20).")] = 5,
-    layer: Annotated[
-        list[str] | None, typer.Option(help="Layer to search (repeatable; default all).")
-    ] = None,
-) -> None:
-    """Run retrieval evals in-process (recall@k, precision, context size, latency), store the
-    run and print it."""
-    import json
-    import time
-    from pathlib import Path
-
-    from rich.table import Table
-
-    from engine.errors import InputRejected, MemoryError_
-    from services.groups.evals import run_eval
-    from services.runtime import NotConfigured, open_runtime
-
-    try:
-        loaded = json.loads(Path(cases).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise typer.BadParameter(f"cannot read {cases}: {exc}") from None
-    body: dict[str, Any] = dict(loaded) if isinstance(loaded, dict) else {"testCases": loaded}
-    body.update({"agentWallet": agent, "k": k})
-    if user:
-        body["userAddress"] = user
-    if layer:
-        body["layers"] = layer
-
-    async def evaluate() -> dict[str, Any]:
-        async with open_runtime(Settings()) as rt:
-            return await run_eval(rt, body, int(time.time() * 1000))
-
-    _logging("warning")
-    try:
-        run = asyncio.run(evaluate())
-    except InputRejected as exc:
-        raise typer.BadParameter(str(exc)) from None
-    except (MemoryError_, NotConfigured) as exc:
-        console.print(f"[red]eval failed[/red]: {exc}")
-        raise typer.Exit(1) from None
-    cases_table = Table("#", "query", "expected", "hit", "relevant/returned", "chars", "ms")
-    for i, r in enumerate(run["results"], start=1):
-        label = " | ".join(x for x in (r["expected"], r["expectedMemoryId"]) if x)
-        cases_table.add_row(
-            str(i),
-            r["query"],
-            label,
-            "[green]yes[/green]" if r["hit"] else "[red]no[/red]",
-            f"{r['relevant']}/{r['returned']}",
-            str(r["contextCharacters"]),
-            f"{r['latencyMs']:.1f}",
-        )
-    console.print(cases_table)
-    scores_table = Table("score", "value")
-    for name, value in run["scores"].items():
-        scores_table.add_row(name, f"{value:.3f}" if isinstance(value, float) else str(value))
-    console.print(scores_table)
-    console.print(f"eval run {run['evalRunId']} stored (k={run['k']})")
+app.command("eval")(eval_cases)
 
 
 def main() -> None:

@@ -23,8 +23,9 @@ from rich.panel import Panel
 
 from schemas import topics
 from schemas.requests import ContextReply
+from services.endpoints import Endpoints, read_endpoints
 from services.groups.app import running_groups
-from services.ops.infra import Endpoints, read_endpoints, start_stack, stop_stack
+from services.ops.stack import start_stack, stop_stack
 from services.runtime import NotConfigured, endpoints
 from services.sdk.client import MemoryClient
 from services.settings import Settings

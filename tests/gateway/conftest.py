@@ -22,8 +22,8 @@ from pydantic import SecretStr
 from starlette.types import ASGIApp
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
+from services.endpoints import Endpoints
 from services.gateway import create_app
-from services.ops.infra import Endpoints
 from services.runtime import Runtime
 from services.sdk.client import MemoryClient
 from services.settings import Settings

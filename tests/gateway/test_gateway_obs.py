@@ -3,7 +3,7 @@ credential and stay out of the OpenAPI document; `/readyz` is 200 with the packa
 and 503 (naming what is missing) with a Kafka client that is not started or whose broker went
 away; `/metrics` counts requests by route template (never a raw id) and counts 504s.
 
-The 503-after-outage and 504 cases use a broker of their own (`services.ops.infra.Server`, stopped
+The 503-after-outage and 504 cases use a broker of their own (`services.ops.stack.Server`, stopped
 and started again by its PID): it has no consumer groups, so a request-reply gets no answer."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from pydantic import SecretStr
 
 from services.gateway import create_app
-from services.ops.infra import Server
+from services.ops.stack import Server
 from services.sdk.client import MemoryClient
 from services.settings import Settings
 from tests.gateway.conftest import API_KEY, PREFIX, Gateway, agent, served, until

@@ -21,8 +21,8 @@ from engine.errors import DependencyFailed
 from engine.records import MemoryRow, ScopeFields
 from engine.upkeep.archives import decrypt_payload, read_archive
 from engine.upkeep.jobs import run_job
+from services.endpoints import Endpoints
 from services.groups.jobs import job_functions
-from services.ops.infra import Endpoints
 from services.runtime import Runtime, open_runtime
 from tests.support.http_server import Provider, Received, Reply, Responder
 from tests.support.settings import make_settings

@@ -11,8 +11,8 @@ from faststream.kafka import KafkaBroker
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from schemas import topics
+from services.endpoints import Endpoints
 from services.groups.app import GROUPS
-from services.ops.infra import Endpoints
 from services.runtime import open_runtime
 from services.stream.asyncapi import CHANNELS, render
 from tests.support.settings import make_settings

@@ -25,7 +25,7 @@ from engine.errors import DependencyFailed
 from engine.records import MemoryRow, ScopeFields
 from engine.retrieval.filters import matches, mongo_clauses, parse_filters
 from engine.scoping import TenantFilter
-from services.ops.infra import Endpoints
+from services.endpoints import Endpoints
 
 pytestmark = pytest.mark.integration
 

@@ -16,8 +16,8 @@ import pytest
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from schemas import topics
 from schemas.inputs import turn_recorded
+from services.endpoints import Endpoints
 from services.ops.dead_letters import read_letters
-from services.ops.infra import Endpoints
 from services.runtime import Runtime
 from services.sdk.client import MemoryClient
 from services.stream.dlq import DeadLetter, redrive_command

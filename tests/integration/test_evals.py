@@ -18,9 +18,9 @@ from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.errors import InputRejected
 from schemas.inputs import memory_remembered
 from schemas.requests import LayerSearchRequest
+from services.endpoints import ENV_KAFKA, ENV_MONGO, ENV_REDIS, Endpoints
 from services.groups.evals import get_eval, list_evals, run_eval
 from services.ops.cli import app
-from services.ops.infra import ENV_KAFKA, ENV_MONGO, ENV_REDIS, Endpoints
 from services.runtime import Runtime, open_runtime
 from tests.support.settings import make_settings
 

@@ -22,8 +22,8 @@ from schemas import topics
 from schemas.events import FactItem, FactsExtracted
 from schemas.inputs import context_request
 from schemas.scope import Scope
+from services.endpoints import Endpoints
 from services.groups.app import running_groups
-from services.ops.infra import Endpoints
 from services.runtime import Runtime, open_runtime
 from services.sdk.client import MemoryClient
 from services.stream.offsets import start_at_end, wait_processed

@@ -6,7 +6,7 @@
 * the broker restarted (the local broker keeps nothing): the stored memory survives, new
   turns flow again, and replaying a fresh log rebuilds the same documents.
 
-Servers a test stops are its own (`services.ops.infra.Server`), never the session's; processes
+Servers a test stops are its own (`services.ops.stack.Server`), never the session's; processes
 are stopped by PID.
 """
 
@@ -29,10 +29,11 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from schemas import topics
+from services.endpoints import Endpoints
 from services.groups.app import running_groups
 from services.ops.dead_letters import read_letters
-from services.ops.infra import Endpoints, Server
 from services.ops.replay import replay
+from services.ops.stack import Server
 from services.ops.verify import compare
 from services.sdk.client import MemoryClient
 from services.stream.offsets import end_offsets, start_at_end, wait_caught_up

@@ -21,18 +21,8 @@ from pymongo import AsyncMongoClient
 from redis.asyncio import Redis
 from typer.testing import CliRunner
 
-from services.ops.infra import (
-    ENV_KAFKA,
-    ENV_MONGO,
-    ENV_REDIS,
-    Endpoints,
-    infra_app,
-    read_endpoints,
-    running_stack,
-    stack_status,
-    start_stack,
-    stop_stack,
-)
+from services.endpoints import ENV_KAFKA, ENV_MONGO, ENV_REDIS, Endpoints, read_endpoints
+from services.ops.stack import infra_app, running_stack, stack_status, start_stack, stop_stack
 from services.stream.topics import create_topics
 
 pytestmark = pytest.mark.integration

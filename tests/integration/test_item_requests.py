@@ -12,7 +12,7 @@ import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.ingest.remember import fact_hash
-from services.ops.infra import Endpoints
+from services.endpoints import Endpoints
 from services.runtime import Runtime
 from services.sdk.client import MemoryClient
 from services.stream.offsets import wait_processed

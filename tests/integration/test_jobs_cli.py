@@ -14,7 +14,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from schemas import topics
 from schemas.events import JobRequested
-from services.ops.infra import Endpoints
+from services.endpoints import Endpoints
 from services.stream.offsets import end_offsets
 from services.stream.topics import create_topics
 

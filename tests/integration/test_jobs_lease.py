@@ -23,8 +23,8 @@ from schemas import topics
 from schemas.bounds import ValueOutOfRange
 from schemas.events import JobRequested
 from schemas.inputs import to_ms
+from services.endpoints import Endpoints
 from services.groups.jobs import job_functions
-from services.ops.infra import Endpoints
 from services.ops.scheduler import tick
 from services.runtime import Runtime
 from services.sdk.client import MemoryClient

@@ -26,8 +26,8 @@ from pymongo import AsyncMongoClient
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from schemas import topics
+from services.endpoints import Endpoints
 from services.groups.app import running_groups
-from services.ops.infra import Endpoints
 from services.sdk.client import MemoryClient
 from tests.support.net import free_port
 from tests.support.pipeline import subscriptions

@@ -20,7 +20,7 @@ from pymongo import AsyncMongoClient
 from schemas import topics
 from schemas.inputs import turn_recorded
 from schemas.requests import ContextReply
-from services.ops.infra import Endpoints
+from services.endpoints import Endpoints
 from services.sdk.client import MemoryClient
 from services.stream.offsets import start_at_end, wait_processed
 from tests.support.pipeline import drained, subscriptions

@@ -15,8 +15,8 @@ import pytest
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.ports import InputType, Vector
 from schemas import topics
+from services.endpoints import Endpoints
 from services.ops.dead_letters import read_letters, redrive
-from services.ops.infra import Endpoints
 from services.stream.offsets import end_offsets, wait_caught_up, wait_processed
 from tests.support.pipeline import groups_running
 

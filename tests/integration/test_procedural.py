@@ -22,8 +22,8 @@ from engine.ingest.patterns import promote
 from engine.records import MemoryRow, ScopeFields
 from engine.scoping import TenantFilter
 from engine.upkeep.archives import decrypt_payload, read_archive
+from services.endpoints import Endpoints
 from services.groups.app import running_groups
-from services.ops.infra import Endpoints
 from services.runtime import Runtime
 from services.sdk.client import MemoryClient
 from services.stream.offsets import start_at_end, wait_processed

@@ -11,7 +11,7 @@ import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from schemas import topics
-from services.ops.infra import Endpoints
+from services.endpoints import Endpoints
 from services.ops.replay import replay
 from services.ops.verify import compare, differences
 from services.stream.offsets import end_offsets, wait_caught_up

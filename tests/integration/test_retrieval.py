@@ -21,7 +21,7 @@ from engine.errors import InputRejected
 from engine.records import ArchiveRecord, PatternRecord, ScopeFields
 from schemas.inputs import context_request, memory_remembered, turn_recorded
 from schemas.requests import LayerSearchRequest
-from services.ops.infra import Endpoints
+from services.endpoints import Endpoints
 from services.runtime import Runtime, open_runtime
 from tests.support.settings import make_settings
 

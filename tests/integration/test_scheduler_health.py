@@ -26,7 +26,7 @@ from pymongo import AsyncMongoClient
 
 from engine.upkeep.jobs import JobRecord
 from schemas import topics
-from services.ops.infra import Endpoints
+from services.endpoints import Endpoints
 from services.ops.scheduler import serve_scheduler
 from services.runtime import open_runtime
 from services.settings import Settings

@@ -31,7 +31,8 @@ from typer.testing import CliRunner
 
 from engine.adapters.redis_cache import RedisQueryCache
 from engine.errors import DependencyFailed
-from services.ops.infra import Endpoints, infra_app
+from services.endpoints import Endpoints
+from services.ops.stack import infra_app
 from services.runtime import open_runtime
 from services.sdk.client import MemoryClient
 from services.settings import Settings

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
-from services.ops.infra import Endpoints
+from services.endpoints import Endpoints
 from services.stream.offsets import wait_processed
 from tests.support.http_server import Provider, Received, Reply, Responder
 from tests.support.pipeline import groups_running

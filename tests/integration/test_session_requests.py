@@ -14,7 +14,7 @@ import pytest
 from pydantic import ValidationError
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
-from services.ops.infra import Endpoints
+from services.endpoints import Endpoints
 from services.runtime import Runtime
 from services.sdk.client import MemoryClient
 from services.stream.offsets import wait_processed

@@ -19,7 +19,7 @@ from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.ports import InputType, Vector
 from schemas import topics
 from schemas.inputs import turn_recorded
-from services.ops.infra import Endpoints
+from services.endpoints import Endpoints
 from services.stream.offsets import wait_processed
 from tests.support.net import free_port
 from tests.support.pipeline import groups_running

@@ -54,7 +54,7 @@ from engine.upkeep.sessions import SessionStore
 from schemas.inputs import memory_remembered, thread_session_id, to_ms, turn_recorded
 from schemas.requests import ALL_LAYERS, LayerSearchRequest
 from schemas.scope import Scope
-from services.ops.infra import Endpoints
+from services.endpoints import Endpoints
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 NOW_MS = to_ms(T0 + timedelta(days=1))

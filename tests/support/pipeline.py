@@ -9,8 +9,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
+from services.endpoints import Endpoints
 from services.groups.app import resolve_groups, running_groups
-from services.ops.infra import Endpoints
 from services.runtime import Runtime
 from services.sdk.client import MemoryClient
 from services.stream.asyncapi import CHANNELS

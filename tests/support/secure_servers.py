@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from pymongo import MongoClient
 
-from services.ops.infra import (
+from services.ops.stack.servers import (
     HOST,
-    _free_port,
-    _redis_server_binary,
-    _secantus_argv,
-    _tansu_binary,
+    free_port,
+    redis_server_binary,
+    secantus_argv,
+    tansu_binary,
 )
 from tests.support.certs import Certs
 
@@ -60,8 +60,8 @@ def redis_server(directory: Path, *, password: str, certs: Certs | None = None) 
     `certs` it listens only with TLS (the URL is still `redis://`: TLS is the setting's job).
     Skips the test when this redis-server has no TLS support."""
     directory.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
-    argv = [_redis_server_binary(), "--bind", HOST, "--save", "", "--appendonly", "no"]
+    port = free_port()
+    argv = [redis_server_binary(), "--bind", HOST, "--save", "", "--appendonly", "no"]
     argv += ["--dir", str(directory), "--requirepass", password]
     if certs is None:
         argv += ["--port", str(port)]
@@ -88,9 +88,9 @@ def secantus_server(
     """A `mongodb://` URI (no credentials, no TLS options) of a SecantusDB that requires TLS
     and SCRAM authentication as `username` (a root user, provisioned before `--auth`)."""
     directory.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
+    port = free_port()
     data = directory / "mongo-data"
-    base = [*_secantus_argv(), "--host", HOST, "--port", str(port), "--storage-path", str(data)]
+    base = [*secantus_argv(), "--host", HOST, "--port", str(port), "--storage-path", str(data)]
     log = directory / f"mongo-{port}.log"
     uri = f"mongodb://{HOST}:{port}/?retryWrites=false"
     with _process(base, log, directory) as proc:
@@ -110,9 +110,9 @@ def secantus_server(
 def tansu_with_authentication(directory: Path) -> Iterator[str]:
     """The bootstrap of a Tansu broker started with `--authentication` (SASL required)."""
     directory.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
+    port = free_port()
     url = f"tcp://{HOST}:{port}"
-    argv = [str(_tansu_binary()), "broker", "--listener-url", url]
+    argv = [str(tansu_binary()), "broker", "--listener-url", url]
     argv += ["--advertised-listener-url", url, "--storage-engine", "memory://tansu/"]
     argv += ["--authentication"]
     log = directory / f"kafka-{port}.log"

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from services.ops.infra import Endpoints
+from services.endpoints import Endpoints
 from services.settings import Settings
 
 

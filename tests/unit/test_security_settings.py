@@ -20,8 +20,9 @@ from faststream.security import BaseSecurity, SASLPlaintext, SASLScram256, SASLS
 from pydantic import SecretStr, ValidationError
 from typer.testing import CliRunner
 
+from services.endpoints import Endpoints
 from services.ops.cli import app
-from services.ops.infra import Endpoints, infra_app
+from services.ops.stack import infra_app
 from services.settings import Settings
 from services.stream.security import (
     kafka_options,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from services.ops.infra import infra_app
+from services.ops.stack import infra_app
 from services.settings import Settings, default_state_dir
 
 
