@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 __all__ = [
     "ENV_KAFKA",
@@ -70,10 +71,6 @@ class Endpoints:
         ]
 
     def __repr__(self) -> str:
-        # Deferred: `mask_url` lives with the drivers' security options (aiokafka, FastStream),
-        # which this module must not pull in at import; a repr is only taken where they are loaded.
-        from services.stream.security import mask_url
-
         # a URI may carry a password: repr (logs, tracebacks, a Runtime's repr) masks it
         return (
             f"Endpoints(kafka_bootstrap={self.kafka_bootstrap!r}, "
@@ -110,3 +107,18 @@ def read_endpoints(state_dir: Path) -> Endpoints | None:
         mongo_uri=str(services["mongo"].get("endpoint", "")),
         redis_url=str(services["redis"].get("endpoint", "")),
     )
+
+
+def mask_url(url: str) -> str:
+    """`url` with the password of its user info replaced by `***` (`scheme://user:***@host`);
+    other URLs (and bootstrap lists) unchanged."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return url
+    if not password:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))

@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from ssl import SSLContext
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from aiokafka.helpers import create_ssl_context
 from faststream.security import BaseSecurity, SASLPlaintext, SASLScram256, SASLScram512
@@ -128,18 +127,3 @@ def redis_options(settings: Settings, url: str) -> dict[str, Any]:
     if tls and settings.redis_tls_ca_file is not None:
         options["ssl_ca_certs"] = str(settings.redis_tls_ca_file)
     return options
-
-
-def mask_url(url: str) -> str:
-    """`url` with the password of its user info replaced by `***` (`scheme://user:***@host`);
-    other URLs (and bootstrap lists) unchanged."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
-        return url
-    if not password:
-        return url
-    user = parts.username or ""
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))

@@ -20,14 +20,13 @@ from faststream.security import BaseSecurity, SASLPlaintext, SASLScram256, SASLS
 from pydantic import SecretStr, ValidationError
 from typer.testing import CliRunner
 
-from services.endpoints import Endpoints
+from services.endpoints import Endpoints, mask_url
 from services.ops.cli import app
 from services.ops.stack import infra_app
 from services.settings import Settings
 from services.stream.security import (
     kafka_options,
     kafka_security,
-    mask_url,
     mongo_options,
     redis_options,
     redis_url,

@@ -25,12 +25,12 @@ from services.endpoints import (
     ENV_REDIS,
     Endpoints,
     InfraError,
+    mask_url,
     read_endpoints,
     state_path,
 )
 from services.ops.stack.launcher import DEFAULT_READY_TIMEOUT, stack_status, start_stack, stop_stack
 from services.settings import default_state_dir
-from services.stream.security import mask_url
 
 __all__ = ["infra_app"]
 
