@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pymongo import AsyncMongoClient
 
-from engine.adapters.memory_evals import InMemoryEvalStore
-from engine.adapters.mongo_evals import MongoEvalStore, ensure_indexes
+from engine.adapters.memory.evals import InMemoryEvalStore
+from engine.adapters.mongo.evals import MongoEvalStore, ensure_indexes
 from engine.evals.harness import (
     CaseResult,
     EvalCase,

@@ -34,15 +34,15 @@ from engine.adapters.memory import (
     InMemoryTranscriptStore,
     InMemoryWorkingStore,
 )
-from engine.adapters.memory_items import InMemoryItemStore
+from engine.adapters.memory.items import InMemoryItemStore
 from engine.adapters.mongo import (
     MongoMemoryStore,
     MongoTranscriptStore,
     MongoWorkingStore,
     ensure_schema,
 )
-from engine.adapters.mongo_items import MongoItemStore
-from engine.adapters.mongo_sessions import MongoSessionStore
+from engine.adapters.mongo.items import MongoItemStore
+from engine.adapters.mongo.sessions import MongoSessionStore
 from engine.ingest.remember import Rememberer
 from engine.ingest.turns import TurnRecorder
 from engine.ports import MemoryStore, TranscriptStore, WorkingStore
