@@ -22,7 +22,7 @@ from engine.upkeep.jobs import LEASE_EXPIRED, RUNNING_LEASE_MS, JobRecord, JobSt
 from schemas import topics
 from schemas.bounds import ValueOutOfRange
 from schemas.events import JobRequested
-from schemas.inputs import to_ms
+from schemas.ids import to_ms
 from services.groups.jobs import job_functions
 from services.ops.infra import Endpoints
 from services.ops.scheduler import tick

@@ -51,7 +51,8 @@ from engine.retrieval.vector_index import ExactVectorIndex
 from engine.scoping import tenant_filter
 from engine.upkeep.items import ItemStore, newest_facts
 from engine.upkeep.sessions import SessionStore
-from schemas.inputs import memory_remembered, thread_session_id, to_ms, turn_recorded
+from schemas.ids import thread_session_id, to_ms
+from schemas.inputs import memory_remembered, turn_recorded
 from schemas.requests import ALL_LAYERS, LayerSearchRequest
 from schemas.scope import Scope
 from services.ops.infra import Endpoints
