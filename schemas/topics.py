@@ -1,7 +1,8 @@
 """Every Kafka topic name and its partition count. No other module spells a topic name.
 
 Partition counts are explicit because the local broker gives auto-created topics 4 partitions
-(DESIGN.md §4); `services.stream.topics.create_topics` creates these before any consumer starts.
+(docs/operations.md#local-servers); `services.stream.topics.create_topics` creates these before any
+consumer starts.
 """
 
 from typing import Final

@@ -1,4 +1,5 @@
-"""Approximate vector search with MongoDB Atlas `$vectorSearch` (DESIGN.md §5).
+"""Approximate vector search with MongoDB Atlas `$vectorSearch`
+(docs/architecture.md#vector-search).
 
 The tenant scope is a **pre-filter** inside `$vectorSearch`, so the ANN candidates are drawn
 from the tenant's own rows only (fixes reference §16.2, where the tenant was filtered after the

@@ -10,7 +10,8 @@ Both `POST <base_url>/embeddings` with `{"input": [text, ...], "model": ...}` an
 - OpenAI-compatible servers have no input type and take `dimensions` (sent only when asked:
   not every server or model accepts it).
 
-There is no fallback (reference §4.1, DESIGN §6: never another vector space). Every failure
+There is no fallback (reference §4.1, docs/architecture.md#dependencies: never another vector
+space). Every failure
 raises `EmbeddingFailed`, a `DependencyFailed`: a consumer retries the message with backoff and
 then dead-letters it; a search request answers with the error. Failures are a transport error,
 a timeout (one deadline for the whole exchange), a non-2xx status (with the first 300

@@ -1,5 +1,5 @@
 """Who is calling, and which tenant it may act for. Checked on every `/api/memory` route; the
-probes (`/livez`, `/readyz`, `/healthz`, `/metrics`) are public by design (README, Security).
+probes (`/livez`, `/readyz`, `/healthz`, `/metrics`) are public by design (docs/security.md).
 
 Credentials (`services.settings`):
 

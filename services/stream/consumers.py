@@ -1,4 +1,5 @@
-"""Kafka subscribers with the options every group shares (DESIGN.md §4 quirks), the DLQ-guarded
+"""Kafka subscribers with the options every group shares (docs/operations.md#local-servers quirks),
+the DLQ-guarded
 event handler and the `MemoryChanged` announcer."""
 
 from __future__ import annotations

@@ -25,7 +25,8 @@ Ours (every `group` label is the Kafka consumer group id, e.g. `mnemostream.tran
 FastStream's `KafkaPrometheusMiddleware` adds `faststream_*` (received, processed, published,
 durations, in-process) by handler, with `app_name="mnemostream"`.
 
-Lag is end offset − committed offset (DESIGN.md §4: progress is what a group has committed),
+Lag is end offset − committed offset (docs/operations.md#local-servers: progress is what a group
+has committed),
 for every partition of the group's topics, so each process of a group reports the whole
 group's lag: aggregate across instances with `max`, not `sum`.
 """

@@ -1,6 +1,7 @@
 """Committed offsets of consumer groups: the reliable "has this been processed?" signal.
 
-The local broker's end offsets are unreliable (DESIGN.md §4), so progress and lag are read
+The local broker's end offsets are unreliable (docs/operations.md#local-servers), so progress and
+lag are read
 from what a group has committed. A group commits an offset after its handler returned
 (at-least-once), so `committed > offset` means the message at `offset` was processed.
 """
@@ -118,7 +119,8 @@ async def start_at_end(
 ) -> None:
     """For each (group id, topic) of a group that has no members yet, commit the topic's
     current end offsets, so the group reads only what is published from now on. (A new
-    group's "latest" reset is wrong on the local broker, DESIGN.md §4: every subscriber
+    group's "latest" reset is wrong on the local broker, docs/operations.md#local-servers: every
+    subscriber
     resets to earliest, and this is how a new group skips a log it must not process.)"""
     wanted = list(subscriptions)
     ends = await end_offsets(bootstrap, (t for _, t in wanted), kafka_options=kafka_options)

@@ -50,7 +50,7 @@ def pipeline(stack: Endpoints, tmp_path_factory: pytest.TempPathFactory) -> Iter
         "MNEMOSTREAM_SESSION_TIMEOUT_MS": "2000",
         "MNEMOSTREAM_HEARTBEAT_INTERVAL_MS": "500",
     }
-    # schema first, once, before any consumer runs (DESIGN.md §4)
+    # schema first, once, before any consumer runs (docs/operations.md#local-servers)
     subprocess.run(
         [sys.executable, "-m", "services", "db", "init"],
         env=env,

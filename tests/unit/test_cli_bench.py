@@ -1,5 +1,5 @@
 """`mnemostream bench`: lists the benchmark scripts, refuses an unknown one, runs one with its
-own arguments and passes its exit code on (DESIGN §3's `bench` command)."""
+own arguments and passes its exit code on (the `bench` command of docs/benchmarks.md)."""
 
 from __future__ import annotations
 

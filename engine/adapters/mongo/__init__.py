@@ -8,7 +8,7 @@ upsert then collides on `_id` and is reported as "already applied".
 
 `schema.ensure_schema` creates every collection and index once, sequentially, before any
 consumer runs (the local MongoDB-wire server deadlocks when index builds race inserts on a new
-collection, DESIGN.md §4; it is good practice anyway).
+collection, docs/operations.md#local-servers; it is good practice anyway).
 
 | module | store | collection |
 | --- | --- | --- |

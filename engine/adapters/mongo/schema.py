@@ -2,8 +2,8 @@
 
 `ensure_schema` (and `ensure_pattern_indexes`) create every collection and index once,
 sequentially, before any consumer runs (the local MongoDB-wire server deadlocks when index
-builds race inserts on a new collection, DESIGN.md §4; it is good practice anyway). The eval
-collection has its own (`engine.adapters.mongo.evals.ensure_indexes`).
+builds race inserts on a new collection, docs/operations.md#local-servers; it is good practice
+anyway). The eval collection has its own (`engine.adapters.mongo.evals.ensure_indexes`).
 """
 
 from __future__ import annotations
