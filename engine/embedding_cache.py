@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from engine.ports import Embedder, InputType, QueryCache, Vector
-from schemas.inputs import h32
+from schemas.ids import h32
 
 EMBEDDING_TTL_SECONDS = 86_400
 

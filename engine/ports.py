@@ -11,7 +11,7 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from engine.evals.harness import EvalRun
+from engine.evals.records import EvalRun
 from engine.records import (
     ArchiveRecord,
     MemoryRow,
@@ -201,6 +201,22 @@ class QueryCache(Protocol):
 
     async def bump(self, chain: Sequence[str], ttl_seconds: int) -> int:
         """Increment every counter of the chain; returns how many were bumped."""
+        ...
+
+
+class Reranker(Protocol):
+    """Scores candidate texts against a query.
+
+    `name` identifies the provider and model (for logs and metrics).
+    """
+
+    name: str
+
+    async def rerank(self, query: str, documents: Sequence[tuple[str, str]]) -> dict[str, float]:
+        """Relevance of each `(id, text)` document to `query`, as id → score in [0, 1]
+        (higher is more relevant). Ids should be unique. Documents the provider did not score
+        are absent. Raises `DependencyFailed` on any failure (transport, HTTP status, timeout,
+        malformed reply, no usable score)."""
         ...
 
 

@@ -9,47 +9,33 @@ an absent one takes its default. Times are milliseconds since epoch.
 
 from __future__ import annotations
 
-import hashlib
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from schemas.bounds import ValueOutOfRange, epoch_ms, parse_contract, whole_count
 from schemas.events import MemoryRemembered, Message, ToolEvent, TurnRecorded, utc_now
+from schemas.ids import from_ms as from_ms
+from schemas.ids import h32 as h32
+from schemas.ids import thread_session_id as thread_session_id
+from schemas.ids import to_ms as to_ms
 from schemas.limits import MAX_MESSAGE_BYTES
 from schemas.requests import ALL_LAYERS, ContextRequest, LayerName
 from schemas.scope import Scope, ScopeError, clean_id, clean_str
+from schemas.search_defaults import (
+    MAX_ITEM_CHARS,
+    MAX_ITEM_CHARS_MAX,
+    MAX_ITEMS,
+    MAX_ITEMS_MAX,
+    PER_LAYER_LIMIT,
+    PER_LAYER_LIMIT_MAX,
+)
 
 ROLES = ("user", "assistant", "system", "tool")
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 TOOL_RESULT_CHARS = 2000
 
 E = TypeVar("E", bound=BaseModel)
-
-
-def h32(text: str) -> str:
-    """First 32 hex chars of SHA-256 of the UTF-8 text (reference §0 `H32`)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
-
-
-def to_ms(moment: datetime) -> int:
-    """Milliseconds since epoch of an aware datetime."""
-    return int(moment.timestamp() * 1000)
-
-
-def from_ms(ms: int) -> datetime:
-    """Aware UTC datetime of milliseconds since epoch (exact: no float rounding)."""
-    return EPOCH + timedelta(milliseconds=ms)
-
-
-def thread_session_id(scope: Scope, thread_id: str | None = None) -> str:
-    """reference §1.5: `session:<global:agent | local:hai-or-agent>:<thread or main>`."""
-    if scope.mode == "local":
-        key = f"local:{scope.hai_id or scope.agent_wallet}"
-    else:
-        key = f"global:{scope.agent_wallet}"
-    return f"session:{key}:{thread_id or scope.thread_id or 'main'}"
 
 
 def within_message_limit(event: E, label: str) -> E:
@@ -132,9 +118,11 @@ def context_request(body: object) -> ContextRequest:
             "scope": scope,
             "query": query,
             "layers": _layers(data.get("layers")),
-            "limit": _count(data, ("limit",), 5, 20),
-            "max_items": _count(data, ("maxItems", "max_items"), 8, 24),
-            "max_item_chars": _count(data, ("maxItemChars", "max_item_chars"), 500, 2000),
+            "limit": _count(data, ("limit",), PER_LAYER_LIMIT, PER_LAYER_LIMIT_MAX),
+            "max_items": _count(data, ("maxItems", "max_items"), MAX_ITEMS, MAX_ITEMS_MAX),
+            "max_item_chars": _count(
+                data, ("maxItemChars", "max_item_chars"), MAX_ITEM_CHARS, MAX_ITEM_CHARS_MAX
+            ),
             "budget_chars": _budget(data),
             "include_raw": data.get("includeRaw") is True,
             "as_of": _as_of(data),

@@ -10,6 +10,14 @@ from schemas.bounds import EpochMs
 from schemas.events import Contract
 from schemas.limits import INT64_MAX, DocumentObject, LargeJsonObject
 from schemas.scope import Id, Scope
+from schemas.search_defaults import (
+    MAX_ITEM_CHARS,
+    MAX_ITEM_CHARS_MAX,
+    MAX_ITEMS,
+    MAX_ITEMS_MAX,
+    PER_LAYER_LIMIT,
+    PER_LAYER_LIMIT_MAX,
+)
 
 LayerName = Literal["working", "scene", "graph", "patterns", "archives", "vectors"]
 ALL_LAYERS: tuple[LayerName, ...] = ("working", "scene", "graph", "patterns", "archives", "vectors")
@@ -25,9 +33,9 @@ class ContextRequest(Contract):
     layers: list[LayerName] = Field(
         default_factory=lambda: list(ALL_LAYERS), min_length=1, max_length=len(ALL_LAYERS)
     )
-    limit: int = Field(default=5, ge=1, le=20)
-    max_items: int = Field(default=8, ge=1, le=24)
-    max_item_chars: int = Field(default=500, ge=1, le=2000)
+    limit: int = Field(default=PER_LAYER_LIMIT, ge=1, le=PER_LAYER_LIMIT_MAX)
+    max_items: int = Field(default=MAX_ITEMS, ge=1, le=MAX_ITEMS_MAX)
+    max_item_chars: int = Field(default=MAX_ITEM_CHARS, ge=1, le=MAX_ITEM_CHARS_MAX)
     budget_chars: int | None = Field(default=None, ge=1, le=INT64_MAX)
     include_raw: bool = False
     as_of: EpochMs | None = None
@@ -72,7 +80,7 @@ class LayerSearchRequest(Contract):
     layers: list[LayerName] = Field(
         default_factory=lambda: list(ALL_LAYERS), min_length=1, max_length=len(ALL_LAYERS)
     )
-    limit: int = Field(default=5, ge=1, le=20)
+    limit: int = Field(default=PER_LAYER_LIMIT, ge=1, le=PER_LAYER_LIMIT_MAX)
     as_of: EpochMs | None = None
 
 

@@ -22,7 +22,8 @@ from typing import Any
 
 from schemas.bounds import epoch_ms
 from schemas.events import MAX_MESSAGES, TurnRecorded, utc_now
-from schemas.inputs import ROLES, from_ms, h32, to_ms, turn_recorded
+from schemas.ids import from_ms, h32, to_ms
+from schemas.inputs import ROLES, turn_recorded
 from schemas.scope import SCOPE_KEYS, Scope, ScopeError, clean_id, clean_str
 
 MAX_TRANSCRIPT_MESSAGES = 2_000

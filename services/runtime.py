@@ -26,13 +26,14 @@ from engine.adapters.mongo import (
     MongoWorkingStore,
     ensure_schema,
 )
-from engine.adapters.mongo_evals import MongoEvalStore
-from engine.adapters.mongo_evals import ensure_indexes as ensure_eval_indexes
-from engine.adapters.mongo_items import MongoItemStore
-from engine.adapters.mongo_jobs import MongoJobStore, MongoMaintenanceStore
-from engine.adapters.mongo_patterns import MongoPatternCounter, MongoSkillStore
-from engine.adapters.mongo_patterns import ensure_indexes as ensure_pattern_indexes
-from engine.adapters.mongo_sessions import MongoSessionStore
+from engine.adapters.mongo.evals import MongoEvalStore
+from engine.adapters.mongo.evals import ensure_indexes as ensure_eval_indexes
+from engine.adapters.mongo.items import MongoItemStore
+from engine.adapters.mongo.jobs import MongoJobStore, MongoMaintenanceStore
+from engine.adapters.mongo.pattern_counts import MongoPatternCounter
+from engine.adapters.mongo.schema import ensure_pattern_indexes
+from engine.adapters.mongo.sessions import MongoSessionStore
+from engine.adapters.mongo.skills import MongoSkillStore
 from engine.adapters.openai_extractor import OpenAICompatibleExtractor
 from engine.adapters.openai_summariser import OpenAICompatibleSummariser
 from engine.adapters.pinata import PinataPinner

@@ -14,6 +14,16 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from engine.retrieval.defaults import (
+    DEFAULT_DOMINANCE_DELTA,
+    DEFAULT_HALF_LIFE_DAYS,
+    DEFAULT_MIN_CANDIDATES,
+    DEFAULT_MIN_COSINE,
+    DEFAULT_MIN_LEXICAL,
+    DEFAULT_MMR_LAMBDA,
+    DEFAULT_QUERY_CACHE_TTL_SECONDS,
+    DEFAULT_SEMANTIC_WEIGHT,
+)
 from schemas.scope import MAX_ID_CHARS, Id
 
 TENANT_KEYS_FORMAT = (
@@ -114,16 +124,29 @@ class Settings(BaseSettings):
     working_lines: int = Field(default=12, ge=1, le=200, description="Working buffer size.")
     session_ttl_days: float = Field(default=30, gt=0, description="Working session TTL.")
     min_cosine: float = Field(
-        default=0.3, ge=-1, le=1, description="Cosine from which a candidate is a hit."
+        default=DEFAULT_MIN_COSINE,
+        ge=-1,
+        le=1,
+        description="Cosine from which a candidate is a hit.",
     )
     min_lexical: float = Field(
-        default=0.34, ge=0, le=1, description="BM25 share from which a candidate is a hit."
+        default=DEFAULT_MIN_LEXICAL,
+        ge=0,
+        le=1,
+        description="BM25 share from which a candidate is a hit.",
     )
     semantic_weight: float = Field(
-        default=0.7, ge=0, le=1, description="Weight of cosine vs BM25 in a layer's relevance."
+        default=DEFAULT_SEMANTIC_WEIGHT,
+        ge=0,
+        le=1,
+        description="Weight of cosine vs BM25 in a layer's relevance.",
     )
-    half_life_days: float = Field(default=30, gt=0, description="Temporal decay half-life.")
-    mmr_lambda: float = Field(default=0.7, ge=0, le=1, description="MMR relevance weight.")
+    half_life_days: float = Field(
+        default=DEFAULT_HALF_LIFE_DAYS, gt=0, description="Temporal decay half-life."
+    )
+    mmr_lambda: float = Field(
+        default=DEFAULT_MMR_LAMBDA, ge=0, le=1, description="MMR relevance weight."
+    )
     vector_search: Literal["exact", "atlas"] = Field(
         default="exact", description="exact cosine (numpy, per-tenant LRU) or Atlas $vectorSearch."
     )
@@ -144,9 +167,11 @@ class Settings(BaseSettings):
     )
     cloudflare_account_id: str | None = Field(default=None, description="Cloudflare account.")
     rerank_timeout_seconds: float = Field(default=3.0, gt=0, description="Rerank timeout.")
-    rerank_min_candidates: int = Field(default=3, ge=2, description="Rerank only from n hits.")
+    rerank_min_candidates: int = Field(
+        default=DEFAULT_MIN_CANDIDATES, ge=2, description="Rerank only from n hits."
+    )
     rerank_dominance_delta: float = Field(
-        default=0.05, ge=0, description="Skip rerank when top1 − top2 ≥ this."
+        default=DEFAULT_DOMINANCE_DELTA, ge=0, description="Skip rerank when top1 − top2 ≥ this."
     )
     cache_prefix: str | None = Field(
         default=None,
@@ -184,7 +209,9 @@ class Settings(BaseSettings):
     access_flush_seconds: float = Field(
         default=1.0, gt=0, description="How often returned items' access counts are written."
     )
-    query_cache_ttl_seconds: int = Field(default=120, ge=1, description="Layer query cache TTL.")
+    query_cache_ttl_seconds: int = Field(
+        default=DEFAULT_QUERY_CACHE_TTL_SECONDS, ge=1, description="Layer query cache TTL."
+    )
     max_attempts: int = Field(default=3, ge=1, le=20, description="Tries before the DLQ.")
     retry_backoff_ms: int = Field(default=200, ge=0, description="First retry delay (doubles).")
     outage_wait_seconds: float = Field(

@@ -116,7 +116,7 @@ class CloudflareReranker:
         self._timeout = timeout
 
     async def rerank(self, query: str, documents: Sequence[tuple[str, str]]) -> dict[str, float]:
-        """Id → relevance in [0, 1]; see `engine.retrieval.rerank.Reranker.rerank`."""
+        """Id → relevance in [0, 1]; see `engine.ports.Reranker.rerank`."""
         ids, texts = _texts(documents)
         if not ids:
             return {}
@@ -175,7 +175,7 @@ class HttpRerankReranker:
         self._top_field = top_field
 
     async def rerank(self, query: str, documents: Sequence[tuple[str, str]]) -> dict[str, float]:
-        """Id → relevance in [0, 1]; see `engine.retrieval.rerank.Reranker.rerank`."""
+        """Id → relevance in [0, 1]; see `engine.ports.Reranker.rerank`."""
         ids, texts = _texts(documents)
         if not ids:
             return {}

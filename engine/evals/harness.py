@@ -31,130 +31,32 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import InputRejected
+from engine.evals.records import (
+    CaseResult,
+    EvalCase,
+    EvalRun,
+    EvalScores,
+    ItemVerdict,
+    Retrieved,
+    ReturnedItem,
+)
 from engine.retrieval.hits import Hit
 from engine.retrieval.packing import pack
-from schemas.inputs import h32
+from schemas.ids import h32
 from schemas.requests import ALL_LAYERS, MAX_QUERY_CHARS, LayerName
 from schemas.scope import Scope, ScopeError, clean_str
 
-if TYPE_CHECKING:  # engine.retrieval.search imports the ports, which import this module
+if TYPE_CHECKING:  # only the type: the harness runs any search it is given
     from engine.retrieval.search import MemorySearch
 
 DEFAULT_K = 5
 MAX_K = 20
 MAX_CASES = 500
 RUN_ID_PREFIX = "memeval_"
-STATUS_COMPLETED = "completed"
-
-
-@dataclass(frozen=True, slots=True)
-class EvalCase:
-    """One labelled query: at least one of `expected` / `expected_memory_id` is set."""
-
-    query: str
-    expected: str | None = None
-    expected_memory_id: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.expected is None and self.expected_memory_id is None:
-            raise InputRejected(
-                "a test case needs expected or expectedMemoryId: an unlabelled case cannot "
-                "be scored"
-            )
-
-
-@dataclass(frozen=True, slots=True)
-class ReturnedItem:
-    """One item a search returned: its layer, id and the text it shows."""
-
-    layer: str
-    id: str
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class Retrieved:
-    """What one search returned for a query. `context_characters` is the length of the
-    packed prompt an agent would receive; `cached` tells the answer came from the query
-    cache (its latency is then a cache read)."""
-
-    items: Sequence[ReturnedItem]
-    context_characters: int
-    cached: bool = False
 
 
 EvalSearch = Callable[[str], Awaitable[Retrieved]]
 """Query in, what was returned out."""
-
-
-@dataclass(frozen=True, slots=True)
-class ItemVerdict:
-    layer: str
-    id: str
-    relevant: bool
-
-
-@dataclass(frozen=True, slots=True)
-class CaseResult:
-    """The outcome of one case; `latency_ms` is milliseconds, `precision` in [0, 1]."""
-
-    case: EvalCase
-    items: tuple[ItemVerdict, ...]
-    context_characters: int
-    latency_ms: float
-    cached: bool = False
-
-    @property
-    def returned(self) -> int:
-        return len(self.items)
-
-    @property
-    def relevant(self) -> int:
-        return sum(i.relevant for i in self.items)
-
-    @property
-    def hit(self) -> bool:
-        return self.relevant > 0
-
-    @property
-    def precision(self) -> float:
-        return self.relevant / self.returned if self.returned else 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class EvalScores:
-    """Scores of a run (definitions in the module docstring); latencies in milliseconds."""
-
-    recall_at_k: float
-    precision_at_k: float
-    mean_precision: float
-    avg_context_characters: float
-    latency_p50_ms: float
-    latency_p95_ms: float
-    avg_latency_ms: float
-    cases: int
-    hits: int
-    returned: int
-    relevant: int
-
-
-@dataclass(frozen=True, slots=True)
-class EvalRun:
-    """A stored run. `created_at` is milliseconds since epoch; `scope` is the canonical
-    (camelCase) scope the cases were searched in."""
-
-    eval_run_id: str
-    scope: Mapping[str, Any]
-    created_at: int
-    k: int
-    layers: tuple[str, ...]
-    scores: EvalScores
-    results: tuple[CaseResult, ...]
-    status: str = STATUS_COMPLETED
-
-    @property
-    def agent_wallet(self) -> str:
-        return str(self.scope["agentWallet"])
 
 
 @dataclass(frozen=True, slots=True)

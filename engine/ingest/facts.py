@@ -31,7 +31,7 @@ from engine.ports import Embedder, MemoryStore, RelationStore
 from engine.records import MemoryRow, RelationRecord, ScopeFields
 from engine.scoping import TenantFilter, scope_fields
 from schemas.events import EntityItem, FactItem, FactsExtracted
-from schemas.inputs import h32, to_ms
+from schemas.ids import h32, to_ms
 
 USER_NODE = "user"
 SINGLE_VALUED_RELATIONS = frozenset(

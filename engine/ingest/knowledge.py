@@ -19,7 +19,7 @@ from typing import Any
 
 from engine.ports import Embedder, MemoryStore
 from engine.records import MemoryRow, ScopeFields
-from schemas.inputs import h32
+from schemas.ids import h32
 
 CHUNK_CHARS = 1400
 CHUNK_OVERLAP = 180

@@ -27,7 +27,14 @@ from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
 from engine.errors import InputRejected, NotFound
-from engine.records import ACTIVE, PatternRecord, ScopeFields, StoredMessage, Transcript
+from engine.records import (
+    ACTIVE,
+    PatternRecord,
+    ScopeFields,
+    StoredMessage,
+    Transcript,
+    Vector,
+)
 from engine.scoping import TenantFilter, scope_fields
 from schemas.events import TurnRecorded
 
@@ -203,6 +210,11 @@ class PatternCounter(Protocol):
 
     async def list(self, where: TenantFilter, limit: int) -> builtins.list[PatternState]:
         """Patterns the filter admits: success rate↓, executions↓, last executed↓."""
+        ...
+
+    async def set_embedding(self, pattern_id: str, embedding: Vector, model: str) -> bool:
+        """Store the embedding of the counted pattern's steps (what the patterns layer ranks
+        by) unless it has one; True if stored now, False if it had one or is not counted."""
         ...
 
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine.ingest.extraction.types import FACT_TYPES
 from engine.ports import Embedder, MemoryStore
 from engine.records import MemoryRow
 from engine.scoping import scope_fields
 from schemas.events import MemoryRemembered
-from schemas.inputs import FACT_TYPES, h32, to_ms
+from schemas.ids import h32, to_ms
 
 SYSTEM_KEYS = frozenset(
     {

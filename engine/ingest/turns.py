@@ -23,7 +23,7 @@ from engine.records import (
 )
 from engine.scoping import scope_fields
 from schemas.events import TurnRecorded
-from schemas.inputs import h32, thread_session_id, to_ms
+from schemas.ids import h32, thread_session_id, to_ms
 
 DAY_MS = 86_400_000
 SYSTEM_METADATA_KEYS = ("type", "source", "layer", "status", "contextId", "turnId", "sessionId")

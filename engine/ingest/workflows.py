@@ -19,7 +19,7 @@ from engine.errors import InputRejected
 from engine.ports import Embedder, MemoryStore
 from engine.records import MemoryRow, ScopeFields
 from engine.scoping import TenantFilter
-from schemas.inputs import h32
+from schemas.ids import h32
 
 CheckpointType = Literal["step_learning", "workflow_evaluation", "context_compaction"]
 CHECKPOINT_TYPES: tuple[str, ...] = get_args(CheckpointType)

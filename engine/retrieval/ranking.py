@@ -23,13 +23,14 @@ from dataclasses import replace
 import numpy as np
 import numpy.typing as npt
 
+from engine.decay import DEFAULT_HALF_LIFE_DAYS, decay_multiplier
+from engine.retrieval.defaults import (
+    DEFAULT_DOMINANCE_DELTA,
+    DEFAULT_MIN_CANDIDATES,
+    DEFAULT_MMR_LAMBDA,
+)
 from engine.retrieval.hits import Hit
 
-MS_PER_DAY = 86_400_000
-DEFAULT_HALF_LIFE_DAYS = 30.0
-DEFAULT_MIN_CANDIDATES = 3
-DEFAULT_DOMINANCE_DELTA = 0.05
-DEFAULT_MMR_LAMBDA = 0.7
 MMR_EXACT_LIMIT = 100
 """MMR is exact for up to this many hits; beyond it only the best-scored ones are diversified."""
 
@@ -49,21 +50,6 @@ def _score(hit: Hit) -> float:
 
 def _sorted_by_score(hits: Sequence[Hit]) -> list[Hit]:
     return sorted(hits, key=_score, reverse=True)
-
-
-def decay_multiplier(
-    created_at_ms: int | None, now_ms: int, half_life_days: float = DEFAULT_HALF_LIFE_DAYS
-) -> float:
-    """`0.5 ** (age_days / half_life_days)`, in (0, 1].
-
-    Age is clamped at 0 (a timestamp in the future does not boost). Returns 1.0 (no decay) when
-    `created_at_ms` is None or the half-life is not a positive finite number. Examples with
-    the default 30-day half-life: 30 d → 0.5, 60 d → 0.25, 69.66 d → ≈0.2, 90 d → 0.125.
-    """
-    if created_at_ms is None or not math.isfinite(half_life_days) or half_life_days <= 0:
-        return 1.0
-    age_days = max(0, now_ms - created_at_ms) / MS_PER_DAY
-    return float(0.5 ** (age_days / half_life_days))
 
 
 def apply_decay(

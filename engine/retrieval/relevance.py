@@ -10,12 +10,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine.retrieval.defaults import (
+    DEFAULT_MIN_COSINE,
+    DEFAULT_MIN_LEXICAL,
+    DEFAULT_SEMANTIC_WEIGHT,
+)
+
 
 @dataclass(frozen=True, slots=True)
 class RelevancePolicy:
-    semantic_weight: float = 0.7
-    min_cosine: float = 0.3
-    min_lexical: float = 0.34
+    semantic_weight: float = DEFAULT_SEMANTIC_WEIGHT
+    min_cosine: float = DEFAULT_MIN_COSINE
+    min_lexical: float = DEFAULT_MIN_LEXICAL
 
 
 def combined(cosine: float, lexical: float, policy: RelevancePolicy) -> float:

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from engine.decay import DEFAULT_HALF_LIFE_DAYS
 from engine.errors import DependencyFailed, MemoryError_
 from engine.ports import (
     ArchiveStore,
@@ -22,10 +23,17 @@ from engine.ports import (
     PatternStore,
     QueryCache,
     RelationStore,
+    Reranker,
     TranscriptStore,
     Vector,
     VectorIndex,
     WorkingStore,
+)
+from engine.retrieval.defaults import (
+    DEFAULT_DOMINANCE_DELTA,
+    DEFAULT_MIN_CANDIDATES,
+    DEFAULT_MMR_LAMBDA,
+    DEFAULT_QUERY_CACHE_TTL_SECONDS,
 )
 from engine.retrieval.filters import parse_filters
 from engine.retrieval.hits import Hit
@@ -40,10 +48,9 @@ from engine.retrieval.layers import (
 )
 from engine.retrieval.packing import pack
 from engine.retrieval.relevance import RelevancePolicy
-from engine.retrieval.rerank import Reranker
 from engine.retrieval.usage import MEMORY_LAYERS, AccessRecorder
 from engine.scoping import GLOBAL_NAMESPACE, namespace_chain, scope_key
-from schemas.inputs import h32
+from schemas.ids import h32
 from schemas.requests import (
     ContextItem,
     ContextReply,
@@ -60,13 +67,13 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class SearchPolicy:
     relevance: RelevancePolicy = field(default_factory=RelevancePolicy)
-    query_cache_ttl_seconds: int = 120
-    namespace_ttl_seconds: int = 480
+    query_cache_ttl_seconds: int = DEFAULT_QUERY_CACHE_TTL_SECONDS
+    namespace_ttl_seconds: int = 4 * DEFAULT_QUERY_CACHE_TTL_SECONDS
     """Namespace counters outlive every cached value (4 × the query TTL)."""
-    half_life_days: float = 30.0
-    mmr_lambda: float = 0.7
-    rerank_min_candidates: int = 3
-    rerank_dominance_delta: float = 0.05
+    half_life_days: float = DEFAULT_HALF_LIFE_DAYS
+    mmr_lambda: float = DEFAULT_MMR_LAMBDA
+    rerank_min_candidates: int = DEFAULT_MIN_CANDIDATES
+    rerank_dominance_delta: float = DEFAULT_DOMINANCE_DELTA
 
 
 @dataclass(frozen=True, slots=True)

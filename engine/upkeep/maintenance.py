@@ -16,16 +16,14 @@ with its bugs fixed).
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from engine.decay import DEFAULT_HALF_LIFE_DAYS, MS_PER_DAY, decay_multiplier
 from engine.ports import MemoryStore
 from engine.records import MemoryRow
 from engine.scoping import TenantFilter
-
-DAY_MS = 86_400_000
 
 
 class MaintenanceStore(Protocol):
@@ -78,12 +76,6 @@ async def consolidate(
     return Consolidated(len(users), superseded)
 
 
-def decay_score(created_at: int, now: int, half_life_days: float) -> float:
-    if half_life_days <= 0 or not math.isfinite(half_life_days):
-        return 1.0
-    return float(0.5 ** (max(0, now - created_at) / DAY_MS / half_life_days))
-
-
 @dataclass(frozen=True, slots=True)
 class Decayed:
     updated: int
@@ -96,7 +88,7 @@ async def decay_update(
     *,
     agents: Sequence[str],
     now: int,
-    half_life_days: float = 30.0,
+    half_life_days: float = DEFAULT_HALF_LIFE_DAYS,
     batch: int = 500,
 ) -> Decayed:
     updated, total = 0, 0.0
@@ -109,7 +101,9 @@ async def decay_update(
                 )
                 if r.metadata.get("retention") != "pinned"
             ]
-            scores = [(r.vector_id, decay_score(r.created_at, now, half_life_days)) for r in rows]
+            scores = [
+                (r.vector_id, decay_multiplier(r.created_at, now, half_life_days)) for r in rows
+            ]
             for start in range(0, len(scores), batch):
                 chunk = scores[start : start + batch]
                 updated += await maintenance.set_decay(chunk, now)
@@ -120,4 +114,4 @@ async def decay_update(
 async def cleanup(
     maintenance: MaintenanceStore, *, now: int, older_than_days: float = 90, min_decay: float = 0.2
 ) -> int:
-    return await maintenance.purge(int(now - older_than_days * DAY_MS), min_decay)
+    return await maintenance.purge(int(now - older_than_days * MS_PER_DAY), min_decay)

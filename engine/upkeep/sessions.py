@@ -21,7 +21,7 @@ Times are milliseconds since epoch.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from engine.errors import InputRejected, NotFound
@@ -131,39 +131,6 @@ def apply_edit(doc: SessionDocument, edit: SessionEdit) -> SessionDocument:
         last_accessed_at=max(doc.last_accessed_at, edit.at),
         expires_at=max(doc.expires_at or expires, expires),
     )
-
-
-@dataclass
-class InMemorySessionStore:
-    """`SessionStore` over a dict of documents, for unit tests."""
-
-    docs: dict[str, SessionDocument] = field(default_factory=dict)
-
-    def put(self, doc: SessionDocument) -> None:
-        self.docs[doc.scope.document_key(doc.session_id)] = doc
-
-    def _find(self, where: TenantFilter, session_id: str) -> SessionDocument | None:
-        exact = replace(where, shared=False)
-        found = [
-            d for d in self.docs.values() if d.session_id == session_id and exact.admits(d.scope)
-        ]
-        return max(found, key=lambda d: d.last_accessed_at, default=None)
-
-    async def touch(self, where: TenantFilter, session_id: str, at: int) -> SessionDocument | None:
-        doc = self._find(where, session_id)
-        if doc is None:
-            return None
-        self.put(replace(doc, last_accessed_at=max(doc.last_accessed_at, at)))
-        return self._find(where, session_id)
-
-    async def edit(
-        self, where: TenantFilter, session_id: str, edit: SessionEdit
-    ) -> SessionDocument | None:
-        doc = self._find(where, session_id)
-        if doc is None:
-            return None
-        self.put(apply_edit(doc, edit))
-        return self._find(where, session_id)
 
 
 def _checked(where: TenantFilter, session_id: str) -> TenantFilter:

@@ -30,6 +30,7 @@ from engine.ingest.turns import session_vector_id
 from engine.retrieval.filters import parse_filters
 from schemas.bounds import Count, TokenCount
 from schemas.scope import ScopeError, clean_str
+from schemas.search_defaults import PER_LAYER_LIMIT, PER_LAYER_LIMIT_MAX
 from schemas.transcripts import transcript_turns
 from services.gateway.auth import Caller
 from services.gateway.deps import Client, at_most, body_scope, item_rows, query_scope, raw
@@ -48,7 +49,7 @@ listing = APIRouter(tags=["compatibility"], responses=ERRORS, route_class=Strict
 
 LIST_LIMIT = (50, 200)
 """GET /{agentWallet} `limit`: default, maximum (reference §13.4)."""
-SEARCH_LIMIT = (5, 20)
+SEARCH_LIMIT = (PER_LAYER_LIMIT, PER_LAYER_LIMIT_MAX)
 """POST /search `limit`: default, maximum (the reference did not cap it, §16.29)."""
 
 

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Path, Query
 
 from engine.retrieval.filters import parse_filters
 from schemas.scope import ScopeError, clean_str
+from schemas.search_defaults import PER_LAYER_LIMIT, PER_LAYER_LIMIT_MAX
 from services.gateway.auth import Caller
 from services.gateway.deps import (
     Client,
@@ -63,7 +64,7 @@ async def search_layers(
         query,
         scope,
         layers=known_layers(body.layers),
-        limit=at_most(body.limit, 5, 20),
+        limit=at_most(body.limit, PER_LAYER_LIMIT, PER_LAYER_LIMIT_MAX),
     )
     return LayerSearchResponse(
         query=reply.query, layers=reply.layers, totals=reply.totals, cached=reply.cached

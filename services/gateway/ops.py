@@ -26,7 +26,7 @@ from fastapi import APIRouter, Path, Query
 
 from schemas import topics
 from schemas.events import JobRequested
-from schemas.inputs import to_ms
+from schemas.ids import to_ms
 from schemas.jobs import JOB_TYPES, check_job_params
 from schemas.scope import Scope, ScopeError, clean_id
 from services.gateway.auth import Caller

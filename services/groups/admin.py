@@ -19,7 +19,6 @@ from faststream.kafka import KafkaBroker
 from faststream.kafka.annotations import KafkaMessage
 from pydantic import ValidationError
 
-from engine.adapters.mongo_patterns import skill_document
 from engine.errors import InputRejected, MemoryError_, NotFound
 from engine.ingest.patterns import (
     PATTERN_TAGS,
@@ -31,6 +30,7 @@ from engine.ingest.patterns import (
     promote,
     validate,
 )
+from engine.ingest.skill_view import skill_view
 from engine.records import ScopeFields
 from engine.scoping import tenant_filter
 from engine.upkeep.jobs import JobRecord
@@ -82,7 +82,7 @@ def pattern_json(p: PatternState) -> Result:
 
 def skill_json(s: Skill) -> Result:
     """A skill as reference §9.3 shows it (the stored document without `_id`)."""
-    return {k: v for k, v in skill_document(s).items() if k != "_id"}
+    return skill_view(s)
 
 
 def validation_json(v: Validation) -> Result:

@@ -27,7 +27,7 @@ from engine.upkeep.archives import build_archive, embed_archive, tenant_groups
 from engine.upkeep.jobs import JobFunction, run_job
 from schemas import topics
 from schemas.events import JobRequested
-from schemas.inputs import to_ms
+from schemas.ids import to_ms
 from schemas.jobs import (
     ArchiveCreateParams,
     CleanupParams,

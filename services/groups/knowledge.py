@@ -14,7 +14,7 @@ from engine.records import ScopeFields
 from engine.scoping import scope_fields
 from schemas import topics
 from schemas.events import KnowledgeSubmitted
-from schemas.inputs import to_ms
+from schemas.ids import to_ms
 from schemas.scope import Scope
 from services.runtime import Runtime
 from services.stream.consumers import ChangeAnnouncer, on_event

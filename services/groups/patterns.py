@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from faststream.kafka import KafkaBroker
 
-from engine.adapters.mongo_patterns import set_pattern_embedding
 from engine.ingest.patterns import observe, steps_text
 from schemas import topics
 from schemas.events import TurnRecorded
@@ -19,8 +18,6 @@ GROUP = "patterns"
 def register(broker: KafkaBroker, rt: Runtime) -> None:
     changes = ChangeAnnouncer(broker, GROUP)
 
-    db = rt.mongo[rt.settings.mongo_db]
-
     async def count(event: TurnRecorded) -> None:
         run = observe(event)
         if run is None:
@@ -30,7 +27,7 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
         )
         # the steps are embedded once (cached), so the layer finds a procedure by meaning
         [vector] = await rt.embedder.embed([steps_text(run.seed.steps)], "document")
-        await set_pattern_embedding(db, run.seed.pattern_id, vector, rt.embedder.model)
+        await rt.patterns.set_embedding(run.seed.pattern_id, vector, rt.embedder.model)
         if counted:
             await changes.announce(event, event.scope.tenant(), ["patterns"])
 

@@ -15,7 +15,7 @@ from faststream.kafka.annotations import KafkaMessage
 from pydantic import ValidationError
 
 from engine.errors import DependencyFailed, MemoryError_
-from engine.retrieval.rerank_documents import rank_documents
+from engine.retrieval.rerank import rank_documents
 from schemas import topics
 from schemas.requests import (
     ContextReply,
@@ -97,7 +97,7 @@ def register_rerank(broker: KafkaBroker, rt: Runtime) -> None:
 
 
 async def rerank(rt: Runtime, request: RerankRequest) -> RerankReply:
-    """The request's documents ranked (`engine.retrieval.rerank_documents.rank_documents`)."""
+    """The request's documents ranked (`engine.retrieval.rerank.rank_documents`)."""
     ranked, ranker = await rank_documents(
         request.query,
         [(d.content, d.score) for d in request.documents],

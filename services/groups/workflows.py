@@ -21,7 +21,7 @@ from engine.ingest.workflows import (
 from engine.scoping import tenant_filter
 from schemas import topics
 from schemas.events import WorkflowCheckpointRecorded
-from schemas.inputs import to_ms
+from schemas.ids import to_ms
 from schemas.requests import ReliabilityReply, ReliabilityRequest
 from schemas.scope import Scope, first_error
 from services.runtime import Runtime

@@ -31,7 +31,7 @@ from engine.upkeep.jobs import live_jobs
 from engine.upkeep.schedules import SCHEDULES, firings, job_id
 from schemas import topics
 from schemas.events import JobRequested
-from schemas.inputs import to_ms
+from schemas.ids import to_ms
 from services.runtime import Runtime, open_runtime
 from services.sdk.client import MemoryClient
 from services.settings import Settings

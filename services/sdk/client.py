@@ -62,6 +62,7 @@ from schemas.requests import (
     SessionRequest,
 )
 from schemas.scope import Scope
+from schemas.search_defaults import PER_LAYER_LIMIT
 from schemas.transcripts import transcript_turns
 from services.sdk.ops import ServiceOps
 from services.stream.security import NO_OPTIONS
@@ -305,7 +306,7 @@ class MemoryClient(ServiceOps):
         scope: dict[str, Any] | Scope,
         *,
         layers: list[str] | None = None,
-        limit: int = 5,
+        limit: int = PER_LAYER_LIMIT,
         timeout: float | None = None,
     ) -> LayerSearchReply:
         """Raw layer hits (no packing)."""

@@ -9,15 +9,10 @@ from typing import Any
 import pytest
 from pymongo import AsyncMongoClient
 
-from engine.adapters.memory_evals import InMemoryEvalStore
-from engine.adapters.mongo_evals import MongoEvalStore, ensure_indexes
-from engine.evals.harness import (
-    CaseResult,
-    EvalCase,
-    EvalRun,
-    ItemVerdict,
-    score,
-)
+from engine.adapters.memory.evals import InMemoryEvalStore
+from engine.adapters.mongo.evals import MongoEvalStore, ensure_indexes
+from engine.evals.harness import score
+from engine.evals.records import CaseResult, EvalCase, EvalRun, ItemVerdict
 from engine.ports import EvalStore
 
 T0 = 1_600_000_000_000

@@ -13,9 +13,9 @@ import pytest
 from pymongo import AsyncMongoClient
 
 from engine.adapters.memory import HashingEmbedder
-from engine.adapters.memory_items import InMemoryItemStore
+from engine.adapters.memory.items import InMemoryItemStore
 from engine.adapters.mongo import MEMORY, MongoMemoryStore, ensure_schema
-from engine.adapters.mongo_items import MongoItemStore
+from engine.adapters.mongo.items import MongoItemStore
 from engine.errors import DependencyFailed, NotFound
 from engine.ports import MemoryStore
 from engine.records import MemoryRow, ScopeFields

@@ -9,13 +9,18 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pytest
 from pymongo import AsyncMongoClient
 
-from engine.adapters.memory import InMemoryPatternStore
-from engine.adapters.memory_patterns import InMemoryPatternCounter, InMemorySkillStore
-from engine.adapters.mongo import MongoPatternStore, ensure_schema
-from engine.adapters.mongo_patterns import MongoPatternCounter, MongoSkillStore, ensure_indexes
+from engine.adapters.memory import InMemoryPatternCounter, InMemoryPatternStore, InMemorySkillStore
+from engine.adapters.mongo import (
+    MongoPatternCounter,
+    MongoPatternStore,
+    MongoSkillStore,
+    ensure_pattern_indexes,
+    ensure_schema,
+)
 from engine.ingest.patterns import (
     PatternCounter,
     PatternSeed,
@@ -65,7 +70,7 @@ async def stores(
     try:
         db = client[name]
         await ensure_schema(db)
-        await ensure_indexes(db)
+        await ensure_pattern_indexes(db)
         yield Stores(MongoPatternCounter(db), MongoSkillStore(db), MongoPatternStore(db))
     finally:
         await client.drop_database(name)
@@ -225,3 +230,17 @@ async def test_promotion_refuses_invalid_pattern(stores: Stores) -> None:
     assert result.status == "invalid"
     assert result.validation.occurrences == 4
     assert await stores.skills.list(WHERE, 10) == []
+
+
+async def test_the_steps_embedding_is_stored_once_and_the_layer_sees_it(stores: Stores) -> None:
+    vector = np.linspace(-1.0, 1.0, 8, dtype=np.float32)
+    assert not await stores.counter.set_embedding(SEED.pattern_id, vector, "m1")  # not counted
+    await run(stores.counter, SEED, [True])
+    assert await stores.counter.set_embedding(SEED.pattern_id, vector, "m1")
+    assert not await stores.counter.set_embedding(SEED.pattern_id, vector * 0, "m2")
+    await run(stores.counter, SEED, [False], first=1)  # counting keeps the embedding
+    [record] = await stores.layer.active(WHERE, 10)
+    assert record.embedding is not None
+    np.testing.assert_allclose(record.embedding, vector)
+    assert record.embedding_model == "m1"
+    assert record.execution_count == 2

@@ -12,7 +12,7 @@ import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.adapters.mongo import MongoMemoryStore
-from engine.adapters.mongo_jobs import MongoJobStore
+from engine.adapters.mongo.jobs import MongoJobStore
 from engine.errors import DependencyFailed
 from engine.records import MemoryRow, ScopeFields
 from engine.upkeep.jobs import run_job

@@ -16,13 +16,13 @@ from aiokafka import AIOKafkaConsumer
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.adapters.memory import InMemoryJobStore
 from engine.adapters.mongo import MongoMemoryStore
-from engine.adapters.mongo_jobs import MongoJobStore
+from engine.adapters.mongo.jobs import MongoJobStore
 from engine.records import MemoryRow, ScopeFields
 from engine.upkeep.jobs import LEASE_EXPIRED, RUNNING_LEASE_MS, JobRecord, JobStore, run_job
 from schemas import topics
 from schemas.bounds import ValueOutOfRange
 from schemas.events import JobRequested
-from schemas.inputs import to_ms
+from schemas.ids import to_ms
 from services.endpoints import Endpoints
 from services.groups.jobs import job_functions
 from services.ops.scheduler import tick

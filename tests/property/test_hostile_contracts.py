@@ -40,7 +40,8 @@ from schemas.events import (
     TurnRecorded,
     WorkflowCheckpointRecorded,
 )
-from schemas.inputs import context_request, memory_remembered, to_ms, turn_recorded
+from schemas.ids import to_ms
+from schemas.inputs import context_request, memory_remembered, turn_recorded
 from schemas.jobs import JOB_PARAMS, MAX_BATCH, MAX_DAYS, check_job_params
 from schemas.limits import (
     INT64_MAX,

@@ -34,15 +34,15 @@ from engine.adapters.memory import (
     InMemoryTranscriptStore,
     InMemoryWorkingStore,
 )
-from engine.adapters.memory_items import InMemoryItemStore
+from engine.adapters.memory.items import InMemoryItemStore
 from engine.adapters.mongo import (
     MongoMemoryStore,
     MongoTranscriptStore,
     MongoWorkingStore,
     ensure_schema,
 )
-from engine.adapters.mongo_items import MongoItemStore
-from engine.adapters.mongo_sessions import MongoSessionStore
+from engine.adapters.mongo.items import MongoItemStore
+from engine.adapters.mongo.sessions import MongoSessionStore
 from engine.ingest.remember import Rememberer
 from engine.ingest.turns import TurnRecorder
 from engine.ports import MemoryStore, TranscriptStore, WorkingStore
@@ -51,7 +51,8 @@ from engine.retrieval.vector_index import ExactVectorIndex
 from engine.scoping import tenant_filter
 from engine.upkeep.items import ItemStore, newest_facts
 from engine.upkeep.sessions import SessionStore
-from schemas.inputs import memory_remembered, thread_session_id, to_ms, turn_recorded
+from schemas.ids import thread_session_id, to_ms
+from schemas.inputs import memory_remembered, turn_recorded
 from schemas.requests import ALL_LAYERS, LayerSearchRequest
 from schemas.scope import Scope
 from services.endpoints import Endpoints

@@ -18,7 +18,8 @@ from engine.ingest.turns import TurnRecorder
 from engine.retrieval.search import MemorySearch
 from engine.retrieval.usage import MEMORY_LAYERS, AccessRecorder
 from engine.scoping import TenantFilter
-from schemas.inputs import context_request, memory_remembered, to_ms, turn_recorded
+from schemas.ids import to_ms
+from schemas.inputs import context_request, memory_remembered, turn_recorded
 from schemas.requests import ContextReply, LayerSearchRequest
 from schemas.scope import Scope
 from tests.support.engine import InMemoryPorts

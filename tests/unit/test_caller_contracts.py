@@ -20,7 +20,7 @@ from schemas.events import (
     KnowledgeSubmitted,
     WorkflowCheckpointRecorded,
 )
-from schemas.inputs import to_ms
+from schemas.ids import to_ms
 from schemas.requests import ReliabilityReply, ReliabilityRequest
 from schemas.scope import Scope, ScopeError
 from services.groups.knowledge import rows_scope

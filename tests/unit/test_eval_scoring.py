@@ -13,10 +13,7 @@ from engine.adapters.memory import HashingEmbedder
 from engine.errors import InputRejected
 from engine.evals.harness import (
     DEFAULT_K,
-    EvalCase,
     EvalRequest,
-    Retrieved,
-    ReturnedItem,
     evaluate,
     is_relevant,
     layer_searcher,
@@ -24,10 +21,12 @@ from engine.evals.harness import (
     percentile,
     retrieved_of,
 )
+from engine.evals.records import EvalCase, Retrieved, ReturnedItem
 from engine.evals.wire import run_of, run_wire
 from engine.ingest.remember import Rememberer
 from engine.retrieval.hits import Hit
-from schemas.inputs import memory_remembered, to_ms
+from schemas.ids import to_ms
+from schemas.inputs import memory_remembered
 from schemas.requests import ALL_LAYERS
 from schemas.scope import Scope
 from tests.support.engine import InMemoryPorts

@@ -17,7 +17,8 @@ from engine.ingest.facts import FactWriter
 from engine.ingest.remember import Rememberer
 from engine.ports import InputType, Vector
 from schemas.events import EntityItem, FactItem, FactsExtracted
-from schemas.inputs import memory_remembered, to_ms
+from schemas.ids import to_ms
+from schemas.inputs import memory_remembered
 from schemas.scope import Scope
 
 SAID = datetime(2025, 3, 1, tzinfo=UTC)

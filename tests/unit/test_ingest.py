@@ -25,7 +25,8 @@ from engine.ingest.turns import (
 from engine.records import MemoryRow, StoredMessage, Transcript, WorkingSession
 from engine.scoping import TenantFilter
 from schemas.events import TurnRecorded
-from schemas.inputs import to_ms, turn_recorded
+from schemas.ids import to_ms
+from schemas.inputs import turn_recorded
 
 AGENT = "0xAgent"
 T0 = datetime(2020, 5, 17, 12, 0, tzinfo=UTC)

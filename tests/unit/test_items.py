@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from engine.adapters.memory import HashingEmbedder
-from engine.adapters.memory_items import InMemoryItemStore
+from engine.adapters.memory.items import InMemoryItemStore
 from engine.errors import InputRejected, NotFound
 from engine.ports import InputType, Vector
 from engine.records import MemoryRow, ScopeFields

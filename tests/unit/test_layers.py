@@ -33,7 +33,8 @@ from engine.retrieval.lexical import all_terms, terms
 from engine.retrieval.search import MemorySearch
 from engine.retrieval.vector_index import ExactVectorIndex
 from engine.scoping import TenantFilter
-from schemas.inputs import memory_remembered, thread_session_id, to_ms, turn_recorded
+from schemas.ids import thread_session_id, to_ms
+from schemas.inputs import memory_remembered, turn_recorded
 from schemas.requests import LayerSearchRequest
 from schemas.scope import Scope
 

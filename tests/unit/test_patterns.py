@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.adapters.memory import InMemoryPatternStore
-from engine.adapters.memory_patterns import InMemoryPatternCounter, InMemorySkillStore
+from engine.adapters.memory.pattern_counts import InMemoryPatternCounter, InMemorySkillStore
 from engine.errors import InputRejected, NotFound
 from engine.ingest.patterns import (
     PatternSeed,

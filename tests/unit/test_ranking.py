@@ -10,12 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from engine.decay import MS_PER_DAY, decay_multiplier
 from engine.retrieval.hits import Hit
 from engine.retrieval.ranking import (
     MMR_EXACT_LIMIT,
-    MS_PER_DAY,
     apply_decay,
-    decay_multiplier,
     merge_rerank,
     mmr,
     should_rerank,

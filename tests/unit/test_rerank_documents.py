@@ -10,7 +10,7 @@ import pytest
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.errors import DependencyFailed
 from engine.retrieval.relevance import RelevancePolicy
-from engine.retrieval.rerank_documents import LOCAL, TIE_BREAK, rank_documents
+from engine.retrieval.rerank.documents import LOCAL, TIE_BREAK, rank_documents
 
 
 class ScriptedReranker:

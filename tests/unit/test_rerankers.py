@@ -13,9 +13,9 @@ import httpx
 import pytest
 
 from engine.adapters.rerankers import CloudflareReranker, HttpRerankReranker
+from engine.decay import MS_PER_DAY
 from engine.errors import DependencyFailed
 from engine.retrieval.hits import Hit
-from engine.retrieval.ranking import MS_PER_DAY
 from engine.retrieval.rerank import rerank_fail_soft
 from tests.support.http_server import Provider, Received, Reply, Responder, closed_port
 

@@ -20,7 +20,8 @@ from engine.ports import InputType, Vector, WorkingStore
 from engine.records import WorkingAppend, WorkingSession
 from engine.retrieval.search import MemorySearch, invalidate
 from engine.scoping import TenantFilter
-from schemas.inputs import context_request, to_ms, turn_recorded
+from schemas.ids import to_ms
+from schemas.inputs import context_request, turn_recorded
 from schemas.requests import ContextReply, LayerSearchRequest
 from schemas.scope import Scope
 from tests.support.engine import InMemoryPorts

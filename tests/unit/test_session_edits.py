@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from engine.adapters.memory import InMemorySessionStore
 from engine.errors import InputRejected, NotFound
 from engine.records import ScopeFields
 from engine.scoping import TenantFilter
 from engine.upkeep.sessions import (
-    InMemorySessionStore,
     SessionDocument,
     SessionEdit,
     get_session,

@@ -31,7 +31,8 @@ from engine.ingest.turns import TurnRecorder
 from engine.records import ArchiveRecord, PatternRecord, ScopeFields
 from engine.retrieval.search import MemorySearch
 from engine.retrieval.vector_index import ExactVectorIndex
-from schemas.inputs import context_request, memory_remembered, to_ms, turn_recorded
+from schemas.ids import to_ms
+from schemas.inputs import context_request, memory_remembered, turn_recorded
 from schemas.requests import ALL_LAYERS, LayerSearchRequest
 from schemas.scope import Scope
 

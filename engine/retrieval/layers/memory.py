@@ -13,8 +13,9 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from engine.decay import DEFAULT_HALF_LIFE_DAYS
 from engine.errors import DependencyFailed
-from engine.ports import RelationStore, VectorIndex
+from engine.ports import RelationStore, Reranker, VectorIndex
 from engine.records import MemoryRow
 from engine.retrieval.hits import Hit
 from engine.retrieval.layers.graph import hydrate
@@ -22,7 +23,7 @@ from engine.retrieval.layers.query import LayerQuery
 from engine.retrieval.lexical import all_terms, bm25
 from engine.retrieval.ranking import mmr
 from engine.retrieval.relevance import relevance
-from engine.retrieval.rerank import Reranker, rerank_fail_soft
+from engine.retrieval.rerank.fail_soft import rerank_fail_soft
 from engine.scoping import TenantFilter
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ class MemoryLayerOptions:
     sources: Sequence[str] | None
     ranked: bool
     reranker: Reranker | None = None
-    half_life_days: float = 30.0
+    half_life_days: float = DEFAULT_HALF_LIFE_DAYS
     mmr_lambda: float = 0.7
     rerank_min_candidates: int = 3
     rerank_dominance_delta: float = 0.05

@@ -1,4 +1,4 @@
-"""The reranker port and the fail-soft rerank step (reference §5.2, fixed per §16.17).
+"""The fail-soft rerank step of pre_turn (reference §5.2, fixed per §16.17).
 
 A reranker (a cross-encoder behind an HTTP API) scores how relevant each candidate text is to
 the query. The step is optional and fail-soft: when it is disabled, skipped or failing, the
@@ -10,36 +10,22 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from typing import Protocol
 
 from engine.errors import DependencyFailed
-from engine.retrieval.hits import Hit
-from engine.retrieval.ranking import (
+from engine.ports import Reranker
+from engine.retrieval.defaults import (
     DEFAULT_DOMINANCE_DELTA,
     DEFAULT_HALF_LIFE_DAYS,
     DEFAULT_MIN_CANDIDATES,
+)
+from engine.retrieval.hits import Hit
+from engine.retrieval.ranking import (
     apply_decay,
     merge_rerank,
     should_rerank,
 )
 
 logger = logging.getLogger(__name__)
-
-
-class Reranker(Protocol):
-    """Scores candidate texts against a query.
-
-    `name` identifies the provider and model (for logs and metrics).
-    """
-
-    name: str
-
-    async def rerank(self, query: str, documents: Sequence[tuple[str, str]]) -> dict[str, float]:
-        """Relevance of each `(id, text)` document to `query`, as id → score in [0, 1]
-        (higher is more relevant). Ids should be unique. Documents the provider did not score
-        are absent. Raises `DependencyFailed` on any failure (transport, HTTP status, timeout,
-        malformed reply, no usable score)."""
-        ...
 
 
 async def rerank_fail_soft(

@@ -19,7 +19,8 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
-from engine.adapters.mongo import SESSIONS, Doc, _date, _scope_of, tenant_query
+from engine.adapters.mongo.documents import Doc, as_date, scope_of, tenant_query
+from engine.adapters.mongo.schema import SESSIONS
 from engine.errors import DependencyFailed
 from engine.scoping import TenantFilter
 from engine.upkeep.sessions import SessionDocument, SessionEdit
@@ -40,7 +41,7 @@ def session_of(doc: Doc) -> SessionDocument:
     memory = doc.get("workingMemory") or {}
     return SessionDocument(
         session_id=doc["sessionId"],
-        scope=_scope_of(doc),
+        scope=scope_of(doc),
         context=list(memory.get("context") or []),
         entities=dict(memory.get("entities") or {}),
         state=dict(memory.get("state") or {}),
@@ -56,7 +57,7 @@ def edit_update(edit: SessionEdit) -> Doc:
     """The update document of an edit (see `SessionEdit`)."""
     sets: Doc = {}
     update: Doc = {
-        "$max": {"lastAccessedAt": edit.at, "expiresAt": _date(edit.at + edit.ttl_ms)},
+        "$max": {"lastAccessedAt": edit.at, "expiresAt": as_date(edit.at + edit.ttl_ms)},
     }
     if edit.context is not None:
         if edit.replace:

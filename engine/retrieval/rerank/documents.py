@@ -1,6 +1,6 @@
 """Rerank caller-supplied documents against a query (reference §13.4 `POST rerank`, §5.2).
 
-Unlike the fail-soft step of pre_turn (`engine.retrieval.rerank.rerank_fail_soft`), this is the
+Unlike the fail-soft step of pre_turn (`engine.retrieval.rerank.fail_soft`), this is the
 operation itself, so it is not fail-soft: a configured reranker that fails raises
 `DependencyFailed` (the reference answered an error too). Without a reranker the documents
 are ranked by the relevance the memory layers use (`engine.retrieval.relevance.combined`: embedder
@@ -18,10 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.ports import Embedder, Vector
+from engine.ports import Embedder, Reranker, Vector
 from engine.retrieval.lexical import all_terms, bm25, terms
 from engine.retrieval.relevance import RelevancePolicy, combined
-from engine.retrieval.rerank import Reranker
 
 TIE_BREAK = 1e-6
 """Weight of the caller's own score in `score` (the reference's merge, reference §5.2)."""

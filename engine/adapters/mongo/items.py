@@ -15,7 +15,9 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
-from engine.adapters.mongo import MEMORY, Doc, _vector, row_of, tenant_query
+from engine.adapters.mongo.documents import Doc, tenant_query, vector
+from engine.adapters.mongo.memory_rows import row_of
+from engine.adapters.mongo.schema import MEMORY
 from engine.errors import DependencyFailed
 from engine.records import INACTIVE_STATUSES, MemoryRow
 from engine.scoping import TenantFilter
@@ -30,7 +32,7 @@ def patch_update(patch: RowPatch) -> Doc:
         sets.update(
             {
                 "content": patch.text.content,
-                "embedding": _vector(patch.text.embedding),
+                "embedding": vector(patch.text.embedding),
                 "embeddingModel": patch.text.model,
                 "embeddingDim": int(patch.text.embedding.shape[0]),
             }

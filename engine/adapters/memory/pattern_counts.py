@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from engine.ingest.patterns import TURN_IDS_KEPT, PatternSeed, PatternState, Skill, to_record
 from engine.ports import PatternStore
+from engine.records import PatternRecord, Vector
 from engine.scoping import TenantFilter
 
 
@@ -15,6 +16,13 @@ from engine.scoping import TenantFilter
 class _Counted:
     state: PatternState
     turn_ids: deque[str] = field(default_factory=lambda: deque(maxlen=TURN_IDS_KEPT))
+    embedding: Vector | None = None
+    embedding_model: str | None = None
+
+    def record(self) -> PatternRecord:
+        return replace(
+            to_record(self.state), embedding=self.embedding, embedding_model=self.embedding_model
+        )
 
 
 class InMemoryPatternCounter:
@@ -51,7 +59,7 @@ class InMemoryPatternCounter:
             created_at=min(row.state.created_at, at),
         )
         if self._mirror is not None:
-            await self._mirror.upsert(to_record(row.state))
+            await self._mirror.upsert(row.record())
         return True
 
     async def get(self, where: TenantFilter, pattern_id: str) -> PatternState | None:
@@ -62,6 +70,15 @@ class InMemoryPatternCounter:
         states = [r.state for r in self._rows.values() if where.admits(r.state.scope)]
         states.sort(key=lambda s: (-s.success_rate, -s.executions, -s.last_executed, s.pattern_id))
         return states[:limit]
+
+    async def set_embedding(self, pattern_id: str, embedding: Vector, model: str) -> bool:
+        row = self._rows.get(pattern_id)
+        if row is None or row.embedding is not None:
+            return False
+        row.embedding, row.embedding_model = embedding, model
+        if self._mirror is not None:
+            await self._mirror.upsert(row.record())
+        return True
 
 
 class InMemorySkillStore:

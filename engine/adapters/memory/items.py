@@ -1,9 +1,9 @@
 """`ItemStore` in memory, for unit tests and the contract suite (the MongoDB one is
-`engine.adapters.mongo_items`)."""
+`engine.adapters.mongo.items`)."""
 
 from __future__ import annotations
 
-from engine.adapters.memory import InMemoryMemoryStore
+from engine.adapters.memory.memory_rows import InMemoryMemoryStore
 from engine.records import INACTIVE_STATUSES, MemoryRow
 from engine.scoping import TenantFilter
 from engine.upkeep.items import RowPatch, apply_patch, exact, soft_delete_patch

@@ -6,24 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Any
 
-from pymongo import ASCENDING, DESCENDING, IndexModel, UpdateOne
+from pymongo import DESCENDING, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError, PyMongoError
 
+from engine.adapters.mongo.documents import Doc
+from engine.adapters.mongo.schema import ARCHIVES, JOBS, MEMORY
 from engine.errors import DependencyFailed
 from engine.records import INACTIVE_STATUSES
 from engine.upkeep.jobs import JobRecord
-
-Doc = dict[str, Any]
-JOBS = "memory_jobs"
-ARCHIVES = "archives"
-"""The archive collection (`engine.adapters.mongo.ARCHIVES`; that module imports this one)."""
-JOB_INDEXES = (
-    IndexModel([("type", ASCENDING), ("status", ASCENDING), ("createdAt", DESCENDING)]),
-    IndexModel([("status", ASCENDING), ("createdAt", DESCENDING)]),
-)
 
 
 def _doc(record: JobRecord) -> Doc:
@@ -106,7 +98,7 @@ class MongoJobStore:
 
 class MongoMaintenanceStore:
     def __init__(self, db: AsyncDatabase[Doc]) -> None:
-        self._col = db["memory"]
+        self._col = db[MEMORY]
         self._archives = db[ARCHIVES]
 
     async def unpinned_content(self, archive_id: str) -> str | None:

@@ -6,7 +6,7 @@ another agent's run is not found.
 
 `ensure_indexes` is called once at start-up (`services.runtime.open_runtime`), never lazily:
 the local MongoDB-wire server deadlocks when an index build races inserts (see
-`engine.adapters.mongo.ensure_schema`).
+`engine.adapters.mongo.schema.ensure_schema`).
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
-from engine.adapters.mongo import Doc
+from engine.adapters.mongo.documents import Doc
+from engine.adapters.mongo.schema import create_indexes
 from engine.errors import DependencyFailed
-from engine.evals.harness import EvalRun
+from engine.evals.records import EvalRun
 from engine.evals.wire import run_of, run_wire
 
 EVALS = "memory_evals"
@@ -38,13 +39,7 @@ _NEWEST = [("createdAt", DESCENDING), ("_id", DESCENDING)]
 
 async def ensure_indexes(db: AsyncDatabase[Doc]) -> None:
     """Create the `memory_evals` collection and its index, one at a time. Idempotent."""
-    existing = set(await db.list_collection_names())
-    for name in INDEXES:
-        if name not in existing:
-            await db.create_collection(name)
-    for name, models in INDEXES.items():
-        for model in models:
-            await db[name].create_indexes([model])
+    await create_indexes(db, INDEXES)
 
 
 class MongoEvalStore:

@@ -1,0 +1,90 @@
+"""In-memory `JobStore` and `MaintenanceStore` (unit tests, the contract suite's twins)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from engine.adapters.memory.memory_rows import InMemoryMemoryStore
+from engine.records import INACTIVE_STATUSES
+from engine.upkeep.jobs import JobRecord
+
+
+class InMemoryJobStore:
+    def __init__(self) -> None:
+        self.records: dict[str, JobRecord] = {}
+
+    async def start(self, record: JobRecord) -> bool:
+        existing = self.records.get(record.job_id)
+        if existing is not None and existing.status != "running":
+            return False
+        self.records[record.job_id] = record
+        return True
+
+    async def get(self, job_id: str) -> JobRecord | None:
+        return self.records.get(job_id)
+
+    async def finish(self, record: JobRecord) -> None:
+        self.records[record.job_id] = record
+
+    async def abandon(self, record: JobRecord) -> bool:
+        existing = self.records.get(record.job_id)
+        if (
+            existing is None
+            or existing.status != "running"
+            or existing.created_at != record.created_at
+        ):
+            return False
+        self.records[record.job_id] = record
+        return True
+
+    async def running(self, job_type: str) -> list[JobRecord]:
+        rows = [r for r in self.records.values() if r.type == job_type and r.status == "running"]
+        return sorted(rows, key=lambda r: -r.created_at)
+
+
+class InMemoryMaintenanceStore:
+    """Maintenance over an `InMemoryMemoryStore`'s rows. `unpinned` holds the content of
+    stored archives that have no IPFS CID yet, by archive id (`InMemoryArchiveStore` keeps
+    no pin state), for `unpinned_content`."""
+
+    def __init__(self, memory: InMemoryMemoryStore) -> None:
+        self._memory = memory
+        self.unpinned: dict[str, str] = {}
+
+    async def unpinned_content(self, archive_id: str) -> str | None:
+        return self.unpinned.get(archive_id)
+
+    async def users_of(self, agent: str) -> list[str | None]:
+        users = {r.scope.user_address for r in self._memory.rows() if r.scope.agent_wallet == agent}
+        return sorted(users, key=lambda u: (u is not None, u or ""))
+
+    async def agents(self) -> list[str]:
+        return sorted({r.scope.agent_wallet for r in self._memory.rows()})
+
+    async def set_decay(self, scores: Sequence[tuple[str, float]], at: int) -> int:
+        changed = 0
+        for vid, score in scores:
+            row = self._memory.row(vid)
+            if (
+                row is not None
+                and row.status not in INACTIVE_STATUSES
+                and row.metadata.get("retention") != "pinned"
+            ):
+                self._memory.put(replace(row, decay_score=score))
+                changed += 1
+        return changed
+
+    async def purge(self, cutoff: int, min_decay: float) -> int:
+        doomed = [
+            r.vector_id
+            for r in self._memory.rows()
+            if r.created_at < cutoff
+            and (
+                (r.decay_score < min_decay and r.metadata.get("retention") != "pinned")
+                or r.status == "deleted"
+            )
+        ]
+        for vid in doomed:
+            self._memory.drop(vid)
+        return len(doomed)

@@ -1,0 +1,131 @@
+"""In-memory `MemoryStore` (unit tests, the contract suite's twin)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from engine.ports import VectorStats
+from engine.records import INACTIVE_STATUSES, MemoryRow
+from engine.scoping import TenantFilter
+
+
+class InMemoryMemoryStore:
+    def __init__(self) -> None:
+        self._rows: dict[str, MemoryRow] = {}
+
+    def rows(self) -> list[MemoryRow]:
+        """Every row (for in-memory maintenance and tests)."""
+        return list(self._rows.values())
+
+    def row(self, vector_id: str) -> MemoryRow | None:
+        return self._rows.get(vector_id)
+
+    def put(self, row: MemoryRow) -> None:
+        self._rows[row.vector_id] = row
+
+    def drop(self, vector_id: str) -> None:
+        self._rows.pop(vector_id, None)
+
+    async def insert_if_absent(self, row: MemoryRow) -> bool:
+        if row.vector_id in self._rows:
+            return False
+        self._rows[row.vector_id] = replace(row, metadata=dict(row.metadata))
+        return True
+
+    async def exists(self, vector_id: str) -> bool:
+        return vector_id in self._rows
+
+    async def status_of(self, vector_id: str) -> str | None:
+        row = self._rows.get(vector_id)
+        return None if row is None else row.status
+
+    async def revive(self, vector_id: str, at: int) -> bool:
+        row = self._rows.get(vector_id)
+        if row is None or row.status != "deleted":
+            return False
+        self._rows[vector_id] = replace(
+            row, created_at=at, metadata={**row.metadata, "status": "active"}
+        )
+        return True
+
+    async def bump_access(self, vector_ids: Sequence[str], at: int) -> int:
+        bumped = 0
+        for vector_id in vector_ids:
+            row = self._rows.get(vector_id)
+            if row is not None:
+                self._rows[vector_id] = replace(row, access_count=row.access_count + 1)
+                bumped += 1
+        return bumped
+
+    async def active_rows(
+        self,
+        where: TenantFilter,
+        *,
+        sources: Sequence[str] | None = None,
+        include_superseded: bool = False,
+    ) -> list[MemoryRow]:
+        hidden = ("deleted",) if include_superseded else INACTIVE_STATUSES
+        return [
+            row
+            for row in self._rows.values()
+            if where.admits(row.scope)
+            and row.status not in hidden
+            and (sources is None or row.source in sources)
+        ]
+
+    async def stats(self, agent_wallet: str, user_address: str | None = None) -> VectorStats:
+        rows = [
+            r
+            for r in self._rows.values()
+            if r.scope.agent_wallet == agent_wallet
+            and (user_address is None or r.scope.user_address == user_address)
+            and r.status not in INACTIVE_STATUSES
+        ]
+        if not rows:
+            return VectorStats()
+        by_source: dict[str, int] = {}
+        for r in rows:
+            by_source[r.source] = by_source.get(r.source, 0) + 1
+        return VectorStats(
+            total=len(rows),
+            avg_decay_score=sum(r.decay_score for r in rows) / len(rows),
+            oldest=min(r.created_at for r in rows),
+            newest=max(r.created_at for r in rows),
+            by_source=by_source,
+        )
+
+    async def slot_rows(self, where: TenantFilter, slot: str) -> list[MemoryRow]:
+        return [
+            row
+            for row in self._rows.values()
+            if where.admits(row.scope)
+            and row.source == "fact"
+            and row.status != "deleted"
+            and row.metadata.get("slot") == slot
+        ]
+
+    async def set_slot_if_absent(self, vector_id: str, where: TenantFilter, slot: str) -> bool:
+        row = self._rows.get(vector_id)
+        if (
+            row is None
+            or row.source != "fact"
+            or not where.admits(row.scope)
+            or row.metadata.get("slot") is not None
+        ):
+            return False
+        self._rows[vector_id] = replace(row, metadata={**row.metadata, "slot": slot})
+        return True
+
+    async def set_validity(
+        self, vector_id: str, invalid_at: int | None, superseded_by: str | None
+    ) -> None:
+        row = self._rows.get(vector_id)
+        if row is not None:
+            status = "superseded" if invalid_at is not None else "active"
+            self._rows[vector_id] = replace(
+                row,
+                invalid_at=invalid_at,
+                superseded_by=superseded_by,
+                metadata={**row.metadata, "status": status},
+            )

@@ -1,0 +1,55 @@
+"""In-memory `TranscriptStore` (unit tests, the contract suite's twin)."""
+
+from __future__ import annotations
+
+from engine.records import StoredMessage, Transcript, TranscriptAppend
+from engine.scoping import TenantFilter
+
+
+class InMemoryTranscriptStore:
+    def __init__(self) -> None:
+        self._docs: dict[str, Transcript] = {}
+        self._turns: dict[str, set[str]] = {}
+
+    async def append(self, turn: TranscriptAppend) -> bool:
+        key = turn.scope.document_key(turn.session_id)
+        seen = self._turns.setdefault(key, set())
+        if turn.turn_id in seen:
+            return False
+        seen.add(turn.turn_id)
+        old = self._docs.get(key)
+        messages: list[StoredMessage] = [*(old.messages if old else []), *turn.messages]
+        messages.sort(key=lambda m: m.timestamp)
+        self._docs[key] = Transcript(
+            session_id=turn.session_id,
+            scope=old.scope if old else turn.scope,
+            messages=messages,
+            summary=turn.summary if turn.summary is not None else (old.summary if old else None),
+            token_count=(old.token_count if old else 0) + turn.token_count,
+            created_at=min(turn.at, old.created_at) if old else turn.at,
+            updated_at=max(turn.at, old.updated_at) if old else turn.at,
+            turn_vectors=[
+                *(old.turn_vectors if old else []),
+                *([turn.vector] if turn.vector else []),
+            ],
+        )
+        return True
+
+    async def recent(self, where: TenantFilter, limit: int) -> list[Transcript]:
+        docs = [d for d in self._docs.values() if where.admits(d.scope)]
+        docs.sort(key=lambda d: (-d.updated_at, d.session_id))
+        return docs[:limit]
+
+    async def of_session(self, where: TenantFilter, session_id: str) -> Transcript | None:
+        docs = [
+            d for d in self._docs.values() if d.session_id == session_id and where.admits(d.scope)
+        ]
+        return max(docs, key=lambda d: d.updated_at, default=None)
+
+    async def count(self, agent_wallet: str, user_address: str | None = None) -> int:
+        return sum(
+            1
+            for d in self._docs.values()
+            if d.scope.agent_wallet == agent_wallet
+            and (user_address is None or d.scope.user_address == user_address)
+        )

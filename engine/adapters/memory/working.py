@@ -1,0 +1,42 @@
+"""In-memory `WorkingStore` (unit tests, the contract suite's twin)."""
+
+from __future__ import annotations
+
+from engine.records import WorkingAppend, WorkingSession
+from engine.scoping import TenantFilter
+
+WORKING_TURN_VECTORS = 6
+"""Turn vectors kept per working buffer (about the turns its 12 lines come from)."""
+
+
+class InMemoryWorkingStore:
+    def __init__(self) -> None:
+        self._docs: dict[str, WorkingSession] = {}
+        self._turns: dict[str, list[str]] = {}
+
+    async def append(self, lines: WorkingAppend, keep: int) -> bool:
+        key = lines.scope.document_key(lines.session_id)
+        seen = self._turns.setdefault(key, [])
+        if lines.turn_id in seen:
+            return False
+        seen.append(lines.turn_id)
+        old = self._docs.get(key)
+        newest_first = [*reversed(lines.lines), *(old.lines if old else [])][:keep]
+        self._docs[key] = WorkingSession(
+            session_id=lines.session_id,
+            scope=old.scope if old else lines.scope,
+            lines=newest_first,
+            state={**(old.state if old else {}), **lines.state},
+            last_accessed_at=max(lines.at, old.last_accessed_at) if old else lines.at,
+            created_at=min(lines.at, old.created_at) if old else lines.at,
+            turn_vectors=[
+                *(old.turn_vectors if old else []),
+                *([lines.vector] if lines.vector else []),
+            ][-WORKING_TURN_VECTORS:],
+        )
+        return True
+
+    async def recent(self, where: TenantFilter, limit: int) -> list[WorkingSession]:
+        docs = [d for d in self._docs.values() if where.admits(d.scope)]
+        docs.sort(key=lambda d: (-d.last_accessed_at, d.session_id))
+        return docs[:limit]

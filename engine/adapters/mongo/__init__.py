@@ -1,0 +1,94 @@
+"""MongoDB adapters (PyMongo's native async API, `AsyncMongoClient`), one module per store.
+
+Documents use the reference's camelCase field names (`documents`). Natural keys are the `_id`
+(the session id within its tenant, `ScopeFields.document_key`, for transcripts and working
+sessions; `vectorId` for memory rows), so an upsert guarded by `turnIds: {$ne: turnId}` is an
+idempotent append (`documents.append_once`): a redelivered turn matches no document, the
+upsert then collides on `_id` and is reported as "already applied".
+
+`schema.ensure_schema` creates every collection and index once, sequentially, before any
+consumer runs (the local MongoDB-wire server deadlocks when index builds race inserts on a new
+collection, docs/operations.md#local-servers; it is good practice anyway).
+
+| module | store | collection |
+| --- | --- | --- |
+| `transcripts` | `MongoTranscriptStore` | `session_transcripts` |
+| `working` | `MongoWorkingStore` | `sessions` (working buffer) |
+| `sessions` | `MongoSessionStore` | `sessions` (reads and edits) |
+| `memory_rows` | `MongoMemoryStore` | `memory` |
+| `items` | `MongoItemStore` | `memory` (single rows) |
+| `relations` | `MongoRelationStore` | `relations` |
+| `patterns` | `MongoPatternStore` | `patterns` (layer reads) |
+| `pattern_counts` | `MongoPatternCounter` | `patterns` (per-turn counts) |
+| `skills` | `MongoSkillStore` | `skills` |
+| `archives` | `MongoArchiveStore` | `archives` |
+| `jobs` | `MongoJobStore`, `MongoMaintenanceStore` | `memory_jobs`, `memory` |
+| `evals` | `MongoEvalStore` | `memory_evals` |
+"""
+
+from engine.adapters.mongo.archives import MongoArchiveStore
+from engine.adapters.mongo.documents import Doc, tenant_query
+from engine.adapters.mongo.evals import EVALS, MongoEvalStore
+from engine.adapters.mongo.evals import ensure_indexes as ensure_eval_indexes
+from engine.adapters.mongo.items import MongoItemStore
+from engine.adapters.mongo.jobs import MongoJobStore, MongoMaintenanceStore
+from engine.adapters.mongo.memory_rows import MongoMemoryStore, row_of
+from engine.adapters.mongo.pattern_counts import MongoPatternCounter
+from engine.adapters.mongo.patterns import MongoPatternStore
+from engine.adapters.mongo.relations import MongoRelationStore
+from engine.adapters.mongo.schema import (
+    ARCHIVES,
+    INDEXES,
+    JOBS,
+    MEMORY,
+    PATTERNS,
+    RELATIONS,
+    SESSIONS,
+    SKILLS,
+    TRANSCRIPTS,
+    ensure_pattern_indexes,
+    ensure_schema,
+)
+from engine.adapters.mongo.sessions import MongoSessionStore
+from engine.adapters.mongo.skills import MongoSkillStore, skill_document
+from engine.adapters.mongo.transcripts import MongoTranscriptStore
+from engine.adapters.mongo.working import (
+    WORKING_TURN_IDS_KEPT,
+    WORKING_TURN_VECTORS,
+    MongoWorkingStore,
+)
+
+__all__ = [
+    "ARCHIVES",
+    "EVALS",
+    "INDEXES",
+    "JOBS",
+    "MEMORY",
+    "PATTERNS",
+    "RELATIONS",
+    "SESSIONS",
+    "SKILLS",
+    "TRANSCRIPTS",
+    "WORKING_TURN_IDS_KEPT",
+    "WORKING_TURN_VECTORS",
+    "Doc",
+    "MongoArchiveStore",
+    "MongoEvalStore",
+    "MongoItemStore",
+    "MongoJobStore",
+    "MongoMaintenanceStore",
+    "MongoMemoryStore",
+    "MongoPatternCounter",
+    "MongoPatternStore",
+    "MongoRelationStore",
+    "MongoSessionStore",
+    "MongoSkillStore",
+    "MongoTranscriptStore",
+    "MongoWorkingStore",
+    "ensure_eval_indexes",
+    "ensure_pattern_indexes",
+    "ensure_schema",
+    "row_of",
+    "skill_document",
+    "tenant_query",
+]

@@ -1,0 +1,213 @@
+"""`MemoryStore` on MongoDB: the `memory` collection, one document per row, keyed by its
+`vectorId` (so an insert is an idempotent upsert of `$setOnInsert`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError, PyMongoError
+
+from engine.adapters.mongo.documents import (
+    Doc,
+    agent_query,
+    scope_doc,
+    scope_of,
+    tenant_query,
+    unvector,
+    vector,
+)
+from engine.adapters.mongo.schema import MEMORY
+from engine.errors import DependencyFailed
+from engine.ports import VectorStats
+from engine.records import INACTIVE_STATUSES, MemoryRow
+from engine.scoping import TenantFilter
+
+
+def row_of(doc: Mapping[str, Any]) -> MemoryRow:
+    """The row of a stored `memory` document (the inverse of `MongoMemoryStore.document`)."""
+    return MemoryRow(
+        vector_id=doc["vectorId"],
+        scope=scope_of(doc),
+        content=doc["content"],
+        embedding=unvector(doc["embedding"]),
+        embedding_model=doc.get("embeddingModel", ""),
+        source=doc["source"],
+        created_at=int(doc["createdAt"]),
+        metadata=dict(doc.get("metadata") or {}),
+        decay_score=float(doc.get("decayScore", 1.0)),
+        access_count=int(doc.get("accessCount", 0)),
+        invalid_at=doc.get("invalidAt"),
+        superseded_by=doc.get("supersededBy"),
+    )
+
+
+class MongoMemoryStore:
+    def __init__(self, db: AsyncDatabase[Doc]) -> None:
+        self._col: AsyncCollection[Doc] = db[MEMORY]
+
+    @staticmethod
+    def document(row: MemoryRow) -> Doc:
+        """The stored form of a row (also what replay verification compares)."""
+        return {
+            "_id": row.vector_id,
+            "vectorId": row.vector_id,
+            **scope_doc(row.scope),
+            "content": row.content,
+            "embedding": vector(row.embedding),
+            "embeddingModel": row.embedding_model,
+            "embeddingDim": row.embedding_dim,
+            "source": row.source,
+            "decayScore": row.decay_score,
+            "accessCount": row.access_count,
+            "lastAccessedAt": row.created_at,
+            "createdAt": row.created_at,
+            "updatedAt": row.created_at,
+            "validAt": row.created_at,
+            "invalidAt": row.invalid_at,
+            "supersededBy": row.superseded_by,
+            "metadata": {"status": "active", **row.metadata},
+        }
+
+    async def insert_if_absent(self, row: MemoryRow) -> bool:
+        try:
+            result = await self._col.update_one(
+                {"_id": row.vector_id}, {"$setOnInsert": self.document(row)}, upsert=True
+            )
+        except DuplicateKeyError:
+            return False
+        except PyMongoError as exc:
+            raise DependencyFailed(f"memory insert failed: {exc}") from exc
+        return result.upserted_id is not None
+
+    async def exists(self, vector_id: str) -> bool:
+        try:
+            return await self._col.find_one({"_id": vector_id}, {"_id": 1}) is not None
+        except PyMongoError as exc:
+            raise DependencyFailed(f"memory read failed: {exc}") from exc
+
+    async def status_of(self, vector_id: str) -> str | None:
+        try:
+            doc = await self._col.find_one({"_id": vector_id}, {"metadata.status": 1})
+        except PyMongoError as exc:
+            raise DependencyFailed(f"memory read failed: {exc}") from exc
+        if doc is None:
+            return None
+        status = (doc.get("metadata") or {}).get("status", "active")
+        return status if isinstance(status, str) else "active"
+
+    async def revive(self, vector_id: str, at: int) -> bool:
+        try:
+            result = await self._col.update_one(
+                {"_id": vector_id, "metadata.status": "deleted"},
+                {
+                    "$set": {
+                        "metadata.status": "active",
+                        "createdAt": at,
+                        "validAt": at,
+                        "updatedAt": at,
+                        "decayScore": 1.0,
+                    },
+                    "$unset": {"metadata.deletedAt": ""},
+                },
+            )
+        except PyMongoError as exc:
+            raise DependencyFailed(f"memory revive failed: {exc}") from exc
+        return result.modified_count == 1
+
+    async def bump_access(self, vector_ids: Sequence[str], at: int) -> int:
+        if not vector_ids:
+            return 0
+        try:
+            result = await self._col.update_many(
+                {"_id": {"$in": list(vector_ids)}},
+                {"$inc": {"accessCount": 1}, "$max": {"lastAccessedAt": at}},
+            )
+        except PyMongoError as exc:
+            raise DependencyFailed(f"access bump failed: {exc}") from exc
+        return result.modified_count
+
+    async def active_rows(
+        self,
+        where: TenantFilter,
+        *,
+        sources: Sequence[str] | None = None,
+        include_superseded: bool = False,
+    ) -> list[MemoryRow]:
+        query = tenant_query(where)
+        hidden = ["deleted"] if include_superseded else list(INACTIVE_STATUSES)
+        query["metadata.status"] = {"$nin": hidden}
+        if sources is not None:
+            query["source"] = {"$in": list(sources)}
+        return await self._rows(query)
+
+    async def slot_rows(self, where: TenantFilter, slot: str) -> list[MemoryRow]:
+        query = tenant_query(where)
+        query.update(
+            {"source": "fact", "metadata.slot": slot, "metadata.status": {"$ne": "deleted"}}
+        )
+        return await self._rows(query)
+
+    async def set_slot_if_absent(self, vector_id: str, where: TenantFilter, slot: str) -> bool:
+        # `"metadata.slot": None` matches a missing slot as well as a null one
+        query = {**tenant_query(where), "_id": vector_id, "source": "fact", "metadata.slot": None}
+        try:
+            result = await self._col.update_one(query, {"$set": {"metadata.slot": slot}})
+        except PyMongoError as exc:
+            raise DependencyFailed(f"fact slot update failed: {exc}") from exc
+        return result.modified_count == 1
+
+    async def set_validity(
+        self, vector_id: str, invalid_at: int | None, superseded_by: str | None
+    ) -> None:
+        status = "superseded" if invalid_at is not None else "active"
+        try:
+            await self._col.update_one(
+                {"_id": vector_id},
+                {
+                    "$set": {
+                        "invalidAt": invalid_at,
+                        "supersededBy": superseded_by,
+                        "metadata.status": status,
+                    }
+                },
+            )
+        except PyMongoError as exc:
+            raise DependencyFailed(f"fact validity update failed: {exc}") from exc
+
+    async def stats(self, agent_wallet: str, user_address: str | None = None) -> VectorStats:
+        """Active rows of the agent grouped by source in one aggregation (a missing
+        `decayScore` counts as 1, the default of a new row)."""
+        query = agent_query(agent_wallet, user_address)
+        query["metadata.status"] = {"$nin": list(INACTIVE_STATUSES)}
+        group = {
+            "_id": "$source",
+            "n": {"$sum": 1},
+            "decay": {"$sum": {"$ifNull": ["$decayScore", 1.0]}},
+            "oldest": {"$min": "$createdAt"},
+            "newest": {"$max": "$createdAt"},
+        }
+        try:
+            cursor = await self._col.aggregate([{"$match": query}, {"$group": group}])
+            groups = await cursor.to_list(length=None)
+        except PyMongoError as exc:
+            raise DependencyFailed(f"memory stats failed: {exc}") from exc
+        total = sum(int(g["n"]) for g in groups)
+        if not total:
+            return VectorStats()
+        return VectorStats(
+            total=total,
+            avg_decay_score=sum(float(g["decay"]) for g in groups) / total,
+            oldest=min(int(g["oldest"]) for g in groups),
+            newest=max(int(g["newest"]) for g in groups),
+            by_source={str(g["_id"]): int(g["n"]) for g in groups},
+        )
+
+    async def _rows(self, query: Doc) -> list[MemoryRow]:
+        try:
+            docs = await self._col.find(query).to_list(length=None)
+        except PyMongoError as exc:
+            raise DependencyFailed(f"memory read failed: {exc}") from exc
+        return [row_of(d) for d in docs]

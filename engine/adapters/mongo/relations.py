@@ -1,0 +1,88 @@
+"""`RelationStore` on MongoDB: the `relations` collection, keyed by `relationId`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pymongo import ASCENDING
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError, PyMongoError
+
+from engine.adapters.mongo.documents import Doc, scope_doc, scope_of, tenant_query
+from engine.adapters.mongo.schema import RELATIONS
+from engine.errors import DependencyFailed
+from engine.records import RelationRecord
+from engine.scoping import TenantFilter
+
+
+class MongoRelationStore:
+    def __init__(self, db: AsyncDatabase[Doc]) -> None:
+        self._col: AsyncCollection[Doc] = db[RELATIONS]
+
+    async def insert_if_absent(self, relation: RelationRecord) -> bool:
+        doc: Doc = {
+            "_id": relation.relation_id,
+            "relationId": relation.relation_id,
+            **scope_doc(relation.scope),
+            "sourceId": relation.source_id,
+            "sourceName": relation.source_name,
+            "type": relation.type,
+            "targetId": relation.target_id,
+            "targetName": relation.target_name,
+            "createdAt": relation.created_at,
+            "invalidAt": relation.invalid_at,
+            "metadata": relation.metadata,
+        }
+        try:
+            result = await self._col.update_one(
+                {"_id": relation.relation_id}, {"$setOnInsert": doc}, upsert=True
+            )
+        except DuplicateKeyError:
+            return False
+        except PyMongoError as exc:
+            raise DependencyFailed(f"relation insert failed: {exc}") from exc
+        return result.upserted_id is not None
+
+    async def around(self, where: TenantFilter, entity_ids: Sequence[str]) -> list[RelationRecord]:
+        if not entity_ids:
+            return []
+        ids = list(entity_ids)
+        return await self._find(
+            {
+                **tenant_query(where),
+                "$or": [{"sourceId": {"$in": ids}}, {"targetId": {"$in": ids}}],
+            }
+        )
+
+    async def _find(self, query: Doc) -> list[RelationRecord]:
+        try:
+            docs = await self._col.find(query).sort("createdAt", ASCENDING).to_list(length=500)
+        except PyMongoError as exc:
+            raise DependencyFailed(f"relation read failed: {exc}") from exc
+        return [
+            RelationRecord(
+                relation_id=d["relationId"],
+                scope=scope_of(d),
+                source_id=d["sourceId"],
+                source_name=d["sourceName"],
+                type=d["type"],
+                target_id=d["targetId"],
+                target_name=d["targetName"],
+                created_at=int(d["createdAt"]),
+                metadata=dict(d.get("metadata") or {}),
+                invalid_at=d.get("invalidAt"),
+            )
+            for d in docs
+        ]
+
+    async def from_source(
+        self, where: TenantFilter, source_id: str, type: str
+    ) -> list[RelationRecord]:
+        return await self._find({**tenant_query(where), "sourceId": source_id, "type": type})
+
+    async def set_validity(self, relation_id: str, invalid_at: int | None) -> None:
+        try:
+            await self._col.update_one({"_id": relation_id}, {"$set": {"invalidAt": invalid_at}})
+        except PyMongoError as exc:
+            raise DependencyFailed(f"relation validity update failed: {exc}") from exc

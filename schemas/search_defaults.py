@@ -1,0 +1,18 @@
+"""The one set of search defaults and caps (`pre_turn` and layer search), read by the request
+contracts (`schemas.requests`), the request parsers (`schemas.inputs`), the engine's packer
+(`engine.retrieval.packing`), the gateway and the SDK. They live in `schemas/` because the
+contracts may import nothing outside it; the engine takes them from here."""
+
+from __future__ import annotations
+
+from typing import Final
+
+PER_LAYER_LIMIT: Final = 5
+"""Hits asked of each layer (`limit`)."""
+PER_LAYER_LIMIT_MAX: Final = 20
+MAX_ITEMS: Final = 8
+"""Items in the packed context (`maxItems`)."""
+MAX_ITEMS_MAX: Final = 24
+MAX_ITEM_CHARS: Final = 500
+"""Characters of one packed item (`maxItemChars`)."""
+MAX_ITEM_CHARS_MAX: Final = 2_000
