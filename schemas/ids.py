@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from schemas.scope import Scope
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ONE_MS = timedelta(milliseconds=1)
 
 
 def h32(text: str) -> str:
@@ -21,8 +22,12 @@ def h32(text: str) -> str:
 
 
 def to_ms(moment: datetime) -> int:
-    """Milliseconds since epoch of an aware datetime."""
-    return int(moment.timestamp() * 1000)
+    """Milliseconds since epoch of an aware datetime (a naive one is read as UTC), floored
+    and exact: integer arithmetic on the timedelta, never `timestamp() * 1000`, whose float
+    product turns 257.715 s into 257714.99… and so loses a millisecond."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - EPOCH) // _ONE_MS
 
 
 def from_ms(ms: int) -> datetime:
