@@ -11,7 +11,8 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from engine.evals.records import EvalRun
+from engine.eval_records import EvalRun
+from engine.filters import NO_FILTERS, Filters
 from engine.records import (
     ArchiveRecord,
     MemoryRow,
@@ -22,7 +23,6 @@ from engine.records import (
     WorkingAppend,
     WorkingSession,
 )
-from engine.retrieval.filters import NO_FILTERS, Filters
 from engine.scoping import TenantFilter
 
 InputType = Literal["query", "document"]

@@ -151,7 +151,7 @@ def _object_validator(
 
 JsonObject = Annotated[dict[str, Any], _object_validator(document=False)]
 """A bounded free-form JSON object (caller `filters`: their keys are paths, see
-`engine.retrieval.filters`)."""
+`engine.filters`)."""
 DocumentObject = Annotated[dict[str, Any], _object_validator(document=True)]
 """A bounded JSON object stored as (part of) a MongoDB document: keys are field names."""
 LargeJsonObject = Annotated[

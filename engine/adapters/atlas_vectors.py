@@ -36,8 +36,8 @@ from pymongo.operations import SearchIndexModel
 
 from engine.adapters.mongo import row_of
 from engine.errors import DependencyFailed, InputRejected
+from engine.filters import NO_FILTERS, Filters, matches, mongo_clauses
 from engine.records import INACTIVE_STATUSES, MemoryRow
-from engine.retrieval.filters import NO_FILTERS, Filters, matches, mongo_clauses
 from engine.scoping import TenantFilter
 
 log = logging.getLogger(__name__)
@@ -162,7 +162,7 @@ def atlas_prefilter(
     """The `$vectorSearch.filter`: the tenant (`agentWallet`, `userAddress` with `None` meaning
     user-less rows only, `mode`/`haiId`/`threadId` when set), active rows only, `source` among
     `sources` when given, `embeddingModel` when given, then `extra` clauses (values as produced
-    by `engine.retrieval.filters.mongo_clauses`). Clauses are ANDed, so `extra` can only narrow."""
+    by `engine.filters.mongo_clauses`). Clauses are ANDed, so `extra` can only narrow."""
     users = where.users
     clauses: list[Doc] = [
         {"agentWallet": {"$eq": where.agent_wallet}},

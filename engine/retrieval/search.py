@@ -17,6 +17,7 @@ from typing import Any
 
 from engine.decay import DEFAULT_HALF_LIFE_DAYS
 from engine.errors import DependencyFailed, MemoryError_
+from engine.filters import parse_filters
 from engine.ports import (
     ArchiveStore,
     Embedder,
@@ -35,7 +36,6 @@ from engine.retrieval.defaults import (
     DEFAULT_MMR_LAMBDA,
     DEFAULT_QUERY_CACHE_TTL_SECONDS,
 )
-from engine.retrieval.filters import parse_filters
 from engine.retrieval.hits import Hit
 from engine.retrieval.layers import (
     LayerQuery,

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from engine.filters import NO_FILTERS, Filters, matches
 from engine.ports import MemoryStore, Vector
 from engine.records import MemoryRow
-from engine.retrieval.filters import NO_FILTERS, Filters, matches
 from engine.retrieval.lexical import all_terms
 from engine.scoping import TenantFilter
 

@@ -26,8 +26,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Response
 from pydantic import Field
 
+from engine.filters import parse_filters
 from engine.ingest.turns import session_vector_id
-from engine.retrieval.filters import parse_filters
 from schemas.bounds import Count, TokenCount
 from schemas.scope import ScopeError, clean_str
 from schemas.search_defaults import PER_LAYER_LIMIT, PER_LAYER_LIMIT_MAX

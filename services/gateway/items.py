@@ -12,7 +12,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from engine.retrieval.filters import parse_filters
+from engine.filters import parse_filters
 from schemas.scope import ScopeError, clean_str
 from schemas.search_defaults import PER_LAYER_LIMIT, PER_LAYER_LIMIT_MAX
 from services.gateway.auth import Caller

@@ -8,8 +8,8 @@ from typing import Any
 
 from fastapi import APIRouter, Response
 
+from engine.filters import parse_filters
 from engine.ingest.remember import fact_hash
-from engine.retrieval.filters import parse_filters
 from schemas.inputs import context_request, memory_remembered, turn_recorded
 from schemas.requests import ContextReply
 from schemas.scope import ScopeError

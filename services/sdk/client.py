@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from pydantic import BaseModel
 
-from engine.retrieval.filters import parse_filters
+from engine.filters import parse_filters
 from schemas import topics
 from schemas.callers import checkpoint_recorded, knowledge_submitted
 from schemas.events import (

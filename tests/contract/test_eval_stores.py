@@ -11,8 +11,8 @@ from pymongo import AsyncMongoClient
 
 from engine.adapters.memory.evals import InMemoryEvalStore
 from engine.adapters.mongo.evals import MongoEvalStore, ensure_indexes
+from engine.eval_records import CaseResult, EvalCase, EvalRun, ItemVerdict
 from engine.evals.harness import score
-from engine.evals.records import CaseResult, EvalCase, EvalRun, ItemVerdict
 from engine.ports import EvalStore
 
 T0 = 1_600_000_000_000

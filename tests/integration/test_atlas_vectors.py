@@ -22,8 +22,8 @@ from pymongo.asynchronous.database import AsyncDatabase
 from engine.adapters.atlas_vectors import AtlasVectorIndex, ensure_vector_index
 from engine.adapters.mongo import MEMORY, MongoMemoryStore, ensure_schema
 from engine.errors import DependencyFailed
+from engine.filters import matches, mongo_clauses, parse_filters
 from engine.records import MemoryRow, ScopeFields
-from engine.retrieval.filters import matches, mongo_clauses, parse_filters
 from engine.scoping import TenantFilter
 from services.endpoints import Endpoints
 

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.errors import InputRejected
-from engine.retrieval.filters import (
+from engine.filters import (
     PATH_PREFIXES,
     SYSTEM_OWNED,
     TENANT_PATHS,

@@ -21,7 +21,7 @@ from engine.adapters.atlas_vectors import (
     vector_index_definition,
 )
 from engine.errors import InputRejected
-from engine.retrieval.filters import mongo_clauses, parse_filters
+from engine.filters import mongo_clauses, parse_filters
 from engine.scoping import TenantFilter
 
 USER = TenantFilter(agent_wallet="agent-1", user_address="u1", mode="local", hai_id="h1")

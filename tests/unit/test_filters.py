@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from engine.errors import InputRejected
-from engine.retrieval.filters import (
+from engine.filters import (
     LAYERS,
     Filters,
     conflicts_with_scope,

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from engine.filters import NO_FILTERS, Filters, matches, narrow
 from engine.ports import Vector
 from engine.records import TurnVector
-from engine.retrieval.filters import NO_FILTERS, Filters, matches, narrow
 from engine.retrieval.lexical import terms
 from engine.retrieval.relevance import RelevancePolicy
 from engine.scoping import TenantFilter, tenant_filter
