@@ -139,3 +139,59 @@ def test_the_checks_catch_violations() -> None:
         "os.getenv",
         "from os import environ",
     }
+
+
+# --------------------------------------------------------------------------------------------
+# The layout's import rules (import-linter contracts in pyproject.toml) and module size
+
+
+MAX_MODULE_LINES = 400
+
+
+def lint_imports(config: Path) -> tuple[int, str]:
+    import contextlib
+    import io
+
+    from importlinter.cli import lint_imports as run
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = run(config_filename=str(config), no_cache=True, no_logo=True)
+    return code, out.getvalue()
+
+
+def test_the_import_contracts_hold() -> None:
+    """The SDK and the gateway import no group, tool, runtime or adapter; the engine imports
+    no service; the schemas nothing of ours; Kafka plumbing sits below the groups; the
+    engine's packages form no cycle (`[tool.importlinter]` in pyproject.toml)."""
+    code, report = lint_imports(ROOT / "pyproject.toml")
+    assert code == 0, report
+
+
+def test_the_import_contracts_catch_a_violation(tmp_path: Path) -> None:
+    """The same contracts on a configuration that forbids what the tree does: it must fail."""
+    config = tmp_path / "importlinter.toml"
+    config.write_text(
+        '[tool.importlinter]\nroot_packages = ["engine", "schemas", "services"]\n\n'
+        "[[tool.importlinter.contracts]]\n"
+        'name = "a rule the tree breaks"\ntype = "forbidden"\n'
+        'source_modules = ["services.groups"]\nforbidden_modules = ["engine"]\n'
+    )
+    code, report = lint_imports(config)
+    assert code != 0
+    assert "BROKEN" in report
+
+
+def source_files() -> list[Path]:
+    return sorted(
+        p for top in ("engine", "schemas", "services") for p in (ROOT / top).rglob("*.py")
+    )
+
+
+def test_no_module_is_over_400_lines() -> None:
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in source_files()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert not long, f"split these modules (over {MAX_MODULE_LINES} lines): {long}"
