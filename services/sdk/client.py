@@ -47,6 +47,12 @@ from services.sdk.transport import Position, RequestFailed, ScopeInput, checked,
 __all__ = ["MemoryClient", "Position", "RequestFailed"]
 
 
+def _body(body: Mapping[str, Any]) -> object:
+    """`body` as the reference's parsers take it: a dict (anything else is left for them to
+    refuse with `ScopeError`)."""
+    return dict(body) if isinstance(body, Mapping) else body
+
+
 def _tenant_key(scope: Scope) -> str:
     """agent|user: one tenant's writes stay in order."""
     return f"{scope.agent_wallet}|{scope.user_address or ''}"
@@ -59,7 +65,7 @@ class MemoryClient(Operations):
     async def record_turn(self, body: Mapping[str, Any]) -> TurnRecorded:
         """post_turn: the reference body (`agentWallet`, `threadId`, `messages` or
         `userMessage` + `assistantMessage`, `toolEvents`, …)."""
-        event = turn_recorded(dict(body))
+        event = turn_recorded(_body(body))
         await self.publish_turn(event)
         return event
 
@@ -72,7 +78,7 @@ class MemoryClient(Operations):
         `agentWallet`, `messages`, …; see `schemas.transcripts.transcript_turns`) published
         as one turn per exchange, in order. Returns the turns; `[]` (nothing published) when
         there is no user/assistant text. Indexing the same transcript again is idempotent."""
-        turns = transcript_turns(dict(body))
+        turns = transcript_turns(_body(body))
         for turn in turns:
             await self.publish_turn(turn)
         return turns
@@ -80,7 +86,7 @@ class MemoryClient(Operations):
     async def remember(self, body: Mapping[str, Any]) -> MemoryRemembered:
         """remember: an explicit fact (`content`, `type`, … and the scope) for the tenant's
         durable memory."""
-        event = memory_remembered(dict(body))
+        event = memory_remembered(_body(body))
         await self.publish_remember(event)
         return event
 
@@ -92,7 +98,7 @@ class MemoryClient(Operations):
         """Index a knowledge document (`content`, `key`, `uri`, `source`, `metadata` and the
         scope; see `schemas.callers.knowledge_submitted`): the knowledge group stores its
         chunks as `knowledge` rows that pre_turn's vectors layer finds."""
-        event = knowledge_submitted(dict(body))
+        event = knowledge_submitted(_body(body))
         await self.publish_knowledge(event)
         return event
 
@@ -104,7 +110,7 @@ class MemoryClient(Operations):
         """Record a workflow checkpoint (`agentWallet`/`workflowWallet`, `runId`,
         `userAddress`, `agent`, `type`, `messages`, `step`, `goal`, `success`,
         `qualityScore`; see `schemas.callers.checkpoint_recorded`)."""
-        event = checkpoint_recorded(dict(body))
+        event = checkpoint_recorded(_body(body))
         await self.publish_checkpoint(event)
         return event
 
@@ -141,7 +147,7 @@ class MemoryClient(Operations):
             "includeRaw": True if include_raw else None,
             "asOf": as_of,
         }
-        scope_body = scope.wire() if isinstance(scope, Scope) else dict(scope)
+        scope_body = scope.wire() if isinstance(scope, Scope) else scope
         given = {k: v for k, v in options.items() if v is not None}
         request = context_request({**scope_body, **given, "query": query})
         return await self.request_context(request, timeout=timeout)

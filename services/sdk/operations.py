@@ -66,7 +66,7 @@ class Operations(Transport):
             op=op,
             id=item_id,
             content=content,
-            metadata=None if metadata is None else dict(metadata),
+            metadata=metadata,
             retention=retention,
             confidence=confidence,
             status=status,
@@ -106,10 +106,10 @@ class Operations(Transport):
             scope=scope_of(scope),
             op=op,
             session_id=session_id,
-            context=None if context is None else list(context),
-            entities=None if entities is None else dict(entities),
-            state=None if state is None else dict(state),
-            metadata=None if metadata is None else dict(metadata),
+            context=context,
+            entities=entities,
+            state=state,
+            metadata=metadata,
             replace=replace,
         )
         return await self._ask(topics.SESSIONS, request, SessionReply, timeout)
@@ -159,7 +159,7 @@ class Operations(Transport):
             pattern_type=pattern_type,
             min_success_rate=min_success_rate,
             category=category,
-            body=None if body is None else dict(body),
+            body=body,
         )
         key = scope_model.agent_wallet if scope_model is not None else op
         return await self._exchange(topics.ADMIN, request, key, AdminReply, timeout)

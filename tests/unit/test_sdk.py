@@ -185,3 +185,12 @@ async def test_writes_validate_before_anything_is_published() -> None:
         await client.remember({"content": "x"})
     with pytest.raises(RuntimeError, match="not started"):
         await client.remember({"agentWallet": "0xA", "content": "x"})
+
+
+async def test_values_are_validated_by_the_contract_not_coerced() -> None:
+    from pydantic import ValidationError
+
+    client = Recording()
+    with pytest.raises(ValidationError):
+        await client.session("update", "s1", {"agentWallet": "0xA"}, context="one line")  # type: ignore[arg-type]
+    assert client.sent == []
