@@ -70,7 +70,11 @@ async def live_ingest(
             await client.record_turn(turn(agent, n, now_ms))
         for n in range(remembers):
             await client.remember(
-                agentWallet=agent, userAddress=f"user{n % 5}", content=f"Prefers seat {n}A."
+                {
+                    "agentWallet": agent,
+                    "userAddress": f"user{n % 5}",
+                    "content": f"Prefers seat {n}A.",
+                }
             )
         published = await end_offsets(ends.kafka_bootstrap, SOURCE_TOPICS)
         for group in ("transcripts", "patterns", "extraction"):

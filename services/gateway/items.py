@@ -103,8 +103,16 @@ async def update_item(
     `{updated, item}`."""
     data = raw(body)
     scope = body_scope(caller, data)
-    fields = {k: data[k] for k in ("content", "retention", "confidence", "status") if k in data}
-    reply = await client.item("update", id, scope, metadata=data.get("metadata"), **fields)
+    reply = await client.item(
+        "update",
+        id,
+        scope,
+        content=data.get("content"),
+        metadata=data.get("metadata"),
+        retention=data.get("retention"),
+        confidence=data.get("confidence"),
+        status=data.get("status"),
+    )
     return ItemUpdated(updated=True, item=item_rows(reply)[0])
 
 
@@ -137,6 +145,12 @@ async def resolve_conflict(
     resolution = clean_str(data.get("resolution"))
     if resolution is None:
         raise ScopeError("resolution is required (supersede, keep, merge or ignore)")
-    fields = {"winning_id": data.get("winningMemoryId"), "reason": data.get("reason")}
-    reply = await client.item("resolve", id, scope, resolution=resolution, **fields)
+    reply = await client.item(
+        "resolve",
+        id,
+        scope,
+        resolution=resolution,
+        winning_id=data.get("winningMemoryId"),
+        reason=data.get("reason"),
+    )
     return ConflictResolved(resolved=True, memoryId=id, items=item_rows(reply))

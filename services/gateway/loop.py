@@ -90,7 +90,7 @@ async def assemble(
     body_scope(caller, data)
     request = context_request(data)
     parse_filters(request.scope.filters)
-    return context_response(await client.context(request.query, data))
+    return context_response(await client.request_context(request))
 
 
 async def record(client: sdk.MemoryClient, caller: Principal, data: dict[str, Any]) -> TurnAccepted:

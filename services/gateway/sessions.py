@@ -79,9 +79,15 @@ async def update_working(
     newest lines (the working buffer's size); the TTL is refreshed."""
     data = raw(body)
     scope = body_scope(caller, data)
-    fields = {k: data[k] for k in ("context", "entities", "state", "metadata") if k in data}
     reply = await client.session(
-        "update", id, scope.tenant(), replace=bool(data.get("replace")), **fields
+        "update",
+        id,
+        scope.tenant(),
+        context=data.get("context"),
+        entities=data.get("entities"),
+        state=data.get("state"),
+        metadata=data.get("metadata"),
+        replace=bool(data.get("replace")),
     )
     return SessionUpdated(success=True, session=_session(reply))
 

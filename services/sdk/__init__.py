@@ -1,1 +1,11 @@
-"""The Python SDK: `MemoryClient` publishes events and asks request-reply questions over Kafka."""
+"""The Python SDK: `MemoryClient` publishes events and asks request-reply questions over Kafka.
+
+Modules by concern: `transport` (producer, reply topic, request-reply), `operations` (items,
+sessions, admin, jobs, rerank) and `client` (`MemoryClient`: the agent loop's writes and
+reads, on top of both). The SDK imports `schemas` and the Kafka client only, never `engine`.
+"""
+
+from services.sdk.client import MemoryClient
+from services.sdk.transport import Position, RequestFailed
+
+__all__ = ["MemoryClient", "Position", "RequestFailed"]

@@ -146,11 +146,13 @@ async def warm_up(client: MemoryClient) -> None:
     )
     wallet = wallets[0]
     await client.record_turn(
-        agentWallet=wallet,
-        threadId="warm",
-        userMessage="warm up",
-        assistantMessage="ok",
-        toolEvents=[{"name": "warm_tool"}],
+        {
+            "agentWallet": wallet,
+            "threadId": "warm",
+            "userMessage": "warm up",
+            "assistantMessage": "ok",
+            "toolEvents": [{"name": "warm_tool"}],
+        }
     )
     deadline = time.monotonic() + slow
     while True:

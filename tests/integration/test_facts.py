@@ -395,7 +395,7 @@ async def test_live_in_lisbon_then_moved_to_porto_end_to_end_with_the_rule_extra
         "Which city do I live in?",
         question,
         layers=["graph"],
-        asOf=(moved - timedelta(days=1)).isoformat(),
+        as_of=(moved - timedelta(days=1)).isoformat(),
     )
     assert before.prompt is not None
     assert "lives in Lisbon" in before.prompt

@@ -143,7 +143,7 @@ async def test_a_job_with_bad_parameters_is_refused_before_anything_is_queued(
     with pytest.raises(ScopeError, match="agentWallet or agentWallets are required"):
         await client.request_job("consolidate")
     with pytest.raises(ValueOutOfRange, match="windowDays: Input should be greater than 0"):
-        await client.request_job("patterns_extract", agentWallet="0xJobs", windowDays=-1)
+        await client.request_job("patterns_extract", {"agentWallet": "0xJobs", "windowDays": -1})
     with pytest.raises(ValueOutOfRange, match="batchSize"):
         await client.request_job("decay_update", {"agentWallet": "0xJobs", "batchSize": 0})
     # a request that reached the jobs group anyway fails there at once, naming what is wrong

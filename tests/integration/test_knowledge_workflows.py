@@ -62,7 +62,7 @@ async def test_knowledge_is_indexed_once_found_by_pre_turn_and_invisible_to_othe
     agent = f"0xkn{uuid.uuid4().hex[:10]}"
     mine = {"agentWallet": agent, "userAddress": "ops"}
     event = await client.index_knowledge(
-        mine, content=f"{FILLER}\n{FACT}\n{FILLER}", key="runbook", source="file"
+        {**mine, "content": f"{FILLER}\n{FACT}\n{FILLER}", "key": "runbook", "source": "file"}
     )
     await processed(rt, client, "knowledge")
     ids = chunk_ids(rows_scope(event.scope), event.content, "runbook", None)
@@ -76,7 +76,7 @@ async def test_knowledge_is_indexed_once_found_by_pre_turn_and_invisible_to_othe
     query = "How often is the Zephyr reactor coolant replaced?"
     deadline = time.monotonic() + 20
     while True:
-        reply = await client.context(query, mine, layers=["vectors"], maxItemChars=2000)
+        reply = await client.context(query, mine, layers=["vectors"], max_item_chars=2000)
         if "37 days" in (reply.prompt or "") or time.monotonic() > deadline:
             break
         await asyncio.sleep(0.2)
@@ -109,28 +109,47 @@ async def test_checkpoints_give_reliability_once_each_and_only_to_their_tenant(
     said = [{"role": "user", "content": "Deploy the billing service"}]
     events = [
         await client.record_checkpoint(
-            run,
-            agent="planner",
-            type="step_learning",
-            step=1,
-            messages=[*said, {"role": "assistant", "content": "Rolled out to staging first"}],
-            success=True,
-            qualityScore=0.9,
+            {
+                **run,
+                "agent": "planner",
+                "type": "step_learning",
+                "step": 1,
+                "messages": [
+                    *said,
+                    {"role": "assistant", "content": "Rolled out to staging first"},
+                ],
+                "success": True,
+                "qualityScore": 0.9,
+            }
         ),
         await client.record_checkpoint(
-            run,
-            agent="planner",
-            type="step_learning",
-            step=2,
-            messages=[*said, {"role": "assistant", "content": "Production canary failed"}],
-            success=False,
-            qualityScore=0.5,
+            {
+                **run,
+                "agent": "planner",
+                "type": "step_learning",
+                "step": 2,
+                "messages": [*said, {"role": "assistant", "content": "Production canary failed"}],
+                "success": False,
+                "qualityScore": 0.5,
+            }
         ),
         await client.record_checkpoint(
-            run, agent="planner", type="workflow_evaluation", goal="Ship billing", success="true"
+            {
+                **run,
+                "agent": "planner",
+                "type": "workflow_evaluation",
+                "goal": "Ship billing",
+                "success": "true",
+            }
         ),
         await client.record_checkpoint(
-            run, agent="coder", type="step_learning", goal="Fix the canary", success=False
+            {
+                **run,
+                "agent": "coder",
+                "type": "step_learning",
+                "goal": "Fix the canary",
+                "success": False,
+            }
         ),
     ]
     await processed(rt, client, "workflows")

@@ -62,7 +62,11 @@ async def test_replay_rebuilds_the_same_documents_and_verify_reports_equal(
         remembers: dict[tuple[str, int], int] = {}
         for n in range(REMEMBERS):
             await client.remember(
-                agentWallet=agent, userAddress=f"user{n % 3}", content=f"Prefers seat {n}A."
+                {
+                    "agentWallet": agent,
+                    "userAddress": f"user{n % 3}",
+                    "content": f"Prefers seat {n}A.",
+                }
             )
             pos = client.last_position
             assert pos is not None
@@ -70,25 +74,31 @@ async def test_replay_rebuilds_the_same_documents_and_verify_reports_equal(
         written: dict[str, dict[tuple[str, int], int]] = {"knowledge": {}, "workflows": {}}
         for n in range(2):  # the second is long enough for several chunks
             await client.index_knowledge(
-                agentWallet=agent,
-                userAddress="user0",
-                key=f"guide-{n}",
-                content=" ".join(
-                    f"Sentence {i} of guide {n} about the old town." for i in range(1 + n * 120)
-                ),
+                {
+                    "agentWallet": agent,
+                    "userAddress": "user0",
+                    "key": f"guide-{n}",
+                    "content": " ".join(
+                        f"Sentence {i} of guide {n} about the old town." for i in range(1 + n * 120)
+                    ),
+                }
             )
             pos = client.last_position
             assert pos is not None
             written["knowledge"][(pos.topic, pos.partition)] = pos.offset + 1
         for n in range(6):
             await client.record_checkpoint(
-                workflowWallet=agent,
-                runId=f"run-{n % 3}",
-                agent="planner",
-                type="workflow_evaluation" if n % 2 else "step_learning",
-                success=n != 4,
-                qualityScore=0.5 + n / 20,
-                messages=[{"role": "assistant", "content": f"Step {n} of the trip is done."}],
+                {
+                    "workflowWallet": agent,
+                    "runId": f"run-{n % 3}",
+                    "agent": "planner",
+                    "type": "workflow_evaluation" if n % 2 else "step_learning",
+                    "success": n != 4,
+                    "qualityScore": 0.5 + n / 20,
+                    "messages": [
+                        {"role": "assistant", "content": f"Step {n} of the trip is done."}
+                    ],
+                }
             )
             pos = client.last_position
             assert pos is not None

@@ -143,7 +143,13 @@ SDK_CALLS: list[tuple[str, SdkCall]] = [
     (
         "checkpoint wallet",
         lambda c: c.record_checkpoint(
-            workflowWallet="0xFlow ", runId="r1", agent="planner", type="step_learning", goal="g"
+            {
+                "workflowWallet": "0xFlow ",
+                "runId": "r1",
+                "agent": "planner",
+                "type": "step_learning",
+                "goal": "g",
+            }
         ),
     ),
     (

@@ -1,0 +1,206 @@
+"""Operations beyond the agent loop: memory items, working-memory sessions, admin reads,
+maintenance jobs and reranking.
+
+Every request-reply here returns its reply: `not_found`, `error` (and `upstream`, a provider
+failure) are data, not raised; no reply within the timeout raises `TimeoutError`. A scope or
+a value the request contract refuses raises before anything is published (`ScopeError`,
+`pydantic.ValidationError`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, TypeAlias
+
+from schemas import topics
+from schemas.events import JobRequested
+from schemas.jobs import JobType, check_job_params
+from schemas.requests import (
+    AdminOp,
+    AdminReply,
+    AdminRequest,
+    ItemReply,
+    ItemRequest,
+    RerankDocument,
+    RerankReply,
+    RerankRequest,
+    SessionReply,
+    SessionRequest,
+)
+from services.sdk.transport import Position, ScopeInput, Transport, scope_of
+
+__all__ = ["ItemOp", "Operations", "SessionOp"]
+
+ItemOp: TypeAlias = Literal["get", "update", "delete", "resolve"]
+SessionOp: TypeAlias = Literal["get", "update"]
+
+
+class Operations(Transport):
+    """Items, sessions, admin, jobs and rerank over `memory.items.v1`, `memory.sessions.v1`,
+    `memory.admin.v1`, `memory.jobs.v1` and `memory.rerank.v1`."""
+
+    async def item(
+        self,
+        op: ItemOp,
+        item_id: str,
+        scope: ScopeInput,
+        *,
+        content: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        retention: str | None = None,
+        confidence: float | None = None,
+        status: str | None = None,
+        hard: bool = False,
+        resolution: str | None = None,
+        winning_id: str | None = None,
+        reason: str | None = None,
+        timeout: float | None = None,
+    ) -> ItemReply:
+        """get / update / delete / resolve one memory item within `scope` (see
+        `ItemRequest`: `update` takes content, metadata, retention, confidence and status,
+        `delete` takes `hard`, `resolve` takes resolution, winning_id and reason). A missing
+        or out-of-scope item comes back with `not_found=True`."""
+        request = ItemRequest(
+            scope=scope_of(scope),
+            op=op,
+            id=item_id,
+            content=content,
+            metadata=metadata,
+            retention=retention,
+            confidence=confidence,
+            status=status,
+            hard=hard,
+            resolution=resolution,
+            winning_id=winning_id,
+            reason=reason,
+        )
+        return await self._ask(topics.ITEMS, request, ItemReply, timeout)
+
+    async def newest_items(
+        self, scope: ScopeInput, *, limit: int = 50, timeout: float | None = None
+    ) -> ItemReply:
+        """The scope's `limit` (1-200) newest active facts, newest first (`list` on
+        `memory.items.v1`); a scope without `userAddress` reads only user-less facts."""
+        request = ItemRequest(scope=scope_of(scope), op="list", limit=limit)
+        return await self._ask(topics.ITEMS, request, ItemReply, timeout)
+
+    async def session(
+        self,
+        op: SessionOp,
+        session_id: str,
+        scope: ScopeInput,
+        *,
+        context: Sequence[str] | None = None,
+        entities: Mapping[str, Any] | None = None,
+        state: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        replace: bool = False,
+        timeout: float | None = None,
+    ) -> SessionReply:
+        """get / update one working-memory session within `scope` (`update` merges
+        `context` lines, `entities`, `state` and `metadata`, or with `replace` replaces each
+        given part; see `SessionRequest`). A missing or out-of-scope session comes back
+        with `not_found=True`."""
+        request = SessionRequest(
+            scope=scope_of(scope),
+            op=op,
+            session_id=session_id,
+            context=context,
+            entities=entities,
+            state=state,
+            metadata=metadata,
+            replace=replace,
+        )
+        return await self._ask(topics.SESSIONS, request, SessionReply, timeout)
+
+    async def compress_session(
+        self,
+        session_id: str,
+        scope: ScopeInput,
+        *,
+        model: str | None = None,
+        timeout: float | None = None,
+    ) -> SessionReply:
+        """Summarise session `session_id` of `scope` (its agent and exact user) into one
+        embedded `archive` memory row of the session's own scope (reference §10.9; see
+        `SessionRequest`): `reply.compression` is `{summary, entitiesExtracted, entities,
+        keyFacts, vectorId, stored, summariser}`. A missing or out-of-scope session comes
+        back with `not_found=True`, an LLM failure with `upstream=True`."""
+        request = SessionRequest(
+            scope=scope_of(scope), op="compress", session_id=session_id, model=model
+        )
+        return await self._ask(topics.SESSIONS, request, SessionReply, timeout)
+
+    async def admin(
+        self,
+        op: AdminOp,
+        scope: ScopeInput | None = None,
+        *,
+        id: str | None = None,
+        limit: int = 20,
+        name: str | None = None,
+        pattern_type: str | None = None,
+        min_success_rate: float | None = None,
+        category: str | None = None,
+        body: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> AdminReply:
+        """One `memory.admin.v1` operation: patterns, skills, job records, stats, evals,
+        archive pinning (see `AdminRequest` for which op reads which field; `body` is the
+        raw `evals.run` body). Keyed by the scope's agent, else by `op`."""
+        scope_model = None if scope is None else scope_of(scope)
+        request = AdminRequest(
+            op=op,
+            scope=scope_model,
+            id=id,
+            limit=limit,
+            name=name,
+            pattern_type=pattern_type,
+            min_success_rate=min_success_rate,
+            category=category,
+            body=body,
+        )
+        key = scope_model.agent_wallet if scope_model is not None else op
+        return await self._exchange(topics.ADMIN, request, key, AdminReply, timeout)
+
+    async def request_job(
+        self, job_type: JobType, params: Mapping[str, Any] | None = None
+    ) -> JobRequested:
+        """Queue a maintenance job (`params`: `agentWallet`, `windowDays`, …; see
+        `schemas.jobs`): the parameters are checked first, so one the job does not take or
+        a value out of its range raises `ScopeError` (`ValueOutOfRange` for the latter) and
+        nothing is queued. Returns the published request (its `job_id` names the record
+        `admin("jobs.get", …)` reads)."""
+        merged = dict(params or {})
+        check_job_params(job_type, merged)
+        event = JobRequested.model_validate({"type": job_type, "params": merged})
+        await self.publish_job(event)
+        return event
+
+    async def publish_job(self, event: JobRequested) -> Position:
+        """Publish a job request, keyed by its type."""
+        return await self.publish(topics.JOBS, event, event.type)
+
+    async def rerank(
+        self,
+        query: str,
+        documents: Sequence[str | RerankDocument | Mapping[str, Any]],
+        *,
+        top_k: int | None = None,
+        timeout: float | None = None,
+    ) -> RerankReply:
+        """Rank `documents` (texts, `RerankDocument`s or `{content, score?}` objects) by
+        relevance to `query`, best first (see `RerankRequest`): the search group's reranker
+        when one is configured (a provider failure comes back with `error` and
+        `upstream=True`), else the layers' local relevance. Bad input raises
+        `pydantic.ValidationError` before anything is published."""
+        request = RerankRequest.model_validate(
+            {
+                "query": query,
+                "documents": [{"content": d} if isinstance(d, str) else d for d in documents],
+                "top_k": top_k,
+            }
+        )
+        # no tenant to keep in order: any partition will do
+        return await self._exchange(topics.RERANK, request, uuid.uuid4().hex, RerankReply, timeout)

@@ -1,0 +1,252 @@
+"""The SDK's Kafka transport: one producer, one private reply topic, request-reply.
+
+* `publish(...)` sends one contract (JSON) and returns once the broker acknowledged it.
+* A request carries `reply_to` (this client's own reply topic, one per process), a
+  `correlation_id` and a `deadline` (milliseconds since epoch: when this client stops
+  waiting, so a group reading it later does not serve it). A reply that does not arrive
+  within the timeout raises `TimeoutError`.
+* Replies are read by one background task from the start of the reply topic, without a
+  consumer group, and matched to their waiting request by `correlation_id`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self, TypeAlias, TypeVar
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from pydantic import BaseModel
+
+from schemas import topics
+from schemas.requests import (
+    ContextReply,
+    ContextRequest,
+    ItemRequest,
+    LayerSearchReply,
+    LayerSearchRequest,
+    ReliabilityReply,
+    ReliabilityRequest,
+    SessionRequest,
+)
+from schemas.scope import Scope
+from services.stream.topics import create_topics
+
+__all__ = [
+    "PLAINTEXT",
+    "Position",
+    "RequestFailed",
+    "ScopeInput",
+    "Transport",
+    "checked",
+    "scope_of",
+]
+
+PLAINTEXT: Mapping[str, Any] = {}
+"""Kafka options of a PLAINTEXT connection: no security arguments (the default)."""
+
+ScopeInput: TypeAlias = Scope | Mapping[str, Any]
+"""A validated `Scope`, or the reference's scope object (`agentWallet`, `userAddress`,
+`threadId`, `mode`, `haiId`, `filters`, … and their aliases)."""
+
+ScopedRequest: TypeAlias = (
+    ContextRequest | LayerSearchRequest | ItemRequest | SessionRequest | ReliabilityRequest
+)
+"""Requests keyed by their scope's agent: one tenant's requests are served in order."""
+
+A = TypeVar("A", bound=BaseModel)
+R = TypeVar("R", ContextReply, LayerSearchReply, ReliabilityReply)
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where a published message landed."""
+
+    topic: str
+    partition: int
+    offset: int
+
+
+class RequestFailed(RuntimeError):
+    """The service answered with an error."""
+
+
+def scope_of(scope: ScopeInput) -> Scope:
+    """`scope` validated: `ScopeError` (with the reference's message) when it is not."""
+    if isinstance(scope, Scope):
+        return scope
+    return Scope.parse(dict(scope) if isinstance(scope, Mapping) else scope)
+
+
+def checked(reply: R) -> R:
+    """`reply`, unless it carries an error: then `RequestFailed` with that error."""
+    if reply.error:
+        raise RequestFailed(reply.error)
+    return reply
+
+
+class Transport:
+    """Async context manager; one instance per process is enough (it is concurrency-safe)."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        *,
+        timeout: float = 5.0,
+        fetch_wait_ms: int = 25,
+        client_id: str | None = None,
+        kafka_options: Mapping[str, Any] = PLAINTEXT,
+    ) -> None:
+        """`timeout`: seconds a request waits for its reply unless the call says otherwise.
+        `kafka_options`: aiokafka security arguments
+        (`services.stream.security.kafka_options`)."""
+        self._bootstrap = bootstrap
+        self._kafka_options = kafka_options
+        self._timeout = timeout
+        self._fetch_wait_ms = fetch_wait_ms
+        self.client_id = client_id or uuid.uuid4().hex[:12]
+        self.reply_topic = topics.reply_topic(self.client_id)
+        self._producer: AIOKafkaProducer | None = None
+        self._consumer: AIOKafkaConsumer | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._pending: dict[str, asyncio.Future[bytes]] = {}
+        self.last_position: Position | None = None
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Create the topics (and this client's reply topic), start the producer and the
+        reply reader."""
+        await create_topics(
+            self._bootstrap,
+            {**topics.PARTITIONS, self.reply_topic: 1},
+            kafka_options=self._kafka_options,
+        )
+        self._producer = AIOKafkaProducer(
+            bootstrap_servers=self._bootstrap,
+            client_id=f"mnemostream-sdk-{self.client_id}",
+            linger_ms=0,
+            acks=1,
+            **self._kafka_options,
+        )
+        await self._producer.start()
+        # A private, single-partition reply topic read from its beginning without a group:
+        # no join delay, and no reliance on the broker's "latest" offset.
+        self._consumer = AIOKafkaConsumer(
+            bootstrap_servers=self._bootstrap,
+            group_id=None,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            fetch_max_wait_ms=self._fetch_wait_ms,
+            **self._kafka_options,
+        )
+        await self._consumer.start()
+        self._consumer.assign([TopicPartition(self.reply_topic, 0)])
+        self._reader = asyncio.create_task(self._read_replies(), name="mnemostream-replies")
+
+    async def close(self) -> None:
+        """Stop the reader, cancel the requests still waiting, stop the clients."""
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+        for future in self._pending.values():
+            future.cancel()
+        if self._consumer is not None:
+            await self._consumer.stop()
+        if self._producer is not None:
+            await self._producer.stop()
+        self._reader = self._consumer = self._producer = None
+
+    async def _read_replies(self) -> None:
+        assert self._consumer is not None  # noqa: S101 - set by start()
+        async for record in self._consumer:
+            headers = {k: v.decode() for k, v in record.headers or ()}
+            future = self._pending.pop(headers.get("correlation_id", ""), None)
+            if future is not None and not future.done() and record.value is not None:
+                future.set_result(record.value)
+
+    @property
+    def started(self) -> bool:
+        """Whether `start()` ran and `close()` did not."""
+        return self._producer is not None
+
+    async def ping(self, timeout: float) -> None:
+        """Ask the broker for its metadata: `RuntimeError` if the client is not started,
+        `TimeoutError` or a Kafka error if the broker does not answer within `timeout`."""
+        producer = self._require_producer()
+        async with asyncio.timeout(timeout):
+            await producer.client.fetch_all_metadata()
+
+    def _require_producer(self) -> AIOKafkaProducer:
+        if self._producer is None:
+            raise RuntimeError("MemoryClient is not started (use `async with MemoryClient(...)`)")
+        return self._producer
+
+    async def publish(
+        self,
+        topic: str,
+        event: BaseModel,
+        key: str,
+        *,
+        reply_to: str | None = None,
+        correlation_id: str | None = None,
+        deadline: int | None = None,
+    ) -> Position:
+        """Publish one contract (JSON) and wait for the broker's acknowledgement. The
+        request-reply headers are sent when given (`deadline`: milliseconds since epoch)."""
+        producer = self._require_producer()
+        given = {"reply_to": reply_to, "correlation_id": correlation_id, "deadline": deadline}
+        meta = await producer.send_and_wait(
+            topic,
+            event.model_dump_json().encode(),
+            key=key.encode(),
+            headers=[
+                ("content-type", b"application/json"),
+                *[(k, str(v).encode()) for k, v in given.items() if v is not None],
+            ],
+        )
+        self.last_position = Position(meta.topic, meta.partition, meta.offset)
+        return self.last_position
+
+    async def _exchange(
+        self, topic: str, request: BaseModel, key: str, reply: type[A], timeout: float | None
+    ) -> A:
+        """Publish `request` with this client's reply topic and a deadline, and wait for its
+        answer (`timeout` seconds, else the client's default)."""
+        correlation_id = uuid.uuid4().hex
+        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        self._pending[correlation_id] = future
+        wait = timeout or self._timeout
+        try:
+            await self.publish(
+                topic,
+                request,
+                key,
+                reply_to=self.reply_topic,
+                correlation_id=correlation_id,
+                deadline=int((time.time() + wait) * 1000),
+            )
+            async with asyncio.timeout(wait):
+                payload = await future
+        finally:
+            self._pending.pop(correlation_id, None)
+        return reply.model_validate_json(payload)
+
+    async def _ask(
+        self, topic: str, request: ScopedRequest, reply: type[A], timeout: float | None
+    ) -> A:
+        """`_exchange` keyed by the request's agent: one tenant's requests stay in order."""
+        return await self._exchange(topic, request, request.scope.agent_wallet, reply, timeout)

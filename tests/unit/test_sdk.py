@@ -1,0 +1,196 @@
+"""The SDK's shape: it imports `schemas` and the Kafka client but never `engine`, its public
+methods are typed (no `**kwargs`), its modules stay small, its import paths all work, and its
+typed keywords build the requests the reference's bodies build (the request-reply seam
+`_exchange` is replaced, no driver is mocked)."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from schemas import topics
+from schemas.inputs import context_request
+from schemas.requests import (
+    AdminReply,
+    AdminRequest,
+    ContextReply,
+    ItemReply,
+    ItemRequest,
+    SessionReply,
+    SessionRequest,
+)
+from schemas.scope import Scope
+from services.sdk import MemoryClient, RequestFailed
+
+SDK = Path(__file__).resolve().parents[2] / "services" / "sdk"
+
+
+class Recording(MemoryClient):
+    """Answers every request with `answer` (or an empty reply) and keeps what was sent."""
+
+    def __init__(self, answer: BaseModel | None = None) -> None:
+        super().__init__("unused:9092")
+        self.sent: list[tuple[str, BaseModel, str]] = []
+        self.answer = answer
+
+    async def _exchange(  # type: ignore[override]
+        self, topic: str, request: BaseModel, key: str, reply: type[Any], timeout: float | None
+    ) -> Any:
+        self.sent.append((topic, request, key))
+        return self.answer if self.answer is not None else reply()
+
+
+def test_the_sdk_never_imports_the_engine() -> None:
+    for path in sorted(SDK.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            assert not [n for n in names if n.split(".")[0] == "engine"], path.name
+
+
+def test_sdk_modules_stay_under_400_lines() -> None:
+    for path in SDK.glob("*.py"):
+        assert len(path.read_text().splitlines()) < 400, path.name
+
+
+def test_public_methods_list_their_parameters() -> None:
+    for name, method in inspect.getmembers(MemoryClient, inspect.iscoroutinefunction):
+        if name.startswith("_"):
+            continue
+        kinds = {p.kind for p in inspect.signature(method).parameters.values()}
+        assert inspect.Parameter.VAR_KEYWORD not in kinds, name
+        assert inspect.Parameter.VAR_POSITIONAL not in kinds, name
+
+
+def test_every_import_path_names_the_same_client() -> None:
+    from services.client import MemoryClient as compat
+    from services.sdk.client import MemoryClient as full
+
+    assert compat is full is MemoryClient
+
+
+async def test_context_keywords_build_the_reference_request() -> None:
+    client = Recording()
+    scope = {"agentWallet": "0xA", "user_id": "alice", "threadId": "t1"}
+    await client.context(
+        "what food?",
+        scope,
+        layers=["graph", "working"],
+        limit=30,
+        max_items=6,
+        max_item_chars=900,
+        budget_chars=1200,
+        include_raw=True,
+        as_of="2024-05-01T00:00:00+00:00",
+    )
+    body = {
+        **scope,
+        "query": "what food?",
+        "layers": ["graph", "working"],
+        "limit": 30,
+        "maxItems": 6,
+        "maxItemChars": 900,
+        "budget": {"maxCharacters": 1200},
+        "includeRaw": True,
+        "asOf": "2024-05-01T00:00:00+00:00",
+    }
+    [(topic, request, key)] = client.sent
+    assert (topic, key) == (topics.SEARCH, "0xA")
+    assert request.model_dump_json() == context_request(body).model_dump_json()
+
+
+async def test_context_defaults_and_a_scope_model() -> None:
+    client = Recording()
+    await client.context("q", Scope.parse({"agentWallet": "0xA"}))
+    [(_, request, _)] = client.sent
+    wanted = context_request({"agentWallet": "0xA", "query": "q"})
+    assert request.model_dump_json() == wanted.model_dump_json()
+
+
+async def test_a_reply_with_an_error_raises() -> None:
+    client = Recording(ContextReply(error="filters: key '$where' is an operator"))
+    with pytest.raises(RequestFailed, match="operator"):
+        await client.context("q", {"agentWallet": "0xA", "filters": {"$where": "1"}})
+
+
+async def test_item_session_and_admin_keywords_build_their_contracts() -> None:
+    client = Recording()
+    scope = {"agentWallet": "0xA", "userAddress": "bob"}
+    assert isinstance(
+        await client.item("resolve", "m1", scope, resolution="keep", reason="dup"), ItemReply
+    )
+    await client.session("update", "s1", scope, context=["user: hi"], replace=True)
+    await client.admin("patterns.list", scope, limit=5, min_success_rate=0.5)
+    await client.admin("jobs.get", None, id="job-1")
+    parsed = Scope.parse(scope)
+    assert [(t, r.model_dump_json(), k) for t, r, k in client.sent] == [
+        (
+            topics.ITEMS,
+            ItemRequest.model_validate(
+                {
+                    "scope": parsed,
+                    "op": "resolve",
+                    "id": "m1",
+                    "resolution": "keep",
+                    "reason": "dup",
+                }
+            ).model_dump_json(),
+            "0xA",
+        ),
+        (
+            topics.SESSIONS,
+            SessionRequest.model_validate(
+                {
+                    "scope": parsed,
+                    "op": "update",
+                    "session_id": "s1",
+                    "context": ["user: hi"],
+                    "replace": True,
+                }
+            ).model_dump_json(),
+            "0xA",
+        ),
+        (
+            topics.ADMIN,
+            AdminRequest.model_validate(
+                {"op": "patterns.list", "scope": parsed, "limit": 5, "min_success_rate": 0.5}
+            ).model_dump_json(),
+            "0xA",
+        ),
+        (
+            topics.ADMIN,
+            AdminRequest.model_validate({"op": "jobs.get", "id": "job-1"}).model_dump_json(),
+            "jobs.get",
+        ),
+    ]
+    assert SessionReply().not_found is False
+    assert AdminReply().result is None
+
+
+async def test_writes_validate_before_anything_is_published() -> None:
+    from schemas.scope import ScopeError
+
+    client = Recording()  # not started: publishing would raise RuntimeError
+    with pytest.raises(ScopeError, match="agentWallet is required"):
+        await client.remember({"content": "x"})
+    with pytest.raises(RuntimeError, match="not started"):
+        await client.remember({"agentWallet": "0xA", "content": "x"})
+
+
+async def test_values_are_validated_by_the_contract_not_coerced() -> None:
+    from pydantic import ValidationError
+
+    client = Recording()
+    with pytest.raises(ValidationError):
+        await client.session("update", "s1", {"agentWallet": "0xA"}, context="one line")  # type: ignore[arg-type]
+    assert client.sent == []
