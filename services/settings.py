@@ -412,3 +412,7 @@ def security_problems(settings: Settings) -> list[str]:
         if path is not None and not path.is_file():
             problems.append(f"{_env(name)}: no such file {path}")
     return problems
+
+
+class NotConfigured(RuntimeError):
+    """No server URL was configured and no local stack is running."""

@@ -28,10 +28,8 @@ from services.gateway.auth import Authenticator
 from services.gateway.limits import BodyLimit
 from services.gateway.metrics import GatewayMetrics, Instrumented
 from services.gateway.models import Health
-from services.ops.infra import read_endpoints
-from services.runtime import NotConfigured
 from services.sdk.client import MemoryClient
-from services.settings import Settings
+from services.settings import NotConfigured, Settings
 from services.stream.security import kafka_options
 
 PREFIX = "/api/memory"
@@ -41,6 +39,10 @@ def kafka_bootstrap(settings: Settings) -> str:
     """The configured Kafka bootstrap, else the local stack's (`mnemostream infra up`)."""
     if settings.kafka_bootstrap:
         return settings.kafka_bootstrap
+    # imported here: the launcher's module (typer, pymongo, redis) loads only without a
+    # configured bootstrap, never in a deployed gateway
+    from services.ops.infra import read_endpoints
+
     local = read_endpoints(settings.state_dir)
     if local is None:
         raise NotConfigured(

@@ -10,10 +10,10 @@
   tenant); one confined to a user may not use jobs at all (a job spans the agent's users).
 * GET /stats/{agentWallet}: counts over the agent's active rows (`userAddress` narrows them
   to one user); no content.
-* Evals are run, stored and listed by the admin group (`services.groups.evals`). Runs are stored
-  per agent, so listing and reading them needs a credential not confined to one user.
+* Evals are run, stored and listed by the admin group. Runs are stored per agent, so
+  listing and reading them needs a credential not confined to one user.
 * POST /archives/{id}/sync pins one archive of the agent to IPFS, encrypted, exactly as the
-  `archive_create` job does (`services.groups.archive_pins`): 400 when pinning is not configured,
+  `archive_create` job does (the admin group pins it): 400 when pinning is not configured,
   404 for a missing archive or another agent's; an archive pinned already answers its CID
   with `pinned: false`.
 """
@@ -27,7 +27,7 @@ from fastapi import APIRouter, Path, Query
 from schemas import topics
 from schemas.events import JobRequested
 from schemas.inputs import to_ms
-from schemas.jobs import JOB_TYPES, check_job_params
+from schemas.jobs import JOB_TYPES, check_job_params, job_agents
 from schemas.scope import Scope, ScopeError, clean_id
 from services.gateway.auth import Caller
 from services.gateway.deps import Client, admin_result, at_most, body_scope, query_scope, raw
@@ -43,7 +43,6 @@ from services.gateway.models import (
     ScopeOnlyBody,
     StatsResponse,
 )
-from services.groups.admin import job_agents
 
 router = APIRouter(tags=["operations"], responses=ERRORS, route_class=StrictJsonRoute)
 

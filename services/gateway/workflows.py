@@ -19,8 +19,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.ingest.knowledge import chunk_ids
-from engine.ingest.workflows import checkpoint_id
+from engine.ingest.knowledge import chunk_ids, rows_scope
+from engine.ingest.workflows import checkpoint_id, checkpoint_of
 from schemas.bounds import Moment
 from schemas.callers import WALLET_ALIASES, checkpoint_recorded, knowledge_submitted
 from schemas.events import Step
@@ -29,8 +29,6 @@ from services.gateway.deps import Client, at_most, body_scope, query_scope, raw
 from services.gateway.errors import ERRORS
 from services.gateway.limits import StrictJsonRoute
 from services.gateway.models import Position, ScopeBody
-from services.groups.knowledge import rows_scope
-from services.groups.workflows import checkpoint_of
 
 router = APIRouter(tags=["knowledge and workflows"], responses=ERRORS, route_class=StrictJsonRoute)
 
