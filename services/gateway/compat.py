@@ -192,9 +192,7 @@ async def index_transcript(
             )
             for t in turns
         ],
-        position=Position(topic=at.topic, partition=at.partition, offset=at.offset)
-        if at is not None
-        else None,
+        position=Position.of(at) if at is not None else None,
     )
 
 

@@ -13,6 +13,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from engine.retrieval.filters import parse_filters
+from schemas.camel import camel_view
 from schemas.scope import ScopeError, clean_str
 from services.gateway.auth import Caller
 from services.gateway.deps import (
@@ -65,9 +66,7 @@ async def search_layers(
         layers=known_layers(body.layers),
         limit=at_most(body.limit, 5, 20),
     )
-    return LayerSearchResponse(
-        query=reply.query, layers=reply.layers, totals=reply.totals, cached=reply.cached
-    )
+    return camel_view(LayerSearchResponse, reply)
 
 
 @router.post("/items/search", response_model=LayerSearchResponse)

@@ -5,7 +5,14 @@ is optional here and unknown keys are kept, because aliases (`agent_id`, `user_i
 "first present wins" rules are applied afterwards by `schemas.inputs`, which raises the
 reference's 400 messages. A key of the wrong JSON type is a 400 already at this level, and a
 number or a time outside its range (the types of `schemas.bounds` and `schemas.jobs`, the
-contracts' own) a 422. Responses use the reference's camelCase keys.
+contracts' own) a 422. These bodies are not the contracts in camelCase: the reference's
+input is looser than a contract (aliases, first present wins, a count above its maximum
+lowered to it, an empty string meaning absent), and `schemas.inputs` turns it into one.
+
+Responses use the reference's camelCase keys. An answer that is a Kafka reply is that
+contract's camelCase view (`schemas.camel`: a subclass, no field re-listed); an admin
+answer is its operation's result model (`schemas.admin`); the rest (the 202 answers of the
+writes, the item and session envelopes) are the gateway's own.
 """
 
 from __future__ import annotations
@@ -16,7 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engine.evals.harness import MAX_K
 from schemas.bounds import Count, EpochMs, Moment, Ratio, TokenCount
+from schemas.camel import CAMEL
 from schemas.jobs import BatchSize, Days, TimeRange
+from schemas.requests import ContextItem, ContextReply, ContextUsage, LayerSearchReply
 
 WORKFLOW_VERSION = "compose.agent_memory.v1"
 
@@ -232,35 +241,28 @@ class Workflow(_Reply):
     next: list[str]
 
 
-class ContextItemOut(_Reply):
-    layer: str
-    text: str
-    id: str | None = None
-    score: float | None = None
-    source: str | None = None
-    createdAt: int | None = None
-
-
-class ContextUsageOut(_Reply):
-    characters: int
-    rawCharacters: int
-    budgetCharacters: int | None = None
-    savedCharactersVsRaw: int
-    items: int
-
-
-class ContextResponse(_Reply):
-    """reference §6.6, plus `cached`."""
-
+class _Workflowed(BaseModel):
     workflow: Workflow
-    contextId: str
-    prompt: str | None
-    items: list[ContextItemOut]
-    totals: dict[str, int]
-    contextUsage: ContextUsageOut | None = None
-    omitted: dict[str, int]
-    raw: dict[str, list[dict[str, Any]]] | None = None
-    cached: bool = False
+
+
+class ContextItemOut(ContextItem):
+    model_config = CAMEL
+
+
+class ContextUsageOut(ContextUsage):
+    model_config = CAMEL
+
+
+class ContextResponse(ContextReply, _Workflowed):
+    """reference §6.6, plus `cached`: the search group's `ContextReply` in camelCase, after
+    the loop's `workflow` (bases in this order put it first)."""
+
+    model_config = CAMEL
+
+    # the list of each item's camelCase view (the reply is frozen: never appended to)
+    items: list[ContextItemOut] = Field(default_factory=list)  # type: ignore[assignment]
+    context_usage: ContextUsageOut | None = None
+    error: None = Field(default=None, exclude=True)
 
 
 class Position(_Reply):
@@ -269,6 +271,11 @@ class Position(_Reply):
     topic: str
     partition: int
     offset: int
+
+    @classmethod
+    def of(cls, at: object) -> Position:
+        """The position of a publish (`MemoryClient.publish*`'s answer)."""
+        return cls.model_validate(at, from_attributes=True)
 
 
 class TurnAccepted(_Reply):
@@ -306,11 +313,12 @@ class RememberAccepted(_Reply):
     position: Position | None = None
 
 
-class LayerSearchResponse(_Reply):
-    query: str
-    layers: dict[str, list[dict[str, Any]]]
-    totals: dict[str, int]
-    cached: bool = False
+class LayerSearchResponse(LayerSearchReply):
+    """The search group's `LayerSearchReply` in camelCase."""
+
+    model_config = CAMEL
+
+    error: None = Field(default=None, exclude=True)
 
 
 class ItemResponse(_Reply):
@@ -341,88 +349,6 @@ class SessionResponse(_Reply):
 class SessionUpdated(_Reply):
     success: bool
     session: dict[str, Any]
-
-
-class PatternsResponse(_Reply):
-    patterns: list[dict[str, Any]]
-
-
-class PatternResponse(_Reply):
-    pattern: dict[str, Any]
-
-
-class ValidationResponse(_Reply):
-    valid: bool
-    confidence: float
-    occurrences: int
-    successRate: float
-    toolSequence: list[str]
-
-
-class PromotionResponse(_Reply):
-    skillId: str | None
-    promoted: bool
-    status: Literal["promoted", "already_promoted", "invalid"]
-    validation: ValidationResponse
-    skill: dict[str, Any] | None = None
-
-
-class SkillsResponse(_Reply):
-    skills: list[dict[str, Any]]
-
-
-class SkillResponse(_Reply):
-    skill: dict[str, Any]
-
-
-class JobRecordOut(_Reply):
-    """A job record (reference §10.6). `status` is `queued` right after POST /jobs (the
-    record appears once the jobs group picks the request up), then running → completed or
-    failed; `data` is the job's result."""
-
-    jobId: str
-    type: str
-    status: Literal["queued", "running", "completed", "failed"]
-    params: dict[str, Any]
-    createdAt: int
-    agentWallet: str | None = None
-    completedAt: int | None = None
-    attempts: int = 0
-    data: dict[str, Any] | None = None
-    error: str | None = None
-    errorType: str | None = None
-    eventId: str | None = None
-
-
-class StatsResponse(_Reply):
-    """reference §13.2 over active rows; times in ms since epoch (null without rows)."""
-
-    agentWallet: str
-    userAddress: str | None = None
-    totalVectors: int
-    totalTranscripts: int
-    avgDecayScore: float
-    oldestVector: int | None
-    newestVector: int | None
-    byType: dict[str, int]
-
-
-class ArchiveSynced(_Reply):
-    """reference §13.3: the archive's CID; `pinned` is true when this call pinned it."""
-
-    ipfsHash: str
-    pinned: bool
-
-
-class EvalRun(_Reply):
-    evalRunId: str
-    status: str
-    scores: dict[str, Any]
-    results: list[dict[str, Any]]
-
-
-class EvalRuns(_Reply):
-    runs: list[EvalRun]
 
 
 class Health(_Reply):

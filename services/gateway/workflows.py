@@ -23,7 +23,9 @@ from engine.ingest.knowledge import chunk_ids, rows_scope
 from engine.ingest.workflows import checkpoint_id, checkpoint_of
 from schemas.bounds import Moment
 from schemas.callers import WALLET_ALIASES, checkpoint_recorded, knowledge_submitted
+from schemas.camel import CAMEL, camel_view
 from schemas.events import Step
+from schemas.requests import ReliabilityReply
 from services.gateway.auth import AGENT_KEYS, Caller, Principal
 from services.gateway.deps import Client, at_most, body_scope, query_scope, raw
 from services.gateway.errors import ERRORS
@@ -94,17 +96,18 @@ class CheckpointAccepted(_Reply):
     position: Position
 
 
-class ReliabilityOut(_Reply):
-    agentWallet: str
-    userAddress: str | None = None
-    agent: str
-    runs: int
-    successRate: float
-    avgQuality: float
+class _Tenant(BaseModel):
+    agent_wallet: str
+    user_address: str | None = None
 
 
-def _position(topic: str, partition: int, offset: int) -> Position:
-    return Position(topic=topic, partition=partition, offset=offset)
+class ReliabilityOut(ReliabilityReply, _Tenant):
+    """The workflows group's `ReliabilityReply` in camelCase, after the scope it read (bases
+    in this order put the scope first)."""
+
+    model_config = CAMEL
+
+    error: None = Field(default=None, exclude=True)
 
 
 def _workflow_wallet(caller: Principal, data: dict[str, Any]) -> None:
@@ -131,7 +134,7 @@ async def index_knowledge(body: KnowledgeBody, client: Client, caller: Caller) -
         eventId=event.event_id,
         ids=ids,
         chunks=len(ids),
-        position=_position(at.topic, at.partition, at.offset),
+        position=Position.of(at),
     )
 
 
@@ -149,7 +152,7 @@ async def record_checkpoint(
         eventId=event.event_id,
         id=checkpoint_id(checkpoint_of(event)),
         runId=event.scope.thread_id or "",
-        position=_position(at.topic, at.partition, at.offset),
+        position=Position.of(at),
     )
 
 
@@ -170,11 +173,6 @@ async def reliability(
     without a user count)."""
     scope = query_scope(caller, agent_wallet, user_address)
     reply = await client.reliability(agent, scope, last=at_most(last, 50, 500))
-    return ReliabilityOut(
-        agentWallet=scope.agent_wallet,
-        userAddress=scope.user_address,
-        agent=reply.agent,
-        runs=reply.runs,
-        successRate=reply.success_rate,
-        avgQuality=reply.avg_quality,
+    return camel_view(
+        ReliabilityOut, reply, agent_wallet=scope.agent_wallet, user_address=scope.user_address
     )
