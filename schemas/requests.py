@@ -202,8 +202,10 @@ class AdminRequest(Contract):
 
 
 class AdminReply(Contract):
-    """`result` is the JSON answer (camelCase keys); `not_found` is set when nothing matched
-    within the scope (HTTP 404), `error` for bad input (400)."""
+    """`result` is the JSON answer (camelCase keys), of the model
+    `schemas.admin.ADMIN_RESULTS[op]` (kept an object on the wire: see `schemas.admin`);
+    `not_found` is set when nothing matched within the scope (HTTP 404), `error` for bad
+    input (400)."""
 
     result: dict[str, Any] | None = None
     not_found: bool = False

@@ -30,18 +30,22 @@ from schemas.requests import ContextItem, ContextReply, ContextUsage, LayerSearc
 WORKFLOW_VERSION = "compose.agent_memory.v1"
 
 
-class _Loose(BaseModel):
+class LooseBody(BaseModel):
+    """A request body of the reference's loose JSON: unknown keys are kept."""
+
     model_config = ConfigDict(frozen=True, extra="allow")
 
 
-class _Reply(BaseModel):
+class Answer(BaseModel):
+    """A response of the gateway's own (not a contract's view)."""
+
     model_config = ConfigDict(frozen=True, extra="allow")
 
 
 # --- request bodies ------------------------------------------------------------------------
 
 
-class ScopeBody(_Loose):
+class ScopeBody(LooseBody):
     """The tenant scope (reference §1.1): `agentWallet` (or `agent_id`) is required."""
 
     agentWallet: str | None = Field(default=None, description="Required (alias agent_id).")
@@ -61,7 +65,7 @@ class ScopeBody(_Loose):
     metadata: dict[str, Any] | None = None
 
 
-class BudgetBody(_Loose):
+class BudgetBody(LooseBody):
     """The packed context's character budget (held exactly); absent means no budget."""
 
     maxCharacters: Count | None = Field(default=None, description="At least 1.")
@@ -88,14 +92,14 @@ class ContextBody(ScopeBody):
     asOf: Moment | None = Field(default=None, description="ISO-8601 or ms since epoch.")
 
 
-class MessageBody(_Loose):
+class MessageBody(LooseBody):
     role: str | None = Field(default=None, description="user, assistant, system or tool.")
     content: str | None = None
     timestamp: EpochMs | None = Field(default=None, description="ms since epoch.")
     toolCalls: list[dict[str, Any]] | None = None
 
 
-class ToolEventBody(_Loose):
+class ToolEventBody(LooseBody):
     name: str | None = Field(default=None, description="Required (aliases toolName, tool).")
     args: dict[str, Any] | None = None
     status: str | None = None
@@ -136,7 +140,7 @@ class RememberBody(ScopeBody):
     occurredAt: Moment | None = Field(default=None, description="ISO-8601 or ms since epoch.")
 
 
-class LoopBody(_Loose):
+class LoopBody(LooseBody):
     """One step of the canonical loop plus that step's body (reference §13.1)."""
 
     step: str | None = Field(
@@ -190,7 +194,7 @@ class ScopeOnlyBody(ScopeBody):
     pass
 
 
-class JobBody(_Loose):
+class JobBody(LooseBody):
     """A maintenance job (reference §10.6): `type` plus its parameters, each checked against
     the job's own (`schemas.jobs`) before anything is queued: a parameter the job does not
     take is 400, one out of its range 422."""
@@ -217,7 +221,7 @@ class JobBody(_Loose):
     compress: bool | None = Field(default=None, description="Must be true if given.")
 
 
-class EvalCase(_Loose):
+class EvalCase(LooseBody):
     query: str | None = None
     expected: str | None = None
     expectedMemoryId: str | None = None
@@ -235,7 +239,7 @@ class EvalBody(ScopeBody):
 # --- responses -----------------------------------------------------------------------------
 
 
-class Workflow(_Reply):
+class Workflow(Answer):
     v: str = WORKFLOW_VERSION
     step: Literal["pre_turn", "post_turn", "remember"]
     next: list[str]
@@ -265,7 +269,7 @@ class ContextResponse(ContextReply, _Workflowed):
     error: None = Field(default=None, exclude=True)
 
 
-class Position(_Reply):
+class Position(Answer):
     """Where the event landed on the log (to wait for a consumer group's progress)."""
 
     topic: str
@@ -278,7 +282,7 @@ class Position(_Reply):
         return cls.model_validate(at, from_attributes=True)
 
 
-class TurnAccepted(_Reply):
+class TurnAccepted(Answer):
     """reference §7.1's answer for an asynchronous write: the ids, `accepted: true`, and no
     `stored` / `vectorId` (they are written later by the consumer groups)."""
 
@@ -292,7 +296,7 @@ class TurnAccepted(_Reply):
     position: Position | None = None
 
 
-class RememberedMemory(_Reply):
+class RememberedMemory(Answer):
     id: str = Field(description="The fact's item id (GET /items/{id} once it is stored).")
     text: str
     type: str
@@ -301,7 +305,7 @@ class RememberedMemory(_Reply):
     status: Literal["queued"] = "queued"
 
 
-class RememberAccepted(_Reply):
+class RememberAccepted(Answer):
     """reference §7.4's answer for an asynchronous write: no `graphSaved`/`vectorSaved`
     (not known yet); `memory.status` is `queued` and `memory.id` is the item id to come."""
 
@@ -321,35 +325,35 @@ class LayerSearchResponse(LayerSearchReply):
     error: None = Field(default=None, exclude=True)
 
 
-class ItemResponse(_Reply):
+class ItemResponse(Answer):
     item: dict[str, Any]
 
 
-class ItemUpdated(_Reply):
+class ItemUpdated(Answer):
     updated: bool
     item: dict[str, Any]
 
 
-class ItemDeleted(_Reply):
+class ItemDeleted(Answer):
     deleted: bool
     hardDeleted: bool
     item: dict[str, Any] | None = None
 
 
-class ConflictResolved(_Reply):
+class ConflictResolved(Answer):
     resolved: bool
     memoryId: str
     items: list[dict[str, Any]] = Field(default_factory=list)
 
 
-class SessionResponse(_Reply):
+class SessionResponse(Answer):
     session: dict[str, Any]
 
 
-class SessionUpdated(_Reply):
+class SessionUpdated(Answer):
     success: bool
     session: dict[str, Any]
 
 
-class Health(_Reply):
+class Health(Answer):
     status: Literal["ok"] = "ok"

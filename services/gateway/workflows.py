@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from engine.ingest.knowledge import chunk_ids, rows_scope
 from engine.ingest.workflows import checkpoint_id, checkpoint_of
@@ -30,17 +30,9 @@ from services.gateway.auth import AGENT_KEYS, Caller, Principal
 from services.gateway.deps import Client, at_most, body_scope, query_scope, raw
 from services.gateway.errors import ERRORS
 from services.gateway.limits import StrictJsonRoute
-from services.gateway.models import Position, ScopeBody
+from services.gateway.models import Answer, LooseBody, Position, ScopeBody
 
 router = APIRouter(tags=["knowledge and workflows"], responses=ERRORS, route_class=StrictJsonRoute)
-
-
-class _Loose(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="allow")
-
-
-class _Reply(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="allow")
 
 
 class KnowledgeBody(ScopeBody):
@@ -58,7 +50,7 @@ class KnowledgeBody(ScopeBody):
     occurredAt: Moment | None = Field(default=None, description="ISO-8601 or ms since epoch.")
 
 
-class WorkflowMessageBody(_Loose):
+class WorkflowMessageBody(LooseBody):
     role: str | None = Field(default=None, description="user, assistant, system or tool.")
     content: str | None = None
 
@@ -82,14 +74,14 @@ class CheckpointBody(ScopeBody):
     occurredAt: Moment | None = Field(default=None, description="ISO-8601 or ms since epoch.")
 
 
-class KnowledgeAccepted(_Reply):
+class KnowledgeAccepted(Answer):
     eventId: str
     ids: list[str] = Field(description="The chunk rows' ids, in document order.")
     chunks: int
     position: Position
 
 
-class CheckpointAccepted(_Reply):
+class CheckpointAccepted(Answer):
     eventId: str
     id: str = Field(description="The checkpoint's row id.")
     runId: str
