@@ -201,3 +201,12 @@ def check_job_params(job_type: str, params: Mapping[str, Any]) -> JobParams:
     if model is None:
         raise ScopeError(f"type must be one of {', '.join(JOB_TYPES)}")
     return parse_job_params(model, params)
+
+
+def job_agents(params: Mapping[str, Any]) -> list[str]:
+    """The agents a job's parameters name (`agentWallet` and/or `agentWallets`)."""
+    agents = [params["agentWallet"]] if isinstance(params.get("agentWallet"), str) else []
+    many = params.get("agentWallets")
+    if isinstance(many, list):
+        agents += [a for a in many if isinstance(a, str)]
+    return agents

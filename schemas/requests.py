@@ -210,8 +210,10 @@ class AdminRequest(Contract):
 
 
 class AdminReply(Contract):
-    """`result` is the JSON answer (camelCase keys); `not_found` is set when nothing matched
-    within the scope (HTTP 404), `error` for bad input (400)."""
+    """`result` is the JSON answer (camelCase keys), of the model
+    `schemas.admin.ADMIN_RESULTS[op]` (kept an object on the wire: see `schemas.admin`);
+    `not_found` is set when nothing matched within the scope (HTTP 404), `error` for bad
+    input (400)."""
 
     result: dict[str, Any] | None = None
     not_found: bool = False
@@ -253,7 +255,9 @@ class RerankDocument(Contract):
     only to break ties between equally relevant documents."""
 
     content: str = Field(max_length=MAX_RERANK_DOCUMENT_CHARS)
-    score: float | None = Field(default=None, allow_inf_nan=False)
+    score: float | None = Field(
+        default=None, allow_inf_nan=False, description="Your own score: breaks ties only."
+    )
 
 
 class RerankRequest(Contract):
@@ -263,7 +267,7 @@ class RerankRequest(Contract):
 
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     documents: list[RerankDocument] = Field(min_length=1, max_length=MAX_RERANK_DOCUMENTS)
-    top_k: int | None = Field(default=None, ge=1, le=100)
+    top_k: int | None = Field(default=None, ge=1, le=100, description="Default: every document.")
     """How many results at most; None = every document."""
 
 
@@ -272,10 +276,10 @@ class RerankResult(Contract):
     relevant; 0 for a document the ranker did not score, such as a blank one); `score` =
     relevance + 1e-6 × the caller's score, what results are sorted by (descending)."""
 
-    index: int
+    index: int = Field(description="Index into `documents`.")
     content: str
-    score: float
-    relevance: float
+    score: float = Field(description="relevance + 1e-6 × your score; results sort by it.")
+    relevance: float = Field(description="In [0, 1], higher is more relevant.")
 
 
 class RerankReply(Contract):
@@ -284,6 +288,6 @@ class RerankReply(Contract):
     (or the embedder) failed (HTTP 502)."""
 
     results: list[RerankResult] = Field(default_factory=list)
-    ranker: str = ""
+    ranker: str = Field(default="", description="`local`, or the reranker provider and model.")
     upstream: bool = False
     error: str | None = None

@@ -28,6 +28,7 @@ __all__ = [
     "STATE_FILE",
     "Endpoints",
     "InfraError",
+    "NotConfigured",
     "ServiceName",
     "read_endpoints",
     "read_services",
@@ -42,6 +43,10 @@ STATE_FILE: Final = "infra.json"
 
 ServiceName = Literal["kafka", "mongo", "redis"]
 SERVICES: Final[tuple[ServiceName, ...]] = ("kafka", "mongo", "redis")
+
+
+class NotConfigured(RuntimeError):
+    """No server URL was configured and no local stack is running."""
 
 
 class InfraError(RuntimeError):

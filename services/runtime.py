@@ -51,15 +51,11 @@ from engine.retrieval.search import MemorySearch, SearchPolicy
 from engine.retrieval.usage import AccessRecorder
 from engine.retrieval.vector_index import ExactVectorIndex
 from engine.upkeep.compression import RuleSummariser, Summariser
-from services.endpoints import Endpoints, read_endpoints
+from services.endpoints import Endpoints, NotConfigured, read_endpoints
 from services.settings import Settings
 from services.stream.security import kafka_options, mongo_options, redis_options, redis_url
 
 log = logging.getLogger(__name__)
-
-
-class NotConfigured(RuntimeError):
-    """No server URL was configured and no local stack is running."""
 
 
 def endpoints(settings: Settings) -> Endpoints:

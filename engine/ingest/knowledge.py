@@ -19,7 +19,9 @@ from typing import Any
 
 from engine.ports import Embedder, MemoryStore
 from engine.records import MemoryRow, ScopeFields
+from engine.scoping import scope_fields
 from schemas.ids import h32
+from schemas.scope import Scope
 
 CHUNK_CHARS = 1400
 CHUNK_OVERLAP = 180
@@ -140,3 +142,9 @@ async def index_document(
                 )
             )
     return ids
+
+
+def rows_scope(scope: Scope) -> ScopeFields:
+    """The tenant fields a document's rows are stored under (no thread: knowledge is not
+    per thread)."""
+    return scope_fields(scope.tenant())

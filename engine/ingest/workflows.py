@@ -19,6 +19,7 @@ from engine.errors import InputRejected
 from engine.ports import Embedder, MemoryStore
 from engine.records import MemoryRow, ScopeFields
 from engine.scoping import TenantFilter
+from schemas.events import WorkflowCheckpointRecorded
 from schemas.ids import h32
 
 CheckpointType = Literal["step_learning", "workflow_evaluation", "context_compaction"]
@@ -196,3 +197,20 @@ async def read_reliability(
     the workflow wallet and the runs' user; every run of it, whatever the filter's thread)."""
     rows = await memory.active_rows(where, sources=["session"])
     return reliability(rows, agent, last)
+
+
+def checkpoint_of(event: WorkflowCheckpointRecorded) -> WorkflowCheckpoint:
+    """The checkpoint of an event (the contract guarantees the run id)."""
+    scope = event.scope
+    return WorkflowCheckpoint(
+        workflow_wallet=scope.agent_wallet,
+        run_id=scope.thread_id or "",
+        user_id=scope.user_address,
+        agent=event.agent,
+        type=event.type,
+        messages=tuple(WorkflowMessage(m.role, m.content) for m in event.messages),
+        step=event.step,
+        goal=event.goal,
+        success=event.success,
+        quality_score=event.quality_score,
+    )

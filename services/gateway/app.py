@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from services.endpoints import read_endpoints
+from services.endpoints import NotConfigured, read_endpoints
 from services.gateway import (
     compat,
     errors,
@@ -29,7 +29,6 @@ from services.gateway.auth import Authenticator
 from services.gateway.limits import BodyLimit
 from services.gateway.metrics import GatewayMetrics, Instrumented
 from services.gateway.models import Health
-from services.runtime import NotConfigured
 from services.sdk.client import MemoryClient
 from services.settings import Settings
 from services.stream.security import kafka_options

@@ -37,10 +37,10 @@ from services.gateway.deps import Client, at_most, body_scope, item_rows, query_
 from services.gateway.errors import ERRORS
 from services.gateway.limits import StrictJsonRoute
 from services.gateway.models import (
+    Answer,
     MessageBody,
     Position,
     ScopeBody,
-    _Reply,
 )
 
 router = APIRouter(tags=["compatibility"], responses=ERRORS, route_class=StrictJsonRoute)
@@ -70,14 +70,14 @@ class TranscriptBody(ScopeBody):
     )
 
 
-class IndexedTurn(_Reply):
+class IndexedTurn(Answer):
     turnId: str
     eventId: str
     vectorId: str = Field(description="The exchange's `session` row (GET /items/{id}).")
     messageCount: int
 
 
-class TranscriptIndexed(_Reply):
+class TranscriptIndexed(Answer):
     """`indexed` false (200) when there was no user/assistant text; otherwise accepted (202):
     `vectorCount` embedded rows will be stored, one per exchange (`turns`)."""
 
@@ -96,7 +96,7 @@ class SearchBody(ScopeBody):
     limit: Count | None = Field(default=None, description="Default 5, at most 20.")
 
 
-class MemoryItem(_Reply):
+class MemoryItem(Answer):
     """The reference's graph item (reference §3), with `score` and `content` added."""
 
     id: str
@@ -193,9 +193,7 @@ async def index_transcript(
             )
             for t in turns
         ],
-        position=Position(topic=at.topic, partition=at.partition, offset=at.offset)
-        if at is not None
-        else None,
+        position=Position.of(at) if at is not None else None,
     )
 
 

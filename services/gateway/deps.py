@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 from pydantic import BaseModel
 
+from schemas.admin import R, result_of
 from schemas.requests import ALL_LAYERS, AdminReply, ItemReply
 from schemas.scope import Scope
 from services.gateway.auth import Principal
@@ -67,13 +68,14 @@ def item_rows(reply: ItemReply) -> list[dict[str, Any]]:
     return reply.items
 
 
-def admin_result(reply: AdminReply) -> dict[str, Any]:
-    """The result of an admin reply; 404 / 400 for `not_found` / `error`."""
+def admin_result(reply: AdminReply, model: type[R]) -> R:
+    """The result of an admin reply as its operation's model (`schemas.admin`); 404 / 400
+    for `not_found` / `error`."""
     if reply.not_found:
         raise ApiError(404, reply.error or "not found")
     if reply.error:
         raise ApiError(400, reply.error)
-    return reply.result or {}
+    return result_of(reply, model)
 
 
 def at_most(value: int | None, default: int, high: int) -> int:

@@ -13,6 +13,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from engine.filters import parse_filters
+from schemas.camel import camel_view
 from schemas.scope import ScopeError, clean_str
 from schemas.search_defaults import PER_LAYER_LIMIT, PER_LAYER_LIMIT_MAX
 from services.gateway.auth import Caller
@@ -66,9 +67,7 @@ async def search_layers(
         layers=known_layers(body.layers),
         limit=at_most(body.limit, PER_LAYER_LIMIT, PER_LAYER_LIMIT_MAX),
     )
-    return LayerSearchResponse(
-        query=reply.query, layers=reply.layers, totals=reply.totals, cached=reply.cached
-    )
+    return camel_view(LayerSearchResponse, reply)
 
 
 @router.post("/items/search", response_model=LayerSearchResponse)

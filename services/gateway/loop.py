@@ -10,6 +10,7 @@ from fastapi import APIRouter, Response
 
 from engine.filters import parse_filters
 from engine.ingest.remember import fact_hash
+from schemas.camel import camel_view
 from schemas.inputs import context_request, memory_remembered, turn_recorded
 from schemas.requests import ContextReply
 from schemas.scope import ScopeError
@@ -19,9 +20,7 @@ from services.gateway.errors import ERRORS
 from services.gateway.limits import StrictJsonRoute
 from services.gateway.models import (
     ContextBody,
-    ContextItemOut,
     ContextResponse,
-    ContextUsageOut,
     LoopBody,
     Position,
     RememberAccepted,
@@ -46,40 +45,9 @@ STEPS = {
 """Accepted `step`/`op` values of POST /loop and the step each one means."""
 
 
-def _position(at: sdk.Position) -> Position:
-    return Position(topic=at.topic, partition=at.partition, offset=at.offset)
-
-
 def context_response(reply: ContextReply) -> ContextResponse:
-    usage = reply.context_usage
-    return ContextResponse(
-        workflow=Workflow(step="pre_turn", next=["post_turn", "remember"]),
-        contextId=reply.context_id,
-        prompt=reply.prompt,
-        items=[
-            ContextItemOut(
-                layer=i.layer,
-                text=i.text,
-                id=i.id,
-                score=i.score,
-                source=i.source,
-                createdAt=i.created_at,
-            )
-            for i in reply.items
-        ],
-        totals=reply.totals,
-        contextUsage=ContextUsageOut(
-            characters=usage.characters,
-            rawCharacters=usage.raw_characters,
-            budgetCharacters=usage.budget_characters,
-            savedCharactersVsRaw=usage.saved_characters_vs_raw,
-            items=usage.items,
-        )
-        if usage is not None
-        else None,
-        omitted=reply.omitted,
-        raw=reply.raw,
-        cached=reply.cached,
+    return camel_view(
+        ContextResponse, reply, workflow=Workflow(step="pre_turn", next=["post_turn", "remember"])
     )
 
 
@@ -104,7 +72,7 @@ async def record(client: sdk.MemoryClient, caller: Principal, data: dict[str, An
         sessionId=event.session_id,
         threadId=event.thread_id,
         turnId=event.turn_id,
-        position=_position(at),
+        position=Position.of(at),
     )
 
 
@@ -128,7 +96,7 @@ async def remember(
             retention=event.retention,
             confidence=event.confidence,
         ),
-        position=_position(at),
+        position=Position.of(at),
     )
 
 

@@ -5,7 +5,14 @@ is optional here and unknown keys are kept, because aliases (`agent_id`, `user_i
 "first present wins" rules are applied afterwards by `schemas.inputs`, which raises the
 reference's 400 messages. A key of the wrong JSON type is a 400 already at this level, and a
 number or a time outside its range (the types of `schemas.bounds` and `schemas.jobs`, the
-contracts' own) a 422. Responses use the reference's camelCase keys.
+contracts' own) a 422. These bodies are not the contracts in camelCase: the reference's
+input is looser than a contract (aliases, first present wins, a count above its maximum
+lowered to it, an empty string meaning absent), and `schemas.inputs` turns it into one.
+
+Responses use the reference's camelCase keys. An answer that is a Kafka reply is that
+contract's camelCase view (`schemas.camel`: a subclass, no field re-listed); an admin
+answer is its operation's result model (`schemas.admin`); the rest (the 202 answers of the
+writes, the item and session envelopes) are the gateway's own.
 """
 
 from __future__ import annotations
@@ -16,23 +23,29 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engine.evals.harness import MAX_K
 from schemas.bounds import Count, EpochMs, Moment, Ratio, TokenCount
+from schemas.camel import CAMEL
 from schemas.jobs import BatchSize, Days, TimeRange
+from schemas.requests import ContextItem, ContextReply, ContextUsage, LayerSearchReply
 
 WORKFLOW_VERSION = "compose.agent_memory.v1"
 
 
-class _Loose(BaseModel):
+class LooseBody(BaseModel):
+    """A request body of the reference's loose JSON: unknown keys are kept."""
+
     model_config = ConfigDict(frozen=True, extra="allow")
 
 
-class _Reply(BaseModel):
+class Answer(BaseModel):
+    """A response of the gateway's own (not a contract's view)."""
+
     model_config = ConfigDict(frozen=True, extra="allow")
 
 
 # --- request bodies ------------------------------------------------------------------------
 
 
-class ScopeBody(_Loose):
+class ScopeBody(LooseBody):
     """The tenant scope (reference §1.1): `agentWallet` (or `agent_id`) is required."""
 
     agentWallet: str | None = Field(default=None, description="Required (alias agent_id).")
@@ -52,7 +65,7 @@ class ScopeBody(_Loose):
     metadata: dict[str, Any] | None = None
 
 
-class BudgetBody(_Loose):
+class BudgetBody(LooseBody):
     """The packed context's character budget (held exactly); absent means no budget."""
 
     maxCharacters: Count | None = Field(default=None, description="At least 1.")
@@ -79,14 +92,14 @@ class ContextBody(ScopeBody):
     asOf: Moment | None = Field(default=None, description="ISO-8601 or ms since epoch.")
 
 
-class MessageBody(_Loose):
+class MessageBody(LooseBody):
     role: str | None = Field(default=None, description="user, assistant, system or tool.")
     content: str | None = None
     timestamp: EpochMs | None = Field(default=None, description="ms since epoch.")
     toolCalls: list[dict[str, Any]] | None = None
 
 
-class ToolEventBody(_Loose):
+class ToolEventBody(LooseBody):
     name: str | None = Field(default=None, description="Required (aliases toolName, tool).")
     args: dict[str, Any] | None = None
     status: str | None = None
@@ -127,7 +140,7 @@ class RememberBody(ScopeBody):
     occurredAt: Moment | None = Field(default=None, description="ISO-8601 or ms since epoch.")
 
 
-class LoopBody(_Loose):
+class LoopBody(LooseBody):
     """One step of the canonical loop plus that step's body (reference §13.1)."""
 
     step: str | None = Field(
@@ -181,7 +194,7 @@ class ScopeOnlyBody(ScopeBody):
     pass
 
 
-class JobBody(_Loose):
+class JobBody(LooseBody):
     """A maintenance job (reference §10.6): `type` plus its parameters, each checked against
     the job's own (`schemas.jobs`) before anything is queued: a parameter the job does not
     take is 400, one out of its range 422."""
@@ -208,7 +221,7 @@ class JobBody(_Loose):
     compress: bool | None = Field(default=None, description="Must be true if given.")
 
 
-class EvalCase(_Loose):
+class EvalCase(LooseBody):
     query: str | None = None
     expected: str | None = None
     expectedMemoryId: str | None = None
@@ -226,52 +239,50 @@ class EvalBody(ScopeBody):
 # --- responses -----------------------------------------------------------------------------
 
 
-class Workflow(_Reply):
+class Workflow(Answer):
     v: str = WORKFLOW_VERSION
     step: Literal["pre_turn", "post_turn", "remember"]
     next: list[str]
 
 
-class ContextItemOut(_Reply):
-    layer: str
-    text: str
-    id: str | None = None
-    score: float | None = None
-    source: str | None = None
-    createdAt: int | None = None
-
-
-class ContextUsageOut(_Reply):
-    characters: int
-    rawCharacters: int
-    budgetCharacters: int | None = None
-    savedCharactersVsRaw: int
-    items: int
-
-
-class ContextResponse(_Reply):
-    """reference §6.6, plus `cached`."""
-
+class _Workflowed(BaseModel):
     workflow: Workflow
-    contextId: str
-    prompt: str | None
-    items: list[ContextItemOut]
-    totals: dict[str, int]
-    contextUsage: ContextUsageOut | None = None
-    omitted: dict[str, int]
-    raw: dict[str, list[dict[str, Any]]] | None = None
-    cached: bool = False
 
 
-class Position(_Reply):
+class ContextItemOut(ContextItem):
+    model_config = CAMEL
+
+
+class ContextUsageOut(ContextUsage):
+    model_config = CAMEL
+
+
+class ContextResponse(ContextReply, _Workflowed):
+    """reference §6.6, plus `cached`: the search group's `ContextReply` in camelCase, after
+    the loop's `workflow` (bases in this order put it first)."""
+
+    model_config = CAMEL
+
+    # the list of each item's camelCase view (the reply is frozen: never appended to)
+    items: list[ContextItemOut] = Field(default_factory=list)  # type: ignore[assignment]
+    context_usage: ContextUsageOut | None = None
+    error: None = Field(default=None, exclude=True)
+
+
+class Position(Answer):
     """Where the event landed on the log (to wait for a consumer group's progress)."""
 
     topic: str
     partition: int
     offset: int
 
+    @classmethod
+    def of(cls, at: object) -> Position:
+        """The position of a publish (`MemoryClient.publish*`'s answer)."""
+        return cls.model_validate(at, from_attributes=True)
 
-class TurnAccepted(_Reply):
+
+class TurnAccepted(Answer):
     """reference §7.1's answer for an asynchronous write: the ids, `accepted: true`, and no
     `stored` / `vectorId` (they are written later by the consumer groups)."""
 
@@ -285,7 +296,7 @@ class TurnAccepted(_Reply):
     position: Position | None = None
 
 
-class RememberedMemory(_Reply):
+class RememberedMemory(Answer):
     id: str = Field(description="The fact's item id (GET /items/{id} once it is stored).")
     text: str
     type: str
@@ -294,7 +305,7 @@ class RememberedMemory(_Reply):
     status: Literal["queued"] = "queued"
 
 
-class RememberAccepted(_Reply):
+class RememberAccepted(Answer):
     """reference §7.4's answer for an asynchronous write: no `graphSaved`/`vectorSaved`
     (not known yet); `memory.status` is `queued` and `memory.id` is the item id to come."""
 
@@ -306,124 +317,43 @@ class RememberAccepted(_Reply):
     position: Position | None = None
 
 
-class LayerSearchResponse(_Reply):
-    query: str
-    layers: dict[str, list[dict[str, Any]]]
-    totals: dict[str, int]
-    cached: bool = False
+class LayerSearchResponse(LayerSearchReply):
+    """The search group's `LayerSearchReply` in camelCase."""
+
+    model_config = CAMEL
+
+    error: None = Field(default=None, exclude=True)
 
 
-class ItemResponse(_Reply):
+class ItemResponse(Answer):
     item: dict[str, Any]
 
 
-class ItemUpdated(_Reply):
+class ItemUpdated(Answer):
     updated: bool
     item: dict[str, Any]
 
 
-class ItemDeleted(_Reply):
+class ItemDeleted(Answer):
     deleted: bool
     hardDeleted: bool
     item: dict[str, Any] | None = None
 
 
-class ConflictResolved(_Reply):
+class ConflictResolved(Answer):
     resolved: bool
     memoryId: str
     items: list[dict[str, Any]] = Field(default_factory=list)
 
 
-class SessionResponse(_Reply):
+class SessionResponse(Answer):
     session: dict[str, Any]
 
 
-class SessionUpdated(_Reply):
+class SessionUpdated(Answer):
     success: bool
     session: dict[str, Any]
 
 
-class PatternsResponse(_Reply):
-    patterns: list[dict[str, Any]]
-
-
-class PatternResponse(_Reply):
-    pattern: dict[str, Any]
-
-
-class ValidationResponse(_Reply):
-    valid: bool
-    confidence: float
-    occurrences: int
-    successRate: float
-    toolSequence: list[str]
-
-
-class PromotionResponse(_Reply):
-    skillId: str | None
-    promoted: bool
-    status: Literal["promoted", "already_promoted", "invalid"]
-    validation: ValidationResponse
-    skill: dict[str, Any] | None = None
-
-
-class SkillsResponse(_Reply):
-    skills: list[dict[str, Any]]
-
-
-class SkillResponse(_Reply):
-    skill: dict[str, Any]
-
-
-class JobRecordOut(_Reply):
-    """A job record (reference §10.6). `status` is `queued` right after POST /jobs (the
-    record appears once the jobs group picks the request up), then running → completed or
-    failed; `data` is the job's result."""
-
-    jobId: str
-    type: str
-    status: Literal["queued", "running", "completed", "failed"]
-    params: dict[str, Any]
-    createdAt: int
-    agentWallet: str | None = None
-    completedAt: int | None = None
-    attempts: int = 0
-    data: dict[str, Any] | None = None
-    error: str | None = None
-    errorType: str | None = None
-    eventId: str | None = None
-
-
-class StatsResponse(_Reply):
-    """reference §13.2 over active rows; times in ms since epoch (null without rows)."""
-
-    agentWallet: str
-    userAddress: str | None = None
-    totalVectors: int
-    totalTranscripts: int
-    avgDecayScore: float
-    oldestVector: int | None
-    newestVector: int | None
-    byType: dict[str, int]
-
-
-class ArchiveSynced(_Reply):
-    """reference §13.3: the archive's CID; `pinned` is true when this call pinned it."""
-
-    ipfsHash: str
-    pinned: bool
-
-
-class EvalRun(_Reply):
-    evalRunId: str
-    status: str
-    scores: dict[str, Any]
-    results: list[dict[str, Any]]
-
-
-class EvalRuns(_Reply):
-    runs: list[EvalRun]
-
-
-class Health(_Reply):
+class Health(Answer):
     status: Literal["ok"] = "ok"

@@ -10,10 +10,10 @@
   tenant); one confined to a user may not use jobs at all (a job spans the agent's users).
 * GET /stats/{agentWallet}: counts over the agent's active rows (`userAddress` narrows them
   to one user); no content.
-* Evals are run, stored and listed by the admin group (`services.groups.evals`). Runs are stored
-  per agent, so listing and reading them needs a credential not confined to one user.
+* Evals are run, stored and listed by the admin group. Runs are stored per agent, so
+  listing and reading them needs a credential not confined to one user.
 * POST /archives/{id}/sync pins one archive of the agent to IPFS, encrypted, exactly as the
-  `archive_create` job does (`services.groups.archive_pins`): 400 when pinning is not configured,
+  `archive_create` job does (the admin group pins it): 400 when pinning is not configured,
   404 for a missing archive or another agent's; an archive pinned already answers its CID
   with `pinned: false`.
 """
@@ -25,25 +25,20 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from schemas import topics
+from schemas.admin import ArchiveSynced, EvalRun, EvalRuns, JobRecordOut, StatsResponse
 from schemas.events import JobRequested
 from schemas.ids import to_ms
-from schemas.jobs import JOB_TYPES, check_job_params
+from schemas.jobs import JOB_TYPES, check_job_params, job_agents
 from schemas.scope import Scope, ScopeError, clean_id
 from services.gateway.auth import Caller
 from services.gateway.deps import Client, admin_result, at_most, body_scope, query_scope, raw
 from services.gateway.errors import ERRORS, NOT_FOUND, ApiError
 from services.gateway.limits import StrictJsonRoute
 from services.gateway.models import (
-    ArchiveSynced,
     EvalBody,
-    EvalRun,
-    EvalRuns,
     JobBody,
-    JobRecordOut,
     ScopeOnlyBody,
-    StatsResponse,
 )
-from services.groups.admin import job_agents
 
 router = APIRouter(tags=["operations"], responses=ERRORS, route_class=StrictJsonRoute)
 
@@ -105,7 +100,7 @@ async def get_job(
     agent = caller.agent_or(agent_wallet)
     scope = Scope.parse({"agentWallet": agent}) if agent is not None else None
     reply = await client.admin("jobs.get", scope, id=job_id)
-    return JobRecordOut.model_validate(admin_result(reply))
+    return admin_result(reply, JobRecordOut)
 
 
 @router.get("/stats/{agentWallet}", response_model=StatsResponse)
@@ -119,7 +114,7 @@ async def stats(
     over active rows (`byType`: rows per source)."""
     scope = query_scope(caller, agent_wallet, user_address)
     reply = await client.admin("stats", scope)
-    return StatsResponse.model_validate(admin_result(reply))
+    return admin_result(reply, StatsResponse)
 
 
 @router.post("/evals/runs", response_model=EvalRun)
@@ -129,7 +124,7 @@ async def run_eval(body: EvalBody, client: Client, caller: Caller) -> EvalRun:
     data = raw(body)
     scope = body_scope(caller, data)
     reply = await client.admin("evals.run", scope, body=data, timeout=EVAL_TIMEOUT_SECONDS)
-    return EvalRun.model_validate(admin_result(reply))
+    return admin_result(reply, EvalRun)
 
 
 @router.get("/evals/runs", response_model=EvalRuns)
@@ -143,7 +138,7 @@ async def list_evals(
     caller.agent_wide()
     scope = query_scope(caller, agent_wallet)
     reply = await client.admin("evals.list", scope, limit=at_most(limit, 20, 100))
-    return EvalRuns.model_validate(admin_result(reply))
+    return admin_result(reply, EvalRuns)
 
 
 @router.get("/evals/runs/{id}", response_model=EvalRun, responses=NOT_FOUND)
@@ -157,7 +152,7 @@ async def get_eval(
     caller.agent_wide()
     scope = query_scope(caller, agent_wallet)
     reply = await client.admin("evals.get", scope, id=id)
-    return EvalRun.model_validate(admin_result(reply))
+    return admin_result(reply, EvalRun)
 
 
 @router.post("/archives/{id}/sync", response_model=ArchiveSynced, responses=NOT_FOUND)
@@ -173,4 +168,4 @@ async def sync_archive(
     reply = await client.admin(
         "archives.sync", scope.tenant(), id=id, timeout=ARCHIVE_SYNC_TIMEOUT_SECONDS
     )
-    return ArchiveSynced.model_validate(admin_result(reply))
+    return admin_result(reply, ArchiveSynced)

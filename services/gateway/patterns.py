@@ -13,20 +13,22 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
+from schemas.admin import (
+    PatternResponse,
+    PatternsResponse,
+    PromotionResponse,
+    SkillResponse,
+    SkillsResponse,
+    ValidationResponse,
+)
 from schemas.scope import ScopeError, clean_str
 from services.gateway.auth import Caller
 from services.gateway.deps import Client, admin_result, at_most, body_scope, query_scope, raw
 from services.gateway.errors import ERRORS, NOT_FOUND
 from services.gateway.limits import StrictJsonRoute
 from services.gateway.models import (
-    PatternResponse,
-    PatternsResponse,
     PromoteBody,
-    PromotionResponse,
     ScopeOnlyBody,
-    SkillResponse,
-    SkillsResponse,
-    ValidationResponse,
 )
 
 router = APIRouter(tags=["patterns"], responses=ERRORS, route_class=StrictJsonRoute)
@@ -59,7 +61,7 @@ async def list_patterns(
         pattern_type=pattern_type,
         min_success_rate=min_success_rate,
     )
-    return PatternsResponse.model_validate(admin_result(reply))
+    return admin_result(reply, PatternsResponse)
 
 
 @router.get("/patterns/{id}", response_model=PatternResponse, responses=NOT_FOUND)
@@ -73,7 +75,7 @@ async def get_pattern(
     """`{pattern}`."""
     scope = query_scope(caller, agent_wallet, user_address)
     reply = await client.admin("patterns.get", scope, id=id)
-    return PatternResponse.model_validate(admin_result(reply))
+    return admin_result(reply, PatternResponse)
 
 
 @router.post("/patterns/{id}/validate", response_model=ValidationResponse, responses=NOT_FOUND)
@@ -86,7 +88,7 @@ async def validate_pattern(
     """reference §9.2: `{valid, confidence, occurrences, successRate, toolSequence}`."""
     scope = body_scope(caller, raw(body))
     reply = await client.admin("patterns.validate", scope, id=id)
-    return ValidationResponse.model_validate(admin_result(reply))
+    return admin_result(reply, ValidationResponse)
 
 
 @router.post("/patterns/{id}/promote", response_model=PromotionResponse, responses=NOT_FOUND)
@@ -103,7 +105,7 @@ async def promote_pattern(
     if name is None:
         raise ScopeError("skillName is required")
     reply = await client.admin("patterns.promote", scope, id=id, name=name)
-    return PromotionResponse.model_validate(admin_result(reply))
+    return admin_result(reply, PromotionResponse)
 
 
 @router.get("/skills", response_model=SkillsResponse)
@@ -120,7 +122,7 @@ async def list_skills(
     reply = await client.admin(
         "skills.list", scope, limit=at_most(limit, 20, 100), category=category
     )
-    return SkillsResponse.model_validate(admin_result(reply))
+    return admin_result(reply, SkillsResponse)
 
 
 @router.get("/skills/{id}", response_model=SkillResponse, responses=NOT_FOUND)
@@ -134,4 +136,4 @@ async def get_skill(
     """`{skill}`."""
     scope = query_scope(caller, agent_wallet, user_address)
     reply = await client.admin("skills.get", scope, id=id)
-    return SkillResponse.model_validate(admin_result(reply))
+    return admin_result(reply, SkillResponse)

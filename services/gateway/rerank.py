@@ -10,13 +10,15 @@ The route reads no tenant data, so it needs a credential but no `agentWallet`.
 from __future__ import annotations
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from schemas.camel import CAMEL, camel_view
 from schemas.requests import (
-    MAX_QUERY_CHARS,
-    MAX_RERANK_DOCUMENT_CHARS,
     MAX_RERANK_DOCUMENTS,
+    RerankDocument,
     RerankReply,
+    RerankRequest,
+    RerankResult,
 )
 from services.gateway.auth import Caller
 from services.gateway.deps import Client
@@ -30,33 +32,35 @@ UPSTREAM: dict[int | str, dict[str, object]] = {
 }
 
 
-class RerankDocumentBody(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class RerankDocumentBody(RerankDocument):
+    model_config = CAMEL
 
-    content: str = Field(max_length=MAX_RERANK_DOCUMENT_CHARS)
-    score: float | None = Field(
-        default=None, allow_inf_nan=False, description="Your own score: breaks ties only."
+
+class RerankBody(RerankRequest):
+    """`RerankRequest` in camelCase (`topK`)."""
+
+    model_config = CAMEL
+
+    # the list of each document's camelCase view (the body is frozen: never appended to)
+    documents: list[RerankDocumentBody] = Field(  # type: ignore[assignment]
+        min_length=1, max_length=MAX_RERANK_DOCUMENTS
     )
 
 
-class RerankBody(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
-    documents: list[RerankDocumentBody] = Field(min_length=1, max_length=MAX_RERANK_DOCUMENTS)
-    topK: int | None = Field(default=None, ge=1, le=100, description="Default: every document.")
+class RerankedDocument(RerankResult):
+    model_config = CAMEL
 
 
-class RerankedDocument(BaseModel):
-    index: int = Field(description="Index into `documents`.")
-    content: str
-    score: float = Field(description="relevance + 1e-6 × your score; results sort by it.")
-    relevance: float = Field(description="In [0, 1], higher is more relevant.")
+class RerankResponse(RerankReply):
+    """The search group's `RerankReply` in camelCase, without its error fields."""
 
+    model_config = CAMEL
 
-class RerankResponse(BaseModel):
-    results: list[RerankedDocument] = Field(description="Best first.")
-    ranker: str = Field(description="`local`, or the reranker provider and model.")
+    results: list[RerankedDocument] = Field(  # type: ignore[assignment]
+        description="Best first."
+    )
+    upstream: bool = Field(default=False, exclude=True)
+    error: None = Field(default=None, exclude=True)
 
 
 def _results(reply: RerankReply) -> RerankResponse:
@@ -64,15 +68,13 @@ def _results(reply: RerankReply) -> RerankResponse:
         raise ApiError(502, reply.error or "the reranker failed")
     if reply.error:
         raise ApiError(400, reply.error)
-    return RerankResponse(
-        results=[RerankedDocument(**r.model_dump()) for r in reply.results], ranker=reply.ranker
-    )
+    return camel_view(RerankResponse, reply)
 
 
 @router.post("/rerank", response_model=RerankResponse, responses=UPSTREAM)
 async def rerank(body: RerankBody, client: Client, caller: Caller) -> RerankResponse:
     """`{results: [{index, content, score, relevance}]}`, best first, at most `topK`."""
     reply = await client.rerank(
-        body.query, [d.model_dump() for d in body.documents], top_k=body.topK
+        body.query, [d.model_dump() for d in body.documents], top_k=body.top_k
     )
     return _results(reply)

@@ -17,30 +17,22 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from engine.ingest.knowledge import chunk_ids
-from engine.ingest.workflows import checkpoint_id
+from engine.ingest.knowledge import chunk_ids, rows_scope
+from engine.ingest.workflows import checkpoint_id, checkpoint_of
 from schemas.bounds import Moment
 from schemas.callers import WALLET_ALIASES, checkpoint_recorded, knowledge_submitted
+from schemas.camel import CAMEL, camel_view
 from schemas.events import Step
+from schemas.requests import ReliabilityReply
 from services.gateway.auth import AGENT_KEYS, Caller, Principal
 from services.gateway.deps import Client, at_most, body_scope, query_scope, raw
 from services.gateway.errors import ERRORS
 from services.gateway.limits import StrictJsonRoute
-from services.gateway.models import Position, ScopeBody
-from services.groups.knowledge import rows_scope
-from services.groups.workflows import checkpoint_of
+from services.gateway.models import Answer, LooseBody, Position, ScopeBody
 
 router = APIRouter(tags=["knowledge and workflows"], responses=ERRORS, route_class=StrictJsonRoute)
-
-
-class _Loose(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="allow")
-
-
-class _Reply(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="allow")
 
 
 class KnowledgeBody(ScopeBody):
@@ -58,7 +50,7 @@ class KnowledgeBody(ScopeBody):
     occurredAt: Moment | None = Field(default=None, description="ISO-8601 or ms since epoch.")
 
 
-class WorkflowMessageBody(_Loose):
+class WorkflowMessageBody(LooseBody):
     role: str | None = Field(default=None, description="user, assistant, system or tool.")
     content: str | None = None
 
@@ -82,31 +74,32 @@ class CheckpointBody(ScopeBody):
     occurredAt: Moment | None = Field(default=None, description="ISO-8601 or ms since epoch.")
 
 
-class KnowledgeAccepted(_Reply):
+class KnowledgeAccepted(Answer):
     eventId: str
     ids: list[str] = Field(description="The chunk rows' ids, in document order.")
     chunks: int
     position: Position
 
 
-class CheckpointAccepted(_Reply):
+class CheckpointAccepted(Answer):
     eventId: str
     id: str = Field(description="The checkpoint's row id.")
     runId: str
     position: Position
 
 
-class ReliabilityOut(_Reply):
-    agentWallet: str
-    userAddress: str | None = None
-    agent: str
-    runs: int
-    successRate: float
-    avgQuality: float
+class _Tenant(BaseModel):
+    agent_wallet: str
+    user_address: str | None = None
 
 
-def _position(topic: str, partition: int, offset: int) -> Position:
-    return Position(topic=topic, partition=partition, offset=offset)
+class ReliabilityOut(ReliabilityReply, _Tenant):
+    """The workflows group's `ReliabilityReply` in camelCase, after the scope it read (bases
+    in this order put the scope first)."""
+
+    model_config = CAMEL
+
+    error: None = Field(default=None, exclude=True)
 
 
 def _workflow_wallet(caller: Principal, data: dict[str, Any]) -> None:
@@ -133,7 +126,7 @@ async def index_knowledge(body: KnowledgeBody, client: Client, caller: Caller) -
         eventId=event.event_id,
         ids=ids,
         chunks=len(ids),
-        position=_position(at.topic, at.partition, at.offset),
+        position=Position.of(at),
     )
 
 
@@ -151,7 +144,7 @@ async def record_checkpoint(
         eventId=event.event_id,
         id=checkpoint_id(checkpoint_of(event)),
         runId=event.scope.thread_id or "",
-        position=_position(at.topic, at.partition, at.offset),
+        position=Position.of(at),
     )
 
 
@@ -172,11 +165,6 @@ async def reliability(
     without a user count)."""
     scope = query_scope(caller, agent_wallet, user_address)
     reply = await client.reliability(agent, scope, last=at_most(last, 50, 500))
-    return ReliabilityOut(
-        agentWallet=scope.agent_wallet,
-        userAddress=scope.user_address,
-        agent=reply.agent,
-        runs=reply.runs,
-        successRate=reply.success_rate,
-        avgQuality=reply.avg_quality,
+    return camel_view(
+        ReliabilityOut, reply, agent_wallet=scope.agent_wallet, user_address=scope.user_address
     )

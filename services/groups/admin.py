@@ -35,6 +35,7 @@ from engine.records import ScopeFields
 from engine.scoping import tenant_filter
 from engine.upkeep.jobs import JobRecord
 from schemas import topics
+from schemas.jobs import job_agents
 from schemas.requests import AdminReply, AdminRequest
 from schemas.scope import Scope, first_error
 from services.groups import evals
@@ -94,15 +95,6 @@ def validation_json(v: Validation) -> Result:
         "successRate": v.success_rate,
         "toolSequence": list(v.tool_sequence),
     }
-
-
-def job_agents(params: dict[str, Any]) -> list[str]:
-    """The agents a job's parameters name (`agentWallet` and/or `agentWallets`)."""
-    agents = [params["agentWallet"]] if isinstance(params.get("agentWallet"), str) else []
-    many = params.get("agentWallets")
-    if isinstance(many, list):
-        agents += [a for a in many if isinstance(a, str)]
-    return agents
 
 
 def job_json(j: JobRecord) -> Result:

@@ -9,23 +9,14 @@ from __future__ import annotations
 
 from faststream.kafka import KafkaBroker
 
-from engine.ingest.knowledge import index_document
-from engine.records import ScopeFields
-from engine.scoping import scope_fields
+from engine.ingest.knowledge import index_document, rows_scope
 from schemas import topics
 from schemas.events import KnowledgeSubmitted
 from schemas.ids import to_ms
-from schemas.scope import Scope
 from services.runtime import Runtime
 from services.stream.consumers import ChangeAnnouncer, on_event
 
 GROUP = "knowledge"
-
-
-def rows_scope(scope: Scope) -> ScopeFields:
-    """The tenant fields a document's rows are stored under (no thread: knowledge is not
-    per thread)."""
-    return scope_fields(scope.tenant())
 
 
 def register(broker: KafkaBroker, rt: Runtime) -> None:

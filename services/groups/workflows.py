@@ -12,12 +12,7 @@ from faststream.kafka.annotations import KafkaMessage
 from pydantic import ValidationError
 
 from engine.errors import MemoryError_
-from engine.ingest.workflows import (
-    WorkflowCheckpoint,
-    WorkflowMessage,
-    read_reliability,
-    record_checkpoint,
-)
+from engine.ingest.workflows import checkpoint_of, read_reliability, record_checkpoint
 from engine.scoping import tenant_filter
 from schemas import topics
 from schemas.events import WorkflowCheckpointRecorded
@@ -29,23 +24,6 @@ from services.stream.consumers import EXPIRED, ChangeAnnouncer, expired, on_even
 
 GROUP = "workflows"
 log = logging.getLogger(__name__)
-
-
-def checkpoint_of(event: WorkflowCheckpointRecorded) -> WorkflowCheckpoint:
-    """The engine's checkpoint of an event (the contract guarantees the run id)."""
-    scope = event.scope
-    return WorkflowCheckpoint(
-        workflow_wallet=scope.agent_wallet,
-        run_id=scope.thread_id or "",
-        user_id=scope.user_address,
-        agent=event.agent,
-        type=event.type,
-        messages=tuple(WorkflowMessage(m.role, m.content) for m in event.messages),
-        step=event.step,
-        goal=event.goal,
-        success=event.success,
-        quality_score=event.quality_score,
-    )
 
 
 def register(broker: KafkaBroker, rt: Runtime) -> None:

@@ -23,10 +23,10 @@ from rich.panel import Panel
 
 from schemas import topics
 from schemas.requests import ContextReply
-from services.endpoints import Endpoints, read_endpoints
+from services.endpoints import Endpoints, NotConfigured, read_endpoints
 from services.groups.app import running_groups
 from services.ops.stack import start_stack, stop_stack
-from services.runtime import NotConfigured, endpoints
+from services.runtime import endpoints
 from services.sdk.client import MemoryClient
 from services.settings import Settings
 from services.stream.offsets import wait_processed

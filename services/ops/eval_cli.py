@@ -37,8 +37,9 @@ def eval_cases(
     from rich.table import Table
 
     from engine.errors import InputRejected, MemoryError_
+    from services.endpoints import NotConfigured
     from services.groups.evals import run_eval
-    from services.runtime import NotConfigured, open_runtime
+    from services.runtime import open_runtime
 
     try:
         loaded = json.loads(Path(cases).read_text(encoding="utf-8"))

@@ -13,10 +13,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
-from engine.ingest.knowledge import chunk_ids
+from engine.ingest.knowledge import chunk_ids, rows_scope
 from engine.scoping import TenantFilter
 from services.endpoints import Endpoints
-from services.groups.knowledge import rows_scope
 from services.runtime import Runtime
 from services.sdk.client import MemoryClient, Position
 from services.stream.offsets import wait_processed

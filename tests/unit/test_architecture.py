@@ -149,15 +149,24 @@ MAX_MODULE_LINES = 400
 
 
 def lint_imports(config: Path) -> tuple[int, str]:
-    import contextlib
-    import io
+    """import-linter on `config`, in a process of its own: its CLI reconfigures logging
+    (`dictConfig` disables every existing logger), which would blind later tests' caplog."""
+    import subprocess
 
-    from importlinter.cli import lint_imports as run
-
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        code = run(config_filename=str(config), no_cache=True, no_logo=True)
-    return code, out.getvalue()
+    script = (
+        "import sys\n"
+        "from importlinter.cli import lint_imports\n"
+        "sys.exit(lint_imports(config_filename=sys.argv[1], no_cache=True, no_logo=True))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(config)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    return done.returncode, done.stdout + done.stderr
 
 
 def test_the_import_contracts_hold() -> None:

@@ -11,8 +11,8 @@ import pytest
 from pydantic import ValidationError
 
 from engine.adapters.memory import HashingEmbedder, InMemoryMemoryStore
-from engine.ingest.knowledge import chunk_ids, index_document
-from engine.ingest.workflows import checkpoint_id, record_checkpoint
+from engine.ingest.knowledge import chunk_ids, index_document, rows_scope
+from engine.ingest.workflows import checkpoint_id, checkpoint_of, record_checkpoint
 from schemas import topics
 from schemas.callers import checkpoint_recorded, knowledge_submitted
 from schemas.events import (
@@ -23,8 +23,6 @@ from schemas.events import (
 from schemas.ids import to_ms
 from schemas.requests import ReliabilityReply, ReliabilityRequest
 from schemas.scope import Scope, ScopeError
-from services.groups.knowledge import rows_scope
-from services.groups.workflows import checkpoint_of
 
 NOW = datetime(2024, 5, 1, tzinfo=UTC)
 AGENT = "0xAgent"

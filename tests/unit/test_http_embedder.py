@@ -17,7 +17,8 @@ from engine.adapters.http_embedder import HttpEmbedder, Style
 from engine.adapters.memory import InMemoryQueryCache
 from engine.embedding_cache import CachedEmbedder
 from engine.errors import DependencyFailed, EmbeddingFailed
-from services.runtime import NotConfigured, build_embedder
+from services.endpoints import NotConfigured
+from services.runtime import build_embedder
 from services.settings import Settings
 from tests.support.http_server import Provider, Received, Reply, Responder, closed_port
 
