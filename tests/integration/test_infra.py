@@ -26,7 +26,6 @@ from services.ops.infra import (
     ENV_MONGO,
     ENV_REDIS,
     Endpoints,
-    create_topics,
     infra_app,
     read_endpoints,
     running_stack,
@@ -34,6 +33,7 @@ from services.ops.infra import (
     start_stack,
     stop_stack,
 )
+from services.stream.topics import create_topics
 
 pytestmark = pytest.mark.integration
 
