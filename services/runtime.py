@@ -5,17 +5,18 @@ A `Runtime` holds the stores, typed on the engine's ports, and the heavy parts (
 reranker, extractor, summariser, archive pinner, search) as builders: a part is built when a
 group first uses it, or up front by `Runtime.prepare` for the parts the process's groups
 declare (`services.groups.app.NEEDS`), so the invalidation group never loads an embedder.
-Two builds: `open_runtime` (MongoDB, Redis, the configured providers) and
-`services.runtime_memory.memory_runtime` (the in-memory adapters, for the fast test tier).
+Its parts are defined in `services.runtime_parts`. Two builds: `open_runtime` (MongoDB, Redis,
+the configured providers) and `services.runtime_memory.memory_runtime` (the in-memory
+adapters, for the fast test tier).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, Protocol, TypeVar, get_args
+from typing import Any, TypeVar
 
 import httpx
 from pymongo import AsyncMongoClient
@@ -43,36 +44,14 @@ from engine.adapters.redis_cache import RedisQueryCache
 from engine.embedding_cache import CachedEmbedder
 from engine.ingest.extraction.types import ExtractionPolicy, Extractor
 from engine.ingest.facts import FactWriter
-from engine.ingest.patterns import PatternCounter, SkillStore
 from engine.ingest.remember import Rememberer
 from engine.ingest.turns import IngestPolicy, TurnRecorder
-from engine.ports import (
-    ArchiveCids,
-    ArchivePinner,
-    ArchivePinState,
-    ArchiveStore,
-    Embedder,
-    EvalStore,
-    MemoryStatsReader,
-    MemoryStore,
-    PatternStore,
-    QueryCache,
-    RelationStore,
-    TranscriptCounter,
-    TranscriptHistory,
-    TranscriptStore,
-    VectorIndex,
-    WorkingStore,
-)
+from engine.ports import ArchivePinner, Embedder, VectorIndex
 from engine.retrieval.rerank import Reranker
 from engine.retrieval.search import MemorySearch, SearchPolicy
 from engine.retrieval.usage import AccessRecorder
 from engine.retrieval.vector_index import ExactVectorIndex
-from engine.upkeep.compression import SessionTranscripts, Summariser
-from engine.upkeep.items import ItemStore
-from engine.upkeep.jobs import JobStore
-from engine.upkeep.maintenance import MaintenanceStore
-from engine.upkeep.sessions import SessionStore
+from engine.upkeep.compression import Summariser
 from services.ops.infra import Endpoints, read_endpoints
 from services.providers import (
     NotConfigured,
@@ -85,71 +64,25 @@ from services.providers import (
     ingest_policy,
     search_policy,
 )
+from services.runtime_parts import PARTS, Lazy, NotPrepared, Part, Parts, Stores
 from services.settings import Settings
 from services.stream.security import kafka_options, mongo_options, redis_options, redis_url
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-__all__ = ["PARTS", "NotConfigured", "Part", "Runtime", "endpoints", "open_runtime"]
-
-Part = Literal["embedder", "reranker", "extractor", "summariser", "pinner", "search"]
-"""A heavy part of the runtime: built only when a group uses it."""
-PARTS: frozenset[Part] = frozenset(get_args(Part))
-
-
-class Transcripts(
-    TranscriptStore, TranscriptCounter, TranscriptHistory, SessionTranscripts, Protocol
-):
-    """The transcript store as the groups use it: appends, reads by tenant, by session, by
-    agent, and counts."""
-
-
-class Memory(MemoryStore, MemoryStatsReader, Protocol):
-    """The `memory` rows with their aggregate stats."""
-
-
-class Archives(ArchiveStore, ArchiveCids, Protocol):
-    """Archives and where they were pinned."""
-
-
-class Maintenance(MaintenanceStore, ArchivePinState, Protocol):
-    """Maintenance jobs' reads and writes, with the archives' pin state."""
-
-
-@dataclass(frozen=True, slots=True)
-class Stores:
-    """Every store of one deployment. `memory` and `items` are the same rows, as are
-    `working` and `sessions`; `pattern_layer` is the patterns retrieval layer, `patterns` the
-    execution counts behind it."""
-
-    transcripts: Transcripts
-    working: WorkingStore
-    memory: Memory
-    items: ItemStore
-    relations: RelationStore
-    pattern_layer: PatternStore
-    patterns: PatternCounter
-    skills: SkillStore
-    archives: Archives
-    maintenance: Maintenance
-    jobs: JobStore
-    sessions: SessionStore
-    evals: EvalStore
-    cache: QueryCache
-
-
-@dataclass(frozen=True, slots=True)
-class Parts:
-    """Builders of the heavy parts; each is called at most once per runtime. `index` builds
-    the vector index for the embedder's vector space (it may reach the database)."""
-
-    embedder: Callable[[], Embedder]
-    reranker: Callable[[], Reranker | None]
-    extractor: Callable[[], Extractor | None]
-    summariser: Callable[[], Summariser]
-    pinner: Callable[[], ArchivePinner | None]
-    index: Callable[[Embedder], Awaitable[VectorIndex]]
+__all__ = [
+    "PARTS",
+    "Clients",
+    "NotConfigured",
+    "NotPrepared",
+    "Part",
+    "Parts",
+    "Runtime",
+    "Stores",
+    "endpoints",
+    "open_runtime",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,31 +93,6 @@ class Clients:
     mongo: AsyncMongoClient[dict[str, Any]]
     redis: Redis
     http: httpx.AsyncClient
-
-
-class NotPrepared(RuntimeError):
-    """A part that needs I/O to build (the search, for its vector index) was used before
-    `Runtime.prepare` built it: the group must declare it in `services.groups.app.NEEDS`."""
-
-
-class Lazy(Generic[T]):
-    """A value built on first use, then kept."""
-
-    __slots__ = ("_build", "_built", "_value")
-
-    def __init__(self, build: Callable[[], T]) -> None:
-        self._build = build
-        self._built = False
-        self._value: T | None = None
-
-    @property
-    def built(self) -> bool:
-        return self._built
-
-    def get(self) -> T:
-        if not self._built:
-            self._value, self._built = self._build(), True
-        return self._value  # type: ignore[return-value]  # T may itself be optional
 
 
 class Runtime:
