@@ -148,6 +148,13 @@ class TranscriptCounter(Protocol):
         ...
 
 
+class TranscriptHistory(Protocol):
+    async def of_agent(self, agent: str, since: int) -> list[Transcript]:
+        """Every transcript of the agent (all users) updated at or after `since` (ms since
+        epoch), for jobs that recount from transcripts."""
+        ...
+
+
 class RelationStore(Protocol):
     """Typed links between entities, keyed by `relation_id`."""
 
@@ -184,6 +191,39 @@ class ArchiveStore(Protocol):
 
     async def active(self, where: TenantFilter, limit: int) -> list[ArchiveRecord]:
         """Active archives the (durable) filter admits, newest first."""
+        ...
+
+
+class ArchiveCids(Protocol):
+    """Where stored archives were pinned (reference §10.2)."""
+
+    async def set_cid(self, archive_id: str, cid: str) -> None:
+        """Record the IPFS CID of the (encrypted) archive."""
+        ...
+
+
+class ArchivePinState(Protocol):
+    """The pin state of stored archives, read by the pinning paths."""
+
+    async def unpinned_content(self, archive_id: str) -> str | None:
+        """The archive's stored content if it has no CID yet; None if it is pinned, has no
+        content or does not exist."""
+        ...
+
+    async def archive_cid(
+        self, archive_id: str, agent_wallet: str, user_address: str | None, *, any_user: bool
+    ) -> tuple[str | None] | None:
+        """`(cid,)` of the agent's archive (`cid` None while unpinned), or None when it does
+        not exist or is another agent's; with `any_user=False` also another user's
+        (`user_address` None: user-less archives only)."""
+        ...
+
+
+class ArchivePinner(Protocol):
+    """Pins one sealed (encrypted) archive to IPFS."""
+
+    async def pin_archive(self, archive_id: str, encrypted: bytes) -> str:
+        """Pin the blob; returns its CID. Raises `DependencyFailed` when the service fails."""
         ...
 
 

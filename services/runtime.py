@@ -1,21 +1,28 @@
 """The composition root: every client (Mongo, Redis, httpx, embedder) is built here, once, and
-closed here. Nothing else in the code base opens a connection."""
+closed here. Nothing else in the code base opens a connection.
+
+A `Runtime` holds the stores, typed on the engine's ports, and the heavy parts (embedder,
+reranker, extractor, summariser, archive pinner, search) as builders: a part is built when a
+group first uses it, or up front by `Runtime.prepare` for the parts the process's groups
+declare (`services.groups.app.NEEDS`), so the invalidation group never loads an embedder.
+Its parts are defined in `services.runtime_parts`. Two builds: `open_runtime` (MongoDB, Redis,
+the configured providers) and `services.runtime_memory.memory_runtime` (the in-memory
+adapters, for the fast test tier).
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import httpx
 from pymongo import AsyncMongoClient
 from redis.asyncio import Redis
 
 from engine.adapters.atlas_vectors import AtlasVectorIndex, ensure_vector_index
-from engine.adapters.http_embedder import HttpEmbedder
-from engine.adapters.memory import HashingEmbedder
 from engine.adapters.mongo import (
     MEMORY,
     MongoArchiveStore,
@@ -34,28 +41,217 @@ from engine.adapters.mongo.pattern_counts import MongoPatternCounter
 from engine.adapters.mongo.schema import ensure_pattern_indexes
 from engine.adapters.mongo.sessions import MongoSessionStore
 from engine.adapters.mongo.skills import MongoSkillStore
-from engine.adapters.openai_extractor import OpenAICompatibleExtractor
-from engine.adapters.openai_summariser import OpenAICompatibleSummariser
-from engine.adapters.pinata import PinataPinner
 from engine.adapters.redis_cache import RedisQueryCache
-from engine.adapters.rerankers import CloudflareReranker, HttpRerankReranker
 from engine.embedding_cache import CachedEmbedder
 from engine.ingest.extraction.types import ExtractionPolicy, Extractor
 from engine.ingest.facts import FactWriter
 from engine.ingest.remember import Rememberer
-from engine.ingest.turns import DAY_MS, IngestPolicy, TurnRecorder
-from engine.ports import Embedder, VectorIndex
-from engine.retrieval.relevance import RelevancePolicy
-from engine.retrieval.rerank import Reranker
+from engine.ingest.turns import IngestPolicy, TurnRecorder
+from engine.ports import ArchivePinner, Embedder, Reranker, VectorIndex
 from engine.retrieval.search import MemorySearch, SearchPolicy
 from engine.retrieval.usage import AccessRecorder
 from engine.retrieval.vector_index import ExactVectorIndex
-from engine.upkeep.compression import RuleSummariser, Summariser
+from engine.upkeep.compression import Summariser
 from services.endpoints import Endpoints, NotConfigured, read_endpoints
+from services.providers import (
+    build_embedder,
+    build_extractor,
+    build_pinner,
+    build_reranker,
+    build_summariser,
+    extraction_policy,
+    ingest_policy,
+    search_policy,
+)
+from services.runtime_parts import PARTS, Lazy, NotPrepared, Part, Parts, Stores
 from services.settings import Settings
 from services.stream.security import kafka_options, mongo_options, redis_options, redis_url
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+__all__ = [
+    "PARTS",
+    "Clients",
+    "NotConfigured",
+    "NotPrepared",
+    "Part",
+    "Parts",
+    "Runtime",
+    "Stores",
+    "endpoints",
+    "open_runtime",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Clients:
+    """The open connections of a runtime on real servers (`open_runtime`)."""
+
+    endpoints: Endpoints
+    mongo: AsyncMongoClient[dict[str, Any]]
+    redis: Redis
+    http: httpx.AsyncClient
+
+
+class Runtime:
+    """What the consumer groups work with: settings, stores (ports), policies and the heavy
+    parts, built on first use (`prepare` builds them up front)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        stores: Stores,
+        parts: Parts,
+        *,
+        clients: Clients | None = None,
+        kafka_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.stores = stores
+        self.parts = parts
+        self.clients = clients
+        self.kafka_options: Mapping[str, Any] = kafka_options or {}
+        """aiokafka security arguments of every Kafka client (`services.stream.security`)."""
+        self.transcripts = stores.transcripts
+        self.memory = stores.memory
+        self.items = stores.items
+        self.patterns = stores.patterns
+        self.skills = stores.skills
+        self.archives = stores.archives
+        self.maintenance = stores.maintenance
+        self.jobs = stores.jobs
+        self.sessions = stores.sessions
+        self.evals = stores.evals
+        self.cache = stores.cache
+        self.extraction_policy: ExtractionPolicy = extraction_policy(settings)
+        self.search_policy: SearchPolicy = search_policy(settings)
+        self.ingest_policy: IngestPolicy = ingest_policy(settings)
+        self.access = AccessRecorder(stores.memory)
+        self._embedder = Lazy(self._built("embedder", parts.embedder))
+        self._reranker = Lazy(self._built("reranker", parts.reranker))
+        self._extractor = Lazy(self._built("extractor", parts.extractor))
+        self._summariser = Lazy(self._built("summariser", parts.summariser))
+        self._pinner = Lazy(self._built("pinner", parts.pinner))
+        self._recorder = Lazy(self._turn_recorder)
+        self._rememberer = Lazy(lambda: Rememberer(stores.memory, self.embedder))
+        self._facts = Lazy(lambda: FactWriter(stores.memory, stores.relations, self.embedder))
+        self._search: MemorySearch | None = None
+
+    @staticmethod
+    def _built(part: Part, build: Callable[[], T]) -> Callable[[], T]:
+        def logged() -> T:
+            value = build()
+            log.info("built the %s", part, extra={"part": part})
+            return value
+
+        return logged
+
+    def _turn_recorder(self) -> TurnRecorder:
+        s = self.stores
+        return TurnRecorder(s.transcripts, s.working, s.memory, self.embedder, self.ingest_policy)
+
+    def _cells(self) -> dict[Part, Lazy[Any]]:
+        return {
+            "embedder": self._embedder,
+            "reranker": self._reranker,
+            "extractor": self._extractor,
+            "summariser": self._summariser,
+            "pinner": self._pinner,
+        }
+
+    async def prepare(self, needs: Iterable[Part]) -> None:
+        """Build the named parts now (at start-up, before any consumer runs)."""
+        wanted = set(needs)
+        cells = self._cells()
+        for part in sorted(wanted - {"search"}):
+            cells[part].get()
+        if "search" in wanted and self._search is None:
+            self._search = await self._build_search()
+
+    def built(self) -> frozenset[Part]:
+        """The heavy parts built so far."""
+        done = {part for part, cell in self._cells().items() if cell.built}
+        return frozenset(done | ({"search"} if self._search is not None else set()))
+
+    async def _build_search(self) -> MemorySearch:
+        s = self.stores
+        return MemorySearch(
+            transcripts=s.transcripts,
+            working=s.working,
+            patterns=s.pattern_layer,
+            archives=s.archives,
+            index=await self.parts.index(self.embedder),
+            embedder=self.embedder,
+            cache=s.cache,
+            reranker=self.reranker,
+            access=self.access,
+            relations=s.relations,
+            policy=self.search_policy,
+        )
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._embedder.get()
+
+    @property
+    def reranker(self) -> Reranker | None:
+        return self._reranker.get()
+
+    @property
+    def extractor(self) -> Extractor | None:
+        return self._extractor.get()
+
+    @property
+    def summariser(self) -> Summariser:
+        return self._summariser.get()
+
+    @property
+    def pinner(self) -> ArchivePinner | None:
+        return self._pinner.get()
+
+    @property
+    def recorder(self) -> TurnRecorder:
+        return self._recorder.get()
+
+    @property
+    def rememberer(self) -> Rememberer:
+        return self._rememberer.get()
+
+    @property
+    def facts(self) -> FactWriter:
+        return self._facts.get()
+
+    @property
+    def search(self) -> MemorySearch:
+        """The six-layer search; built by `prepare({"search"})` (its index may need I/O)."""
+        if self._search is None:
+            raise NotPrepared("the search was not prepared: declare it in the group's needs")
+        return self._search
+
+    def _clients(self) -> Clients:
+        if self.clients is None:
+            raise NotConfigured("this runtime has no server connections (in-memory build)")
+        return self.clients
+
+    @property
+    def endpoints(self) -> Endpoints:
+        return self._clients().endpoints
+
+    @property
+    def mongo(self) -> AsyncMongoClient[dict[str, Any]]:
+        return self._clients().mongo
+
+    @property
+    def redis(self) -> Redis:
+        return self._clients().redis
+
+    @property
+    def http(self) -> httpx.AsyncClient:
+        return self._clients().http
+
+    def group_id(self, group: str) -> str:
+        return f"{self.settings.group_prefix}.{group}"
 
 
 def endpoints(settings: Settings) -> Endpoints:
@@ -74,141 +270,12 @@ def endpoints(settings: Settings) -> Endpoints:
     return Endpoints(kafka_bootstrap=kafka, mongo_uri=mongo, redis_url=redis)
 
 
-def build_embedder(settings: Settings, http: httpx.AsyncClient) -> Embedder:
-    if settings.embedder == "hashing":
-        return HashingEmbedder()
-    if settings.embedder in ("voyage", "openai"):
-        if not settings.embedding_base_url:
-            raise NotConfigured(
-                f"the {settings.embedder} embedder needs MNEMOSTREAM_EMBEDDING_BASE_URL"
-            )
-        key = settings.embedding_api_key
-        return HttpEmbedder(
-            http,
-            base_url=settings.embedding_base_url,
-            api_key=key.get_secret_value() if key else "",
-            model=settings.embedding_model,
-            dimension=settings.embedding_dimensions,
-            style=settings.embedder,
-            send_dimensions=settings.embedding_send_dimensions,
-            timeout=settings.embedding_timeout_seconds,
-        )
-    from engine.adapters.local_embedder import LocalMiniLMEmbedder
-
-    return LocalMiniLMEmbedder.load(threads=settings.embedder_threads)
-
-
-def build_reranker(settings: Settings, http: httpx.AsyncClient) -> Reranker | None:
-    key = settings.rerank_api_key.get_secret_value() if settings.rerank_api_key else ""
-    if settings.rerank_provider == "cloudflare":
-        if not (settings.cloudflare_account_id and key):
-            raise NotConfigured("cloudflare reranking needs CLOUDFLARE_ACCOUNT_ID and an API key")
-        return CloudflareReranker(
-            http,
-            account_id=settings.cloudflare_account_id,
-            api_token=key,
-            model=settings.rerank_model,
-            timeout=settings.rerank_timeout_seconds,
-        )
-    if settings.rerank_provider == "http":
-        if not settings.rerank_url:
-            raise NotConfigured("http reranking needs MNEMOSTREAM_RERANK_URL")
-        return HttpRerankReranker(
-            http,
-            url=settings.rerank_url,
-            api_key=key,
-            model=settings.rerank_model,
-            timeout=settings.rerank_timeout_seconds,
-        )
-    return None
-
-
-def build_extractor(settings: Settings, http: httpx.AsyncClient) -> Extractor | None:
-    if settings.extractor == "none":
-        return None
-    if settings.extractor == "llm":
-        if not settings.llm_base_url:
-            raise NotConfigured("the llm extractor needs MNEMOSTREAM_LLM_BASE_URL")
-        key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else ""
-        return OpenAICompatibleExtractor(
-            http,
-            base_url=settings.llm_base_url,
-            api_key=key,
-            model=settings.llm_model,
-            timeout=settings.llm_timeout_seconds,
-        )
-    from engine.ingest.extraction.rules import RuleBasedExtractor
-
-    return RuleBasedExtractor()
-
-
-def build_summariser(settings: Settings, http: httpx.AsyncClient) -> Summariser:
-    """Session compression's summariser: the OpenAI-compatible LLM when
-    MNEMOSTREAM_LLM_BASE_URL is set (whatever the extractor), else the offline rules."""
-    if not settings.llm_base_url:
-        return RuleSummariser()
-    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else ""
-    return OpenAICompatibleSummariser(
-        http,
-        base_url=settings.llm_base_url,
-        api_key=key,
-        model=settings.llm_model,
-        timeout=settings.llm_timeout_seconds,
-    )
-
-
-def build_pinner(settings: Settings, http: httpx.AsyncClient) -> PinataPinner | None:
-    """Pinata pinning of archives, only when credentials *and* an encryption key are set:
-    an archive is never pinned in plaintext (fixes reference §16.6)."""
-    jwt = settings.pinata_jwt.get_secret_value() if settings.pinata_jwt else None
-    key = settings.pinata_api_key
-    secret = settings.pinata_api_secret.get_secret_value() if settings.pinata_api_secret else None
-    if not (jwt or (key and secret)) or settings.archive_encryption_key is None:
-        return None
-    return PinataPinner(
-        http, jwt=jwt, api_key=key, api_secret=secret, base_url=settings.pinata_base_url
-    )
-
-
-@dataclass(slots=True)
-class Runtime:
-    settings: Settings
-    endpoints: Endpoints
-    mongo: AsyncMongoClient[dict[str, Any]]
-    redis: Redis
-    http: httpx.AsyncClient
-    embedder: Embedder
-    recorder: TurnRecorder
-    rememberer: Rememberer
-    search: MemorySearch
-    access: AccessRecorder
-    facts: FactWriter
-    memory: MongoMemoryStore
-    maintenance: MongoMaintenanceStore
-    jobs: MongoJobStore
-    patterns: MongoPatternCounter
-    skills: MongoSkillStore
-    archives: MongoArchiveStore
-    transcripts: MongoTranscriptStore
-    pinner: PinataPinner | None
-    items: MongoItemStore
-    sessions: MongoSessionStore
-    extractor: Extractor | None
-    extraction_policy: ExtractionPolicy
-    evals: MongoEvalStore
-    summariser: Summariser
-    kafka_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
-    """aiokafka security arguments of every Kafka client (`services.stream.security`)."""
-
-    def group_id(self, group: str) -> str:
-        return f"{self.settings.group_prefix}.{group}"
-
-
 @asynccontextmanager
 async def open_runtime(
-    settings: Settings, embedder: Embedder | None = None
+    settings: Settings, embedder: Embedder | None = None, *, needs: Iterable[Part] = PARTS
 ) -> AsyncIterator[Runtime]:
-    """Connect, ensure the database schema (sequentially, before any consumer), yield."""
+    """Connect, ensure the database schema (sequentially, before any consumer), build the
+    `needs` parts, yield. `embedder` replaces the configured one (tests share one model)."""
     ends = endpoints(settings)
     mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
         ends.mongo_uri,
@@ -235,88 +302,56 @@ async def open_runtime(
         await ensure_pattern_indexes(db)
         await ensure_eval_indexes(db)
         cache = RedisQueryCache(redis, prefix=settings.cache_prefix or settings.mongo_db)
-        model: Embedder = embedder or build_embedder(settings, http)
-        if settings.embedding_cache_ttl_seconds > 0:
-            model = CachedEmbedder(model, cache, ttl_seconds=settings.embedding_cache_ttl_seconds)
-        transcripts, working = MongoTranscriptStore(db), MongoWorkingStore(db)
         memory = MongoMemoryStore(db)
-        use_atlas = settings.vector_search == "atlas" and await ensure_vector_index(
-            db[MEMORY], model.dimension, wait_seconds=60
-        )
-        if settings.vector_search == "atlas" and not use_atlas:
-            log.warning("the server has no Atlas Search: using the exact vector index")
-        index: VectorIndex = (
-            AtlasVectorIndex(db[MEMORY])
-            if use_atlas
-            else ExactVectorIndex(memory, max_tenants=settings.vector_cache_tenants)
-        )
-        access = AccessRecorder(memory)
-        relations = MongoRelationStore(db)
-        yield Runtime(
-            settings=settings,
-            endpoints=ends,
-            mongo=mongo,
-            redis=redis,
-            http=http,
-            embedder=model,
-            recorder=TurnRecorder(
-                transcripts,
-                working,
-                memory,
-                model,
-                IngestPolicy(
-                    working_lines=settings.working_lines,
-                    session_ttl_ms=int(settings.session_ttl_days * DAY_MS),
-                ),
-            ),
-            rememberer=Rememberer(memory, model),
-            search=MemorySearch(
-                transcripts=transcripts,
-                working=working,
-                patterns=MongoPatternStore(db),
-                archives=MongoArchiveStore(db),
-                index=index,
-                embedder=model,
-                cache=cache,
-                reranker=build_reranker(settings, http),
-                access=access,
-                relations=relations,
-                policy=SearchPolicy(
-                    relevance=RelevancePolicy(
-                        semantic_weight=settings.semantic_weight,
-                        min_cosine=settings.min_cosine,
-                        min_lexical=settings.min_lexical,
-                    ),
-                    query_cache_ttl_seconds=settings.query_cache_ttl_seconds,
-                    namespace_ttl_seconds=4 * settings.query_cache_ttl_seconds,
-                    half_life_days=settings.half_life_days,
-                    mmr_lambda=settings.mmr_lambda,
-                    rerank_min_candidates=settings.rerank_min_candidates,
-                    rerank_dominance_delta=settings.rerank_dominance_delta,
-                ),
-            ),
-            access=access,
-            facts=FactWriter(memory, relations, model),
+
+        def model() -> Embedder:
+            built = embedder or build_embedder(settings, http)
+            ttl = settings.embedding_cache_ttl_seconds
+            return CachedEmbedder(built, cache, ttl_seconds=ttl) if ttl > 0 else built
+
+        async def index(model: Embedder) -> VectorIndex:
+            use_atlas = settings.vector_search == "atlas" and await ensure_vector_index(
+                db[MEMORY], model.dimension, wait_seconds=60
+            )
+            if settings.vector_search == "atlas" and not use_atlas:
+                log.warning("the server has no Atlas Search: using the exact vector index")
+            if use_atlas:
+                return AtlasVectorIndex(db[MEMORY])
+            return ExactVectorIndex(memory, max_tenants=settings.vector_cache_tenants)
+
+        stores = Stores(
+            transcripts=MongoTranscriptStore(db),
+            working=MongoWorkingStore(db),
             memory=memory,
-            maintenance=MongoMaintenanceStore(db),
-            jobs=MongoJobStore(db),
+            items=MongoItemStore(db),
+            relations=MongoRelationStore(db),
+            pattern_layer=MongoPatternStore(db),
             patterns=MongoPatternCounter(db),
             skills=MongoSkillStore(db),
             archives=MongoArchiveStore(db),
-            transcripts=transcripts,
-            pinner=build_pinner(settings, http),
-            items=MongoItemStore(db),
+            maintenance=MongoMaintenanceStore(db),
+            jobs=MongoJobStore(db),
             sessions=MongoSessionStore(db),
-            extractor=build_extractor(settings, http),
-            extraction_policy=ExtractionPolicy(
-                max_facts=settings.fact_max_per_turn,
-                min_confidence=settings.fact_min_confidence,
-                max_chars=settings.fact_max_chars,
-            ),
             evals=MongoEvalStore(db),
-            summariser=build_summariser(settings, http),
+            cache=cache,
+        )
+        parts = Parts(
+            embedder=model,
+            reranker=lambda: build_reranker(settings, http),
+            extractor=lambda: build_extractor(settings, http),
+            summariser=lambda: build_summariser(settings, http),
+            pinner=lambda: build_pinner(settings, http),
+            index=index,
+        )
+        rt = Runtime(
+            settings,
+            stores,
+            parts,
+            clients=Clients(endpoints=ends, mongo=mongo, redis=redis, http=http),
             kafka_options=kafka_options(settings),
         )
+        await rt.prepare(needs)
+        yield rt
     finally:
         await http.aclose()
         await redis.aclose()

@@ -59,6 +59,20 @@ def pytest_timeout_cancel_timer(item: pytest.Item) -> None:
         timer.cancel()
 
 
+SERVER_FIXTURES = frozenset({"stack"})
+"""Fixtures that start (or reach) the real broker, MongoDB-wire server and Redis."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that uses a server fixture, directly or through another fixture,
+    `integration`, whether or not its module says so: the fast tier
+    (`pytest -m "not integration"`) then never starts a server."""
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if used & SERVER_FIXTURES and item.get_closest_marker("integration") is None:
+            item.add_marker(pytest.mark.integration)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def own_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Point `MNEMOSTREAM_STATE_DIR` (and so `Settings.state_dir`, the `infra` commands and

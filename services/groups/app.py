@@ -33,7 +33,7 @@ from services.groups import (
     transcripts,
     workflows,
 )
-from services.runtime import Runtime, open_runtime
+from services.runtime import Part, Runtime, open_runtime
 from services.settings import Settings
 from services.stream.health import Readiness, health_app, serving
 from services.stream.metrics import LagMonitor, Metrics, consumed_by
@@ -62,6 +62,34 @@ GROUPS: dict[str, Callable[[KafkaBroker, Runtime], None]] = {
     admin.GROUP: admin.register,
 }
 """Every consumer group, by name (`mnemostream run <name>`)."""
+
+NEEDS: dict[str, frozenset[Part]] = {
+    transcripts.GROUP: frozenset({"embedder"}),
+    extraction.GROUP: frozenset({"extractor"}),
+    facts.GROUP: frozenset({"embedder"}),
+    knowledge.GROUP: frozenset({"embedder"}),
+    workflows.GROUP: frozenset({"embedder"}),
+    patterns.GROUP: frozenset({"embedder"}),
+    invalidation.GROUP: frozenset(),
+    search.GROUP: frozenset({"embedder", "reranker", "search"}),
+    jobs.GROUP: frozenset({"embedder", "pinner"}),
+    items.GROUP: frozenset({"embedder", "summariser"}),
+    admin.GROUP: frozenset({"embedder", "search", "pinner"}),
+}
+"""The heavy runtime parts each group uses (`services.runtime.Part`): a process builds those
+of its groups at start-up and no other (the invalidation group loads no embedder). A part
+a group uses without declaring it is built on first use (the search raises `NotPrepared`)."""
+
+
+def needs_of(groups: Sequence[str]) -> frozenset[Part]:
+    """The parts the named groups (already resolved) use."""
+    return frozenset().union(*(NEEDS[group] for group in groups))
+
+
+def register_groups(broker: KafkaBroker, rt: Runtime, groups: Sequence[str]) -> None:
+    """Register the named groups' subscribers on `broker` (a real or a test broker)."""
+    for group in resolve_groups(groups):
+        GROUPS[group](broker, rt)
 
 
 def resolve_groups(names: Sequence[str]) -> list[str]:
@@ -104,7 +132,7 @@ async def running_groups(
             settings.http_port,
             required=http_required,
         ),
-        open_runtime(settings, embedder) as rt,
+        open_runtime(settings, embedder, needs=needs_of(groups)) as rt,
         contextlib.AsyncExitStack() as stack,
     ):
         readiness.schema_ready = True  # open_runtime ensured every collection and index
@@ -118,8 +146,7 @@ async def running_groups(
             middlewares=[metrics.middleware],
         )
         metrics.attach(broker)
-        for group in groups:
-            GROUPS[group](broker, rt)
+        register_groups(broker, rt, groups)
         readiness.watch(broker.subscribers)
         if not broker_logs:
             # FastStream keeps one shared access logger per broker kind and resets its level

@@ -15,7 +15,7 @@ GROUP = "invalidation"
 
 def register(broker: KafkaBroker, rt: Runtime) -> None:
     async def bump(event: MemoryChanged) -> None:
-        await invalidate(rt.search.cache, event.scope, rt.search.policy)
+        await invalidate(rt.cache, event.scope, rt.search_policy)
 
     on_event(
         broker,

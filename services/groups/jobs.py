@@ -79,7 +79,7 @@ def job_functions(rt: Runtime) -> dict[str, JobFunction]:
 
     async def touched(agents: list[str]) -> None:
         for agent in agents:
-            await invalidate(rt.search.cache, Scope.parse({"agentWallet": agent}))
+            await invalidate(rt.cache, Scope.parse({"agentWallet": agent}))
 
     async def consolidate(params: ConsolidateParams, at: int) -> dict[str, Any]:
         agents = params.agents()
@@ -110,7 +110,7 @@ def job_functions(rt: Runtime) -> dict[str, JobFunction]:
     async def cleanup(params: CleanupParams, at: int) -> dict[str, Any]:
         days = params.olderThanDays or 90
         deleted = await maintenance.cleanup(rt.maintenance, now=_now(), older_than_days=days)
-        await rt.search.cache.bump([GLOBAL_NAMESPACE], rt.search.policy.namespace_ttl_seconds)
+        await rt.cache.bump([GLOBAL_NAMESPACE], rt.search_policy.namespace_ttl_seconds)
         return {"deleted": deleted}
 
     async def patterns_extract(params: PatternsExtractParams, at: int) -> dict[str, Any]:

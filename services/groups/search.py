@@ -102,9 +102,9 @@ async def rerank(rt: Runtime, request: RerankRequest) -> RerankReply:
         request.query,
         [(d.content, d.score) for d in request.documents],
         top_k=request.top_k,
-        reranker=rt.search.reranker,
+        reranker=rt.reranker,
         embedder=rt.embedder,
-        policy=rt.search.policy.relevance,
+        policy=rt.search_policy.relevance,
     )
     results = [
         RerankResult(index=r.index, content=r.content, score=r.score, relevance=r.relevance)

@@ -15,7 +15,10 @@ ROOT = Path(__file__).resolve().parents[2]
 CHECKS = {
     "ruff check": ["ruff", "check", "--no-cache", "."],
     "ruff format": ["ruff", "format", "--check", "--no-cache", "."],
-    "mypy": ["mypy", "--no-incremental"],  # files and strictness come from pyproject.toml
+    # files and strictness come from pyproject.toml; incremental (mypy's cache, .mypy_cache/,
+    # is keyed by mypy's version, options and each file's hash, so it gives the same verdict):
+    # a cold check takes ~17 s of the fast tier's 60, a warm one under 1 s
+    "mypy": ["mypy"],
 }
 
 

@@ -9,7 +9,11 @@ from engine.adapters.memory.cache import InMemoryQueryCache
 from engine.adapters.memory.embedder import HashingEmbedder
 from engine.adapters.memory.evals import InMemoryEvalStore
 from engine.adapters.memory.items import InMemoryItemStore
-from engine.adapters.memory.jobs import InMemoryJobStore, InMemoryMaintenanceStore
+from engine.adapters.memory.jobs import (
+    InMemoryArchiveMaintenance,
+    InMemoryJobStore,
+    InMemoryMaintenanceStore,
+)
 from engine.adapters.memory.memory_rows import InMemoryMemoryStore
 from engine.adapters.memory.pattern_counts import InMemoryPatternCounter, InMemorySkillStore
 from engine.adapters.memory.patterns import InMemoryPatternStore
@@ -17,10 +21,12 @@ from engine.adapters.memory.relations import InMemoryRelationStore
 from engine.adapters.memory.sessions import InMemorySessionStore
 from engine.adapters.memory.transcripts import InMemoryTranscriptStore
 from engine.adapters.memory.working import WORKING_TURN_VECTORS, InMemoryWorkingStore
+from engine.adapters.memory.working_sessions import InMemoryWorkingSessions
 
 __all__ = [
     "WORKING_TURN_VECTORS",
     "HashingEmbedder",
+    "InMemoryArchiveMaintenance",
     "InMemoryArchiveStore",
     "InMemoryEvalStore",
     "InMemoryItemStore",
@@ -34,5 +40,6 @@ __all__ = [
     "InMemorySessionStore",
     "InMemorySkillStore",
     "InMemoryTranscriptStore",
+    "InMemoryWorkingSessions",
     "InMemoryWorkingStore",
 ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from engine.records import INACTIVE_STATUSES, ArchiveRecord
 from engine.scoping import TenantFilter
 
@@ -24,3 +26,12 @@ class InMemoryArchiveStore:
         ]
         rows.sort(key=lambda a: (-a.created_at, a.archive_id))
         return rows[:limit]
+
+    def record(self, archive_id: str) -> ArchiveRecord | None:
+        return self._rows.get(archive_id)
+
+    async def set_cid(self, archive_id: str, cid: str) -> None:
+        """`ArchiveCids.set_cid`: record the archive's pin."""
+        found = self._rows.get(archive_id)
+        if found is not None:
+            self._rows[archive_id] = replace(found, ipfs_cid=cid)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from engine.adapters.memory.archives import InMemoryArchiveStore
 from engine.adapters.memory.memory_rows import InMemoryMemoryStore
 from engine.records import INACTIVE_STATUSES
 from engine.upkeep.jobs import JobRecord
@@ -88,3 +89,28 @@ class InMemoryMaintenanceStore:
         for vid in doomed:
             self._memory.drop(vid)
         return len(doomed)
+
+
+class InMemoryArchiveMaintenance(InMemoryMaintenanceStore):
+    """`InMemoryMaintenanceStore` whose pin state (`ArchivePinState`) is read from the
+    archives stored in an `InMemoryArchiveStore`, as the Mongo adapter reads its collection."""
+
+    def __init__(self, memory: InMemoryMemoryStore, archives: InMemoryArchiveStore) -> None:
+        super().__init__(memory)
+        self._archives = archives
+
+    async def unpinned_content(self, archive_id: str) -> str | None:
+        found = self._archives.record(archive_id)
+        if found is None or found.ipfs_cid:
+            return None
+        return found.content
+
+    async def archive_cid(
+        self, archive_id: str, agent_wallet: str, user_address: str | None, *, any_user: bool
+    ) -> tuple[str | None] | None:
+        found = self._archives.record(archive_id)
+        if found is None or found.scope.agent_wallet != agent_wallet:
+            return None
+        if not any_user and found.scope.user_address != user_address:
+            return None
+        return (found.ipfs_cid or None,)

@@ -53,3 +53,11 @@ class InMemoryTranscriptStore:
             if d.scope.agent_wallet == agent_wallet
             and (user_address is None or d.scope.user_address == user_address)
         )
+
+    async def of_agent(self, agent: str, since: int) -> list[Transcript]:
+        """`TranscriptHistory.of_agent`: the agent's transcripts updated at or after `since`."""
+        return [
+            d
+            for d in self._docs.values()
+            if d.scope.agent_wallet == agent and d.updated_at >= since
+        ]

@@ -1,0 +1,95 @@
+"""The in-memory build of the composition root: every store is an in-memory adapter of
+`engine.adapters`, the embedder is the offline `HashingEmbedder` unless one is given, and
+nothing is opened. With FastStream's `TestKafkaBroker` it runs every consumer group without
+servers (the fast test tier, `tests/groups/`)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+
+from engine.adapters.memory import (
+    HashingEmbedder,
+    InMemoryArchiveMaintenance,
+    InMemoryArchiveStore,
+    InMemoryEvalStore,
+    InMemoryItemStore,
+    InMemoryJobStore,
+    InMemoryPatternCounter,
+    InMemoryPatternStore,
+    InMemoryQueryCache,
+    InMemoryRelationStore,
+    InMemorySkillStore,
+    InMemoryTranscriptStore,
+    InMemoryWorkingSessions,
+)
+from engine.ingest.extraction.rules import RuleBasedExtractor
+from engine.ingest.extraction.types import Extractor
+from engine.ports import ArchivePinner, Embedder, Reranker, VectorIndex
+from engine.retrieval.vector_index import ExactVectorIndex
+from engine.upkeep.compression import RuleSummariser, Summariser
+from services.runtime import PARTS, Part, Parts, Runtime, Stores
+from services.settings import Settings
+
+
+def memory_stores() -> Stores:
+    """Fresh, empty in-memory stores sharing rows as the MongoDB collections do."""
+    memory = InMemoryItemStore()
+    working = InMemoryWorkingSessions()
+    pattern_layer = InMemoryPatternStore()
+    archives = InMemoryArchiveStore()
+    return Stores(
+        transcripts=InMemoryTranscriptStore(),
+        working=working,
+        memory=memory,
+        items=memory,
+        relations=InMemoryRelationStore(),
+        pattern_layer=pattern_layer,
+        patterns=InMemoryPatternCounter(mirror=pattern_layer),
+        skills=InMemorySkillStore(),
+        archives=archives,
+        maintenance=InMemoryArchiveMaintenance(memory, archives),
+        jobs=InMemoryJobStore(),
+        sessions=working,
+        evals=InMemoryEvalStore(),
+        cache=InMemoryQueryCache(),
+    )
+
+
+@asynccontextmanager
+async def memory_runtime(
+    settings: Settings | None = None,
+    *,
+    embedder: Embedder | None = None,
+    reranker: Reranker | None = None,
+    extractor: Extractor | None = None,
+    summariser: Summariser | None = None,
+    pinner: ArchivePinner | None = None,
+    stores: Stores | None = None,
+    needs: Iterable[Part] = PARTS,
+) -> AsyncIterator[Runtime]:
+    """A runtime on fresh in-memory stores (or `stores`). Unless given: the hashing embedder,
+    no reranker, the rule-based extractor (none when `settings.extractor` is "none"), the
+    rule-based summariser and no archive pinner. The `needs` parts are built up front."""
+    config = settings or Settings()
+    built = stores or memory_stores()
+
+    async def index(model: Embedder) -> VectorIndex:
+        return ExactVectorIndex(built.memory, max_tenants=config.vector_cache_tenants)
+
+    def rules() -> Extractor | None:
+        if extractor is not None:
+            return extractor
+        return None if config.extractor == "none" else RuleBasedExtractor()
+
+    parts = Parts(
+        embedder=lambda: embedder or HashingEmbedder(),
+        reranker=lambda: reranker,
+        extractor=rules,
+        summariser=lambda: summariser or RuleSummariser(),
+        pinner=lambda: pinner,
+        index=index,
+    )
+    rt = Runtime(config, built, parts)
+    await rt.prepare(needs)
+    yield rt
