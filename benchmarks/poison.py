@@ -119,7 +119,7 @@ async def run(ends: Endpoints) -> dict[str, Any]:
             await asyncio.sleep(0.1)
         stop.set()
         await watcher
-        await rt.mongo.drop_database(settings.mongo_db)
+        await rt.mongo.drop_database(settings.mongo.db)
     delays = [(seen[k] - at) * 1000 for k, at in expected.items() if k in seen]
     pairs = sorted({(g, t) for g, t, _, _ in expected})
     return {

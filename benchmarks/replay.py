@@ -117,7 +117,7 @@ async def main(turns: int, remembers: int) -> None:
         model = LocalMiniLMEmbedder.load()
         target = f"bench_rebuilt_{tag}"
         report = await replay(settings, target, embedder=model)
-        checked = await compare(settings, settings.mongo_db, target)
+        checked = await compare(settings, settings.mongo.db, target)
     print(f"machine: {platform.machine()} {platform.system()}, python {platform.python_version()}")
     print(f"log: {turns} turns + {remembers} remembers -> {records} records (with facts events)")
     print(f"live ingest  {records / seconds:8.1f} records/s  ({seconds:6.1f} s, 4 groups)")

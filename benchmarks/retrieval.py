@@ -110,7 +110,7 @@ async def seed(
     vectors: np.ndarray,
 ) -> None:
     async with open_runtime(settings, embedder) as rt:
-        store = MongoMemoryStore(rt.mongo[settings.mongo_db])
+        store = MongoMemoryStore(rt.mongo[settings.mongo.db])
         scope = ScopeFields(agent, "user", None, None, None)
         now = int(time.time() * 1000)
         rng = random.Random(size)

@@ -24,67 +24,70 @@ from services.settings import Settings
 
 
 def build_embedder(settings: Settings, http: httpx.AsyncClient) -> Embedder:
-    if settings.embedder == "hashing":
+    embedding = settings.embedding
+    if embedding.provider == "hashing":
         return HashingEmbedder()
-    if settings.embedder in ("voyage", "openai"):
-        if not settings.embedding_base_url:
+    if embedding.provider in ("voyage", "openai"):
+        if not embedding.base_url:
             raise NotConfigured(
-                f"the {settings.embedder} embedder needs MNEMOSTREAM_EMBEDDING_BASE_URL"
+                f"the {embedding.provider} embedder needs MNEMOSTREAM_EMBEDDING_BASE_URL"
             )
-        key = settings.embedding_api_key
+        key = embedding.api_key
         return HttpEmbedder(
             http,
-            base_url=settings.embedding_base_url,
+            base_url=embedding.base_url,
             api_key=key.get_secret_value() if key else "",
-            model=settings.embedding_model,
-            dimension=settings.embedding_dimensions,
-            style=settings.embedder,
-            send_dimensions=settings.embedding_send_dimensions,
-            timeout=settings.embedding_timeout_seconds,
+            model=embedding.model,
+            dimension=embedding.dimensions,
+            style=embedding.provider,
+            send_dimensions=embedding.send_dimensions,
+            timeout=embedding.timeout_seconds,
         )
     from engine.adapters.local_embedder import LocalMiniLMEmbedder
 
-    return LocalMiniLMEmbedder.load(threads=settings.embedder_threads)
+    return LocalMiniLMEmbedder.load(threads=embedding.threads)
 
 
 def build_reranker(settings: Settings, http: httpx.AsyncClient) -> Reranker | None:
-    key = settings.rerank_api_key.get_secret_value() if settings.rerank_api_key else ""
-    if settings.rerank_provider == "cloudflare":
-        if not (settings.cloudflare_account_id and key):
+    search = settings.search
+    key = search.rerank_api_key.get_secret_value() if search.rerank_api_key else ""
+    if search.rerank_provider == "cloudflare":
+        if not (search.cloudflare_account_id and key):
             raise NotConfigured("cloudflare reranking needs CLOUDFLARE_ACCOUNT_ID and an API key")
         return CloudflareReranker(
             http,
-            account_id=settings.cloudflare_account_id,
+            account_id=search.cloudflare_account_id,
             api_token=key,
-            model=settings.rerank_model,
-            timeout=settings.rerank_timeout_seconds,
+            model=search.rerank_model,
+            timeout=search.rerank_timeout_seconds,
         )
-    if settings.rerank_provider == "http":
-        if not settings.rerank_url:
+    if search.rerank_provider == "http":
+        if not search.rerank_url:
             raise NotConfigured("http reranking needs MNEMOSTREAM_RERANK_URL")
         return HttpRerankReranker(
             http,
-            url=settings.rerank_url,
+            url=search.rerank_url,
             api_key=key,
-            model=settings.rerank_model,
-            timeout=settings.rerank_timeout_seconds,
+            model=search.rerank_model,
+            timeout=search.rerank_timeout_seconds,
         )
     return None
 
 
 def build_extractor(settings: Settings, http: httpx.AsyncClient) -> Extractor | None:
-    if settings.extractor == "none":
+    extraction = settings.extraction
+    if extraction.extractor == "none":
         return None
-    if settings.extractor == "llm":
-        if not settings.llm_base_url:
+    if extraction.extractor == "llm":
+        if not extraction.llm_base_url:
             raise NotConfigured("the llm extractor needs MNEMOSTREAM_LLM_BASE_URL")
-        key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else ""
+        key = extraction.llm_api_key.get_secret_value() if extraction.llm_api_key else ""
         return OpenAICompatibleExtractor(
             http,
-            base_url=settings.llm_base_url,
+            base_url=extraction.llm_base_url,
             api_key=key,
-            model=settings.llm_model,
-            timeout=settings.llm_timeout_seconds,
+            model=extraction.llm_model,
+            timeout=extraction.llm_timeout_seconds,
         )
     from engine.ingest.extraction.rules import RuleBasedExtractor
 
@@ -94,28 +97,30 @@ def build_extractor(settings: Settings, http: httpx.AsyncClient) -> Extractor | 
 def build_summariser(settings: Settings, http: httpx.AsyncClient) -> Summariser:
     """Session compression's summariser: the OpenAI-compatible LLM when
     MNEMOSTREAM_LLM_BASE_URL is set (whatever the extractor), else the offline rules."""
-    if not settings.llm_base_url:
+    extraction = settings.extraction
+    if not extraction.llm_base_url:
         return RuleSummariser()
-    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else ""
+    key = extraction.llm_api_key.get_secret_value() if extraction.llm_api_key else ""
     return OpenAICompatibleSummariser(
         http,
-        base_url=settings.llm_base_url,
+        base_url=extraction.llm_base_url,
         api_key=key,
-        model=settings.llm_model,
-        timeout=settings.llm_timeout_seconds,
+        model=extraction.llm_model,
+        timeout=extraction.llm_timeout_seconds,
     )
 
 
 def build_pinner(settings: Settings, http: httpx.AsyncClient) -> ArchivePinner | None:
     """Pinata pinning of archives, only when credentials *and* an encryption key are set:
     an archive is never pinned in plaintext (fixes reference §16.6)."""
-    jwt = settings.pinata_jwt.get_secret_value() if settings.pinata_jwt else None
-    key = settings.pinata_api_key
-    secret = settings.pinata_api_secret.get_secret_value() if settings.pinata_api_secret else None
-    if not (jwt or (key and secret)) or settings.archive_encryption_key is None:
+    archive = settings.archive
+    jwt = archive.pinata_jwt.get_secret_value() if archive.pinata_jwt else None
+    key = archive.pinata_api_key
+    secret = archive.pinata_api_secret.get_secret_value() if archive.pinata_api_secret else None
+    if not (jwt or (key and secret)) or archive.encryption_key is None:
         return None
     return PinataPinner(
-        http, jwt=jwt, api_key=key, api_secret=secret, base_url=settings.pinata_base_url
+        http, jwt=jwt, api_key=key, api_secret=secret, base_url=archive.pinata_base_url
     )
 
 
@@ -127,24 +132,25 @@ def ingest_policy(settings: Settings) -> IngestPolicy:
 
 
 def extraction_policy(settings: Settings) -> ExtractionPolicy:
+    extraction = settings.extraction
     return ExtractionPolicy(
-        max_facts=settings.fact_max_per_turn,
-        min_confidence=settings.fact_min_confidence,
-        max_chars=settings.fact_max_chars,
+        max_facts=extraction.fact_max_per_turn,
+        min_confidence=extraction.fact_min_confidence,
+        max_chars=extraction.fact_max_chars,
     )
 
 
 def search_policy(settings: Settings) -> SearchPolicy:
     return SearchPolicy(
         relevance=RelevancePolicy(
-            semantic_weight=settings.semantic_weight,
-            min_cosine=settings.min_cosine,
-            min_lexical=settings.min_lexical,
+            semantic_weight=settings.search.semantic_weight,
+            min_cosine=settings.search.min_cosine,
+            min_lexical=settings.search.min_lexical,
         ),
-        query_cache_ttl_seconds=settings.query_cache_ttl_seconds,
-        namespace_ttl_seconds=4 * settings.query_cache_ttl_seconds,
-        half_life_days=settings.half_life_days,
-        mmr_lambda=settings.mmr_lambda,
-        rerank_min_candidates=settings.rerank_min_candidates,
-        rerank_dominance_delta=settings.rerank_dominance_delta,
+        query_cache_ttl_seconds=settings.search.query_cache_ttl_seconds,
+        namespace_ttl_seconds=4 * settings.search.query_cache_ttl_seconds,
+        half_life_days=settings.search.half_life_days,
+        mmr_lambda=settings.search.mmr_lambda,
+        rerank_min_candidates=settings.search.rerank_min_candidates,
+        rerank_dominance_delta=settings.search.rerank_dominance_delta,
     )

@@ -257,10 +257,10 @@ class Runtime:
 def endpoints(settings: Settings) -> Endpoints:
     """Configured URLs, else the running local stack's (`mnemostream infra up`)."""
     local = read_endpoints(settings.state_dir)
-    kafka = settings.kafka_bootstrap or (local.kafka_bootstrap if local else None)
-    mongo = settings.mongo_uri.get_secret_value() if settings.mongo_uri else None
+    kafka = settings.kafka.bootstrap or (local.kafka_bootstrap if local else None)
+    mongo = settings.mongo.uri.get_secret_value() if settings.mongo.uri else None
     mongo = mongo or (local.mongo_uri if local else None)
-    redis = settings.redis_url.get_secret_value() if settings.redis_url else None
+    redis = settings.redis.url.get_secret_value() if settings.redis.url else None
     redis = redis or (local.redis_url if local else None)
     if not (kafka and mongo and redis):
         raise NotConfigured(
@@ -297,27 +297,27 @@ async def open_runtime(
     )
     http = httpx.AsyncClient()
     try:
-        db = mongo[settings.mongo_db]
+        db = mongo[settings.mongo.db]
         await ensure_schema(db)
         await ensure_pattern_indexes(db)
         await ensure_eval_indexes(db)
-        cache = RedisQueryCache(redis, prefix=settings.cache_prefix or settings.mongo_db)
+        cache = RedisQueryCache(redis, prefix=settings.redis.cache_prefix or settings.mongo.db)
         memory = MongoMemoryStore(db)
 
         def model() -> Embedder:
             built = embedder or build_embedder(settings, http)
-            ttl = settings.embedding_cache_ttl_seconds
+            ttl = settings.embedding.cache_ttl_seconds
             return CachedEmbedder(built, cache, ttl_seconds=ttl) if ttl > 0 else built
 
         async def index(model: Embedder) -> VectorIndex:
-            use_atlas = settings.vector_search == "atlas" and await ensure_vector_index(
+            use_atlas = settings.search.vector_search == "atlas" and await ensure_vector_index(
                 db[MEMORY], model.dimension, wait_seconds=60
             )
-            if settings.vector_search == "atlas" and not use_atlas:
+            if settings.search.vector_search == "atlas" and not use_atlas:
                 log.warning("the server has no Atlas Search: using the exact vector index")
             if use_atlas:
                 return AtlasVectorIndex(db[MEMORY])
-            return ExactVectorIndex(memory, max_tenants=settings.vector_cache_tenants)
+            return ExactVectorIndex(memory, max_tenants=settings.search.vector_cache_tenants)
 
         stores = Stores(
             transcripts=MongoTranscriptStore(db),

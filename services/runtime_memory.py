@@ -69,18 +69,19 @@ async def memory_runtime(
     needs: Iterable[Part] = PARTS,
 ) -> AsyncIterator[Runtime]:
     """A runtime on fresh in-memory stores (or `stores`). Unless given: the hashing embedder,
-    no reranker, the rule-based extractor (none when `settings.extractor` is "none"), the
-    rule-based summariser and no archive pinner. The `needs` parts are built up front."""
+    no reranker, the rule-based extractor (none when `settings.extraction.extractor` is
+    "none"), the rule-based summariser and no archive pinner. The `needs` parts are built up
+    front."""
     config = settings or Settings()
     built = stores or memory_stores()
 
     async def index(model: Embedder) -> VectorIndex:
-        return ExactVectorIndex(built.memory, max_tenants=config.vector_cache_tenants)
+        return ExactVectorIndex(built.memory, max_tenants=config.search.vector_cache_tenants)
 
     def rules() -> Extractor | None:
         if extractor is not None:
             return extractor
-        return None if config.extractor == "none" else RuleBasedExtractor()
+        return None if config.extraction.extractor == "none" else RuleBasedExtractor()
 
     parts = Parts(
         embedder=lambda: embedder or HashingEmbedder(),

@@ -38,8 +38,8 @@ PREFIX = "/api/memory"
 
 def kafka_bootstrap(settings: Settings) -> str:
     """The configured Kafka bootstrap, else the local stack's (`mnemostream infra up`)."""
-    if settings.kafka_bootstrap:
-        return settings.kafka_bootstrap
+    if settings.kafka.bootstrap:
+        return settings.kafka.bootstrap
     local = read_endpoints(settings.state_dir)
     if local is None:
         raise NotConfigured(

@@ -177,23 +177,23 @@ class Authenticator:
     def from_settings(cls, settings: Settings) -> Authenticator:
         keys = [
             (k.key.get_secret_value(), Principal("tenant_key", agent=k.agent, user=k.user))
-            for k in settings.gateway_api_keys
+            for k in settings.gateway.api_keys
         ]
         keys += [
             (k.get_secret_value(), Principal("operator_key"))
-            for k in settings.gateway_operator_keys
+            for k in settings.gateway.operator_keys
         ]
-        secret = settings.gateway_jwt_secret
+        secret = settings.gateway.jwt_secret
         rules = (
             JwtRules(
                 secret.get_secret_value(),
-                settings.gateway_jwt_algorithm,
-                settings.gateway_jwt_max_ttl_seconds,
+                settings.gateway.jwt_algorithm,
+                settings.gateway.jwt_max_ttl_seconds,
             )
             if secret is not None
             else None
         )
-        return cls(keys, rules, allow_anonymous=settings.gateway_allow_anonymous)
+        return cls(keys, rules, allow_anonymous=settings.gateway.allow_anonymous)
 
     def _key(self, candidate: str) -> Principal | None:
         given = candidate.encode()

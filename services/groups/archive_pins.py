@@ -21,12 +21,12 @@ async def pin_if_unpinned(rt: Runtime, archive_id: str) -> bool:
     """Pin the stored archive, sealed with AES-256-GCM (the archive id as associated data),
     unless it already has a CID; store the CID. False when pinning is not configured, the
     archive is pinned already or has no content. Pinata failures raise `DependencyFailed`."""
-    if rt.pinner is None or rt.settings.archive_encryption_key is None:
+    if rt.pinner is None or rt.settings.archive.encryption_key is None:
         return False
     content = await rt.maintenance.unpinned_content(archive_id)
     if content is None:
         return False
-    key = base64.b64decode(rt.settings.archive_encryption_key.get_secret_value())
+    key = base64.b64decode(rt.settings.archive.encryption_key.get_secret_value())
     blob = encrypt_payload(content.encode(), key, archive_id=archive_id)
     cid = await rt.pinner.pin_archive(archive_id, blob)
     await rt.archives.set_cid(archive_id, cid)
@@ -47,7 +47,7 @@ async def sync_archive(
         raise NotFound(f"no archive {archive_id} in this scope")
     if found[0] is not None:
         return {"ipfsHash": found[0], "pinned": False}
-    if rt.pinner is None or rt.settings.archive_encryption_key is None:
+    if rt.pinner is None or rt.settings.archive.encryption_key is None:
         raise InputRejected(NOT_CONFIGURED)
     pinned = await pin_if_unpinned(rt, archive_id)
     after = await rt.maintenance.archive_cid(archive_id, agent_wallet, None, any_user=True)

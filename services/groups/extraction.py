@@ -28,7 +28,7 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
     metrics = metrics_of(broker)
 
     async def extract(event: TurnRecorded) -> None:
-        with extraction_timer(metrics, rt.settings.extractor):
+        with extraction_timer(metrics, rt.settings.extraction.extractor):
             found = await extract_turn(event, extractor, rt.extraction_policy)
         if found is not None:
             key = f"{event.scope.agent_wallet}|{event.scope.user_address or ''}"

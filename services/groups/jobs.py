@@ -93,7 +93,7 @@ def job_functions(rt: Runtime) -> dict[str, JobFunction]:
     # decay and cleanup measure ages against the clock, not the job's time: a late run
     # should decay and purge by the rows' ages when it runs.
     async def decay_update(params: DecayUpdateParams, at: int) -> dict[str, Any]:
-        half_life = params.halfLifeDays or rt.settings.half_life_days
+        half_life = params.halfLifeDays or rt.settings.search.half_life_days
         batch = params.batchSize or DEFAULT_BATCH
         agents = params.agents() or await rt.maintenance.agents()
         done = await maintenance.decay_update(

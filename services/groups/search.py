@@ -44,7 +44,7 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
             metrics.cache_lookup(request, hit=reply.cached)
         return reply
 
-    workers = rt.settings.search_workers
+    workers = rt.settings.search.workers
 
     @replier(broker, rt, topics.SEARCH, GROUP, workers=workers)
     async def on_context_request(message: KafkaMessage) -> ContextReply:
@@ -79,7 +79,7 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
 
 def register_rerank(broker: KafkaBroker, rt: Runtime) -> None:
     """`RerankRequest` on `memory.rerank.v1` (Kafka group id `<prefix>.search.rerank`)."""
-    workers = rt.settings.search_workers
+    workers = rt.settings.search.workers
 
     @replier(broker, rt, topics.RERANK, GROUP, part="rerank", workers=workers)
     async def on_rerank(message: KafkaMessage) -> RerankReply:
@@ -116,7 +116,7 @@ async def rerank(rt: Runtime, request: RerankRequest) -> RerankReply:
 async def flush_access_counts(rt: Runtime) -> None:
     """Write the access counts of returned items every `access_flush_seconds` (batched)."""
     while True:
-        await asyncio.sleep(rt.settings.access_flush_seconds)
+        await asyncio.sleep(rt.settings.search.access_flush_seconds)
         try:
             await rt.access.flush(int(time.time() * 1000))
         except MemoryError_ as exc:  # counters are advisory: log and keep serving

@@ -113,7 +113,7 @@ def db_init() -> None:
 
     async def init() -> None:
         async with open_runtime(Settings()) as rt:
-            console.print(f"schema ready in {rt.settings.mongo_db}")
+            console.print(f"schema ready in {rt.settings.mongo.db}")
 
     asyncio.run(init())
 
@@ -222,8 +222,8 @@ def gateway(
         raise typer.Exit(2) from None
     uvicorn.run(
         api,
-        host=host or settings.gateway_host,
-        port=port or settings.gateway_port,
+        host=host or settings.gateway.host,
+        port=port or settings.gateway.port,
         log_level=log_level.lower(),
     )
 

@@ -115,11 +115,11 @@ async def run_demo(settings: Settings, console: Console) -> None:
             kafka_bootstrap=ends.kafka_bootstrap,
             mongo_uri=SecretStr(ends.mongo_uri),
             redis_url=SecretStr(ends.redis_url),
-            mongo_db=settings.mongo_db + "_demo",
+            mongo_db=settings.mongo.db + "_demo",
             group_prefix="mnemostream-demo",
             session_timeout_ms=2000,
             heartbeat_interval_ms=500,
-            embedder=settings.embedder,
+            embedder=settings.embedding.provider,
         )
         async with (
             running_groups(local, ["all"], broker_logs=False),

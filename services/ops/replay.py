@@ -178,15 +178,13 @@ async def replay(
     first = await positions(bootstrap, prefix, ends, kafka_options=security)
     starts = {(p.group, p.topic, p.partition): p.current for p in first}
     progress = Progress(first)
-    target = settings.model_copy(
-        update={
-            "mongo_db": target_db,
-            "group_prefix": prefix,
-            "only_agents": list(agents),
-            # the live deployment's Redis keys: embeddings are cached by model and text, so
-            # a rebuild with the same model reuses them (another model misses, as it must)
-            "cache_prefix": settings.cache_prefix or settings.mongo_db,
-        }
+    target = settings.with_values(
+        mongo_db=target_db,
+        group_prefix=prefix,
+        only_agents=list(agents),
+        # the live deployment's Redis keys: embeddings are cached by model and text, so
+        # a rebuild with the same model reuses them (another model misses, as it must)
+        cache_prefix=settings.redis.cache_prefix or settings.mongo.db,
     )
     began = time.monotonic()
     if not progress.finished:

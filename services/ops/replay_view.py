@@ -81,7 +81,7 @@ def run_replay(
     )
     if not verify:
         return True
-    checked = asyncio.run(compare(settings, settings.mongo_db, target_db, agents=agents))
+    checked = asyncio.run(compare(settings, settings.mongo.db, target_db, agents=agents))
     console.print(verify_table(checked))
     for diff in checked.collections:
         for key, fields in list(diff.changed.items())[:5]:

@@ -49,14 +49,14 @@ def mint(
     from services.gateway.auth import JwtRules, mint_token
 
     settings = Settings()
-    secret = settings.gateway_jwt_secret
+    secret = settings.gateway.jwt_secret
     if secret is None:
         typer.echo("MNEMOSTREAM_GATEWAY_JWT_SECRET is not set: nothing to sign with", err=True)
         raise typer.Exit(2)
     rules = JwtRules(
         secret.get_secret_value(),
-        settings.gateway_jwt_algorithm,
-        settings.gateway_jwt_max_ttl_seconds,
+        settings.gateway.jwt_algorithm,
+        settings.gateway.jwt_max_ttl_seconds,
     )
     try:
         token = mint_token(

@@ -51,15 +51,14 @@ def subscriber(
     A group that reads several topics gives each extra topic its own Kafka group id
     (`<group>.<part>`): members of one Kafka group with different subscriptions were left
     unassigned by the local broker, and separate ids keep each topic's progress visible."""
+    kafka = rt.settings.kafka
     return broker.subscriber(
         topic,
         group_id=rt.group_id(f"{group}.{part}" if part else group),
         auto_offset_reset="earliest",
-        session_timeout_ms=rt.settings.session_timeout_ms,
-        heartbeat_interval_ms=rt.settings.heartbeat_interval_ms,
-        fetch_max_wait_ms=(
-            rt.settings.reply_fetch_wait_ms if interactive else rt.settings.fetch_wait_ms
-        ),
+        session_timeout_ms=kafka.session_timeout_ms,
+        heartbeat_interval_ms=kafka.heartbeat_interval_ms,
+        fetch_max_wait_ms=kafka.reply_fetch_wait_ms if interactive else kafka.fetch_wait_ms,
         ack_policy=AckPolicy.ACK_FIRST if workers > 1 else ack_policy,
         max_workers=workers,
         parser=safe_headers,

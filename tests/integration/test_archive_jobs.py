@@ -73,7 +73,7 @@ async def archiving(
     )
     async with open_runtime(settings, minilm) as rt:
         yield rt, stub, pinata, key
-        await rt.mongo.drop_database(settings.mongo_db)
+        await rt.mongo.drop_database(settings.mongo.db)
 
 
 def row(
@@ -98,13 +98,13 @@ def row(
 
 
 async def seed(rt: Runtime, *rows: MemoryRow) -> None:
-    store = MongoMemoryStore(rt.mongo[rt.settings.mongo_db])
+    store = MongoMemoryStore(rt.mongo[rt.settings.mongo.db])
     for r in rows:
         await store.insert_if_absent(r)
 
 
 async def archive_docs(rt: Runtime) -> list[dict[str, Any]]:
-    col = rt.mongo[rt.settings.mongo_db]["archives"]
+    col = rt.mongo[rt.settings.mongo.db]["archives"]
     return await col.find({}).sort("_id", 1).to_list(length=None)
 
 

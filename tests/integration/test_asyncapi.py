@@ -54,6 +54,6 @@ async def test_documented_consumer_groups_are_the_registered_ones(
                 for topic in sub.topics
             }
         finally:
-            await rt.mongo.drop_database(settings.mongo_db)
+            await rt.mongo.drop_database(settings.mongo.db)
     documented = {(c.topic, group) for c in CHANNELS for group in c.consumers}
     assert registered == documented

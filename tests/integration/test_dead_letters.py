@@ -91,7 +91,7 @@ async def test_a_dead_letter_is_listed_and_stored_after_a_redrive(
         check=True,
     )
     assert "re-published 1 message(s)" in again.stdout
-    col = rt.mongo[rt.settings.mongo_db]["session_transcripts"]
+    col = rt.mongo[rt.settings.mongo.db]["session_transcripts"]
     deadline = time.monotonic() + 30
     while not await col.find_one({"sessionId": turn.session_id}):
         assert time.monotonic() < deadline, "the re-driven turn was not stored"

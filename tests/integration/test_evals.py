@@ -51,7 +51,7 @@ async def rt(stack: Endpoints, minilm: LocalMiniLMEmbedder, unique: Any) -> Asyn
     settings = make_settings(stack, unique("evals"))
     async with open_runtime(settings, minilm) as runtime:
         yield runtime
-        await runtime.mongo.drop_database(settings.mongo_db)
+        await runtime.mongo.drop_database(settings.mongo.db)
 
 
 async def test_scores_match_what_the_search_returned_and_the_run_is_stored(
@@ -178,7 +178,7 @@ def test_the_eval_command_runs_stores_and_prints(
         ENV_KAFKA: stack.kafka_bootstrap,
         ENV_MONGO: stack.mongo_uri,
         ENV_REDIS: stack.redis_url,
-        "MNEMOSTREAM_MONGO_DB": settings.mongo_db,
+        "MNEMOSTREAM_MONGO_DB": settings.mongo.db,
     }
 
     async def stored(run_id: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
@@ -189,7 +189,7 @@ def test_the_eval_command_runs_stores_and_prints(
 
     async def drop() -> None:
         async with open_runtime(settings, minilm) as runtime:
-            await runtime.mongo.drop_database(settings.mongo_db)
+            await runtime.mongo.drop_database(settings.mongo.db)
 
     try:
         result = CliRunner().invoke(

@@ -136,7 +136,7 @@ async def pipeline(
         MemoryClient(stack.kafka_bootstrap, timeout=15) as client,
     ):
         yield rt, client
-        await rt.mongo.drop_database(settings.mongo_db)
+        await rt.mongo.drop_database(settings.mongo.db)
 
 
 async def _stored(rt: Runtime, client: MemoryClient, group: str) -> None:
@@ -177,7 +177,7 @@ async def test_llm_facts_entities_and_relations_are_recalled_from_another_thread
     assert reply.prompt is not None
     assert "The user has a greyhound named Juniper." in reply.prompt
     assert "Juniper PET_OF the user" in reply.prompt  # hydrated neighbourhood
-    db = rt.mongo[rt.settings.mongo_db]
+    db = rt.mongo[rt.settings.mongo.db]
     assert await db["memory"].count_documents({"userAddress": "gina", "source": "fact"}) == 2
     assert await db["memory"].count_documents({"userAddress": "gina", "source": "entity"}) == 2
     assert await db["relations"].count_documents({"userAddress": "gina"}) == 2
@@ -210,7 +210,7 @@ async def test_a_malformed_reply_is_retried_and_a_poison_turn_is_dead_lettered(
     assert _Chat.calls["flaky"] == 2  # failed once, retried, stored
     assert _Chat.calls["poison"] == 3
     assert _Chat.calls["slow"] == 3
-    db = rt.mongo[rt.settings.mongo_db]
+    db = rt.mongo[rt.settings.mongo.db]
     deadline = time.monotonic() + 30
     while not await db["memory"].count_documents({"content": "The user plays the cello."}):
         assert time.monotonic() < deadline, "the retried extraction was not stored"
@@ -259,7 +259,7 @@ async def rt(stack: Endpoints, minilm: LocalMiniLMEmbedder, unique: Any) -> Asyn
     settings = make_settings(stack, unique("facts_store"), extractor="none")
     async with open_runtime(settings, minilm) as runtime:
         yield runtime
-        await runtime.mongo.drop_database(settings.mongo_db)
+        await runtime.mongo.drop_database(settings.mongo.db)
 
 
 async def test_the_same_fact_from_two_threads_stored_concurrently_is_one_row(
@@ -272,7 +272,7 @@ async def test_the_same_fact_from_two_threads_stored_concurrently_is_one_row(
         await asyncio.gather(
             *(w.facts.store(e) for w, e in ((rt, one), (other, two)) for _ in range(3))
         )
-    db = rt.mongo[rt.settings.mongo_db]
+    db = rt.mongo[rt.settings.mongo.db]
     assert await db["memory"].count_documents({"userAddress": "hana", "source": "fact"}) == 1
 
 
@@ -313,7 +313,7 @@ async def test_a_move_replaces_the_old_city_and_as_of_recalls_it(
     assert before.prompt is not None
     assert "Lisbon" in before.prompt
     assert "Porto" not in before.prompt
-    db = rt.mongo[rt.settings.mongo_db]
+    db = rt.mongo[rt.settings.mongo.db]
     rows = {
         d["content"]: d
         for d in await db["memory"]
@@ -347,7 +347,7 @@ async def rules_pipeline(
         MemoryClient(stack.kafka_bootstrap, timeout=15) as client,
     ):
         yield rt, client
-        await rt.mongo.drop_database(settings.mongo_db)
+        await rt.mongo.drop_database(settings.mongo.db)
 
 
 async def test_live_in_lisbon_then_moved_to_porto_end_to_end_with_the_rule_extractor(
@@ -400,7 +400,7 @@ async def test_live_in_lisbon_then_moved_to_porto_end_to_end_with_the_rule_extra
     assert before.prompt is not None
     assert "lives in Lisbon" in before.prompt
     assert "Porto" not in before.prompt
-    db = rt.mongo[rt.settings.mongo_db]
+    db = rt.mongo[rt.settings.mongo.db]
     rows = (
         await db["memory"]
         .find({"userAddress": "joana", "metadata.slot": "residence"})
@@ -414,7 +414,7 @@ async def test_a_fact_stated_again_after_a_delete_returns_fixes_16_13(
 ) -> None:
     fact = FactItem(text="The user runs marathons.", type="skill", confidence=0.9)
     await rt.facts.store(extracted("kim", "t1", now - timedelta(days=10), fact))
-    db = rt.mongo[rt.settings.mongo_db]
+    db = rt.mongo[rt.settings.mongo.db]
     await db["memory"].update_one(
         {"userAddress": "kim", "source": "fact"},
         {"$set": {"metadata.status": "deleted", "metadata.deletedAt": 1}},

@@ -58,13 +58,13 @@ def row(
 
 
 async def seed(rt: Runtime, *rows: MemoryRow) -> None:
-    store = MongoMemoryStore(rt.mongo[rt.settings.mongo_db])
+    store = MongoMemoryStore(rt.mongo[rt.settings.mongo.db])
     for r in rows:
         await store.insert_if_absent(r)
 
 
 async def states(rt: Runtime) -> dict[str, tuple[str, float]]:
-    docs = await rt.mongo[rt.settings.mongo_db]["memory"].find({}).to_list(length=None)
+    docs = await rt.mongo[rt.settings.mongo.db]["memory"].find({}).to_list(length=None)
     return {d["_id"]: (d["metadata"]["status"], round(d["decayScore"], 3)) for d in docs}
 
 
@@ -103,7 +103,7 @@ async def test_decay_update_never_undoes_a_delete_and_spares_pinned_rows_fixes_1
         row("pinned", "ana", "keep", 90, now=now_ms, retention="pinned"),
         row("gone", "ana", "deleted", 30, now=now_ms, status="deleted"),
     )
-    store = rt.mongo[rt.settings.mongo_db]["memory"]
+    store = rt.mongo[rt.settings.mongo.db]["memory"]
     await store.update_one({"_id": "gone"}, {"$set": {"decayScore": 0.0}})
     record = await run_and_wait(rt, client, "decay_update", agentWallet="0xJobs")
     after = await states(rt)
@@ -126,7 +126,7 @@ async def test_cleanup_deletes_old_decayed_rows_and_tombstones_but_keeps_pinned(
         row("tomb", "ana", "old deleted", 100, now=now_ms, status="deleted"),
         row("fresh", "ana", "new", 1, now=now_ms),
     )
-    store = rt.mongo[rt.settings.mongo_db]["memory"]
+    store = rt.mongo[rt.settings.mongo.db]["memory"]
     await store.update_many({"_id": {"$in": ["stale", "pin"]}}, {"$set": {"decayScore": 0.06}})
     record = await run_and_wait(rt, client, "cleanup", olderThanDays=90)
     after = await states(rt)
@@ -165,7 +165,7 @@ async def test_a_failing_job_is_retried_then_recorded_failed_fixes_16_18(
     now_ms: int,
 ) -> None:
     rt, _ = jobs
-    store = MongoJobStore(rt.mongo[rt.settings.mongo_db])
+    store = MongoJobStore(rt.mongo[rt.settings.mongo.db])
     calls = 0
 
     async def flaky(params: Any, at: int) -> dict[str, Any]:

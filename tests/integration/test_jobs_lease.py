@@ -78,7 +78,7 @@ async def job_store(request: pytest.FixtureRequest, jobs: tuple[Runtime, MemoryC
     rt, _ = jobs
     if request.param == "memory":
         return InMemoryJobStore()
-    return MongoJobStore(rt.mongo[rt.settings.mongo_db])
+    return MongoJobStore(rt.mongo[rt.settings.mongo.db])
 
 
 async def test_job_store_renews_a_running_record_and_never_restarts_an_ended_one(
@@ -120,7 +120,7 @@ async def test_a_running_record_past_its_lease_no_longer_blocks_its_schedule_fix
     now_ms: int,
 ) -> None:
     rt, client = jobs
-    await MongoMemoryStore(rt.mongo[rt.settings.mongo_db]).insert_if_absent(
+    await MongoMemoryStore(rt.mongo[rt.settings.mongo.db]).insert_if_absent(
         MemoryRow(
             "any",
             ScopeFields("0xLease", "ana", None, None, None),

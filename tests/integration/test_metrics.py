@@ -95,7 +95,7 @@ async def test_a_group_reports_lag_counters_dead_letters_and_readiness(
         async def run() -> None:
             async with running_groups(config, GROUPS, embedder=minilm, broker_logs=False) as rt:
                 await leave.wait()
-                await rt.mongo.drop_database(config.mongo_db)
+                await rt.mongo.drop_database(config.mongo.db)
 
         task = asyncio.create_task(run())
         try:

@@ -90,7 +90,7 @@ async def test_poison_and_crash_are_dead_lettered_the_next_turn_is_stored_and_re
             timeout=60,
         )
 
-        transcripts = rt.mongo[rt.settings.mongo_db]["session_transcripts"]
+        transcripts = rt.mongo[rt.settings.mongo.db]["session_transcripts"]
         stored = await transcripts.find_one({"sessionId": session})
         assert stored is not None
         contents = [m["content"] for m in stored["messages"]]

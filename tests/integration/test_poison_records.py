@@ -177,7 +177,7 @@ async def test_each_poison_shape_is_dead_lettered_once_and_the_next_event_is_pro
                 assert len(raw) == min(len(value or b""), RAW_CAP_BYTES)
                 assert letter.redrive.endswith(f"--source {topic}:0:{letter.offset}")
         if topic == topics.TURNS:  # the valid turns were stored, in order
-            stored = await rt.mongo[rt.settings.mongo_db]["session_transcripts"].find_one(
+            stored = await rt.mongo[rt.settings.mongo.db]["session_transcripts"].find_one(
                 {"agentWallet": agent}
             )
             assert stored is not None
@@ -223,7 +223,7 @@ async def test_a_null_or_non_utf8_header_value_does_not_stop_the_partition(
         await wait_processed(
             stack.kafka_bootstrap, group_id, topics.TURNS, 1, last.offset, timeout=60
         )
-        stored = await rt.mongo[rt.settings.mongo_db]["session_transcripts"].find_one(
+        stored = await rt.mongo[rt.settings.mongo.db]["session_transcripts"].find_one(
             {"agentWallet": agent}
         )
         assert stored is not None

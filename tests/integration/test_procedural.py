@@ -66,7 +66,7 @@ async def stack_rt(
         MemoryClient(stack.kafka_bootstrap, timeout=15) as client,
     ):
         yield rt, client, pinata, key
-        await rt.mongo.drop_database(settings.mongo_db)
+        await rt.mongo.drop_database(settings.mongo.db)
 
 
 async def turn(
@@ -136,7 +136,7 @@ async def test_a_pattern_emerges_from_successful_runs_and_a_failing_one_never_va
     again = await promote(rt.patterns, rt.skills, where, state.pattern_id, "Book travel", at=now_ms)
     assert first.status == "promoted"
     assert again.status == "already_promoted"
-    db = rt.mongo[rt.settings.mongo_db]
+    db = rt.mongo[rt.settings.mongo.db]
     assert await db["skills"].count_documents({}) == 1
     [failing] = [s for s in await rt.patterns.list(where, 10) if s.steps[0] == "search_hotels"]
     refused = await promote(rt.patterns, rt.skills, where, failing.pattern_id, "Hotels", at=now_ms)
@@ -150,7 +150,7 @@ async def test_patterns_extract_recounts_from_transcripts(
     rt, client, _, _ = stack_rt
     for n in range(3):
         await turn(client, rt, "cy", n, ["fetch_invoice", "send_email"], "completed", now_ms)
-    db = rt.mongo[rt.settings.mongo_db]
+    db = rt.mongo[rt.settings.mongo.db]
     cy = {"agentWallet": AGENT, "userAddress": "cy"}  # other tests have users named cy too
     before = await db["patterns"].find_one(cy)
     assert before is not None
@@ -188,7 +188,7 @@ async def test_archives_round_trip_per_user_and_are_pinned_only_encrypted(
     # its own agent: consumer groups of every test read the shared turn topic from the start,
     # so another test's turns must not land in this archive's window
     agent = unique("0xArchives")
-    store = MongoMemoryStore(rt.mongo[rt.settings.mongo_db])
+    store = MongoMemoryStore(rt.mongo[rt.settings.mongo.db])
     mine = [
         row(
             agent,
@@ -209,7 +209,7 @@ async def test_archives_round_trip_per_user_and_are_pinned_only_encrypted(
     assert record["result"]["pinned"] == 2
     docs = {
         d["userAddress"]: d
-        for d in await rt.mongo[rt.settings.mongo_db]["archives"].find({}).to_list(length=None)
+        for d in await rt.mongo[rt.settings.mongo.db]["archives"].find({}).to_list(length=None)
     }
     ana = read_archive(docs["ana"]["content"])
     assert sorted(e["vectorId"] for e in ana["entries"]) == ["ana-0", "ana-1", "ana-2"]

@@ -100,7 +100,7 @@ async def test_garbage_and_slow_providers_never_stop_a_partition(
         assert all("harbour" in (reply.prompt or "") for reply in answered)
         assert any(r.path.endswith("/rerank") for r in server.received)  # it was asked
 
-        db = rt.mongo[rt.settings.mongo_db]
+        db = rt.mongo[rt.settings.mongo.db]
         stored = await db["memory"].count_documents({"agentWallet": agent, "source": "session"})
         assert stored == TURNS  # every turn stored although no fact could be read
         letters = await read_letters(stack.kafka_bootstrap, group=rt.group_id("extraction"))
@@ -168,7 +168,7 @@ async def test_an_http_embedder_that_answers_garbage_dead_letters_the_turn_and_s
             ends[(pos.topic, pos.partition)] = pos.offset + 1
         await wait_caught_up(stack.kafka_bootstrap, rt.group_id("transcripts"), ends, timeout=60)
 
-        db = rt.mongo[rt.settings.mongo_db]
+        db = rt.mongo[rt.settings.mongo.db]
         rows = await db["memory"].find({"agentWallet": agent, "source": "session"}).to_list()
         assert len(rows) == 5  # every turn but the poisoned one
         assert {(r["embeddingModel"], r["embeddingDim"]) for r in rows} == {

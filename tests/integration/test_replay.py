@@ -115,7 +115,7 @@ async def test_replay_rebuilds_the_same_documents_and_verify_reports_equal(
         try:
             first = await replay(settings, rebuilt, agents=[agent], embedder=minilm)
             assert first.records >= TURNS + REMEMBERS + 2 + 6
-            report = await compare(settings, settings.mongo_db, rebuilt, agents=[agent])
+            report = await compare(settings, settings.mongo.db, rebuilt, agents=[agent])
             counts = {c.name: (c.live, c.rebuilt) for c in report.collections}
             assert counts["session_transcripts"] == (21, 21)  # 7 threads x 3 users
             assert counts["memory"][0] > TURNS  # session vectors, facts, remembers, entities
@@ -131,12 +131,12 @@ async def test_replay_rebuilds_the_same_documents_and_verify_reports_equal(
             # resumable: running it again finds nothing left to do and changes nothing
             again = await replay(settings, rebuilt, agents=[agent], embedder=minilm)
             assert again.records == 0
-            assert (await compare(settings, settings.mongo_db, rebuilt, agents=[agent])).equal
+            assert (await compare(settings, settings.mongo.db, rebuilt, agents=[agent])).equal
 
             # drop the live database and rebuild it from the log as well
-            await rt.mongo.drop_database(settings.mongo_db)
-            await replay(settings, settings.mongo_db, fresh=True, agents=[agent], embedder=minilm)
-            restored = await compare(settings, rebuilt, settings.mongo_db, agents=[agent])
+            await rt.mongo.drop_database(settings.mongo.db)
+            await replay(settings, settings.mongo.db, fresh=True, agents=[agent], embedder=minilm)
+            restored = await compare(settings, rebuilt, settings.mongo.db, agents=[agent])
             assert restored.equal
             assert {c.name: c.live for c in restored.collections} == {
                 name: live for name, (live, _) in counts.items()

@@ -36,7 +36,7 @@ async def rt(stack: Endpoints, minilm: LocalMiniLMEmbedder, unique: Any) -> Asyn
     settings = make_settings(stack, unique("retrieval"))
     async with open_runtime(settings, minilm) as runtime:
         yield runtime
-        await runtime.mongo.drop_database(settings.mongo_db)
+        await runtime.mongo.drop_database(settings.mongo.db)
 
 
 async def turn(
@@ -77,7 +77,7 @@ async def seed_everything(rt: Runtime, minilm: LocalMiniLMEmbedder, now: datetim
             now=now - timedelta(days=1),
         )
     )
-    db = rt.mongo[rt.settings.mongo_db]
+    db = rt.mongo[rt.settings.mongo.db]
     summary = "search flights -> compare fares -> book ticket"
     [pattern_vec, archive_vec] = await minilm.embed(
         [summary, "Kitchen renovation: new cabinets, tiles and a bigger oven."], "document"

@@ -29,4 +29,4 @@ async def test_an_invalidation_process_builds_no_heavy_part(
             assert rt.embedder.dimension > 0  # built on first use
             assert rt.built() == {"embedder"}
         finally:
-            await rt.mongo.drop_database(settings.mongo_db)
+            await rt.mongo.drop_database(settings.mongo.db)

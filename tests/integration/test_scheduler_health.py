@@ -90,7 +90,7 @@ async def scheduling(settings: Settings, mongo_uri: str) -> AsyncIterator[httpx.
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongo_uri)
-        await mongo.drop_database(settings.mongo_db)
+        await mongo.drop_database(settings.mongo.db)
         await mongo.close()
 
 
@@ -136,7 +136,7 @@ async def test_without_a_broker_the_scheduler_is_live_but_not_ready(
 ) -> None:
     nowhere = f"127.0.0.1:{free_port()}"
     settings = make_settings(stack, unique("sched"), http_port=free_port(), **LIGHT)
-    settings = settings.model_copy(update={"kafka_bootstrap": nowhere})
+    settings = settings.with_values(kafka_bootstrap=nowhere)
     async with scheduling(settings, stack.mongo_uri) as http:
         expected = [f"Kafka client not started ({topics.JOBS} not created or seen yet)"]
 

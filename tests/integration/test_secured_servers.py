@@ -96,7 +96,7 @@ async def test_runtime_redis_works_with_the_password(
         settings = with_redis(stack, unique("sec"), url, redis_password=SecretStr(REDIS_PW))
         async with open_runtime(settings) as rt:
             assert await rt.redis.ping()
-            cache = RedisQueryCache(rt.redis, prefix=settings.mongo_db)
+            cache = RedisQueryCache(rt.redis, prefix=settings.mongo.db)
             await cache.set("k", b"v", 60)
             assert await cache.get("k") == b"v"
             assert await cache.bump(["ns"], 60) == 1
@@ -115,7 +115,7 @@ async def test_runtime_redis_without_or_with_a_wrong_password_fails_clearly(
             async with open_runtime(settings) as rt:
                 with pytest.raises(AuthenticationError) as refused:
                     await rt.redis.ping()
-                cache = RedisQueryCache(rt.redis, prefix=settings.mongo_db)
+                cache = RedisQueryCache(rt.redis, prefix=settings.mongo.db)
                 assert await cache.get("k") is None  # fail-soft read: a logged miss
                 with pytest.raises(DependencyFailed) as failed:
                     await cache.bump(["ns"], 60)
@@ -139,11 +139,11 @@ async def test_runtime_redis_over_tls(
         )
         async with open_runtime(secure) as rt:
             assert await rt.redis.ping()
-            await rt.redis.set(f"{secure.mongo_db}:k", b"v", ex=60)
-            assert await rt.redis.get(f"{secure.mongo_db}:k") == b"v"
+            await rt.redis.set(f"{secure.mongo.db}:k", b"v", ex=60)
+            assert await rt.redis.get(f"{secure.mongo.db}:k") == b"v"
         # the same server without TLS, and with TLS but without trusting its CA
-        no_tls = secure.model_copy(update={"redis_tls": False, "redis_tls_ca_file": None})
-        untrusted = secure.model_copy(update={"redis_tls_ca_file": None})
+        no_tls = secure.with_values(redis_tls=False, redis_tls_ca_file=None)
+        untrusted = secure.with_values(redis_tls_ca_file=None)
         for settings, reason in ((no_tls, "Connection"), (untrusted, "CERTIFICATE_VERIFY")):
             async with open_runtime(settings) as rt:
                 with pytest.raises(RedisConnectionError, match=reason):
@@ -170,7 +170,7 @@ async def test_runtime_mongo_over_tls_with_scram(
 ) -> None:
     settings = with_mongo(stack, unique("sec"), secure_mongo, certs)
     async with open_runtime(settings) as rt:  # ensures every collection and index
-        db = rt.mongo[settings.mongo_db]
+        db = rt.mongo[settings.mongo.db]
         assert "memory" in await db.list_collection_names()
         await db["probe"].insert_one({"_id": "x"})
         assert await db["probe"].find_one({"_id": "x"}) == {"_id": "x"}

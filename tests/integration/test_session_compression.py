@@ -85,7 +85,7 @@ async def test_an_llm_summary_is_stored_once_in_the_sessions_scope(
         assert again.compression is not None
         assert again.compression["vectorId"] == done["vectorId"]
         assert again.compression["stored"] is False
-        memory = rt.mongo[rt.settings.mongo_db]["memory"]
+        memory = rt.mongo[rt.settings.mongo.db]["memory"]
         rows = await memory.count_documents(
             {"metadata.sessionId": session_id, "metadata.type": "session_compression"}
         )

@@ -15,7 +15,7 @@ async def run_and_wait(
     rt: Runtime, client: MemoryClient, job_type: str, **params: Any
 ) -> dict[str, Any]:
     event = await client.request_job(job_type, params)
-    col = rt.mongo[rt.settings.mongo_db]["memory_jobs"]
+    col = rt.mongo[rt.settings.mongo.db]["memory_jobs"]
     deadline = time.monotonic() + 60
     while True:
         doc = await col.find_one({"_id": event.job_id})

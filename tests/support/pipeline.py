@@ -93,4 +93,4 @@ async def groups_running(
         MemoryClient(stack.kafka_bootstrap, timeout=15) as client,
     ):
         yield rt, client
-        await rt.mongo.drop_database(config.mongo_db)
+        await rt.mongo.drop_database(config.mongo.db)

@@ -304,23 +304,23 @@ def test_settings_read_keys_from_the_environment(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("MNEMOSTREAM_GATEWAY_OPERATOR_KEYS", "op-gamma, op-delta,")
     monkeypatch.setenv("MNEMOSTREAM_GATEWAY_JWT_SECRET", "jwt-epsilon-" + "e" * 20)
     settings = Settings()
-    assert [(k.key.get_secret_value(), k.agent, k.user) for k in settings.gateway_api_keys] == [
+    assert [(k.key.get_secret_value(), k.agent, k.user) for k in settings.gateway.api_keys] == [
         ("key-alpha", "0xA", None),
         ("key-beta", "0xA", "al"),
     ]
-    assert [k.get_secret_value() for k in settings.gateway_operator_keys] == [
+    assert [k.get_secret_value() for k in settings.gateway.operator_keys] == [
         "op-gamma",
         "op-delta",
     ]
     for secret in ("key-alpha", "key-beta", "op-gamma", "op-delta", "jwt-epsilon"):
         assert secret not in repr(settings)  # masked wherever settings are printed
-    assert (settings.gateway_port, settings.gateway_jwt_algorithm) == (8080, "HS256")
-    assert settings.gateway_jwt_max_ttl_seconds == 86_400
+    assert (settings.gateway.port, settings.gateway.jwt_algorithm) == (8080, "HS256")
+    assert settings.gateway.jwt_max_ttl_seconds == 86_400
     monkeypatch.setenv("MNEMOSTREAM_GATEWAY_OPERATOR_KEYS", '["x", "y"]')
     monkeypatch.setenv("MNEMOSTREAM_GATEWAY_JWT_SECRET", "")  # compose passes unset as empty
     settings = Settings()
-    assert [k.get_secret_value() for k in settings.gateway_operator_keys] == ["x", "y"]
-    assert settings.gateway_jwt_secret is None
+    assert [k.get_secret_value() for k in settings.gateway.operator_keys] == ["x", "y"]
+    assert settings.gateway.jwt_secret is None
 
 
 def test_a_short_jwt_secret_is_refused() -> None:
@@ -328,7 +328,7 @@ def test_a_short_jwt_secret_is_refused() -> None:
         Settings(gateway_jwt_secret=SecretStr("s" * 31))
     with pytest.raises(ValidationError, match="at least 64 bytes for HS512"):
         Settings(gateway_jwt_secret=SecretStr(SECRET), gateway_jwt_algorithm="HS512")
-    assert Settings(gateway_jwt_secret=SecretStr("s" * 32)).gateway_jwt_secret is not None
+    assert Settings(gateway_jwt_secret=SecretStr("s" * 32)).gateway.jwt_secret is not None
 
 
 @pytest.mark.parametrize(

@@ -233,7 +233,7 @@ def test_mask_url(url: str, masked: str) -> None:
 
 def test_a_fully_secured_configuration_is_valid(certs: Certs) -> None:
     settings = secure_settings(certs)
-    assert settings.kafka_security_protocol == "SASL_SSL"
+    assert settings.kafka.security_protocol == "SASL_SSL"
 
 
 @pytest.mark.parametrize(

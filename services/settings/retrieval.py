@@ -1,0 +1,183 @@
+"""The embedding and search sections: how text becomes vectors, and how a search ranks them."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, SecretStr
+
+from engine.retrieval.defaults import (
+    DEFAULT_DOMINANCE_DELTA,
+    DEFAULT_HALF_LIFE_DAYS,
+    DEFAULT_MIN_CANDIDATES,
+    DEFAULT_MIN_COSINE,
+    DEFAULT_MIN_LEXICAL,
+    DEFAULT_MMR_LAMBDA,
+    DEFAULT_QUERY_CACHE_TTL_SECONDS,
+    DEFAULT_SEMANTIC_WEIGHT,
+)
+from services.settings.base import Section
+
+
+class EmbeddingSettings(Section):
+    """The embedder: the local model or an HTTP API, and the embedding cache."""
+
+    provider: Literal["local-minilm", "hashing", "voyage", "openai"] = Field(
+        default="local-minilm",
+        validation_alias="embedder",
+        description="Embedding model: local MiniLM, hashing (tests only), or an HTTP API.",
+    )
+    threads: int = Field(
+        default=1,
+        ge=1,
+        le=16,
+        validation_alias="embedder_threads",
+        description="ONNX intra-op threads.",
+    )
+    base_url: str | None = Field(
+        default=None,
+        validation_alias="embedding_base_url",
+        description="Base URL of the voyage/openai embeddings API (POST <base>/embeddings).",
+    )
+    api_key: SecretStr | None = Field(
+        default=None,
+        validation_alias="embedding_api_key",
+        description="Bearer key of the embeddings API (none for local servers).",
+    )
+    model: str = Field(
+        default="voyage-4-large",
+        validation_alias="embedding_model",
+        description="HTTP embedding model.",
+    )
+    dimensions: int = Field(
+        default=1024,
+        ge=1,
+        le=8192,
+        validation_alias="embedding_dimensions",
+        description="Vector size the HTTP embedder must return.",
+    )
+    send_dimensions: bool = Field(
+        default=True,
+        validation_alias="embedding_send_dimensions",
+        description="Ask the API for that size (off for fixed-size models).",
+    )
+    timeout_seconds: float = Field(
+        default=8.0,
+        gt=0,
+        validation_alias="embedding_timeout_seconds",
+        description="HTTP embedding deadline per request.",
+    )
+    cache_ttl_seconds: int = Field(
+        default=86_400,
+        ge=0,
+        validation_alias="embedding_cache_ttl_seconds",
+        description="Embedding cache TTL (0 disables the cache).",
+    )
+
+
+class SearchSettings(Section):
+    """Search: relevance thresholds and weights, decay, MMR, the vector index, the reranker,
+    the query cache, and how many searches a process serves at once."""
+
+    min_cosine: float = Field(
+        default=DEFAULT_MIN_COSINE,
+        ge=-1,
+        le=1,
+        validation_alias="min_cosine",
+        description="Cosine from which a candidate is a hit.",
+    )
+    min_lexical: float = Field(
+        default=DEFAULT_MIN_LEXICAL,
+        ge=0,
+        le=1,
+        validation_alias="min_lexical",
+        description="BM25 share from which a candidate is a hit.",
+    )
+    semantic_weight: float = Field(
+        default=DEFAULT_SEMANTIC_WEIGHT,
+        ge=0,
+        le=1,
+        validation_alias="semantic_weight",
+        description="Weight of cosine vs BM25 in a layer's relevance.",
+    )
+    half_life_days: float = Field(
+        default=DEFAULT_HALF_LIFE_DAYS,
+        gt=0,
+        validation_alias="half_life_days",
+        description="Temporal decay half-life.",
+    )
+    mmr_lambda: float = Field(
+        default=DEFAULT_MMR_LAMBDA,
+        ge=0,
+        le=1,
+        validation_alias="mmr_lambda",
+        description="MMR relevance weight.",
+    )
+    vector_search: Literal["exact", "atlas"] = Field(
+        default="exact",
+        validation_alias="vector_search",
+        description="exact cosine (numpy, per-tenant LRU) or Atlas $vectorSearch.",
+    )
+    vector_cache_tenants: int = Field(
+        default=256,
+        ge=0,
+        validation_alias="vector_cache_tenants",
+        description="Tenant matrices kept by the exact vector index.",
+    )
+    rerank_provider: Literal["none", "cloudflare", "http"] = Field(
+        default="none",
+        validation_alias="rerank_provider",
+        description="Reranker: none, Cloudflare Workers AI, or a /rerank API.",
+    )
+    rerank_url: str | None = Field(
+        default=None,
+        validation_alias="rerank_url",
+        description="URL of a Cohere/Voyage/Jina-style /rerank endpoint.",
+    )
+    rerank_model: str = Field(
+        default="@cf/baai/bge-reranker-base",
+        validation_alias="rerank_model",
+        description="Reranker model id.",
+    )
+    rerank_api_key: SecretStr | None = Field(
+        default=None,
+        validation_alias="rerank_api_key",
+        description="Bearer token of the reranker (Cloudflare API token too).",
+    )
+    cloudflare_account_id: str | None = Field(
+        default=None, validation_alias="cloudflare_account_id", description="Cloudflare account."
+    )
+    rerank_timeout_seconds: float = Field(
+        default=3.0, gt=0, validation_alias="rerank_timeout_seconds", description="Rerank timeout."
+    )
+    rerank_min_candidates: int = Field(
+        default=DEFAULT_MIN_CANDIDATES,
+        ge=2,
+        validation_alias="rerank_min_candidates",
+        description="Rerank only from n hits.",
+    )
+    rerank_dominance_delta: float = Field(
+        default=DEFAULT_DOMINANCE_DELTA,
+        ge=0,
+        validation_alias="rerank_dominance_delta",
+        description="Skip rerank when top1 − top2 ≥ this.",
+    )
+    query_cache_ttl_seconds: int = Field(
+        default=DEFAULT_QUERY_CACHE_TTL_SECONDS,
+        ge=1,
+        validation_alias="query_cache_ttl_seconds",
+        description="Layer query cache TTL.",
+    )
+    access_flush_seconds: float = Field(
+        default=1.0,
+        gt=0,
+        validation_alias="access_flush_seconds",
+        description="How often returned items' access counts are written.",
+    )
+    workers: int = Field(
+        default=4,
+        ge=1,
+        le=64,
+        validation_alias="search_workers",
+        description="pre_turn and layer-search requests one search process serves at once.",
+    )

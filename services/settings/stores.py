@@ -1,0 +1,206 @@
+"""The three servers' sections: Kafka, MongoDB, Redis — where they are, how to log in, TLS.
+
+Their security settings are mapped to each client's options by `services.stream.security`;
+`security_problems` rejects a combination that would be ignored or cannot work.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
+
+from services.settings.base import Section, env_name
+
+
+class KafkaSettings(Section):
+    """Kafka: the brokers, their security, and the consumer groups' timing."""
+
+    bootstrap: str | None = Field(
+        default=None,
+        validation_alias="kafka_bootstrap",
+        description="Kafka bootstrap servers; unset ⇒ the embedded local broker.",
+    )
+    session_timeout_ms: int = Field(
+        default=10_000,
+        ge=1000,
+        validation_alias="session_timeout_ms",
+        description="Kafka group session.",
+    )
+    heartbeat_interval_ms: int = Field(
+        default=3_000,
+        ge=100,
+        validation_alias="heartbeat_interval_ms",
+        description="Kafka heartbeat.",
+    )
+    reply_fetch_wait_ms: int = Field(
+        default=25,
+        ge=1,
+        validation_alias="reply_fetch_wait_ms",
+        description="fetch_max_wait_ms of the request/reply subscribers.",
+    )
+    fetch_wait_ms: int = Field(
+        default=100,
+        ge=1,
+        validation_alias="fetch_wait_ms",
+        description="fetch_max_wait_ms of the ingest groups (freshness: post_turn → visible).",
+    )
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+        default="PLAINTEXT",
+        validation_alias="kafka_security_protocol",
+        description="Kafka security protocol.",
+    )
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = Field(
+        default="PLAIN",
+        validation_alias="kafka_sasl_mechanism",
+        description="SASL mechanism (with SASL_PLAINTEXT or SASL_SSL).",
+    )
+    sasl_username: str | None = Field(
+        default=None, validation_alias="kafka_sasl_username", description="SASL user name."
+    )
+    sasl_password: SecretStr | None = Field(
+        default=None, validation_alias="kafka_sasl_password", description="SASL password."
+    )
+    ssl_cafile: Path | None = Field(
+        default=None,
+        validation_alias="kafka_ssl_cafile",
+        description="PEM CA bundle of the brokers (default: the system's CAs).",
+    )
+    ssl_certfile: Path | None = Field(
+        default=None,
+        validation_alias="kafka_ssl_certfile",
+        description="PEM client certificate (mutual TLS).",
+    )
+    ssl_keyfile: Path | None = Field(
+        default=None,
+        validation_alias="kafka_ssl_keyfile",
+        description="PEM private key of the client certificate.",
+    )
+
+
+class MongoSettings(Section):
+    """MongoDB: the server, the database, credentials and TLS."""
+
+    uri: SecretStr | None = Field(
+        default=None,
+        validation_alias="mongo_uri",
+        description="MongoDB URI; unset ⇒ the embedded MongoDB-wire server.",
+    )
+    db: str = Field(
+        default="mnemostream", validation_alias="mongo_db", description="Database name."
+    )
+    tls: bool = Field(
+        default=False, validation_alias="mongo_tls", description="Connect to MongoDB over TLS."
+    )
+    tls_ca_file: Path | None = Field(
+        default=None,
+        validation_alias="mongo_tls_ca_file",
+        description="PEM CA bundle of the MongoDB server (needs mongo_tls).",
+    )
+    tls_cert_key_file: Path | None = Field(
+        default=None,
+        validation_alias="mongo_tls_cert_key_file",
+        description="PEM client certificate and key (mutual TLS; needs mongo_tls).",
+    )
+    username: str | None = Field(
+        default=None,
+        validation_alias="mongo_username",
+        description="MongoDB user (instead of credentials in the URI).",
+    )
+    password: SecretStr | None = Field(
+        default=None, validation_alias="mongo_password", description="MongoDB password."
+    )
+    auth_source: str | None = Field(
+        default=None,
+        validation_alias="mongo_auth_source",
+        description="Database holding the MongoDB user (driver default: admin).",
+    )
+
+
+class RedisSettings(Section):
+    """Redis (or Valkey): the server, credentials, TLS, and the key prefix."""
+
+    url: SecretStr | None = Field(
+        default=None,
+        validation_alias="redis_url",
+        description="Redis/Valkey URL; unset ⇒ the embedded Redis.",
+    )
+    cache_prefix: str | None = Field(
+        default=None,
+        validation_alias="cache_prefix",
+        description="Prefix of every Redis key (default: the database name), so deployments "
+        "can share one Redis.",
+    )
+    username: str | None = Field(
+        default=None, validation_alias="redis_username", description="Redis ACL user name."
+    )
+    password: SecretStr | None = Field(
+        default=None,
+        validation_alias="redis_password",
+        description="Redis password (`requirepass` or the ACL user's).",
+    )
+    tls: bool = Field(
+        default=False,
+        validation_alias="redis_tls",
+        description="Connect to Redis over TLS (as a `rediss://` URL does).",
+    )
+    tls_ca_file: Path | None = Field(
+        default=None,
+        validation_alias="redis_tls_ca_file",
+        description="PEM CA bundle of the Redis server (needs TLS).",
+    )
+
+
+def security_problems(
+    kafka: KafkaSettings, mongo: MongoSettings, redis: RedisSettings
+) -> list[str]:
+    """What is wrong with the security settings' combination (empty when nothing is), naming
+    the variables to fix (never their values)."""
+    problems = []
+    protocol = kafka.security_protocol
+    sasl, ssl = protocol.startswith("SASL_"), protocol.endswith("SSL")
+    if sasl and not (kafka.sasl_username and kafka.sasl_password):
+        problems.append(
+            f"{env_name('kafka_security_protocol')}={protocol} needs "
+            f"{env_name('kafka_sasl_username')} and {env_name('kafka_sasl_password')}"
+        )
+    if not sasl and (kafka.sasl_username or kafka.sasl_password):
+        problems.append(
+            "Kafka SASL credentials are set but "
+            f"{env_name('kafka_security_protocol')} is {protocol}: "
+            "use SASL_PLAINTEXT or SASL_SSL"
+        )
+    if not ssl and (kafka.ssl_cafile or kafka.ssl_certfile or kafka.ssl_keyfile):
+        problems.append(
+            f"Kafka TLS files are set but {env_name('kafka_security_protocol')} is "
+            f"{protocol}: use SSL or SASL_SSL"
+        )
+    if kafka.ssl_keyfile and not kafka.ssl_certfile:
+        problems.append(f"{env_name('kafka_ssl_keyfile')} needs {env_name('kafka_ssl_certfile')}")
+    if not mongo.tls and (mongo.tls_ca_file or mongo.tls_cert_key_file):
+        problems.append(f"MongoDB TLS files are set but {env_name('mongo_tls')} is not true")
+    if bool(mongo.username) != bool(mongo.password):
+        problems.append(
+            f"{env_name('mongo_username')} and {env_name('mongo_password')} go together"
+        )
+    if redis.username and not redis.password:
+        problems.append(f"{env_name('redis_username')} needs {env_name('redis_password')}")
+    url = redis.url.get_secret_value() if redis.url else ""
+    if redis.tls_ca_file and not (redis.tls or url.startswith("rediss://")):
+        problems.append(
+            f"{env_name('redis_tls_ca_file')} is set but Redis is not TLS: set "
+            f"{env_name('redis_tls')}=true or use a rediss:// URL"
+        )
+    files = {
+        "kafka_ssl_cafile": kafka.ssl_cafile,
+        "kafka_ssl_certfile": kafka.ssl_certfile,
+        "kafka_ssl_keyfile": kafka.ssl_keyfile,
+        "mongo_tls_ca_file": mongo.tls_ca_file,
+        "mongo_tls_cert_key_file": mongo.tls_cert_key_file,
+        "redis_tls_ca_file": redis.tls_ca_file,
+    }
+    for flat, path in files.items():
+        if path is not None and not path.is_file():
+            problems.append(f"{env_name(flat)}: no such file {path}")
+    return problems
