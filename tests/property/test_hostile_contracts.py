@@ -634,6 +634,7 @@ def test_a_job_number_out_of_range_is_value_out_of_range(
 
 async def test_a_consumer_dead_letters_an_oversized_record_without_decoding_it() -> None:
     broker = KafkaBroker()
+    dead_letters = broker.publisher(topics.DLQ)
     processed: list[MemoryChanged] = []
     letters: list[DeadLetter] = []
 
@@ -643,7 +644,13 @@ async def test_a_consumer_dead_letters_an_oversized_record_without_decoding_it()
     @broker.subscriber("test.hostile.v1", group_id="g")
     async def handle(msg: KafkaMessage) -> None:
         await consume(
-            broker, msg, group="g", contract=MemoryChanged, work=work, attempts=1, backoff_ms=1
+            dead_letters,
+            msg,
+            group="g",
+            contract=MemoryChanged,
+            work=work,
+            attempts=1,
+            backoff_ms=1,
         )
 
     @broker.subscriber(topics.DLQ, group_id="dlq-reader")
@@ -702,6 +709,7 @@ async def test_a_consumer_dead_letters_a_value_out_of_range_with_the_reason(
     contract: type[BaseModel], raw: str, field: str
 ) -> None:
     broker = KafkaBroker()
+    dead_letters = broker.publisher(topics.DLQ)
     processed: list[BaseModel] = []
     letters: list[DeadLetter] = []
 
@@ -711,7 +719,7 @@ async def test_a_consumer_dead_letters_a_value_out_of_range_with_the_reason(
     @broker.subscriber("test.strict.v1", group_id="g")
     async def handle(msg: KafkaMessage) -> None:
         await consume(
-            broker, msg, group="g", contract=contract, work=work, attempts=1, backoff_ms=1
+            dead_letters, msg, group="g", contract=contract, work=work, attempts=1, backoff_ms=1
         )
 
     @broker.subscriber(topics.DLQ, group_id="dlq-reader")
