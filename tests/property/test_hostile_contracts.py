@@ -203,6 +203,8 @@ def accepted_or_rejected(parse: Callable[[Any], BaseModel], body: Any) -> BaseMo
 TIME_FIELDS = frozenset({"timestamp", "as_of"})
 COUNT_FIELDS = frozenset({"limit", "max_items", "max_item_chars", "budget_chars", "last", "top_k"})
 TOKEN_FIELDS = frozenset({"total_tokens", "context_window"})
+FREE_FORM_FIELDS = frozenset({"body", "metadata", "args", "params", "entities", "state", "filters"})
+"""Fields typed as free-form JSON objects (`schemas.limits` DocumentObject and kin)."""
 
 
 def assert_strict_numbers(model: BaseModel) -> None:
@@ -211,16 +213,19 @@ def assert_strict_numbers(model: BaseModel) -> None:
     occurred = getattr(model, "occurred_at", None)
     if isinstance(occurred, datetime):
         assert 0 <= to_ms(occurred) <= MAX_TIME_MS, occurred
-    stack: list[tuple[str, Any]] = [("", model.model_dump())]
+    # (name, value, inside a free-form JSON object): a caller's own keys there (an evals.run
+    # body, metadata, tool args) are data, not the contract's fields, so only finiteness holds
+    stack: list[tuple[str, Any, bool]] = [("", model.model_dump(), False)]
     while stack:
-        name, value = stack.pop()
+        name, value, free = stack.pop()
         if isinstance(value, dict):
-            stack.extend(value.items())
+            inner = free or name in FREE_FORM_FIELDS
+            stack.extend((k, v, inner) for k, v in value.items())
         elif isinstance(value, list):
-            stack.extend((name, v) for v in value)
+            stack.extend((name, v, free) for v in value)
         elif isinstance(value, float):
             assert math.isfinite(value), (name, value)
-        if isinstance(value, int) and not isinstance(value, bool):
+        if isinstance(value, int) and not isinstance(value, bool) and not free:
             if name in TIME_FIELDS:
                 assert 0 <= value <= MAX_TIME_MS, (name, value)
             elif name in COUNT_FIELDS:
