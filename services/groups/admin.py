@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from faststream.kafka import KafkaBroker
+from faststream.kafka import KafkaRouter
 from faststream.kafka.annotations import KafkaMessage
 from pydantic import ValidationError
 
@@ -41,7 +41,8 @@ from schemas.scope import Scope, first_error
 from services.groups import evals
 from services.groups.archive_pins import sync_archive
 from services.runtime import Runtime
-from services.stream.consumers import EXPIRED, expired, replier
+from services.stream.consumers import EXPIRED, GroupRouter, expired
+from services.stream.metrics import Metrics
 
 GROUP = "admin"
 log = logging.getLogger(__name__)
@@ -245,8 +246,10 @@ OPERATIONS: dict[str, Callable[[Runtime, AdminRequest], Awaitable[Result]]] = {
 """Every `AdminOp`, bound to the engine call that answers it."""
 
 
-def register(broker: KafkaBroker, rt: Runtime) -> None:
-    @replier(broker, rt, topics.ADMIN, GROUP)
+def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
+    group = GroupRouter(GROUP, rt, metrics)
+
+    @group.replier(topics.ADMIN)
     async def on_admin_request(message: KafkaMessage) -> AdminReply:
         if expired(message):
             return AdminReply(error=EXPIRED)
@@ -261,3 +264,5 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
             log.warning("admin request failed: %s", exc)
             return AdminReply(error=str(exc))
         return AdminReply(result=result)
+
+    return group.router

@@ -15,7 +15,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 
-from faststream.kafka import KafkaBroker
+from faststream.kafka import KafkaBroker, KafkaRouter
 
 from engine.errors import MemoryError_
 from engine.ports import Embedder
@@ -48,20 +48,21 @@ def _warnings_only(record: logging.LogRecord) -> bool:
     return record.levelno >= logging.WARNING
 
 
-GROUPS: dict[str, Callable[[KafkaBroker, Runtime], None]] = {
-    transcripts.GROUP: transcripts.register,
-    extraction.GROUP: extraction.register,
-    facts.GROUP: facts.register,
-    knowledge.GROUP: knowledge.register,
-    workflows.GROUP: workflows.register,
-    patterns.GROUP: patterns.register,
-    invalidation.GROUP: invalidation.register,
-    search.GROUP: search.register,
-    jobs.GROUP: jobs.register,
-    items.GROUP: items.register,
-    admin.GROUP: admin.register,
+GROUPS: dict[str, Callable[[Runtime, Metrics | None], KafkaRouter]] = {
+    transcripts.GROUP: transcripts.router,
+    extraction.GROUP: extraction.router,
+    facts.GROUP: facts.router,
+    knowledge.GROUP: knowledge.router,
+    workflows.GROUP: workflows.router,
+    patterns.GROUP: patterns.router,
+    invalidation.GROUP: invalidation.router,
+    search.GROUP: search.router,
+    jobs.GROUP: jobs.router,
+    items.GROUP: items.router,
+    admin.GROUP: admin.router,
 }
-"""Every consumer group, by name (`mnemostream run <name>`)."""
+"""Every consumer group, by name (`mnemostream run <name>`): the function that builds its
+router from the runtime and the process's metrics (None: uninstrumented)."""
 
 NEEDS: dict[str, frozenset[Part]] = {
     transcripts.GROUP: frozenset({"embedder"}),
@@ -86,10 +87,13 @@ def needs_of(groups: Sequence[str]) -> frozenset[Part]:
     return frozenset().union(*(NEEDS[group] for group in groups))
 
 
-def register_groups(broker: KafkaBroker, rt: Runtime, groups: Sequence[str]) -> None:
-    """Register the named groups' subscribers on `broker` (a real or a test broker)."""
+def register_groups(
+    broker: KafkaBroker, rt: Runtime, groups: Sequence[str], metrics: Metrics | None = None
+) -> None:
+    """Include the named groups' routers in `broker` (a real or a test broker), before it
+    starts; their handlers count into `metrics`, if given."""
     for group in resolve_groups(groups):
-        GROUPS[group](broker, rt)
+        broker.include_router(GROUPS[group](rt, metrics))
 
 
 def resolve_groups(names: Sequence[str]) -> list[str]:
@@ -145,8 +149,7 @@ async def running_groups(
             client_id=f"mnemostream-{'-'.join(groups)}",
             middlewares=[metrics.middleware],
         )
-        metrics.attach(broker)
-        register_groups(broker, rt, groups)
+        register_groups(broker, rt, groups, metrics)
         readiness.watch(broker.subscribers)
         if not broker_logs:
             # FastStream keeps one shared access logger per broker kind and resets its level

@@ -7,25 +7,24 @@ silently); the stored result is the published event, so replays do not re-run th
 
 from __future__ import annotations
 
-from faststream.kafka import KafkaBroker
+from faststream.kafka import KafkaRouter
 
 from engine.ingest.extraction.turns import extract_turn
 from schemas import topics
 from schemas.events import TurnRecorded
 from services.runtime import Runtime
-from services.stream.consumers import on_event
-from services.stream.metrics import extraction_timer, metrics_of
+from services.stream.consumers import GroupRouter
+from services.stream.metrics import Metrics, extraction_timer
 
 GROUP = "extraction"
 
 
-def register(broker: KafkaBroker, rt: Runtime) -> None:
-    facts = broker.publisher(topics.FACTS)
+def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
+    group = GroupRouter(GROUP, rt, metrics)
+    facts = group.router.publisher(topics.FACTS)
     extractor = rt.extractor
     if extractor is None:
-        return
-
-    metrics = metrics_of(broker)
+        return group.router
 
     async def extract(event: TurnRecorded) -> None:
         with extraction_timer(metrics, rt.settings.extraction.extractor):
@@ -34,4 +33,5 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
             key = f"{event.scope.agent_wallet}|{event.scope.user_address or ''}"
             await facts.publish(found, key=key.encode())
 
-    on_event(broker, rt, topics.TURNS, GROUP, TurnRecorded, extract, name="on_turn_extract")
+    group.on_event(topics.TURNS, TurnRecorded, extract, name="on_turn_extract")
+    return group.router

@@ -4,36 +4,31 @@ one deduplicated fact), then announces `MemoryChanged`."""
 
 from __future__ import annotations
 
-from faststream.kafka import KafkaBroker
+from faststream.kafka import KafkaRouter
 
 from schemas import topics
 from schemas.events import FactsExtracted, MemoryRemembered
 from services.runtime import Runtime
-from services.stream.consumers import ChangeAnnouncer, on_event
+from services.stream.consumers import GroupRouter
+from services.stream.metrics import Metrics
 
 GROUP = "facts"
 
 
-def register(broker: KafkaBroker, rt: Runtime) -> None:
-    changes = ChangeAnnouncer(broker, GROUP)
+def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
+    group = GroupRouter(GROUP, rt, metrics)
 
     async def remember(event: MemoryRemembered) -> None:
         await rt.rememberer.remember(event)
-        await changes.announce(event, event.scope, ["graph", "vectors"])
+        await group.changes.announce(event, event.scope, ["graph", "vectors"])
 
-    on_event(
-        broker,
-        rt,
-        topics.REMEMBER,
-        GROUP,
-        MemoryRemembered,
-        remember,
-        name="on_memory_remembered",
-        part="remember",
+    group.on_event(
+        topics.REMEMBER, MemoryRemembered, remember, name="on_memory_remembered", part="remember"
     )
 
     async def store(event: FactsExtracted) -> None:
         await rt.facts.store(event)
-        await changes.announce(event, event.scope, ["graph", "vectors"])
+        await group.changes.announce(event, event.scope, ["graph", "vectors"])
 
-    on_event(broker, rt, topics.FACTS, GROUP, FactsExtracted, store, name="on_facts_extracted")
+    group.on_event(topics.FACTS, FactsExtracted, store, name="on_facts_extracted")
+    return group.router

@@ -8,7 +8,7 @@ import logging
 import time
 from typing import Any
 
-from faststream.kafka import KafkaBroker
+from faststream.kafka import KafkaRouter
 from faststream.kafka.annotations import KafkaMessage
 from pydantic import ValidationError
 
@@ -29,7 +29,8 @@ from schemas.requests import ItemReply, ItemRequest
 from schemas.scope import first_error
 from services.groups import sessions
 from services.runtime import Runtime
-from services.stream.consumers import EXPIRED, ChangeAnnouncer, expired, replier
+from services.stream.consumers import EXPIRED, GroupRouter, expired
+from services.stream.metrics import Metrics
 
 GROUP = "items"
 log = logging.getLogger(__name__)
@@ -95,11 +96,11 @@ async def handle(rt: Runtime, request: ItemRequest) -> list[MemoryRow]:
     )
 
 
-def register(broker: KafkaBroker, rt: Runtime) -> None:
-    changes = ChangeAnnouncer(broker, GROUP)
-    sessions.register(broker, rt, GROUP)
+def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
+    group = GroupRouter(GROUP, rt, metrics)
+    sessions.wire(group)
 
-    @replier(broker, rt, topics.ITEMS, GROUP)
+    @group.replier(topics.ITEMS)
     async def on_item_request(message: KafkaMessage) -> ItemReply:
         if expired(message):
             return ItemReply(error=EXPIRED)
@@ -114,5 +115,7 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
             return ItemReply(error=str(exc))
         if request.op not in ("get", "list"):
             for row in rows:
-                await changes.announce_at(changed_scope(row), changed_layers([row]))
+                await group.changes.announce_at(changed_scope(row), changed_layers([row]))
         return ItemReply(items=[_public(r) for r in rows])
+
+    return group.router

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from faststream.kafka import KafkaBroker
+from faststream.kafka import KafkaRouter
 
 from engine.errors import InputRejected
 from engine.ingest.patterns import executions_from_transcript
@@ -40,7 +40,8 @@ from schemas.jobs import (
 from schemas.scope import Scope, ScopeError
 from services.groups.archive_pins import pin_if_unpinned
 from services.runtime import Runtime
-from services.stream.consumers import on_event
+from services.stream.consumers import GroupRouter
+from services.stream.metrics import Metrics
 
 GROUP = "jobs"
 DEFAULT_BATCH = 500
@@ -140,7 +141,8 @@ def job_functions(rt: Runtime) -> dict[str, JobFunction]:
     }
 
 
-def register(broker: KafkaBroker, rt: Runtime) -> None:
+def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
+    group = GroupRouter(GROUP, rt, metrics)
     functions = job_functions(rt)
 
     async def run(event: JobRequested) -> None:
@@ -156,7 +158,8 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
             backoff_seconds=rt.settings.retry_backoff_ms / 1000,
         )
 
-    on_event(broker, rt, topics.JOBS, GROUP, JobRequested, run, name="on_job_requested")
+    group.on_event(topics.JOBS, JobRequested, run, name="on_job_requested")
+    return group.router
 
 
 def _archive_job(

@@ -7,20 +7,21 @@ hold up a tenant's facts, and the two scale on their own."""
 
 from __future__ import annotations
 
-from faststream.kafka import KafkaBroker
+from faststream.kafka import KafkaRouter
 
 from engine.ingest.knowledge import index_document, rows_scope
 from schemas import topics
 from schemas.events import KnowledgeSubmitted
 from schemas.ids import to_ms
 from services.runtime import Runtime
-from services.stream.consumers import ChangeAnnouncer, on_event
+from services.stream.consumers import GroupRouter
+from services.stream.metrics import Metrics
 
 GROUP = "knowledge"
 
 
-def register(broker: KafkaBroker, rt: Runtime) -> None:
-    changes = ChangeAnnouncer(broker, GROUP)
+def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
+    group = GroupRouter(GROUP, rt, metrics)
 
     async def index(event: KnowledgeSubmitted) -> None:
         await index_document(
@@ -34,14 +35,7 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
             at=to_ms(event.occurred_at),
             metadata=event.metadata,
         )
-        await changes.announce(event, event.scope.tenant(), ["vectors"])
+        await group.changes.announce(event, event.scope.tenant(), ["vectors"])
 
-    on_event(
-        broker,
-        rt,
-        topics.KNOWLEDGE,
-        GROUP,
-        KnowledgeSubmitted,
-        index,
-        name="on_knowledge_submitted",
-    )
+    group.on_event(topics.KNOWLEDGE, KnowledgeSubmitted, index, name="on_knowledge_submitted")
+    return group.router

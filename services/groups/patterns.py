@@ -4,19 +4,20 @@ status) → `MemoryChanged` for the patterns layer. Incremental: no nightly scan
 
 from __future__ import annotations
 
-from faststream.kafka import KafkaBroker
+from faststream.kafka import KafkaRouter
 
 from engine.ingest.patterns import observe, steps_text
 from schemas import topics
 from schemas.events import TurnRecorded
 from services.runtime import Runtime
-from services.stream.consumers import ChangeAnnouncer, on_event
+from services.stream.consumers import GroupRouter
+from services.stream.metrics import Metrics
 
 GROUP = "patterns"
 
 
-def register(broker: KafkaBroker, rt: Runtime) -> None:
-    changes = ChangeAnnouncer(broker, GROUP)
+def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
+    group = GroupRouter(GROUP, rt, metrics)
 
     async def count(event: TurnRecorded) -> None:
         run = observe(event)
@@ -29,6 +30,7 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
         [vector] = await rt.embedder.embed([steps_text(run.seed.steps)], "document")
         await rt.patterns.set_embedding(run.seed.pattern_id, vector, rt.embedder.model)
         if counted:
-            await changes.announce(event, event.scope.tenant(), ["patterns"])
+            await group.changes.announce(event, event.scope.tenant(), ["patterns"])
 
-    on_event(broker, rt, topics.TURNS, GROUP, TurnRecorded, count, name="on_turn_patterns")
+    group.on_event(topics.TURNS, TurnRecorded, count, name="on_turn_patterns")
+    return group.router

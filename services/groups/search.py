@@ -10,7 +10,7 @@ import logging
 import time
 from typing import TypeVar
 
-from faststream.kafka import KafkaBroker
+from faststream.kafka import KafkaRouter
 from faststream.kafka.annotations import KafkaMessage
 from pydantic import ValidationError
 
@@ -28,16 +28,16 @@ from schemas.requests import (
 )
 from schemas.scope import first_error
 from services.runtime import Runtime
-from services.stream.consumers import EXPIRED, expired, replier
-from services.stream.metrics import metrics_of
+from services.stream.consumers import EXPIRED, GroupRouter, expired
+from services.stream.metrics import Metrics
 
 GROUP = "search"
 R = TypeVar("R", ContextReply, LayerSearchReply)
 log = logging.getLogger(__name__)
 
 
-def register(broker: KafkaBroker, rt: Runtime) -> None:
-    metrics = metrics_of(broker)
+def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
+    group = GroupRouter(GROUP, rt, metrics)
 
     def counted(request: str, reply: R) -> R:
         if metrics is not None and reply.error is None:
@@ -46,7 +46,7 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
 
     workers = rt.settings.search.workers
 
-    @replier(broker, rt, topics.SEARCH, GROUP, workers=workers)
+    @group.replier(topics.SEARCH, workers=workers)
     async def on_context_request(message: KafkaMessage) -> ContextReply:
         if expired(message):
             return ContextReply(error=EXPIRED)
@@ -60,7 +60,7 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
             log.warning("context request failed: %s", exc)
             return ContextReply(error=str(exc))
 
-    @replier(broker, rt, topics.LAYER_SEARCH, GROUP, part="layers", workers=workers)
+    @group.replier(topics.LAYER_SEARCH, part="layers", workers=workers)
     async def on_layer_search(message: KafkaMessage) -> LayerSearchReply:
         if expired(message):
             return LayerSearchReply(error=EXPIRED)
@@ -74,14 +74,15 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
             log.warning("layer search failed: %s", exc)
             return LayerSearchReply(error=str(exc))
 
-    register_rerank(broker, rt)
+    wire_rerank(group)
+    return group.router
 
 
-def register_rerank(broker: KafkaBroker, rt: Runtime) -> None:
+def wire_rerank(group: GroupRouter) -> None:
     """`RerankRequest` on `memory.rerank.v1` (Kafka group id `<prefix>.search.rerank`)."""
-    workers = rt.settings.search.workers
+    rt = group.rt
 
-    @replier(broker, rt, topics.RERANK, GROUP, part="rerank", workers=workers)
+    @group.replier(topics.RERANK, part="rerank", workers=rt.settings.search.workers)
     async def on_rerank(message: KafkaMessage) -> RerankReply:
         if expired(message):
             return RerankReply(error=EXPIRED)

@@ -2,14 +2,13 @@
 (read, edit or compress one session within the request's explicit scope), answered with
 `SessionReply`; an edit of what the working layer reads announces `MemoryChanged` for the
 working layer of the session's thread, a compression that stored its summary row for the
-vectors layer of the session's scope. Registered by `services.groups.items` (its own Kafka group
-id, `<prefix>.items.sessions`)."""
+vectors layer of the session's scope. Wired into the items group's router
+(`services.groups.items`) with its own Kafka group id, `<prefix>.items.sessions`."""
 
 from __future__ import annotations
 
 import time
 
-from faststream.kafka import KafkaBroker
 from faststream.kafka.annotations import KafkaMessage
 from pydantic import ValidationError
 
@@ -28,7 +27,7 @@ from schemas import topics
 from schemas.requests import SessionReply, SessionRequest
 from schemas.scope import first_error
 from services.runtime import Runtime
-from services.stream.consumers import EXPIRED, ChangeAnnouncer, expired, replier
+from services.stream.consumers import EXPIRED, GroupRouter, expired
 
 PART = "sessions"
 
@@ -77,10 +76,11 @@ def compressed_reply(done: Compressed) -> SessionReply:
     )
 
 
-def register(broker: KafkaBroker, rt: Runtime, group: str) -> None:
-    changes = ChangeAnnouncer(broker, group)
+def wire(group: GroupRouter) -> None:
+    """Register the session request handler on the items group's router."""
+    rt, changes = group.rt, group.changes
 
-    @replier(broker, rt, topics.SESSIONS, group, part=PART)
+    @group.replier(topics.SESSIONS, part=PART)
     async def on_session_request(message: KafkaMessage) -> SessionReply:
         if expired(message):
             return SessionReply(error=EXPIRED)

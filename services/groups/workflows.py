@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from faststream.kafka import KafkaBroker
+from faststream.kafka import KafkaRouter
 from faststream.kafka.annotations import KafkaMessage
 from pydantic import ValidationError
 
@@ -20,14 +20,15 @@ from schemas.ids import to_ms
 from schemas.requests import ReliabilityReply, ReliabilityRequest
 from schemas.scope import Scope, first_error
 from services.runtime import Runtime
-from services.stream.consumers import EXPIRED, ChangeAnnouncer, expired, on_event, replier
+from services.stream.consumers import EXPIRED, GroupRouter, expired
+from services.stream.metrics import Metrics
 
 GROUP = "workflows"
 log = logging.getLogger(__name__)
 
 
-def register(broker: KafkaBroker, rt: Runtime) -> None:
-    changes = ChangeAnnouncer(broker, GROUP)
+def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
+    group = GroupRouter(GROUP, rt, metrics)
 
     async def record(event: WorkflowCheckpointRecorded) -> None:
         checkpoint = checkpoint_of(event)
@@ -40,19 +41,13 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
                 "threadId": checkpoint.run_id,
             }
         )
-        await changes.announce(event, written, ["vectors"])
+        await group.changes.announce(event, written, ["vectors"])
 
-    on_event(
-        broker,
-        rt,
-        topics.WORKFLOWS,
-        GROUP,
-        WorkflowCheckpointRecorded,
-        record,
-        name="on_workflow_checkpoint_recorded",
+    group.on_event(
+        topics.WORKFLOWS, WorkflowCheckpointRecorded, record, name="on_workflow_checkpoint_recorded"
     )
 
-    @replier(broker, rt, topics.RELIABILITY, GROUP, part="reliability")
+    @group.replier(topics.RELIABILITY, part="reliability")
     async def on_reliability_request(message: KafkaMessage) -> ReliabilityReply:
         if expired(message):
             return ReliabilityReply(error=EXPIRED)
@@ -71,3 +66,5 @@ def register(broker: KafkaBroker, rt: Runtime) -> None:
             success_rate=result.success_rate,
             avg_quality=result.avg_quality,
         )
+
+    return group.router

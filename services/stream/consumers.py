@@ -1,6 +1,8 @@
-"""Kafka subscribers with the options every group shares (docs/operations.md#local-servers quirks),
-the DLQ-guarded
-event handler and the `MemoryChanged` announcer."""
+"""One consumer group's wiring: `GroupRouter` holds the group's FastStream `KafkaRouter` and
+registers on it subscribers with the options every group shares (docs/operations.md#local-servers
+quirks), the DLQ-guarded event handler, request-reply handlers and the `MemoryChanged`
+announcer. The composition root includes the router in its broker
+(`services.groups.app.register_groups`)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from aiokafka import ConsumerRecord
-from faststream.kafka import KafkaBroker
+from faststream.kafka import KafkaRouter
 from faststream.kafka.annotations import KafkaMessage
 from faststream.kafka.message import KafkaMessage as Record
 from faststream.middlewares import AckPolicy
@@ -20,50 +22,13 @@ from schemas.events import Event, MemoryChanged
 from schemas.scope import Scope
 from services.runtime import Runtime
 from services.stream.dlq import consume
-from services.stream.metrics import metrics_of
+from services.stream.metrics import Metrics
 
 E = TypeVar("E", bound=BaseModel)
 
 if TYPE_CHECKING:
+    from faststream.kafka.publisher.usecase import DefaultPublisher
     from faststream.kafka.subscriber.usecase import DefaultSubscriber
-
-
-def subscriber(
-    broker: KafkaBroker,
-    rt: Runtime,
-    topic: str,
-    group: str,
-    *,
-    interactive: bool = False,
-    part: str | None = None,
-    ack_policy: AckPolicy = AckPolicy.ACK,
-    workers: int = 1,
-) -> DefaultSubscriber:
-    """A durable group reading from `earliest` (the local broker's "latest" is wrong) that
-    commits after the handler returns (at-least-once). Interactive (request/reply and cache
-    invalidation) groups fetch with a short wait: a waiting fetch wakes after about half of
-    `fetch_max_wait_ms`.
-
-    `workers > 1` handles that many messages at once, acknowledging each when it is taken
-    (at-most-once): only for request-reply, where a request lost in a crash times out at its
-    client and nothing is written.
-
-    A group that reads several topics gives each extra topic its own Kafka group id
-    (`<group>.<part>`): members of one Kafka group with different subscriptions were left
-    unassigned by the local broker, and separate ids keep each topic's progress visible."""
-    kafka = rt.settings.kafka
-    return broker.subscriber(
-        topic,
-        group_id=rt.group_id(f"{group}.{part}" if part else group),
-        auto_offset_reset="earliest",
-        session_timeout_ms=kafka.session_timeout_ms,
-        heartbeat_interval_ms=kafka.heartbeat_interval_ms,
-        fetch_max_wait_ms=kafka.reply_fetch_wait_ms if interactive else kafka.fetch_wait_ms,
-        ack_policy=AckPolicy.ACK_FIRST if workers > 1 else ack_policy,
-        max_workers=workers,
-        parser=safe_headers,
-        decoder=raw_body,
-    )
 
 
 class Reply(Protocol):
@@ -76,36 +41,145 @@ class Reply(Protocol):
 Answer = Callable[[KafkaMessage], Awaitable[Reply]]
 
 
-def replier(
-    broker: KafkaBroker,
-    rt: Runtime,
-    topic: str,
-    group: str,
-    *,
-    part: str | None = None,
-    workers: int = 1,
-) -> Callable[[Answer], object]:
-    """Registers a request-reply handler (an interactive `subscriber`). FastStream publishes
-    its reply to the request's `reply_to` topic; a request without one is answered to nobody
-    and dropped. Replies with `error` set (an undecodable or invalid request, a failed
-    operation) are counted in `mnemostream_request_errors_total`, by whether they had an
-    address to go to."""
-    metrics = metrics_of(broker)
-    register = subscriber(broker, rt, topic, group, interactive=True, part=part, workers=workers)
-    group_id = rt.group_id(f"{group}.{part}" if part else group)
+class GroupRouter:
+    """The `KafkaRouter` of the consumer group `name` (`router`), and what its handlers share:
+    the runtime, the process's metrics (None: uninstrumented, as on the in-memory test broker)
+    and one publisher each for dead letters and `MemoryChanged`, made on the router when first
+    used.
 
-    def decorate(handler: Answer) -> object:
-        async def answer(message: KafkaMessage) -> Any:
-            reply = await handler(message)
-            if reply.error is not None and metrics is not None:
-                metrics.request_error(group_id, topic, replied=bool(message.reply_to))
-            return reply
+    Subscribers and publishers are made on the router before any broker exists; once a broker
+    includes it (`broker.include_router`), FastStream 0.7 composes the router's configuration
+    with the broker's: they start with the broker, run its middlewares and publish through its
+    producer (a test broker's too)."""
 
-        answer.__name__ = answer.__qualname__ = handler.__name__
-        answer.__doc__ = handler.__doc__
-        return register(answer)
+    def __init__(self, name: str, rt: Runtime, metrics: Metrics | None) -> None:
+        self.name = name
+        self.rt = rt
+        self.metrics = metrics
+        self.router = KafkaRouter()
+        self._dead_letters: DefaultPublisher | None = None
+        self._changes: ChangeAnnouncer | None = None
 
-    return decorate
+    def group_id(self, part: str | None = None) -> str:
+        """The Kafka group id of the group (or of its `part`, `<group>.<part>`)."""
+        return self.rt.group_id(f"{self.name}.{part}" if part else self.name)
+
+    @property
+    def changes(self) -> ChangeAnnouncer:
+        """The group's `MemoryChanged` announcer (producer: the group's name)."""
+        if self._changes is None:
+            self._changes = ChangeAnnouncer(self.router.publisher(topics.CHANGED), self.name)
+        return self._changes
+
+    @property
+    def dead_letters(self) -> DefaultPublisher:
+        """The group's publisher to the dead-letter topic."""
+        if self._dead_letters is None:
+            self._dead_letters = self.router.publisher(topics.DLQ)
+        return self._dead_letters
+
+    def subscriber(
+        self,
+        topic: str,
+        *,
+        interactive: bool = False,
+        part: str | None = None,
+        ack_policy: AckPolicy = AckPolicy.ACK,
+        workers: int = 1,
+    ) -> DefaultSubscriber:
+        """A durable group reading from `earliest` (the local broker's "latest" is wrong) that
+        commits after the handler returns (at-least-once). Interactive (request/reply and cache
+        invalidation) groups fetch with a short wait: a waiting fetch wakes after about half of
+        `fetch_max_wait_ms`.
+
+        `workers > 1` handles that many messages at once, acknowledging each when it is taken
+        (at-most-once): only for request-reply, where a request lost in a crash times out at
+        its client and nothing is written.
+
+        A group that reads several topics gives each extra topic its own Kafka group id
+        (`<group>.<part>`): members of one Kafka group with different subscriptions were left
+        unassigned by the local broker, and separate ids keep each topic's progress visible."""
+        kafka = self.rt.settings.kafka
+        return self.router.subscriber(
+            topic,
+            group_id=self.group_id(part),
+            auto_offset_reset="earliest",
+            session_timeout_ms=kafka.session_timeout_ms,
+            heartbeat_interval_ms=kafka.heartbeat_interval_ms,
+            fetch_max_wait_ms=kafka.reply_fetch_wait_ms if interactive else kafka.fetch_wait_ms,
+            ack_policy=AckPolicy.ACK_FIRST if workers > 1 else ack_policy,
+            max_workers=workers,
+            parser=safe_headers,
+            decoder=raw_body,
+        )
+
+    def replier(
+        self, topic: str, *, part: str | None = None, workers: int = 1
+    ) -> Callable[[Answer], object]:
+        """Registers a request-reply handler (an interactive `subscriber`). FastStream
+        publishes its reply to the request's `reply_to` topic; a request without one is
+        answered to nobody and dropped. Replies with `error` set (an undecodable or invalid
+        request, a failed operation) are counted in `mnemostream_request_errors_total`, by
+        whether they had an address to go to."""
+        metrics = self.metrics
+        register = self.subscriber(topic, interactive=True, part=part, workers=workers)
+        group_id = self.group_id(part)
+
+        def decorate(handler: Answer) -> object:
+            async def answer(message: KafkaMessage) -> Any:
+                reply = await handler(message)
+                if reply.error is not None and metrics is not None:
+                    metrics.request_error(group_id, topic, replied=bool(message.reply_to))
+                return reply
+
+            answer.__name__ = answer.__qualname__ = handler.__name__
+            answer.__doc__ = handler.__doc__
+            return register(answer)
+
+        return decorate
+
+    def on_event(
+        self,
+        topic: str,
+        contract: type[E],
+        work: Callable[[E], Awaitable[Any]],
+        *,
+        name: str,
+        interactive: bool = False,
+        part: str | None = None,
+    ) -> None:
+        """Register `work` for every `contract` event on `topic`, behind the DLQ guard
+        (bounded retries, then the dead-letter topic). `name` names the handler in logs and
+        AsyncAPI. Outcomes are counted in the group's metrics, if any."""
+        rt, metrics, dead_letters = self.rt, self.metrics, self.dead_letters
+        group_id = self.group_id(part)
+        only = frozenset(rt.settings.only_agents)
+
+        async def chosen(event: E) -> Any:
+            scope = getattr(event, "scope", None)
+            if only and (scope is None or scope.agent_wallet not in only):
+                return None  # another tenant's event: acknowledged, not processed
+            return await work(event)
+
+        async def handler(message: KafkaMessage) -> None:
+            await consume(
+                dead_letters,
+                message,
+                group=group_id,
+                contract=contract,
+                work=chosen,
+                attempts=rt.settings.max_attempts,
+                backoff_ms=rt.settings.retry_backoff_ms,
+                metrics=metrics,
+                outage_seconds=rt.settings.outage_wait_seconds,
+            )
+
+        handler.__name__ = handler.__qualname__ = name
+        # only a store outage escapes `consume` (every other failure ends processed or
+        # dead-lettered): the offset is then not committed and the message is read again
+        self.subscriber(
+            topic, interactive=interactive, part=part, ack_policy=AckPolicy.NACK_ON_ERROR
+        )(handler)
 
 
 Parse = Callable[[ConsumerRecord[Any, Any]], Awaitable[Record]]
@@ -133,58 +207,6 @@ async def raw_body(message: Record) -> bytes:
     return message.body
 
 
-def on_event(
-    broker: KafkaBroker,
-    rt: Runtime,
-    topic: str,
-    group: str,
-    contract: type[E],
-    work: Callable[[E], Awaitable[Any]],
-    *,
-    name: str,
-    interactive: bool = False,
-    part: str | None = None,
-) -> None:
-    """Register `work` for every `contract` event on `topic`, behind the DLQ guard (bounded
-    retries, then the dead-letter topic). `name` names the handler in logs and AsyncAPI.
-    Outcomes are counted in the metrics attached to `broker`, if any."""
-
-    metrics = metrics_of(broker)
-    only = frozenset(rt.settings.only_agents)
-
-    async def chosen(event: E) -> Any:
-        scope = getattr(event, "scope", None)
-        if only and (scope is None or scope.agent_wallet not in only):
-            return None  # another tenant's event: acknowledged, not processed
-        return await work(event)
-
-    async def handler(message: KafkaMessage) -> None:
-        await consume(
-            broker,
-            message,
-            group=rt.group_id(f"{group}.{part}" if part else group),
-            contract=contract,
-            work=chosen,
-            attempts=rt.settings.max_attempts,
-            backoff_ms=rt.settings.retry_backoff_ms,
-            metrics=metrics,
-            outage_seconds=rt.settings.outage_wait_seconds,
-        )
-
-    handler.__name__ = handler.__qualname__ = name
-    # only a store outage escapes `consume` (every other failure ends processed or
-    # dead-lettered): the offset is then not committed and the message is read again
-    subscriber(
-        broker,
-        rt,
-        topic,
-        group,
-        interactive=interactive,
-        part=part,
-        ack_policy=AckPolicy.NACK_ON_ERROR,
-    )(handler)
-
-
 DEADLINE_HEADER = "deadline"
 """Request header: milliseconds since epoch after which the requester stopped waiting."""
 EXPIRED = "the request expired before it was served"
@@ -204,8 +226,9 @@ def expired(message: KafkaMessage) -> bool:
 class ChangeAnnouncer:
     """Publishes `MemoryChanged` after a writer's write is durable."""
 
-    def __init__(self, broker: KafkaBroker, producer: str) -> None:
-        self._publisher = broker.publisher(topics.CHANGED)
+    def __init__(self, publisher: DefaultPublisher, producer: str) -> None:
+        """`publisher` publishes to `topics.CHANGED`; `producer` names the writer."""
+        self._publisher = publisher
         self._producer = producer
 
     async def announce(self, cause: Event, scope: Scope, layers: list[str]) -> None:

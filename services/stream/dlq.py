@@ -16,10 +16,9 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiokafka import ConsumerRecord
-from faststream.kafka import KafkaBroker
 from faststream.kafka.message import KafkaMessage
 from pydantic import BaseModel, ValidationError
 from pymongo.errors import ConnectionFailure
@@ -27,10 +26,12 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from engine.errors import InputRejected
-from schemas import topics
 from schemas.limits import MAX_MESSAGE_BYTES
 from schemas.scope import first_error
 from services.stream.metrics import EventProbe, Metrics
+
+if TYPE_CHECKING:
+    from faststream.kafka.publisher.usecase import DefaultPublisher
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +94,7 @@ def redrive_command(group: str, topic: str, partition: int, offset: int) -> str:
 
 
 async def consume(
-    broker: KafkaBroker,
+    dead_letters: DefaultPublisher,
     message: KafkaMessage,
     *,
     group: str,
@@ -104,7 +105,8 @@ async def consume(
     metrics: Metrics | None = None,
     outage_seconds: float = 120.0,
 ) -> bool:
-    """Decode and process one message; True if processed, False if dead-lettered. With
+    """Decode and process one message; True if processed, False if dead-lettered (through
+    `dead_letters`, a publisher to `topics.DLQ`, keyed like the failed record). With
     `metrics`, counts the outcome, each failed attempt and retry, and the handling time.
 
     A failure because a store is unreachable (`is_outage`) is not the message's fault: it is
@@ -116,15 +118,17 @@ async def consume(
     probe = EventProbe(metrics, group, _record(message).topic)
     rejected = undecodable(message.body, tombstone=_record(message).value is None)
     if rejected is not None:
-        await _dead_letter(broker, message, group, rejected[1], rejected[0], 0, probe)
+        await _dead_letter(dead_letters, message, group, rejected[1], rejected[0], 0, probe)
         return False
     try:
         event = contract.model_validate_json(message.body)
     except ValidationError as exc:
-        await _dead_letter(broker, message, group, first_error(exc), "ValidationError", 0, probe)
+        await _dead_letter(
+            dead_letters, message, group, first_error(exc), "ValidationError", 0, probe
+        )
         return False
     except (ValueError, RecursionError) as exc:  # a validator that failed its own way
-        await _dead_letter(broker, message, group, str(exc), type(exc).__name__, 0, probe)
+        await _dead_letter(dead_letters, message, group, str(exc), type(exc).__name__, 0, probe)
         return False
     attempt, outage = 0, Outage(backoff_ms / 1000, outage_seconds)
     while True:
@@ -134,7 +138,7 @@ async def consume(
             return True
         except InputRejected as exc:
             kind = type(exc).__name__
-            await _dead_letter(broker, message, group, str(exc), kind, attempt + 1, probe)
+            await _dead_letter(dead_letters, message, group, str(exc), kind, attempt + 1, probe)
             return False
         except Exception as exc:
             kind = type(exc).__name__
@@ -145,7 +149,7 @@ async def consume(
             attempt += 1
             if attempt >= attempts:
                 log.exception("giving up after %d attempts", attempt, extra={"group": group})
-                await _dead_letter(broker, message, group, str(exc), kind, attempt, probe)
+                await _dead_letter(dead_letters, message, group, str(exc), kind, attempt, probe)
                 return False
             probe.retrying(kind)
             delay = backoff_ms * 2 ** (attempt - 1) / 1000
@@ -210,7 +214,7 @@ def undecodable(body: bytes, *, tombstone: bool) -> tuple[str, str] | None:
 
 
 async def _dead_letter(
-    broker: KafkaBroker,
+    dead_letters: DefaultPublisher,
     message: KafkaMessage,
     group: str,
     error: str,
@@ -233,7 +237,7 @@ async def _dead_letter(
         attempts=attempts,
     )
     log.error("dead-lettered %s[%d]@%d: %s", record.topic, record.partition, record.offset, error)
-    await broker.publish(letter, topics.DLQ, key=record.key)
+    await dead_letters.publish(letter, key=record.key)
     probe.dead_lettered(kind)
 
 

@@ -2,8 +2,8 @@
 
 The registry is built with `Metrics()` in the composition root
 (`services.groups.app.running_groups`),
-never at import, so two apps in one process (tests) never share a counter. Handlers reach the
-object through the broker it is attached to (`metrics_of(broker)`); code without one (the
+never at import, so two apps in one process (tests) never share a counter. Each group's router
+is built with it (`services.stream.consumers.GroupRouter`); a router built without one (the
 in-memory test broker) runs uninstrumented.
 
 Ours (every `group` label is the Kafka consumer group id, e.g. `mnemostream.transcripts`):
@@ -43,7 +43,6 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer
 from aiokafka.errors import KafkaError
-from faststream.kafka import KafkaBroker
 from faststream.kafka.prometheus import KafkaPrometheusMiddleware
 from faststream.kafka.subscriber.usecase import LogicSubscriber
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -54,7 +53,6 @@ from services.stream.stalls import StallWatch
 
 log = logging.getLogger(__name__)
 
-_CONTEXT_KEY = "mnemostream.metrics"
 APP_NAME = "mnemostream"
 
 
@@ -135,10 +133,6 @@ class Metrics:
             registry=r,
         )
 
-    def attach(self, broker: KafkaBroker) -> None:
-        """Make these metrics reachable from `broker` (see `metrics_of`)."""
-        broker.context.set_global(_CONTEXT_KEY, self)
-
     def cache_lookup(self, request: str, *, hit: bool) -> None:
         """Count one answered `request` ("context" or "layers") as a cache hit or miss."""
         self.cache_requests.labels(request=request, result="hit" if hit else "miss").inc()
@@ -156,12 +150,6 @@ class Metrics:
         """Set the stalled gauge (1 or 0) of every `(topic, partition)` of `group`."""
         for (topic, partition), value in stalled.items():
             self.stalled.labels(group=group, topic=topic, partition=str(partition)).set(value)
-
-
-def metrics_of(broker: KafkaBroker) -> Metrics | None:
-    """The metrics attached to `broker`, if any."""
-    found = broker.context.get(_CONTEXT_KEY)
-    return found if isinstance(found, Metrics) else None
 
 
 def extraction_timer(metrics: Metrics | None, extractor: str) -> AbstractContextManager[Any]:

@@ -24,6 +24,7 @@ SOURCE = "test.source.v1"
 def make_app(failures: list[BaseException]) -> tuple[KafkaBroker, list[Any], list[DeadLetter]]:
     """A broker whose handler raises the queued failures in order, then succeeds."""
     broker = KafkaBroker()
+    dead_letters = broker.publisher(topics.DLQ)
     processed: list[Any] = []
     letters: list[DeadLetter] = []
 
@@ -35,7 +36,7 @@ def make_app(failures: list[BaseException]) -> tuple[KafkaBroker, list[Any], lis
     @broker.subscriber(SOURCE, group_id="g")
     async def handle(message: KafkaMessage) -> None:
         await consume(
-            broker,
+            dead_letters,
             message,
             group="test.group",
             contract=MemoryChanged,
@@ -139,13 +140,14 @@ async def test_an_outage_longer_than_the_wait_hands_the_message_back() -> None:
         raise outage(0)
 
     broker = KafkaBroker()
+    dead_letters = broker.publisher(topics.DLQ)
     raised: list[BaseException] = []
 
     @broker.subscriber(SOURCE, group_id="g")
     async def handle(message: KafkaMessage) -> None:
         try:
             await consume(
-                broker,
+                dead_letters,
                 message,
                 group="test.group",
                 contract=MemoryChanged,

@@ -10,11 +10,12 @@ from faststream.kafka.annotations import KafkaMessage
 from prometheus_client.parser import text_string_to_metric_families
 
 from engine.errors import DependencyFailed, InputRejected
+from schemas import topics
 from schemas.events import MemoryChanged
 from schemas.scope import Scope
 from services.stream.dlq import consume
 from services.stream.health import Readiness, health_app, serving
-from services.stream.metrics import Consumed, Metrics, consumed_by, metrics_of
+from services.stream.metrics import Consumed, Metrics, consumed_by
 from tests.support.net import free_port
 
 SOURCE = "test.metrics.v1"
@@ -25,7 +26,7 @@ def make_app(failures: list[BaseException]) -> tuple[KafkaBroker, Metrics]:
     """A broker whose guarded handler raises the queued failures in order, then succeeds."""
     metrics = Metrics()
     broker = KafkaBroker(middlewares=[metrics.middleware])
-    metrics.attach(broker)
+    dead_letters = broker.publisher(topics.DLQ)
 
     async def work(event: MemoryChanged) -> None:
         if failures:
@@ -34,14 +35,14 @@ def make_app(failures: list[BaseException]) -> tuple[KafkaBroker, Metrics]:
     @broker.subscriber(SOURCE, group_id="g")
     async def handle(message: KafkaMessage) -> None:
         await consume(
-            broker,
+            dead_letters,
             message,
             group=GROUP,
             contract=MemoryChanged,
             work=work,
             attempts=3,
             backoff_ms=1,
-            metrics=metrics_of(broker),
+            metrics=metrics,
         )
 
     return broker, metrics
@@ -112,10 +113,6 @@ def test_consumed_groups_merge_subscribers_of_one_group_id() -> None:
         Consumed("g1", ("a", "b")),
         Consumed("g2", ("a",)),
     ]
-
-
-def test_metrics_of_a_broker_without_them_is_none() -> None:
-    assert metrics_of(KafkaBroker()) is None
 
 
 async def test_health_app_reports_what_is_missing_until_ready() -> None:

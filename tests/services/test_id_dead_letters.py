@@ -23,6 +23,7 @@ SOURCE = "test.ids.v1"
 
 def make_app(contract: type[BaseModel]) -> tuple[KafkaBroker, list[Any], list[DeadLetter]]:
     broker = KafkaBroker()
+    dead_letters = broker.publisher(topics.DLQ)
     processed: list[Any] = []
     letters: list[DeadLetter] = []
 
@@ -32,7 +33,7 @@ def make_app(contract: type[BaseModel]) -> tuple[KafkaBroker, list[Any], list[De
     @broker.subscriber(SOURCE, group_id="g")
     async def handle(message: KafkaMessage) -> None:
         await consume(
-            broker,
+            dead_letters,
             message,
             group="test.ids",
             contract=contract,
