@@ -1,6 +1,6 @@
 """The fast tier of the consumer groups: each group's handlers, registered exactly as
 `mnemostream run <group>` registers them, on FastStream's in-memory `TestKafkaBroker` and the
-in-memory runtime (`services.runtime_memory`). No server is started; a publish runs the
+in-memory runtime (`services.runtime.memory`). No server is started; a publish runs the
 handlers (and the handlers of what they publish) before it returns."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from schemas.events import MemoryChanged, Message, TurnRecorded
 from schemas.scope import Scope
 from services.groups.app import needs_of, register_groups, resolve_groups
 from services.runtime import Runtime
-from services.runtime_memory import memory_runtime
+from services.runtime.memory import memory_runtime
 from services.settings import Settings
 from services.stream.dlq import DeadLetter
 

@@ -10,7 +10,7 @@ from faststream.kafka import KafkaBroker, KafkaRouter, TestKafkaBroker
 
 from schemas import topics
 from services.groups.app import GROUPS, needs_of, register_groups
-from services.runtime_memory import memory_runtime
+from services.runtime.memory import memory_runtime
 from services.settings import Settings
 from services.stream.asyncapi import CHANNELS
 from services.stream.dlq import DeadLetter

@@ -22,7 +22,7 @@ from engine.records import MemoryRow, ScopeFields
 from engine.upkeep.archives import decrypt_payload, read_archive
 from engine.upkeep.jobs import run_job
 from services.endpoints import Endpoints
-from services.groups.jobs import job_functions
+from services.groups.jobs.functions import job_functions
 from services.runtime import Runtime, open_runtime
 from tests.support.http_server import Provider, Received, Reply, Responder
 from tests.support.settings import make_settings

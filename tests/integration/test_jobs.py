@@ -21,7 +21,7 @@ from schemas.bounds import ValueOutOfRange
 from schemas.events import JobRequested
 from schemas.scope import ScopeError
 from services.endpoints import Endpoints
-from services.groups.jobs import job_functions
+from services.groups.jobs.functions import job_functions
 from services.runtime import Runtime
 from services.sdk.client import MemoryClient
 from tests.support.jobs import run_and_wait

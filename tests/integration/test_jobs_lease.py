@@ -24,7 +24,7 @@ from schemas.bounds import ValueOutOfRange
 from schemas.events import JobRequested
 from schemas.ids import to_ms
 from services.endpoints import Endpoints
-from services.groups.jobs import job_functions
+from services.groups.jobs.functions import job_functions
 from services.ops.scheduler import tick
 from services.runtime import Runtime
 from services.sdk.client import MemoryClient

@@ -8,7 +8,7 @@ from typing import get_args
 from engine.upkeep.jobs import JobRecord
 from schemas.admin import ADMIN_RESULTS, JobRecordOut, result_of
 from schemas.requests import AdminOp, AdminReply
-from services.groups.admin import job_json
+from services.groups.admin.operations import job_json
 
 
 def test_every_admin_operation_has_a_result_model() -> None:

@@ -25,7 +25,7 @@ from schemas.jobs import (
     check_job_params,
 )
 from schemas.scope import ScopeError
-from services.groups.jobs import _checked
+from services.groups.jobs.functions import _checked
 
 DAY = 86_400_000
 AT = 1_780_000_000_000

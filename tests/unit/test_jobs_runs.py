@@ -19,7 +19,7 @@ from engine.upkeep.jobs import (
     run_job,
 )
 from schemas.jobs import CleanupParams
-from services.groups.jobs import typed
+from services.groups.jobs.functions import typed
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00Z
 

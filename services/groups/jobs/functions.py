@@ -1,13 +1,5 @@
-"""jobs group: `JobRequested` → run the maintenance job (bounded retries, a `memory_jobs`
-record that ends `completed` or `failed` with its error) → invalidate what it touched.
-
-A job's time is its request's `occurred_at` (the scheduler sets it to the fire time): windows
-that must come out the same when the job runs again (archives, pattern recounts) end there,
-not at the clock. Every job reads its parameters through its own schema (`schemas.jobs`, the
-one the gateway, the SDK and the CLI check before queueing, and the `JobRequested` contract
-checks on decode): a request that reaches a job function anyway with a parameter the job does
-not take, or one out of range, fails the job at once (`InputRejected`, no retry) with an error
-naming it, before any work (§16.18)."""
+"""The maintenance job functions (`job_functions`), each reading its parameters through its
+own schema (`schemas.jobs`); the jobs group (`services.groups.jobs`) runs them."""
 
 from __future__ import annotations
 
@@ -16,18 +8,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from faststream.kafka import KafkaRouter
-
 from engine.errors import InputRejected
 from engine.ingest.patterns import executions_from_transcript
 from engine.retrieval.search import invalidate
 from engine.scoping import GLOBAL_NAMESPACE, TenantFilter
 from engine.upkeep import maintenance
 from engine.upkeep.archives import build_archive, embed_archive, tenant_groups
-from engine.upkeep.jobs import JobFunction, run_job
-from schemas import topics
-from schemas.events import JobRequested
-from schemas.ids import to_ms
+from engine.upkeep.jobs import JobFunction
 from schemas.jobs import (
     ArchiveCreateParams,
     CleanupParams,
@@ -40,16 +27,13 @@ from schemas.jobs import (
 from schemas.scope import Scope, ScopeError
 from services.groups.archive_pins import pin_if_unpinned
 from services.runtime import Runtime
-from services.stream.consumers import GroupRouter
-from services.stream.metrics import Metrics
 
-GROUP = "jobs"
 DEFAULT_BATCH = 500
 """Rows written per bulk request when `batchSize` is not given."""
 P = TypeVar("P", bound=JobParams)
 
 
-def _now() -> int:
+def now_ms() -> int:
     return int(time.time() * 1000)
 
 
@@ -101,7 +85,7 @@ def job_functions(rt: Runtime) -> dict[str, JobFunction]:
             rt.memory,
             rt.maintenance,
             agents=agents,
-            now=_now(),
+            now=now_ms(),
             half_life_days=half_life,
             batch=batch,
         )
@@ -110,7 +94,7 @@ def job_functions(rt: Runtime) -> dict[str, JobFunction]:
 
     async def cleanup(params: CleanupParams, at: int) -> dict[str, Any]:
         days = params.olderThanDays or 90
-        deleted = await maintenance.cleanup(rt.maintenance, now=_now(), older_than_days=days)
+        deleted = await maintenance.cleanup(rt.maintenance, now=now_ms(), older_than_days=days)
         await rt.cache.bump([GLOBAL_NAMESPACE], rt.search_policy.namespace_ttl_seconds)
         return {"deleted": deleted}
 
@@ -139,27 +123,6 @@ def job_functions(rt: Runtime) -> dict[str, JobFunction]:
         "patterns_extract": _checked(PatternsExtractParams, patterns_extract),
         "archive_create": _checked(ArchiveCreateParams, archive_create),
     }
-
-
-def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
-    group = GroupRouter(GROUP, rt, metrics)
-    functions = job_functions(rt)
-
-    async def run(event: JobRequested) -> None:
-        await run_job(
-            rt.jobs,
-            functions,
-            job_id=event.job_id,
-            job_type=event.type,
-            params=event.params,
-            at=to_ms(event.occurred_at),
-            now=_now,
-            attempts=rt.settings.max_attempts,
-            backoff_seconds=rt.settings.retry_backoff_ms / 1000,
-        )
-
-    group.on_event(topics.JOBS, JobRequested, run, name="on_job_requested")
-    return group.router
 
 
 def _archive_job(

@@ -5,8 +5,8 @@ A `Runtime` holds the stores, typed on the engine's ports, and the heavy parts (
 reranker, extractor, summariser, archive pinner, search) as builders: a part is built when a
 group first uses it, or up front by `Runtime.prepare` for the parts the process's groups
 declare (`services.groups.app.NEEDS`), so the invalidation group never loads an embedder.
-Its parts are defined in `services.runtime_parts`. Two builds: `open_runtime` (MongoDB, Redis,
-the configured providers) and `services.runtime_memory.memory_runtime` (the in-memory
+Its parts are defined in `services.runtime.parts`. Two builds: `open_runtime` (MongoDB, Redis,
+the configured providers) and `services.runtime.memory.memory_runtime` (the in-memory
 adapters, for the fast test tier).
 """
 
@@ -53,7 +53,8 @@ from engine.retrieval.usage import AccessRecorder
 from engine.retrieval.vector_index import ExactVectorIndex
 from engine.upkeep.compression import Summariser
 from services.endpoints import Endpoints, NotConfigured, read_endpoints
-from services.providers import (
+from services.runtime.parts import PARTS, Lazy, NotPrepared, Part, Parts, Stores
+from services.runtime.providers import (
     build_embedder,
     build_extractor,
     build_pinner,
@@ -63,7 +64,6 @@ from services.providers import (
     ingest_policy,
     search_policy,
 )
-from services.runtime_parts import PARTS, Lazy, NotPrepared, Part, Parts, Stores
 from services.settings import Settings
 from services.stream.security import kafka_options, mongo_options, redis_options, redis_url
 

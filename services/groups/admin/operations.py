@@ -1,11 +1,6 @@
-"""admin group: answers `AdminRequest` on `memory.admin.v1` (patterns, skills, job records,
-stats, evals) through the request's `reply_to` topic.
-
-Every operation stays inside the request's scope: a pattern, skill, job or eval run outside
-it is reported as not found (HTTP 404), bad input as `error` (400). Results are JSON with the
-reference's camelCase keys (reference §9, §10.6, §12, §13.2-§13.3). Promotion writes only
-a skill (not a retrieval layer), and an archive pin only stores where the archive was pinned,
-so nothing is announced on `memory.changed`.
+"""The admin operations, one function per `AdminOp` (`OPERATIONS`), and the camelCase JSON
+views of their results. Every operation stays inside the request's scope (see the group's
+router, `services.groups.admin`).
 """
 
 from __future__ import annotations
@@ -15,11 +10,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from faststream.kafka import KafkaRouter
-from faststream.kafka.annotations import KafkaMessage
-from pydantic import ValidationError
-
-from engine.errors import InputRejected, MemoryError_, NotFound
+from engine.errors import InputRejected, NotFound
 from engine.ingest.patterns import (
     PATTERN_TAGS,
     PATTERN_TYPE,
@@ -34,17 +25,13 @@ from engine.ingest.skill_view import skill_view
 from engine.records import ScopeFields
 from engine.scoping import tenant_filter
 from engine.upkeep.jobs import JobRecord
-from schemas import topics
 from schemas.jobs import job_agents
-from schemas.requests import AdminReply, AdminRequest
-from schemas.scope import Scope, first_error
+from schemas.requests import AdminRequest
+from schemas.scope import Scope
 from services.groups import evals
 from services.groups.archive_pins import sync_archive
 from services.runtime import Runtime
-from services.stream.consumers import EXPIRED, GroupRouter, expired
-from services.stream.metrics import Metrics
 
-GROUP = "admin"
 log = logging.getLogger(__name__)
 
 Result = dict[str, Any]
@@ -244,25 +231,3 @@ OPERATIONS: dict[str, Callable[[Runtime, AdminRequest], Awaitable[Result]]] = {
     "archives.sync": _archives_sync,
 }
 """Every `AdminOp`, bound to the engine call that answers it."""
-
-
-def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
-    group = GroupRouter(GROUP, rt, metrics)
-
-    @group.replier(topics.ADMIN)
-    async def on_admin_request(message: KafkaMessage) -> AdminReply:
-        if expired(message):
-            return AdminReply(error=EXPIRED)
-        try:
-            request = AdminRequest.model_validate_json(message.body)
-            result = await OPERATIONS[request.op](rt, request)
-        except ValidationError as exc:
-            return AdminReply(error=first_error(exc))
-        except NotFound as exc:
-            return AdminReply(not_found=True, error=str(exc))
-        except MemoryError_ as exc:
-            log.warning("admin request failed: %s", exc)
-            return AdminReply(error=str(exc))
-        return AdminReply(result=result)
-
-    return group.router
