@@ -69,6 +69,26 @@ class _RunCommand(TyperCommand):
         super().format_help(ctx, formatter)
 
 
+def _with_http_port(http_port: int | None) -> tuple[Settings, bool]:
+    """The settings with the health/metrics port resolved, and whether it was chosen (by
+    `--http-port` or the environment): a chosen port must bind, the default may be taken by
+    another process on the host."""
+    settings = Settings()
+    explicit = http_port is not None or "http_port" in settings.model_fields_set
+    if http_port is None:
+        http_port = settings.http_port if explicit else RUN_HTTP_PORT
+    return settings.model_copy(update={"http_port": http_port}), explicit
+
+
+def stop_on_signals() -> asyncio.Event:
+    """An event set on SIGINT or SIGTERM (call from the running loop)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
 @app.command(cls=_RunCommand)
 def run(
     groups: Annotated[
@@ -86,17 +106,10 @@ def run(
         chosen = resolve_groups(groups)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
-    settings = Settings()
-    explicit = http_port is not None or "http_port" in settings.model_fields_set
-    if http_port is None:
-        http_port = settings.http_port if explicit else RUN_HTTP_PORT
-    settings = settings.model_copy(update={"http_port": http_port})
+    settings, explicit = _with_http_port(http_port)
 
     async def serve() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+        stop = stop_on_signals()
         # several group processes on one host cannot all have the default port: the later
         # ones run without the endpoints (logged) instead of failing; a chosen port must bind
         async with running_groups(settings, chosen, http_required=explicit):
@@ -175,17 +188,10 @@ def schedule(
     from services.ops.scheduler import serve_scheduler
 
     setup_logging(log_level)
-    settings = Settings()
-    explicit = http_port is not None or "http_port" in settings.model_fields_set
-    if http_port is None:
-        http_port = settings.http_port if explicit else RUN_HTTP_PORT
-    settings = settings.model_copy(update={"http_port": http_port})
+    settings, explicit = _with_http_port(http_port)
 
     async def serve() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+        stop = stop_on_signals()
         # like `run`: the default port may be taken on a shared host (a warning, no endpoints)
         scheduler = asyncio.create_task(
             serve_scheduler(settings, every_seconds=every, http_required=explicit)
