@@ -78,7 +78,7 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
     return group.router
 
 
-def wire_rerank(group: GroupRouter) -> None:
+def wire_rerank(group: GroupRouter[Runtime]) -> None:
     """`RerankRequest` on `memory.rerank.v1` (Kafka group id `<prefix>.search.rerank`)."""
     rt = group.rt
 

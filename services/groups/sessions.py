@@ -76,7 +76,7 @@ def compressed_reply(done: Compressed) -> SessionReply:
     )
 
 
-def wire(group: GroupRouter) -> None:
+def wire(group: GroupRouter[Runtime]) -> None:
     """Register the session request handler on the items group's router."""
     rt, changes = group.rt, group.changes
 

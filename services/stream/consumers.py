@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from aiokafka import ConsumerRecord
 from faststream.kafka import KafkaRouter
@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from schemas import topics
 from schemas.events import Event, MemoryChanged
 from schemas.scope import Scope
-from services.runtime import Runtime
+from services.settings import Settings
 from services.stream.dlq import consume
 from services.stream.metrics import Metrics
 
@@ -41,7 +41,21 @@ class Reply(Protocol):
 Answer = Callable[[KafkaMessage], Awaitable[Reply]]
 
 
-class GroupRouter:
+class Wiring(Protocol):
+    """What the Kafka plumbing needs of a runtime (`services.runtime.Runtime` is one): its
+    settings and the Kafka group id of a group. Typed here so `stream/` sits below the
+    composition root and imports none of it."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    def group_id(self, group: str) -> str: ...
+
+
+W = TypeVar("W", bound=Wiring)
+
+
+class GroupRouter(Generic[W]):
     """The `KafkaRouter` of the consumer group `name` (`router`), and what its handlers share:
     the runtime, the process's metrics (None: uninstrumented, as on the in-memory test broker)
     and one publisher each for dead letters and `MemoryChanged`, made on the router when first
@@ -52,7 +66,7 @@ class GroupRouter:
     with the broker's: they start with the broker, run its middlewares and publish through its
     producer (a test broker's too)."""
 
-    def __init__(self, name: str, rt: Runtime, metrics: Metrics | None) -> None:
+    def __init__(self, name: str, rt: W, metrics: Metrics | None) -> None:
         self.name = name
         self.rt = rt
         self.metrics = metrics
