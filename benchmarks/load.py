@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import math
 import os
 import platform
 import random
@@ -40,17 +39,24 @@ import sys
 import tempfile
 import time
 import uuid
-from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer
-from pymongo import AsyncMongoClient
 
+from benchmarks.load_stats import (
+    OP_HEADER,
+    Sample,
+    StoredCheck,
+    drain_time,
+    format_op,
+    format_seconds,
+    max_lag,
+    summarize,
+)
+from benchmarks.load_traffic import Tally, agent, stored_turns
 from benchmarks.pipeline import endpoints
-from engine.adapters.mongo import MEMORY, TRANSCRIPTS
 from schemas import topics
 from schemas.inputs import turn_recorded
 from services.endpoints import Endpoints
@@ -59,271 +65,6 @@ from services.sdk.client import MemoryClient, RequestFailed
 from services.stream.asyncapi import CHANNELS
 from services.stream.metrics import group_lag
 from services.stream.offsets import TopicPartition, committed, wait_processed
-
-# --- pure helpers (tests/unit/test_load_stats.py) ----------------------------------------
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The q-th percentile (0-100) by linear interpolation between the closest ranks (numpy's
-    default); NaN for no values."""
-    if not values:
-        return math.nan
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * min(100.0, max(0.0, q)) / 100
-    low = math.floor(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
-
-
-@dataclass(frozen=True, slots=True)
-class OpSummary:
-    """One operation over a run: successful calls, their latencies (ms), failures by type."""
-
-    name: str
-    n: int
-    per_second: float
-    p50: float
-    p95: float
-    p99: float
-    max: float
-    errors: dict[str, int]
-
-
-def summarize(
-    name: str, latencies_ms: Sequence[float], errors: dict[str, int], seconds: float
-) -> OpSummary:
-    """Throughput is successful calls per second of the run."""
-    return OpSummary(
-        name=name,
-        n=len(latencies_ms),
-        per_second=len(latencies_ms) / seconds if seconds > 0 else 0.0,
-        p50=percentile(latencies_ms, 50),
-        p95=percentile(latencies_ms, 95),
-        p99=percentile(latencies_ms, 99),
-        max=max(latencies_ms) if latencies_ms else math.nan,
-        errors=dict(errors),
-    )
-
-
-def format_errors(errors: dict[str, int]) -> str:
-    """`0`, or `3 (timeout 2, request failed 1)` with the most frequent first."""
-    total = sum(errors.values())
-    if not total:
-        return "0"
-    parts = ", ".join(f"{kind} {n}" for kind, n in sorted(errors.items(), key=lambda e: -e[1]))
-    return f"{total} ({parts})"
-
-
-OP_HEADER = (
-    f"{'operation':<24} {'n':>6} {'per s':>7} {'p50':>8} {'p95':>8} {'p99':>8} {'max':>8}"
-    "  errors   (latencies in ms)"
-)
-
-
-def format_op(op: OpSummary) -> str:
-    return (
-        f"{op.name:<24} {op.n:>6} {op.per_second:>7.1f} {op.p50:>8.1f} {op.p95:>8.1f}"
-        f" {op.p99:>8.1f} {op.max:>8.1f}  {format_errors(op.errors)}"
-    )
-
-
-def error_kind(exc: BaseException) -> str:
-    """How a failed call is counted: timeout, request failed, or the exception's type."""
-    if isinstance(exc, TimeoutError):
-        return "timeout"
-    if isinstance(exc, RequestFailed):
-        return "request failed"
-    return type(exc).__name__
-
-
-Sample = tuple[float, dict[str, int]]
-"""(seconds since the run started, {group: lag in messages})."""
-
-
-def max_lag(samples: Sequence[Sample], group: str) -> int:
-    return max((lags.get(group, 0) for _, lags in samples), default=0)
-
-
-def drain_time(samples: Sequence[Sample], group: str, since: float) -> float | None:
-    """Seconds after `since` until the group's lag reached 0 for good: the first sample at
-    or after `since` that has lag 0 and only zeros after it. None if it never did."""
-    after = [(t, lags.get(group, 0)) for t, lags in samples if t >= since]
-    if not after or after[-1][1] > 0:
-        return None
-    drained = after[-1][0]
-    for t, lag in reversed(after):
-        if lag > 0:
-            break
-        drained = t
-    return max(0.0, drained - since)
-
-
-def format_seconds(value: float | None) -> str:
-    return "not drained" if value is None else f"{value:.1f} s"
-
-
-@dataclass(frozen=True, slots=True)
-class StoredCheck:
-    """The exactly-once comparison of the turns acknowledged with what MongoDB holds."""
-
-    published: int
-    stored: int
-    duplicates: int
-    missing: int
-    unexpected: int
-    messages_expected: int
-    messages_stored: int
-    session_rows: int
-    session_row_duplicates: int
-
-    @property
-    def ok(self) -> bool:
-        return (
-            self.published == self.stored
-            and not (self.duplicates or self.missing or self.unexpected)
-            and self.messages_expected == self.messages_stored
-            and self.session_rows == self.published
-            and not self.session_row_duplicates
-        )
-
-
-def check_stored(
-    published: dict[str, int],
-    uncertain: set[str],
-    transcript_turn_ids: Sequence[str],
-    message_turn_ids: Sequence[str],
-    row_turn_ids: Sequence[str],
-) -> StoredCheck:
-    """`published` maps acknowledged turn ids to their message count (user + assistant +
-    tool events); `uncertain` are turns whose publish failed or timed out (they may or may
-    not have landed and are left out of the comparison)."""
-    ignore = set(uncertain) - set(published)
-    turns = Counter(t for t in transcript_turn_ids if t not in ignore)
-    rows = Counter(t for t in row_turn_ids if t not in ignore)
-    stored_messages = sum(1 for t in message_turn_ids if t not in ignore)
-    return StoredCheck(
-        published=len(published),
-        stored=len(turns),
-        duplicates=sum(n - 1 for n in turns.values()),
-        missing=len(set(published) - set(turns)),
-        unexpected=len(set(turns) - set(published)),
-        messages_expected=sum(published.values()),
-        messages_stored=stored_messages,
-        session_rows=len(rows),
-        session_row_duplicates=sum(n - 1 for n in rows.values()),
-    )
-
-
-# --- simulated agents ---------------------------------------------------------------------
-
-CITIES = ("Porto", "Lisbon", "Madrid", "Oslo", "Tallinn", "Riga", "Ghent", "Kyoto", "Lima")
-FOODS = ("sourdough", "ramen", "lentil soup", "tacos", "pad thai", "risotto")
-PROJECTS = ("billing migration", "Q3 roadmap", "mobile release", "data warehouse", "offsite")
-DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "weekend")
-TOOLS = ("search_flights", "book_hotel", "calendar_lookup", "web_search", "send_email")
-ASKS = (
-    "Can you find me a flight to {city} next {day}?",
-    "What should I cook tonight? I have {food} ingredients at home.",
-    "Remind me what we decided about the {project} deadline.",
-    "Summarise my notes from {day} about the {project}.",
-    "Is it worth visiting {city} in the rainy season?",
-    "Draft a short email to the team about the {project} status.",
-    "What did I say I wanted to eat on {day}?",
-)
-REPLIES = (
-    "Here is what I found: three options, the cheapest leaves early on {day}.",
-    "Based on what you told me before, I would suggest {food} with a simple salad.",
-    "We agreed to move the {project} deadline by one week and review it on {day}.",
-    "Done. I kept it short and mentioned the open questions about the {project}.",
-    "Yes, {city} is quieter then; pack a rain jacket.",
-)
-FACTS = ("I live in {city}.", "I just moved to {city}.", "My favourite food is {food}.")
-
-
-def simulated_turn(rng: random.Random, tool_share: float, fact_share: float) -> dict[str, Any]:
-    """A user message, the assistant's reply and maybe tool events (no scope)."""
-    words = {
-        "city": rng.choice(CITIES),
-        "food": rng.choice(FOODS),
-        "project": rng.choice(PROJECTS),
-        "day": rng.choice(DAYS),
-    }
-    user = rng.choice(ASKS).format(**words)
-    if rng.random() < fact_share:
-        user = f"{rng.choice(FACTS).format(**words)} {user}"
-    body: dict[str, Any] = {
-        "userMessage": user,
-        "assistantMessage": rng.choice(REPLIES).format(**words),
-    }
-    if rng.random() < tool_share:  # stamped at publish time (`now_ms + i`) by turn_recorded
-        body["toolEvents"] = [
-            {
-                "name": tool,
-                "args": {"query": words["city"]},
-                "status": "success" if rng.random() < 0.9 else "error",
-            }
-            for tool in rng.sample(TOOLS, rng.randint(1, 2))
-        ]
-    return body
-
-
-@dataclass(slots=True)
-class Tally:
-    pre_turn_ms: list[float] = field(default_factory=list)
-    pre_turn_errors: Counter[str] = field(default_factory=Counter)
-    pre_turn_cached: int = 0
-    ack_ms: list[float] = field(default_factory=list)
-    ack_errors: Counter[str] = field(default_factory=Counter)
-    published: dict[str, int] = field(default_factory=dict)
-    """Acknowledged turn id → messages it stores (user, assistant, tool events)."""
-    uncertain: set[str] = field(default_factory=set)
-    collisions: int = 0
-    facts: int = 0
-
-
-async def agent(
-    client: MemoryClient,
-    wallet: str,
-    rng: random.Random,
-    args: argparse.Namespace,
-    deadline: float,
-    tally: Tally,
-) -> None:
-    n = 0
-    while time.monotonic() < deadline:
-        user = rng.randrange(args.users_per_agent)
-        # a user comes back to a thread for a while, then starts another one
-        thread = f"u{user}-t{n // (4 * args.users_per_agent) + rng.randrange(2)}"
-        scope = {"agentWallet": wallet, "userAddress": f"user{user}", "threadId": thread}
-        turn = simulated_turn(rng, args.tool_share, args.fact_share)
-        start = time.perf_counter()
-        try:
-            reply = await client.context(turn["userMessage"], scope, timeout=args.timeout)
-        except Exception as exc:  # noqa: BLE001 - every failure is counted, the agent goes on
-            tally.pre_turn_errors[error_kind(exc)] += 1
-        else:
-            tally.pre_turn_ms.append((time.perf_counter() - start) * 1000)
-            tally.pre_turn_cached += reply.cached
-        event = turn_recorded({**scope, **turn})
-        start = time.perf_counter()
-        try:
-            async with asyncio.timeout(args.timeout):
-                await client.publish_turn(event)
-        except Exception as exc:  # noqa: BLE001
-            tally.ack_errors[error_kind(exc)] += 1
-            tally.uncertain.add(event.turn_id)
-        else:
-            tally.ack_ms.append((time.perf_counter() - start) * 1000)
-            if event.turn_id in tally.published:
-                tally.collisions += 1
-            tally.published[event.turn_id] = len(event.messages) + len(event.tool_events)
-            tally.facts += turn["userMessage"].startswith(("I live", "I just moved", "My fav"))
-        n += 1
-        if args.think_ms:
-            await asyncio.sleep(args.think_ms / 1000)
-
-
-# --- consumer groups and their lag -----------------------------------------------------------
 
 
 def consumers_of(groups: Sequence[str]) -> dict[str, tuple[str, ...]]:
@@ -536,27 +277,6 @@ async def run(args: argparse.Namespace, ends: Endpoints, groups: list[str], tag:
     if "transcripts" in groups:
         check = await stored_turns(ends.mongo_uri, db, wallets, tally)
     report(args, groups, tally, samples, ran, sampler.failures, consumers, db, check)
-
-
-async def stored_turns(uri: str, db: str, wallets: list[str], tally: Tally) -> StoredCheck:
-    mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(uri)
-    try:
-        where = {"agentWallet": {"$in": wallets}}
-        transcripts = await mongo[db][TRANSCRIPTS].find(where).to_list(length=None)
-        rows = (
-            await mongo[db][MEMORY]
-            .find({**where, "source": "session"}, {"metadata.turnId": 1})
-            .to_list(length=None)
-        )
-    finally:
-        await mongo.close()
-    return check_stored(
-        tally.published,
-        tally.uncertain,
-        [t for doc in transcripts for t in doc.get("turnIds", [])],
-        [m.get("turnId", "") for doc in transcripts for m in doc.get("messages", [])],
-        [(row.get("metadata") or {}).get("turnId", "") for row in rows],
-    )
 
 
 def report(

@@ -193,7 +193,9 @@ def test_the_import_contracts_catch_a_violation(tmp_path: Path) -> None:
 
 def source_files() -> list[Path]:
     return sorted(
-        p for top in ("engine", "schemas", "services") for p in (ROOT / top).rglob("*.py")
+        p
+        for top in ("engine", "schemas", "services", "benchmarks")
+        for p in (ROOT / top).rglob("*.py")
     )
 
 

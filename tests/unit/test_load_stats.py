@@ -1,4 +1,5 @@
-"""The pure helpers of `benchmarks.load`: percentiles, summaries, lag and the stored check."""
+"""The pure helpers of the load benchmark (`benchmarks.load_stats`,
+`benchmarks.load_traffic`): percentiles, summaries, lag and the stored check."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import random
 
 import pytest
 
-from benchmarks.load import (
+from benchmarks.load_stats import (
     check_stored,
     drain_time,
     error_kind,
@@ -16,9 +17,9 @@ from benchmarks.load import (
     format_seconds,
     max_lag,
     percentile,
-    simulated_turn,
     summarize,
 )
+from benchmarks.load_traffic import simulated_turn
 from schemas.inputs import turn_recorded
 from services.sdk.client import RequestFailed
 
