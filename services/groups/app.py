@@ -39,6 +39,7 @@ from services.stream.health import Readiness, health_app, serving
 from services.stream.metrics import LagMonitor, Metrics, consumed_by
 from services.stream.security import kafka_security
 from services.stream.stalls import StallWatch
+from services.stream.startup import start_together
 from services.stream.topics import create_topics
 
 log = logging.getLogger(__name__)
@@ -166,7 +167,7 @@ async def running_groups(
             )
         )
         await lag.refresh()  # before the groups join, so a backlog shows as lag at once
-        await broker.start()
+        await start_together(broker)  # the groups join in parallel
         background = [asyncio.create_task(lag.run(), name="consumer-lag")]
         if search.GROUP in groups:
             background.append(
