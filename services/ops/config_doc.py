@@ -8,9 +8,7 @@ under the variable pydantic-settings reads for it (a nested `BaseSettings` with 
 aliases there, as `Settings` does —, or `<PREFIX><FIELD>__<SUBFIELD>` through the nested
 delimiter).
 
-`NOTES` adds what a one-line description cannot hold (how a value interacts with others, what a
-measurement showed); each note is keyed by its variable, and a test fails when a note names a
-variable that no longer exists.
+Every row's text is its field's own `description`, so the page says what the model says.
 
     python -m services.ops.config_doc > docs/configuration.md
 """
@@ -50,61 +48,6 @@ exist), stops the process at start-up with the variables to fix. Secrets are nev
 `repr`, logs and validation errors show `**********`. How the security settings fit together:
 [security.md](security.md).
 """
-
-NOTES: dict[str, str] = {
-    "MNEMOSTREAM_KAFKA_BOOTSTRAP": "The local stack is the one `mnemostream infra up` "
-    "recorded ([operations.md](operations.md#local-servers)).",
-    "MNEMOSTREAM_MONGO_URI": "Secret, as it can carry a password.",
-    "MNEMOSTREAM_REDIS_URL": "Secret, as it can carry a password.",
-    "MNEMOSTREAM_STATE_DIR": "That is `$XDG_STATE_HOME/mnemostream`, else "
-    "`~/.local/state/mnemostream`: `infra up` records PIDs and ports there (`infra.json`), "
-    "with the server logs and the MongoDB-wire data; every command reads it from there, "
-    "whatever its working directory.",
-    "MNEMOSTREAM_GROUP_PREFIX": "Consumer group ids are `<prefix>.<group>`.",
-    "MNEMOSTREAM_ONLY_AGENTS": "A JSON list; other agents' events are acknowledged and "
-    "skipped. `replay --agent` uses it.",
-    "MNEMOSTREAM_SESSION_TIMEOUT_MS": "A join takes about half of it on the local broker.",
-    "MNEMOSTREAM_REPLY_FETCH_WAIT_MS": "Used by the search and invalidation subscribers.",
-    "MNEMOSTREAM_EMBEDDER": "`local-minilm` is all-MiniLM-L6-v2 (int8 ONNX, 384 d); `voyage` is "
-    "Voyage or MongoDB's AI gateway; `openai` any OpenAI-compatible `/embeddings` server.",
-    "MNEMOSTREAM_EMBEDDER_THREADS": "2 threads collapse under concurrent load on 2 cores "
-    "([benchmarks.md](benchmarks.md#local-embedder-python--m-benchmarksembedder)).",
-    "MNEMOSTREAM_EMBEDDING_MODEL": "Stored on every row with its dimension; rows of another "
-    "model are never compared with the query.",
-    "MNEMOSTREAM_EMBEDDING_DIMENSIONS": "Any other size is an error.",
-    "MNEMOSTREAM_EMBEDDING_SEND_DIMENSIONS": "Sent as `output_dimension` / `dimensions`.",
-    "MNEMOSTREAM_SESSION_TTL_DAYS": "Expiry of a working buffer after its last turn (TTL index).",
-    "MNEMOSTREAM_MIN_COSINE": "With MiniLM, unrelated text scores about 0–0.15.",
-    "MNEMOSTREAM_SEMANTIC_WEIGHT": "relevance = w·cosine + (1 − w)·BM25.",
-    "MNEMOSTREAM_MMR_LAMBDA": "Relevance (1) against novelty (0).",
-    "MNEMOSTREAM_VECTOR_SEARCH": "`atlas` pre-filters on the tenant; a server without Atlas "
-    "Search falls back to exact with a warning.",
-    "MNEMOSTREAM_RERANK_PROVIDER": "`http` is a Cohere/Voyage/Jina-style `/rerank` endpoint.",
-    "MNEMOSTREAM_RERANK_TIMEOUT_SECONDS": "A failure keeps the decayed order.",
-    "MNEMOSTREAM_LLM_TIMEOUT_SECONDS": "A timeout is retried, then the turn is dead-lettered.",
-    "MNEMOSTREAM_ARCHIVE_ENCRYPTION_KEY": "Archives are pinned to IPFS only when it and Pinata "
-    "credentials are set.",
-    "MNEMOSTREAM_PINATA_API_KEY": "With the secret, instead of a JWT.",
-    "MNEMOSTREAM_QUERY_CACHE_TTL_SECONDS": "Namespace counters live 4× longer.",
-    "MNEMOSTREAM_OUTAGE_WAIT_SECONDS": "Until then a message whose store (MongoDB, Redis) is "
-    "unreachable is retried with backoff (up to 5 s apart) without using up its attempts, so "
-    "an outage dead-letters nothing.",
-    "MNEMOSTREAM_SEARCH_WORKERS": "Taken as they arrive, at-most-once: a request lost in a "
-    "crash times out at its client; nothing is written.",
-    "MNEMOSTREAM_REQUEST_TIMEOUT_SECONDS": "Used by the demo's client.",
-    "MNEMOSTREAM_GATEWAY_API_KEYS": "Each acts only for its agent, and its user when set "
-    "([security.md](security.md)). A bare key is refused.",
-    "MNEMOSTREAM_GATEWAY_JWT_SECRET": "At least 32, 48 or 64 bytes for HS256, HS384, HS512; "
-    "a token needs `exp`; `mnemostream token mint` signs with it.",
-    "MNEMOSTREAM_KAFKA_SECURITY_PROTOCOL": "How the protocols, SASL and TLS files combine: "
-    "[security.md](security.md).",
-    "MNEMOSTREAM_KAFKA_SASL_USERNAME": "Required by, and only allowed with, a `SASL_*` protocol.",
-    "MNEMOSTREAM_KAFKA_SSL_CAFILE": "For `SSL` / `SASL_SSL`.",
-    "MNEMOSTREAM_KAFKA_SSL_KEYFILE": "Unset: the key is in the certificate file.",
-    "MNEMOSTREAM_MONGO_TLS": "Or put `tls=true` in the URI.",
-    "MNEMOSTREAM_MONGO_USERNAME": "Goes with the password.",
-    "MNEMOSTREAM_REDIS_USERNAME": "Needs the password.",
-}
 
 
 @dataclass(frozen=True)
@@ -264,9 +207,6 @@ def render() -> str:
                 "| --- | --- | --- | --- | --- |",
             ]
         description = _cell(row.description)
-        note = NOTES.get(row.variable)
-        if note:
-            description = f"{description} {note}".strip()
         lines.append(
             f"| `{row.variable}` | `{row.attribute}` | {row.type} | {row.default} | {description} |"
         )

@@ -81,23 +81,46 @@ class Settings(BaseSettings):
 
     state_dir: Path = Field(
         default_factory=default_state_dir,
-        description="Where `infra up` records the local stack (default: `default_state_dir()`).",
+        description=(
+            "Where `infra up` records the local stack (default: `default_state_dir()`). That "
+            "is `$XDG_STATE_HOME/mnemostream`, else `~/.local/state/mnemostream`: `infra up` "
+            "records PIDs and ports there (`infra.json`), with the server logs and the "
+            "MongoDB-wire data; every command reads it from there, whatever its working "
+            "directory."
+        ),
     )
-    group_prefix: str = Field(default="mnemostream", description="Consumer group id prefix.")
+    group_prefix: str = Field(
+        default="mnemostream",
+        description=("Consumer group id prefix. Consumer group ids are `<prefix>.<group>`."),
+    )
     only_agents: list[str] = Field(
         default_factory=list,
-        description="Process only these agents' events (a tenant's replay); empty ⇒ everyone's.",
+        description=(
+            "Process only these agents' events (a tenant's replay); empty ⇒ everyone's. A "
+            "JSON list; other agents' events are acknowledged and skipped. `replay --agent` "
+            "uses it."
+        ),
     )
     working_lines: int = Field(default=12, ge=1, le=200, description="Working buffer size.")
-    session_ttl_days: float = Field(default=30, gt=0, description="Working session TTL.")
+    session_ttl_days: float = Field(
+        default=30,
+        gt=0,
+        description=(
+            "Working session TTL. Expiry of a working buffer after its last turn (TTL index)."
+        ),
+    )
     max_attempts: int = Field(default=3, ge=1, le=20, description="Tries before the DLQ.")
     retry_backoff_ms: int = Field(default=200, ge=0, description="First retry delay (doubles).")
     outage_wait_seconds: float = Field(
         default=120.0,
         gt=0,
         le=280,
-        description="How long a message waits for an unreachable store before it is handed "
-        "back uncommitted and read again (below Kafka's 300 s poll interval).",
+        description=(
+            "How long a message waits for an unreachable store before it is handed back "
+            "uncommitted and read again (below Kafka's 300 s poll interval). Until then a "
+            "message whose store (MongoDB, Redis) is unreachable is retried with backoff (up "
+            "to 5 s apart) without using up its attempts, so an outage dead-letters nothing."
+        ),
     )
     stall_seconds: float = Field(
         default=300.0,
@@ -110,7 +133,7 @@ class Settings(BaseSettings):
         default=5.0, gt=0, description="How often the consumer lag gauge is refreshed."
     )
     request_timeout_seconds: float = Field(
-        default=5.0, gt=0, description="Client request-reply timeout."
+        default=5.0, gt=0, description=("Client request-reply timeout. Used by the demo's client.")
     )
     http_host: str = Field(
         default="127.0.0.1",

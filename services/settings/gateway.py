@@ -51,9 +51,12 @@ class GatewaySettings(Section):
     api_keys: Annotated[list[TenantKey], NoDecode] = Field(
         default_factory=list,
         validation_alias="gateway_api_keys",
-        description="Gateway API keys, each confined to one tenant: a JSON list of "
-        '`{"key": …, "agent": …, "user": …}` objects (`user` optional), sent as `X-API-Key` '
-        "or `Authorization: Bearer`.",
+        description=(
+            'Gateway API keys, each confined to one tenant: a JSON list of `{"key": …, '
+            '"agent": …, "user": …}` objects (`user` optional), sent as `X-API-Key` or '
+            "`Authorization: Bearer`. Each acts only for its agent, and its user when set "
+            "([security.md](security.md)). A bare key is refused."
+        ),
     )
     operator_keys: Annotated[list[SecretStr], NoDecode] = Field(
         default_factory=list,
@@ -64,9 +67,12 @@ class GatewaySettings(Section):
     jwt_secret: SecretStr | None = Field(
         default=None,
         validation_alias="gateway_jwt_secret",
-        description="Secret of gateway JWTs (`Authorization: Bearer`): a token acts for the "
-        "tenant of its `agent` (and `user`) claims, or for every tenant with "
-        '`scope: "operator"`.',
+        description=(
+            "Secret of gateway JWTs (`Authorization: Bearer`): a token acts for the tenant of"
+            ' its `agent` (and `user`) claims, or for every tenant with `scope: "operator"`. '
+            "At least 32, 48 or 64 bytes for HS256, HS384, HS512; a token needs `exp`; "
+            "`mnemostream token mint` signs with it."
+        ),
     )
     jwt_algorithm: Literal["HS256", "HS384", "HS512"] = Field(
         default="HS256",

@@ -30,7 +30,10 @@ class ExtractionSettings(Section):
         default="gpt-4o-mini", validation_alias="llm_model", description="Extraction model."
     )
     llm_timeout_seconds: float = Field(
-        default=8.0, gt=0, validation_alias="llm_timeout_seconds", description="Extraction timeout."
+        default=8.0,
+        gt=0,
+        validation_alias="llm_timeout_seconds",
+        description=("Extraction timeout. A timeout is retried, then the turn is dead-lettered."),
     )
     fact_max_per_turn: int = Field(
         default=5,
@@ -61,13 +64,18 @@ class ArchiveSettings(Section):
     encryption_key: SecretStr | None = Field(
         default=None,
         validation_alias="archive_encryption_key",
-        description="Base64 of a 32-byte AES-256-GCM key; archives are pinned only encrypted.",
+        description=(
+            "Base64 of a 32-byte AES-256-GCM key; archives are pinned only encrypted. "
+            "Archives are pinned to IPFS only when it and Pinata credentials are set."
+        ),
     )
     pinata_jwt: SecretStr | None = Field(
         default=None, validation_alias="pinata_jwt", description="Pinata JWT."
     )
     pinata_api_key: str | None = Field(
-        default=None, validation_alias="pinata_api_key", description="Pinata API key."
+        default=None,
+        validation_alias="pinata_api_key",
+        description=("Pinata API key. With the secret, instead of a JWT."),
     )
     pinata_api_secret: SecretStr | None = Field(
         default=None, validation_alias="pinata_api_secret", description="Pinata API secret."

@@ -25,14 +25,21 @@ class EmbeddingSettings(Section):
     provider: Literal["local-minilm", "hashing", "voyage", "openai"] = Field(
         default="local-minilm",
         validation_alias="embedder",
-        description="Embedding model: local MiniLM, hashing (tests only), or an HTTP API.",
+        description=(
+            "Embedding model: local MiniLM, hashing (tests only), or an HTTP API. "
+            "`local-minilm` is all-MiniLM-L6-v2 (int8 ONNX, 384 d); `voyage` is Voyage or "
+            "MongoDB's AI gateway; `openai` any OpenAI-compatible `/embeddings` server."
+        ),
     )
     threads: int = Field(
         default=1,
         ge=1,
         le=16,
         validation_alias="embedder_threads",
-        description="ONNX intra-op threads.",
+        description=(
+            "ONNX intra-op threads. 2 threads collapse under concurrent load on 2 cores "
+            "([benchmarks.md](benchmarks.md#local-embedder-python--m-benchmarksembedder))."
+        ),
     )
     base_url: str | None = Field(
         default=None,
@@ -47,19 +54,25 @@ class EmbeddingSettings(Section):
     model: str = Field(
         default="voyage-4-large",
         validation_alias="embedding_model",
-        description="HTTP embedding model.",
+        description=(
+            "HTTP embedding model. Stored on every row with its dimension; rows of another "
+            "model are never compared with the query."
+        ),
     )
     dimensions: int = Field(
         default=1024,
         ge=1,
         le=8192,
         validation_alias="embedding_dimensions",
-        description="Vector size the HTTP embedder must return.",
+        description=("Vector size the HTTP embedder must return. Any other size is an error."),
     )
     send_dimensions: bool = Field(
         default=True,
         validation_alias="embedding_send_dimensions",
-        description="Ask the API for that size (off for fixed-size models).",
+        description=(
+            "Ask the API for that size (off for fixed-size models). Sent as "
+            "`output_dimension` / `dimensions`."
+        ),
     )
     timeout_seconds: float = Field(
         default=8.0,
@@ -84,7 +97,10 @@ class SearchSettings(Section):
         ge=-1,
         le=1,
         validation_alias="min_cosine",
-        description="Cosine from which a candidate is a hit.",
+        description=(
+            "Cosine from which a candidate is a hit. With MiniLM, unrelated text scores about"
+            " 0–0.15."
+        ),
     )
     min_lexical: float = Field(
         default=DEFAULT_MIN_LEXICAL,
@@ -98,7 +114,9 @@ class SearchSettings(Section):
         ge=0,
         le=1,
         validation_alias="semantic_weight",
-        description="Weight of cosine vs BM25 in a layer's relevance.",
+        description=(
+            "Weight of cosine vs BM25 in a layer's relevance. relevance = w·cosine + (1 − w)·BM25."
+        ),
     )
     half_life_days: float = Field(
         default=DEFAULT_HALF_LIFE_DAYS,
@@ -111,12 +129,16 @@ class SearchSettings(Section):
         ge=0,
         le=1,
         validation_alias="mmr_lambda",
-        description="MMR relevance weight.",
+        description=("MMR relevance weight. Relevance (1) against novelty (0)."),
     )
     vector_search: Literal["exact", "atlas"] = Field(
         default="exact",
         validation_alias="vector_search",
-        description="exact cosine (numpy, per-tenant LRU) or Atlas $vectorSearch.",
+        description=(
+            "exact cosine (numpy, per-tenant LRU) or Atlas $vectorSearch. `atlas` pre-filters"
+            " on the tenant; a server without Atlas Search falls back to exact with a "
+            "warning."
+        ),
     )
     vector_cache_tenants: int = Field(
         default=256,
@@ -127,7 +149,10 @@ class SearchSettings(Section):
     rerank_provider: Literal["none", "cloudflare", "http"] = Field(
         default="none",
         validation_alias="rerank_provider",
-        description="Reranker: none, Cloudflare Workers AI, or a /rerank API.",
+        description=(
+            "Reranker: none, Cloudflare Workers AI, or a /rerank API. `http` is a "
+            "Cohere/Voyage/Jina-style `/rerank` endpoint."
+        ),
     )
     rerank_url: str | None = Field(
         default=None,
@@ -148,7 +173,10 @@ class SearchSettings(Section):
         default=None, validation_alias="cloudflare_account_id", description="Cloudflare account."
     )
     rerank_timeout_seconds: float = Field(
-        default=3.0, gt=0, validation_alias="rerank_timeout_seconds", description="Rerank timeout."
+        default=3.0,
+        gt=0,
+        validation_alias="rerank_timeout_seconds",
+        description=("Rerank timeout. A failure keeps the decayed order."),
     )
     rerank_min_candidates: int = Field(
         default=DEFAULT_MIN_CANDIDATES,
@@ -166,7 +194,7 @@ class SearchSettings(Section):
         default=DEFAULT_QUERY_CACHE_TTL_SECONDS,
         ge=1,
         validation_alias="query_cache_ttl_seconds",
-        description="Layer query cache TTL.",
+        description=("Layer query cache TTL. Namespace counters live 4× longer."),
     )
     access_flush_seconds: float = Field(
         default=1.0,
@@ -179,5 +207,9 @@ class SearchSettings(Section):
         ge=1,
         le=64,
         validation_alias="search_workers",
-        description="pre_turn and layer-search requests one search process serves at once.",
+        description=(
+            "pre_turn and layer-search requests one search process serves at once. Taken as "
+            "they arrive, at-most-once: a request lost in a crash times out at its client; "
+            "nothing is written."
+        ),
     )

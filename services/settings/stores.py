@@ -20,13 +20,17 @@ class KafkaSettings(Section):
     bootstrap: str | None = Field(
         default=None,
         validation_alias="kafka_bootstrap",
-        description="Kafka bootstrap servers; unset ⇒ the embedded local broker.",
+        description=(
+            "Kafka bootstrap servers; unset ⇒ the embedded local broker. The local stack is "
+            "the one `mnemostream infra up` recorded "
+            "([operations.md](operations.md#local-servers))."
+        ),
     )
     session_timeout_ms: int = Field(
         default=10_000,
         ge=1000,
         validation_alias="session_timeout_ms",
-        description="Kafka group session.",
+        description=("Kafka group session. A join takes about half of it on the local broker."),
     )
     heartbeat_interval_ms: int = Field(
         default=3_000,
@@ -38,7 +42,10 @@ class KafkaSettings(Section):
         default=25,
         ge=1,
         validation_alias="reply_fetch_wait_ms",
-        description="fetch_max_wait_ms of the request/reply subscribers.",
+        description=(
+            "fetch_max_wait_ms of the request/reply subscribers. Used by the search and "
+            "invalidation subscribers."
+        ),
     )
     fetch_wait_ms: int = Field(
         default=100,
@@ -49,7 +56,10 @@ class KafkaSettings(Section):
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
         default="PLAINTEXT",
         validation_alias="kafka_security_protocol",
-        description="Kafka security protocol.",
+        description=(
+            "Kafka security protocol. How the protocols, SASL and TLS files combine: "
+            "[security.md](security.md)."
+        ),
     )
     sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = Field(
         default="PLAIN",
@@ -57,7 +67,9 @@ class KafkaSettings(Section):
         description="SASL mechanism (with SASL_PLAINTEXT or SASL_SSL).",
     )
     sasl_username: str | None = Field(
-        default=None, validation_alias="kafka_sasl_username", description="SASL user name."
+        default=None,
+        validation_alias="kafka_sasl_username",
+        description=("SASL user name. Required by, and only allowed with, a `SASL_*` protocol."),
     )
     sasl_password: SecretStr | None = Field(
         default=None, validation_alias="kafka_sasl_password", description="SASL password."
@@ -65,7 +77,9 @@ class KafkaSettings(Section):
     ssl_cafile: Path | None = Field(
         default=None,
         validation_alias="kafka_ssl_cafile",
-        description="PEM CA bundle of the brokers (default: the system's CAs).",
+        description=(
+            "PEM CA bundle of the brokers (default: the system's CAs). For `SSL` / `SASL_SSL`."
+        ),
     )
     ssl_certfile: Path | None = Field(
         default=None,
@@ -75,7 +89,9 @@ class KafkaSettings(Section):
     ssl_keyfile: Path | None = Field(
         default=None,
         validation_alias="kafka_ssl_keyfile",
-        description="PEM private key of the client certificate.",
+        description=(
+            "PEM private key of the client certificate. Unset: the key is in the certificate file."
+        ),
     )
 
 
@@ -85,13 +101,18 @@ class MongoSettings(Section):
     uri: SecretStr | None = Field(
         default=None,
         validation_alias="mongo_uri",
-        description="MongoDB URI; unset ⇒ the embedded MongoDB-wire server.",
+        description=(
+            "MongoDB URI; unset ⇒ the embedded MongoDB-wire server. Secret, as it can carry a"
+            " password."
+        ),
     )
     db: str = Field(
         default="mnemostream", validation_alias="mongo_db", description="Database name."
     )
     tls: bool = Field(
-        default=False, validation_alias="mongo_tls", description="Connect to MongoDB over TLS."
+        default=False,
+        validation_alias="mongo_tls",
+        description=("Connect to MongoDB over TLS. Or put `tls=true` in the URI."),
     )
     tls_ca_file: Path | None = Field(
         default=None,
@@ -106,7 +127,7 @@ class MongoSettings(Section):
     username: str | None = Field(
         default=None,
         validation_alias="mongo_username",
-        description="MongoDB user (instead of credentials in the URI).",
+        description=("MongoDB user (instead of credentials in the URI). Goes with the password."),
     )
     password: SecretStr | None = Field(
         default=None, validation_alias="mongo_password", description="MongoDB password."
@@ -124,7 +145,9 @@ class RedisSettings(Section):
     url: SecretStr | None = Field(
         default=None,
         validation_alias="redis_url",
-        description="Redis/Valkey URL; unset ⇒ the embedded Redis.",
+        description=(
+            "Redis/Valkey URL; unset ⇒ the embedded Redis. Secret, as it can carry a password."
+        ),
     )
     cache_prefix: str | None = Field(
         default=None,
@@ -133,7 +156,9 @@ class RedisSettings(Section):
         "can share one Redis.",
     )
     username: str | None = Field(
-        default=None, validation_alias="redis_username", description="Redis ACL user name."
+        default=None,
+        validation_alias="redis_username",
+        description=("Redis ACL user name. Needs the password."),
     )
     password: SecretStr | None = Field(
         default=None,
