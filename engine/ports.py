@@ -20,6 +20,7 @@ from engine.records import (
     RelationRecord,
     Transcript,
     TranscriptAppend,
+    TurnVectorFill,
     WorkingAppend,
     WorkingSession,
 )
@@ -54,6 +55,16 @@ class TranscriptStore(Protocol):
         """Append the turn's messages (kept sorted by timestamp). False if already applied."""
         ...
 
+    async def append_many(self, turns: Sequence[TranscriptAppend]) -> list[bool]:
+        """`append` of each turn, in order, in a few round trips (one write per session
+        transcript when none of its turns was applied before). One flag per turn."""
+        ...
+
+    async def add_turn_vectors(self, fills: Sequence[TurnVectorFill]) -> int:
+        """Attach each turn's vector to its session transcript unless that turn already has
+        one (or the transcript does not exist). How many were attached."""
+        ...
+
     async def recent(self, where: TenantFilter, limit: int) -> list[Transcript]:
         """Transcripts the filter admits, most recently updated first, at most `limit`."""
         ...
@@ -64,6 +75,16 @@ class WorkingStore(Protocol):
 
     async def append(self, lines: WorkingAppend, keep: int) -> bool:
         """Append lines, keeping the newest `keep`. False if the turn was already applied."""
+        ...
+
+    async def append_many(self, appends: Sequence[WorkingAppend], keep: int) -> list[bool]:
+        """`append` of each, in order, in a few round trips (one write per buffer when none
+        of its turns was applied before). One flag per append."""
+        ...
+
+    async def add_turn_vectors(self, fills: Sequence[TurnVectorFill]) -> int:
+        """Attach each turn's vector to its working buffer (the newest few are kept) unless
+        that turn already has one there. How many were attached."""
         ...
 
     async def recent(self, where: TenantFilter, limit: int) -> list[WorkingSession]:
@@ -79,6 +100,19 @@ class MemoryStore(Protocol):
         ...
 
     async def exists(self, vector_id: str) -> bool: ...
+
+    async def existing(self, vector_ids: Sequence[str]) -> builtins.set[str]:
+        """Those of `vector_ids` that have a row (any status), in one round trip."""
+        ...
+
+    async def insert_many_if_absent(self, rows: Sequence[MemoryRow]) -> builtins.set[str]:
+        """`insert_if_absent` of each row in one unordered write; the ids inserted."""
+        ...
+
+    async def fill_embeddings(self, model: str, vectors: Mapping[str, Vector]) -> int:
+        """Give each pending row (`MemoryRow.pending`) of `model` named in `vectors` its
+        vector; rows already embedded are left as they are. How many were filled."""
+        ...
 
     async def status_of(self, vector_id: str) -> str | None:
         """The row's `metadata.status` ("active" when unset), or None when there is none."""
@@ -224,6 +258,20 @@ class ArchivePinner(Protocol):
 
     async def pin_archive(self, archive_id: str, encrypted: bytes) -> str:
         """Pin the blob; returns its CID. Raises `DependencyFailed` when the service fails."""
+        ...
+
+
+class VectorStore(Protocol):
+    """Durable content-addressed document vectors: an opaque key (made of the model, the
+    dimension and a hash of the text: `engine.embedding_store.vector_key`) → its vector. A
+    text whose key is stored is never embedded again (replays run no model)."""
+
+    async def get_many(self, keys: Sequence[str]) -> dict[str, Vector]:
+        """The stored vectors of those keys that have one."""
+        ...
+
+    async def put_many(self, vectors: Mapping[str, Vector]) -> None:
+        """Store vectors; a key already stored keeps its vector (same key, same vector)."""
         ...
 
 

@@ -97,6 +97,16 @@ class TranscriptAppend:
 
 
 @dataclass(frozen=True, slots=True)
+class TurnVectorFill:
+    """A turn's vector computed after the turn was stored (the embedding stage), for the
+    transcript or working buffer of `session_id` in `scope`."""
+
+    session_id: str
+    scope: ScopeFields
+    vector: TurnVector
+
+
+@dataclass(frozen=True, slots=True)
 class Transcript:
     session_id: str
     scope: ScopeFields
@@ -163,6 +173,12 @@ class MemoryRow:
     @property
     def embedding_dim(self) -> int:
         return int(self.embedding.shape[0])
+
+    @property
+    def pending(self) -> bool:
+        """The row's vector is not computed yet (an empty `embedding`): the embedding stage
+        fills it; until then the row is found by its text alone."""
+        return self.embedding.size == 0
 
     def valid_at(self, as_of: int | None) -> bool:
         """Whether the row is visible: current rows when `as_of` is None; otherwise rows
