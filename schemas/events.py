@@ -24,6 +24,8 @@ MAX_TOOL_CALLS = 64
 """Upper bound on the tool calls of one message."""
 MAX_LAYERS = 16
 """Upper bound on the layer names of one `MemoryChanged`."""
+MAX_VECTOR_TARGETS = 2_000
+"""Texts one `EmbeddingRequested` may ask vectors for (a batch of turns of one thread)."""
 MAX_DOCUMENT_CHARS = 200_000
 """Upper bound on one knowledge document (about 160 chunks of 1,400 characters)."""
 MAX_GOAL_CHARS = 4_000
@@ -129,6 +131,28 @@ class MemoryChanged(Event):
     )
     cause_event_id: Id | None = Field(default=None, max_length=64)
     producer: str = Field(min_length=1, max_length=64)
+
+
+class VectorTarget(Contract):
+    """One stored text whose vector is wanted: the memory row `vector_id` (pending until
+    filled) and, for a turn, the transcript (`session_id`) and working buffer
+    (`working_session_id`) that keep the turn's vector."""
+
+    vector_id: Id = Field(min_length=1, max_length=128)
+    text: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
+    turn_id: Id | None = Field(default=None, max_length=128)
+    session_id: Id | None = Field(default=None, max_length=512)
+    working_session_id: Id | None = Field(default=None, max_length=512)
+
+
+class EmbeddingRequested(Event):
+    """Texts stored without their vectors (`embedding.deferred`), for the `embeddings`
+    group. Keyed by the thread; published after the rows are durable."""
+
+    scope: Scope
+    thread_id: Id | None = Field(default=None, max_length=512)
+    model: str = Field(min_length=1, max_length=200)
+    targets: list[VectorTarget] = Field(min_length=1, max_length=MAX_VECTOR_TARGETS)
 
 
 FactType = Literal["preference", "identity", "context", "skill", "relationship", "event"]

@@ -40,6 +40,9 @@ RELIABILITY: Final = "memory.workflows.reliability.v1"
 """`ReliabilityRequest` with `reply_to`; answered with `ReliabilityReply`."""
 JOBS: Final = "memory.jobs.v1"
 """`JobRequested` (a maintenance job: type, parameters, its time), run by the jobs group."""
+EMBEDDINGS: Final = "memory.embeddings.v1"
+"""`EmbeddingRequested`: stored texts whose vectors the `embeddings` group computes, keyed by
+the thread (published by the transcripts group after its writes are durable)."""
 DLQ: Final = "memory.dlq.v1"
 """Messages that failed after bounded retries, with their error and origin."""
 
@@ -61,8 +64,22 @@ PARTITIONS: Final[dict[str, int]] = {
     WORKFLOWS: 4,
     RELIABILITY: 2,
     JOBS: 2,
+    EMBEDDINGS: 8,
     DLQ: 1,
 }
+
+
+SCALED: Final = frozenset({TURNS, REMEMBER, FACTS, CHANGED, KNOWLEDGE, WORKFLOWS, EMBEDDINGS})
+"""The stream topics whose writer groups scale by processes: created with at least the
+`partitions` setting's count."""
+
+
+def partitions(at_least: int) -> dict[str, int]:
+    """Every topic's partition count, the `SCALED` ones raised to `at_least`."""
+    return {
+        topic: max(count, at_least) if topic in SCALED else count
+        for topic, count in PARTITIONS.items()
+    }
 
 
 def reply_topic(client_id: str) -> str:

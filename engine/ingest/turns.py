@@ -2,20 +2,26 @@
 
 One `TurnRecorded` → (1) the turn's messages appended to the thread's transcript (not
 overwritten: fixes §16.11), (2) its user/assistant lines appended to the thread's working
-buffer, keeping the newest 12, (3) one `session` memory row with the turn summary, embedded.
-Each write is keyed by the turn id, so a redelivered or replayed event changes nothing; every
-timestamp comes from the event's `occurred_at`.
+buffer, keeping the newest 12, (3) one `session` memory row with the turn summary, embedded
+(or, with the deferred embedding stage, written at once and embedded later by the
+`embeddings` group). Turns are stored in batches (`TurnRecorder.record_many`). Each write is
+keyed by the turn id, so a redelivered or replayed event changes nothing; every timestamp
+comes from the event's `occurred_at`.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.ports import Embedder, MemoryStore, TranscriptStore, WorkingStore
+import numpy as np
+
+from engine.ports import Embedder, MemoryStore, TranscriptStore, Vector, WorkingStore
 from engine.records import (
     MemoryRow,
+    ScopeFields,
     StoredMessage,
     TranscriptAppend,
     TurnVector,
@@ -26,6 +32,8 @@ from schemas.events import TurnRecorded
 from schemas.ids import h32, thread_session_id, to_ms
 
 DAY_MS = 86_400_000
+PENDING: Vector = np.zeros(0, dtype=np.float32)
+"""The embedding of a row whose vector is not computed yet (`MemoryRow.pending`)."""
 SYSTEM_METADATA_KEYS = ("type", "source", "layer", "status", "contextId", "turnId", "sessionId")
 """Keys the system owns; caller metadata never overrides them (fixes reference §16.27)."""
 
@@ -51,6 +59,10 @@ class TurnStored:
     working_applied: bool
     vector_id: str
     vector_inserted: bool
+    pending: bool = False
+    """The row was written without its vector (the `embeddings` group fills it)."""
+    content: str = ""
+    """The row's text (what its vector is computed from)."""
 
 
 def _collapse(text: str) -> str:
@@ -116,90 +128,159 @@ def _metadata(event: TurnRecorded, **system: Any) -> dict[str, Any]:
     return {**caller, **{k: v for k, v in system.items() if v is not None}}
 
 
+KnownVectors = Callable[[Sequence[str]], Awaitable[list[Vector | None]]]
+"""The stored document vector of each text, None where there is none
+(`engine.embedding_store.StoredEmbedder.known`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Planned:
+    event: TurnRecorded
+    messages: list[StoredMessage]
+    summary: str
+    content: str
+    fields: ScopeFields
+    vector_id: str
+    working_id: str
+    at: int
+
+
 @dataclass(slots=True)
 class TurnRecorder:
+    """Stores turns. With `known` set (the deferred embedding stage), a turn whose text has no
+    stored vector is written at once with a pending vector (`TurnStored.pending`) for the
+    `embeddings` group to fill; without it, the turn is embedded before it is written."""
+
     transcripts: TranscriptStore
     working: WorkingStore
     memory: MemoryStore
     embedder: Embedder
     policy: IngestPolicy = IngestPolicy()
+    known: KnownVectors | None = None
 
     async def record(self, event: TurnRecorded) -> TurnStored:
-        """Store the turn. Writes go transcript → working → session row, and the session
-        row is written last: once it exists, every earlier write has landed, so a
-        redelivery can skip the embedding (replays of stored turns cost no model time)."""
-        at = to_ms(event.occurred_at)
-        messages = turn_messages(event)
-        summary = event.summary or compact_summary(messages, self.policy)
-        content = summary or "\n".join(f"{m.role}: {m.content}" for m in messages)
-        fields = scope_fields(event.scope, event.thread_id)
-        vector_id = session_vector_id(event)
-        if await self.memory.exists(vector_id):
-            return TurnStored(
-                session_id=event.session_id,
-                working_session_id=thread_session_id(event.scope, event.thread_id),
-                transcript_applied=False,
-                working_applied=False,
-                vector_id=vector_id,
-                vector_inserted=False,
-            )
-        [embedding] = await self.embedder.embed([content], "document")
-        turn_vector = TurnVector(event.turn_id, embedding, self.embedder.model)
-        transcript_applied = await self.transcripts.append(
-            TranscriptAppend(
-                session_id=event.session_id,
-                scope=fields,
-                turn_id=event.turn_id,
-                messages=messages,
-                summary=summary,
-                token_count=event.total_tokens,
-                at=at,
-                metadata={"modelUsed": event.model_used, "contextWindow": event.context_window},
-                vector=turn_vector,
-            )
+        """Store one turn (`record_many` of one)."""
+        [stored] = await self.record_many([event])
+        return stored
+
+    async def record_many(self, events: Sequence[TurnRecorded]) -> list[TurnStored]:
+        """Store turns in a few round trips: one existence check, one write per thread's
+        transcript and working buffer, one bulk insert of the session rows. Writes go
+        transcripts → working buffers → session rows, and a row is written last: once it
+        exists, every earlier write of its turn has landed, so a redelivered turn is skipped
+        (replays of stored turns cost no model time). A turn repeated within `events` is
+        stored once. One result per event, in order."""
+        planned = [self._plan(e) for e in events]
+        done = await self.memory.existing(list(dict.fromkeys(p.vector_id for p in planned)))
+        todo: dict[str, _Planned] = {}
+        for p in planned:
+            if p.vector_id not in done:
+                todo.setdefault(p.vector_id, p)
+        vectors = await self._vectors([p.content for p in todo.values()])
+        by_id = dict(zip(todo, vectors, strict=True))
+        model = self.embedder.model
+        turn_vectors = {
+            vid: TurnVector(p.event.turn_id, v, model) if v is not None else None
+            for (vid, p), v in zip(todo.items(), vectors, strict=True)
+        }
+        applied = await self.transcripts.append_many(
+            [self._transcript(p, turn_vectors[vid]) for vid, p in todo.items()]
         )
-        working_id = thread_session_id(event.scope, event.thread_id)
-        working_applied = await self.working.append(
-            WorkingAppend(
-                session_id=working_id,
-                scope=fields,
-                turn_id=event.turn_id,
-                lines=working_lines(messages, self.policy),
-                at=at,
-                expires_at=at + self.policy.session_ttl_ms,
-                state={
-                    "lastSessionId": event.session_id,
-                    "lastTurnAt": at,
-                    "lastTurnId": event.turn_id,
-                },
-                vector=turn_vector,
-            ),
+        working_applied = await self.working.append_many(
+            [self._working(p, turn_vectors[vid]) for vid, p in todo.items()],
             keep=self.policy.working_lines,
         )
-        inserted = await self.memory.insert_if_absent(
-            MemoryRow(
-                vector_id=vector_id,
-                scope=fields,
-                content=content,
-                embedding=embedding,
-                embedding_model=self.embedder.model,
-                source="session",
-                created_at=at,
-                metadata=_metadata(
-                    event,
-                    type="agent_memory_turn",
-                    source="agent_loop",
-                    contextId=event.context_id,
-                    turnId=event.turn_id,
-                    sessionId=event.session_id,
-                ),
-            )
+        inserted = await self.memory.insert_many_if_absent(
+            [self._row(p, by_id[vid]) for vid, p in todo.items()]
         )
-        return TurnStored(
+        outcome = {vid: (t, w) for vid, t, w in zip(todo, applied, working_applied, strict=True)}
+        results: list[TurnStored] = []
+        for p in planned:
+            first = todo.get(p.vector_id) is p
+            transcript_applied, working_done = outcome[p.vector_id] if first else (False, False)
+            results.append(
+                TurnStored(
+                    session_id=p.event.session_id,
+                    working_session_id=p.working_id,
+                    transcript_applied=transcript_applied,
+                    working_applied=working_done,
+                    vector_id=p.vector_id,
+                    vector_inserted=first and p.vector_id in inserted,
+                    pending=first and by_id[p.vector_id] is None,
+                    content=p.content,
+                )
+            )
+        return results
+
+    async def _vectors(self, texts: list[str]) -> list[Vector | None]:
+        if not texts:
+            return []
+        if self.known is not None:
+            return await self.known(texts)
+        return list(await self.embedder.embed(texts, "document"))
+
+    def _plan(self, event: TurnRecorded) -> _Planned:
+        messages = turn_messages(event)
+        summary = event.summary or compact_summary(messages, self.policy)
+        return _Planned(
+            event=event,
+            messages=messages,
+            summary=summary,
+            content=summary or "\n".join(f"{m.role}: {m.content}" for m in messages),
+            fields=scope_fields(event.scope, event.thread_id),
+            vector_id=session_vector_id(event),
+            working_id=thread_session_id(event.scope, event.thread_id),
+            at=to_ms(event.occurred_at),
+        )
+
+    @staticmethod
+    def _transcript(p: _Planned, vector: TurnVector | None) -> TranscriptAppend:
+        event = p.event
+        return TranscriptAppend(
             session_id=event.session_id,
-            working_session_id=working_id,
-            transcript_applied=transcript_applied,
-            working_applied=working_applied,
-            vector_id=vector_id,
-            vector_inserted=inserted,
+            scope=p.fields,
+            turn_id=event.turn_id,
+            messages=p.messages,
+            summary=p.summary,
+            token_count=event.total_tokens,
+            at=p.at,
+            metadata={"modelUsed": event.model_used, "contextWindow": event.context_window},
+            vector=vector,
+        )
+
+    def _working(self, p: _Planned, vector: TurnVector | None) -> WorkingAppend:
+        event = p.event
+        return WorkingAppend(
+            session_id=p.working_id,
+            scope=p.fields,
+            turn_id=event.turn_id,
+            lines=working_lines(p.messages, self.policy),
+            at=p.at,
+            expires_at=p.at + self.policy.session_ttl_ms,
+            state={
+                "lastSessionId": event.session_id,
+                "lastTurnAt": p.at,
+                "lastTurnId": event.turn_id,
+            },
+            vector=vector,
+        )
+
+    def _row(self, p: _Planned, vector: Vector | None) -> MemoryRow:
+        event = p.event
+        return MemoryRow(
+            vector_id=p.vector_id,
+            scope=p.fields,
+            content=p.content,
+            embedding=vector if vector is not None else PENDING,
+            embedding_model=self.embedder.model,
+            source="session",
+            created_at=p.at,
+            metadata=_metadata(
+                event,
+                type="agent_memory_turn",
+                source="agent_loop",
+                contextId=event.context_id,
+                turnId=event.turn_id,
+                sessionId=event.session_id,
+            ),
         )

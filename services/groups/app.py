@@ -22,6 +22,7 @@ from engine.ports import Embedder
 from schemas import topics
 from services.groups import (
     admin,
+    embeddings,
     extraction,
     facts,
     invalidation,
@@ -51,6 +52,7 @@ def _warnings_only(record: logging.LogRecord) -> bool:
 
 GROUPS: dict[str, Callable[[Runtime, Metrics | None], KafkaRouter]] = {
     transcripts.GROUP: transcripts.router,
+    embeddings.GROUP: embeddings.router,
     extraction.GROUP: extraction.router,
     facts.GROUP: facts.router,
     knowledge.GROUP: knowledge.router,
@@ -67,6 +69,7 @@ router from the runtime and the process's metrics (None: uninstrumented)."""
 
 NEEDS: dict[str, frozenset[Part]] = {
     transcripts.GROUP: frozenset({"embedder"}),
+    embeddings.GROUP: frozenset({"embedder"}),
     extraction.GROUP: frozenset({"extractor"}),
     facts.GROUP: frozenset({"embedder"}),
     knowledge.GROUP: frozenset({"embedder"}),
@@ -142,7 +145,9 @@ async def running_groups(
     ):
         readiness.schema_ready = True  # open_runtime ensured every collection and index
         await create_topics(
-            rt.endpoints.kafka_bootstrap, dict(topics.PARTITIONS), kafka_options=rt.kafka_options
+            rt.endpoints.kafka_bootstrap,
+            topics.partitions(settings.kafka.partitions),
+            kafka_options=rt.kafka_options,
         )
         broker = KafkaBroker(
             rt.endpoints.kafka_bootstrap,

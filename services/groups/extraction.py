@@ -13,6 +13,7 @@ from engine.ingest.extraction.turns import extract_turn
 from schemas import topics
 from schemas.events import TurnRecorded
 from services.runtime import Runtime
+from services.stream.batches import one_by_one
 from services.stream.consumers import GroupRouter
 from services.stream.metrics import Metrics, extraction_timer
 
@@ -33,5 +34,5 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
             key = f"{event.scope.agent_wallet}|{event.scope.user_address or ''}"
             await facts.publish(found, key=key.encode())
 
-    group.on_event(topics.TURNS, TurnRecorded, extract, name="on_turn_extract")
+    group.on_events(topics.TURNS, TurnRecorded, one_by_one(extract), name="on_turn_extract")
     return group.router

@@ -9,6 +9,7 @@ from faststream.kafka import KafkaRouter
 from schemas import topics
 from schemas.events import FactsExtracted, MemoryRemembered
 from services.runtime import Runtime
+from services.stream.batches import one_by_one
 from services.stream.consumers import GroupRouter
 from services.stream.metrics import Metrics
 
@@ -22,13 +23,17 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
         await rt.rememberer.remember(event)
         await group.changes.announce(event, event.scope, ["graph", "vectors"])
 
-    group.on_event(
-        topics.REMEMBER, MemoryRemembered, remember, name="on_memory_remembered", part="remember"
+    group.on_events(
+        topics.REMEMBER,
+        MemoryRemembered,
+        one_by_one(remember),
+        name="on_memory_remembered",
+        part="remember",
     )
 
     async def store(event: FactsExtracted) -> None:
         await rt.facts.store(event)
         await group.changes.announce(event, event.scope, ["graph", "vectors"])
 
-    group.on_event(topics.FACTS, FactsExtracted, store, name="on_facts_extracted")
+    group.on_events(topics.FACTS, FactsExtracted, one_by_one(store), name="on_facts_extracted")
     return group.router

@@ -1,4 +1,5 @@
-"""invalidation group: `MemoryChanged` → bump the written scope's namespace chain."""
+"""invalidation group: batches of `MemoryChanged` → bump each written scope's namespace chain
+once per batch."""
 
 from __future__ import annotations
 
@@ -17,8 +18,11 @@ GROUP = "invalidation"
 def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
     group = GroupRouter(GROUP, rt, metrics)
 
-    async def bump(event: MemoryChanged) -> None:
-        await invalidate(rt.cache, event.scope, rt.search_policy)
+    async def bump(events: list[MemoryChanged]) -> None:
+        # a batch often names one scope many times (a thread's turns): bump each once
+        scopes = {e.scope.model_dump_json(): e.scope for e in events}
+        for scope in scopes.values():
+            await invalidate(rt.cache, scope, rt.search_policy)
 
-    group.on_event(topics.CHANGED, MemoryChanged, bump, name="on_memory_changed", interactive=True)
+    group.on_events(topics.CHANGED, MemoryChanged, bump, name="on_memory_changed", interactive=True)
     return group.router

@@ -14,6 +14,7 @@ from schemas import topics
 from schemas.events import KnowledgeSubmitted
 from schemas.ids import to_ms
 from services.runtime import Runtime
+from services.stream.batches import one_by_one
 from services.stream.consumers import GroupRouter
 from services.stream.metrics import Metrics
 
@@ -37,5 +38,7 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
         )
         await group.changes.announce(event, event.scope.tenant(), ["vectors"])
 
-    group.on_event(topics.KNOWLEDGE, KnowledgeSubmitted, index, name="on_knowledge_submitted")
+    group.on_events(
+        topics.KNOWLEDGE, KnowledgeSubmitted, one_by_one(index), name="on_knowledge_submitted"
+    )
     return group.router

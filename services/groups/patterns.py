@@ -10,6 +10,7 @@ from engine.ingest.patterns import observe, steps_text
 from schemas import topics
 from schemas.events import TurnRecorded
 from services.runtime import Runtime
+from services.stream.batches import one_by_one
 from services.stream.consumers import GroupRouter
 from services.stream.metrics import Metrics
 
@@ -32,5 +33,5 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
         if counted:
             await group.changes.announce(event, event.scope.tenant(), ["patterns"])
 
-    group.on_event(topics.TURNS, TurnRecorded, count, name="on_turn_patterns")
+    group.on_events(topics.TURNS, TurnRecorded, one_by_one(count), name="on_turn_patterns")
     return group.router

@@ -20,6 +20,7 @@ from schemas.ids import to_ms
 from schemas.requests import ReliabilityReply, ReliabilityRequest
 from schemas.scope import Scope, first_error
 from services.runtime import Runtime
+from services.stream.batches import one_by_one
 from services.stream.consumers import EXPIRED, GroupRouter, expired
 from services.stream.metrics import Metrics
 
@@ -43,8 +44,11 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
         )
         await group.changes.announce(event, written, ["vectors"])
 
-    group.on_event(
-        topics.WORKFLOWS, WorkflowCheckpointRecorded, record, name="on_workflow_checkpoint_recorded"
+    group.on_events(
+        topics.WORKFLOWS,
+        WorkflowCheckpointRecorded,
+        one_by_one(record),
+        name="on_workflow_checkpoint_recorded",
     )
 
     @group.replier(topics.RELIABILITY, part="reliability")

@@ -139,10 +139,9 @@ def topics_create() -> None:
 
     settings = Settings()
     bootstrap = endpoints(settings).kafka_bootstrap
-    asyncio.run(
-        create_topics(bootstrap, dict(topics.PARTITIONS), kafka_options=kafka_options(settings))
-    )
-    for name, count in topics.PARTITIONS.items():
+    counts = topics.partitions(settings.kafka.partitions)
+    asyncio.run(create_topics(bootstrap, counts, kafka_options=kafka_options(settings)))
+    for name, count in counts.items():
         console.print(f"{name}: {count} partitions")
 
 

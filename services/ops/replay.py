@@ -185,6 +185,10 @@ async def replay(
         # the live deployment's Redis keys: embeddings are cached by model and text, so
         # a rebuild with the same model reuses them (another model misses, as it must)
         cache_prefix=settings.redis.cache_prefix or settings.mongo.db,
+        # vectors are addressed by model and text: the live database's stored ones serve the
+        # rebuild, which embeds inline (no embeddings group runs) and only what is missing
+        embedding_store_db=settings.embedding.store_db or settings.mongo.db,
+        embedding_deferred=False,
     )
     began = time.monotonic()
     if not progress.finished:

@@ -41,8 +41,10 @@ from engine.adapters.mongo.pattern_counts import MongoPatternCounter
 from engine.adapters.mongo.schema import ensure_pattern_indexes
 from engine.adapters.mongo.sessions import MongoSessionStore
 from engine.adapters.mongo.skills import MongoSkillStore
+from engine.adapters.mongo.vectors import MongoVectorStore
 from engine.adapters.redis_cache import RedisQueryCache
 from engine.embedding_cache import CachedEmbedder
+from engine.embedding_store import StoredEmbedder
 from engine.ingest.extraction.types import ExtractionPolicy, Extractor
 from engine.ingest.facts import FactWriter
 from engine.ingest.remember import Rememberer
@@ -128,7 +130,9 @@ class Runtime:
         self.search_policy: SearchPolicy = search_policy(settings)
         self.ingest_policy: IngestPolicy = ingest_policy(settings)
         self.access = AccessRecorder(stores.memory)
-        self._embedder = Lazy(self._built("embedder", parts.embedder))
+        self._embedder = Lazy(
+            self._built("embedder", lambda: StoredEmbedder(parts.embedder(), stores.vectors))
+        )
         self._reranker = Lazy(self._built("reranker", parts.reranker))
         self._extractor = Lazy(self._built("extractor", parts.extractor))
         self._summariser = Lazy(self._built("summariser", parts.summariser))
@@ -149,7 +153,15 @@ class Runtime:
 
     def _turn_recorder(self) -> TurnRecorder:
         s = self.stores
-        return TurnRecorder(s.transcripts, s.working, s.memory, self.embedder, self.ingest_policy)
+        embedder = self._embedder.get()
+        return TurnRecorder(
+            s.transcripts,
+            s.working,
+            s.memory,
+            embedder,
+            self.ingest_policy,
+            known=embedder.known if self.settings.embedding.deferred else None,
+        )
 
     def _cells(self) -> dict[Part, Lazy[Any]]:
         return {
@@ -191,7 +203,9 @@ class Runtime:
         )
 
     @property
-    def embedder(self) -> Embedder:
+    def embedder(self) -> StoredEmbedder:
+        """The configured embedder behind the durable vector store: a document text it has
+        embedded once is never embedded again."""
         return self._embedder.get()
 
     @property
@@ -334,6 +348,7 @@ async def open_runtime(
             sessions=MongoSessionStore(db),
             evals=MongoEvalStore(db),
             cache=cache,
+            vectors=MongoVectorStore(mongo[settings.embedding.store_db or settings.mongo.db]),
         )
         parts = Parts(
             embedder=model,

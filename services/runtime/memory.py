@@ -21,6 +21,7 @@ from engine.adapters.memory import (
     InMemoryRelationStore,
     InMemorySkillStore,
     InMemoryTranscriptStore,
+    InMemoryVectorStore,
     InMemoryWorkingSessions,
 )
 from engine.ingest.extraction.rules import RuleBasedExtractor
@@ -53,6 +54,7 @@ def memory_stores() -> Stores:
         sessions=working,
         evals=InMemoryEvalStore(),
         cache=InMemoryQueryCache(),
+        vectors=InMemoryVectorStore(),
     )
 
 

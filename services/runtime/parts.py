@@ -25,6 +25,7 @@ from engine.ports import (
     TranscriptHistory,
     TranscriptStore,
     VectorIndex,
+    VectorStore,
     WorkingStore,
 )
 from engine.retrieval.rerank import Reranker
@@ -80,6 +81,8 @@ class Stores:
     sessions: SessionStore
     evals: EvalStore
     cache: QueryCache
+    vectors: VectorStore
+    """Durable document vectors by content (`engine.embedding_store`)."""
 
 
 @dataclass(frozen=True, slots=True)

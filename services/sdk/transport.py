@@ -101,11 +101,14 @@ class Transport:
         fetch_wait_ms: int = 25,
         client_id: str | None = None,
         kafka_options: Mapping[str, Any] = PLAINTEXT,
+        partitions: int = 8,
     ) -> None:
         """`timeout`: seconds a request waits for its reply unless the call says otherwise.
         `kafka_options`: aiokafka security arguments
-        (`services.stream.security.kafka_options`)."""
+        (`services.stream.security.kafka_options`). `partitions`: the scaled topics' count
+        when this client is the first to create them (the `kafka.partitions` setting)."""
         self._bootstrap = bootstrap
+        self._partitions = partitions
         self._kafka_options = kafka_options
         self._timeout = timeout
         self._fetch_wait_ms = fetch_wait_ms
@@ -131,7 +134,7 @@ class Transport:
         reply reader."""
         await create_topics(
             self._bootstrap,
-            {**topics.PARTITIONS, self.reply_topic: 1},
+            {**topics.partitions(self._partitions), self.reply_topic: 1},
             kafka_options=self._kafka_options,
         )
         self._producer = AIOKafkaProducer(

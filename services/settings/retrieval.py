@@ -86,6 +86,31 @@ class EmbeddingSettings(Section):
         validation_alias="embedding_cache_ttl_seconds",
         description="Embedding cache TTL (0 disables the cache).",
     )
+    deferred: bool = Field(
+        default=True,
+        validation_alias="embedding_deferred",
+        description=(
+            "Store turns without waiting for the model: their text is searchable at once and "
+            "the `embeddings` group fills their vectors. Off: the transcripts group embeds "
+            "before it writes (a replay runs this way, from stored vectors)."
+        ),
+    )
+    store_db: str | None = Field(
+        default=None,
+        validation_alias="embedding_store_db",
+        description=(
+            "MongoDB database of the durable content-addressed vectors (model, dimension, "
+            "text hash → vector); unset ⇒ the memory database. A replay into another "
+            "database reads the live one's, so it runs no model for stored text."
+        ),
+    )
+    stage_batch: int = Field(
+        default=256,
+        ge=1,
+        le=4096,
+        validation_alias="embedding_stage_batch",
+        description="Most embedding requests the `embeddings` group takes in one batch.",
+    )
 
 
 class SearchSettings(Section):

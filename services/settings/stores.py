@@ -53,6 +53,37 @@ class KafkaSettings(Section):
         validation_alias="fetch_wait_ms",
         description="fetch_max_wait_ms of the ingest groups (freshness: post_turn → visible).",
     )
+    partitions: int = Field(
+        default=8,
+        ge=1,
+        le=1024,
+        validation_alias="kafka_partitions",
+        description=(
+            "Partitions of each stream topic a writer group reads (turns, remember, facts, "
+            "knowledge, workflows, embeddings, changes) when the topics are created: the most "
+            "processes one group can usefully run. An existing topic keeps its count."
+        ),
+    )
+    batch_max_records: int = Field(
+        default=500,
+        ge=1,
+        le=10_000,
+        validation_alias="batch_max_records",
+        description=(
+            "Most records one batch of a writer group holds: each batch is written with a few "
+            "bulk writes and committed once."
+        ),
+    )
+    batch_wait_ms: int = Field(
+        default=50,
+        ge=1,
+        le=10_000,
+        validation_alias="batch_wait_ms",
+        description=(
+            "How long a writer group waits for records when none are buffered (the batch "
+            "linger); a batch is handed over as soon as records are there."
+        ),
+    )
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
         default="PLAINTEXT",
         validation_alias="kafka_security_protocol",

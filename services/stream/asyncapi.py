@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from schemas import topics
 from schemas.events import (
+    EmbeddingRequested,
     FactsExtracted,
     JobRequested,
     KnowledgeSubmitted,
@@ -76,6 +77,7 @@ CHANNELS: tuple[Channel, ...] = (
     Channel(topics.WORKFLOWS, WorkflowCheckpointRecorded, ("workflows",)),
     Channel(topics.RELIABILITY, ReliabilityRequest, ("workflows.reliability",), ReliabilityReply),
     Channel(topics.JOBS, JobRequested, ("jobs",)),
+    Channel(topics.EMBEDDINGS, EmbeddingRequested, ("embeddings",)),
     Channel(topics.DLQ, DeadLetter, ()),
 )
 

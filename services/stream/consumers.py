@@ -6,6 +6,7 @@ announcer. The composition root includes the router in its broker
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
@@ -21,6 +22,7 @@ from schemas import topics
 from schemas.events import Event, MemoryChanged
 from schemas.scope import Scope
 from services.settings import Settings
+from services.stream.batches import BatchConsumer
 from services.stream.dlq import consume
 from services.stream.metrics import Metrics
 
@@ -100,6 +102,7 @@ class GroupRouter(Generic[W]):
         part: str | None = None,
         ack_policy: AckPolicy = AckPolicy.ACK,
         workers: int = 1,
+        batch: int | None = None,
     ) -> DefaultSubscriber:
         """A durable group reading from `earliest` (the local broker's "latest" is wrong) that
         commits after the handler returns (at-least-once). Interactive (request/reply and cache
@@ -112,8 +115,26 @@ class GroupRouter(Generic[W]):
 
         A group that reads several topics gives each extra topic its own Kafka group id
         (`<group>.<part>`): members of one Kafka group with different subscriptions were left
-        unassigned by the local broker, and separate ids keep each topic's progress visible."""
+        unassigned by the local broker, and separate ids keep each topic's progress visible.
+
+        `batch` (most records per batch): the handler receives every record one fetch
+        returned, waiting `kafka.batch_wait_ms` when none is buffered."""
         kafka = self.rt.settings.kafka
+        if batch is not None:
+            return self.router.subscriber(  # type: ignore[return-value]
+                topic,
+                group_id=self.group_id(part),
+                auto_offset_reset="earliest",
+                session_timeout_ms=kafka.session_timeout_ms,
+                heartbeat_interval_ms=kafka.heartbeat_interval_ms,
+                fetch_max_wait_ms=kafka.reply_fetch_wait_ms if interactive else kafka.fetch_wait_ms,
+                ack_policy=ack_policy,
+                batch=True,
+                max_records=batch,
+                batch_timeout_ms=kafka.batch_wait_ms,
+                parser=safe_headers,
+                decoder=raw_body,
+            )
         return self.router.subscriber(
             topic,
             group_id=self.group_id(part),
@@ -195,29 +216,80 @@ class GroupRouter(Generic[W]):
             topic, interactive=interactive, part=part, ack_policy=AckPolicy.NACK_ON_ERROR
         )(handler)
 
+    def on_events(
+        self,
+        topic: str,
+        contract: type[E],
+        work: Callable[[list[E]], Awaitable[Any]],
+        *,
+        name: str,
+        interactive: bool = False,
+        part: str | None = None,
+        batch: int | None = None,
+    ) -> None:
+        """Register `work` for batches of `contract` events on `topic`
+        (`services.stream.batches`): undecodable records are dead-lettered, a failing batch
+        is split until only the failing record is retried and dead-lettered, and the batch
+        is committed once, after `work` returned. `batch` caps the records per batch
+        (default: `kafka.batch_max_records`)."""
+        rt = self.rt
+        only = frozenset(rt.settings.only_agents)
 
-Parse = Callable[[ConsumerRecord[Any, Any]], Awaitable[Record]]
+        def admit(event: E) -> bool:
+            scope = getattr(event, "scope", None)
+            return not only or (scope is not None and scope.agent_wallet in only)
+
+        consumer = BatchConsumer(
+            self.dead_letters,
+            self.group_id(part),
+            contract,
+            work,
+            attempts=rt.settings.max_attempts,
+            backoff_ms=rt.settings.retry_backoff_ms,
+            metrics=self.metrics,
+            outage_seconds=rt.settings.outage_wait_seconds,
+            admit=admit,
+        )
+
+        async def handler(message: KafkaMessage) -> None:
+            await consumer.consume(message)
+
+        handler.__name__ = handler.__qualname__ = name
+        # as in `on_event`: only a lasting store outage escapes, and then nothing is committed
+        self.subscriber(
+            topic,
+            interactive=interactive,
+            part=part,
+            ack_policy=AckPolicy.NACK_ON_ERROR,
+            batch=batch or rt.settings.kafka.batch_max_records,
+        )(handler)
 
 
-async def safe_headers(record: ConsumerRecord[Any, Any], original: Parse) -> Record:
-    """FastStream's own parser, on `record` with every header value made valid UTF-8 (in
-    place): that parser decodes header values strictly, so a null or non-UTF-8 value raised
-    before any handler ran and the record was read again forever. Undecodable bytes become
-    U+FFFD; the body is untouched."""
-    record.headers = [(name, _utf8(value)) for name, value in record.headers or ()]
-    return await original(record)
+Raw = ConsumerRecord[Any, Any] | tuple[ConsumerRecord[Any, Any], ...]
+Parse = Callable[[Raw], Awaitable[Record]]
+
+
+async def safe_headers(raw: Raw, original: Parse) -> Record:
+    """FastStream's own parser, on the record (or each record of a batch) with every header
+    value made valid UTF-8 (in place): that parser decodes header values strictly, so a null
+    or non-UTF-8 value raised before any handler ran and the record was read again forever.
+    Undecodable bytes become U+FFFD; the body is untouched."""
+    for record in raw if isinstance(raw, tuple) else (raw,):
+        record.headers = [(name, _utf8(value)) for name, value in record.headers or ()]
+    return await original(raw)
 
 
 def _utf8(value: bytes | None) -> bytes:
     return b"" if value is None else value.decode("utf-8", "replace").encode()
 
 
-async def raw_body(message: Record) -> bytes:
-    """The record's value, undecoded. Every handler reads the raw message and validates it
-    into its contract itself (`services.stream.dlq.consume`, or the request handlers), so a body
-    that is not JSON reaches the code that dead-letters or answers it. FastStream's default
-    decoder parsed JSON (when the producer sent `content-type: application/json`) before the
-    handler ran, and its failure re-read the record forever."""
+async def raw_body(message: Record) -> bytes | list[bytes]:
+    """The record's value (a batch: each record's), undecoded. Every handler reads the raw
+    message and validates it into its contract itself (`services.stream.dlq.consume`, or the
+    request handlers), so a body that is not JSON reaches the code that dead-letters or
+    answers it. FastStream's default decoder parsed JSON (when the producer sent
+    `content-type: application/json`) before the handler ran, and its failure re-read the
+    record forever."""
     return message.body
 
 
@@ -258,9 +330,37 @@ class ChangeAnnouncer:
             key=scope.agent_wallet.encode(),
         )
 
+    async def announce_all(self, changes: Changes) -> None:
+        """One `MemoryChanged` per distinct (scope, layers) of a batch, published together
+        (each carries the last cause of its scope)."""
+        await asyncio.gather(
+            *(self.announce(cause, scope, layers) for cause, scope, layers in changes.coalesced())
+        )
+
     async def announce_at(self, scope: Scope, layers: list[str]) -> None:
         """Announce a change made now by a request (not caused by an event)."""
         await self._publisher.publish(
             MemoryChanged(scope=scope, layers=layers, producer=self._producer),
             key=scope.agent_wallet.encode(),
         )
+
+
+class Changes:
+    """The writes of one batch, by written scope: `ChangeAnnouncer.announce_all` publishes
+    one `MemoryChanged` per scope and layer set instead of one per event."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[tuple[str, tuple[str, ...]], tuple[Event, Scope]] = {}
+
+    def add(self, cause: Event, scope: Scope, layers: list[str]) -> None:
+        key = (scope.model_dump_json(), tuple(layers))
+        self._by_key.pop(key, None)  # re-inserted: the last cause is kept, in order
+        self._by_key[key] = (cause, scope)
+
+    def coalesced(self) -> list[tuple[Event, Scope, list[str]]]:
+        return [
+            (cause, scope, list(layers)) for (_, layers), (cause, scope) in self._by_key.items()
+        ]
+
+    def __len__(self) -> int:
+        return len(self._by_key)

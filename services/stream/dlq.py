@@ -222,10 +222,25 @@ async def _dead_letter(
     attempts: int,
     probe: EventProbe,
 ) -> None:
-    record = _record(message)
+    await send_dead_letter(
+        dead_letters, _record(message), message.body, group, error, kind, attempts, probe
+    )
+
+
+async def send_dead_letter(
+    dead_letters: DefaultPublisher,
+    record: ConsumerRecord[Any, Any],
+    body: bytes,
+    group: str,
+    error: str,
+    kind: str,
+    attempts: int,
+    probe: EventProbe,
+) -> None:
+    """Publish the letter of `record` (whose value is `body`) and count it."""
     key = record.key.decode("utf-8", "replace") if isinstance(record.key, bytes) else None
     letter = dead_letter(
-        message.body,
+        body,
         tombstone=record.value is None,
         group=group,
         source_topic=record.topic,

@@ -1,6 +1,6 @@
 """Faults on the real stack, with exact figures: every turn published is stored exactly once.
 
-* a consumer process SIGKILLed mid-batch, then restarted;
+* a consumer process SIGKILLed mid-batch, then restarted: each turn once, each thread in order;
 * the MongoDB-wire server stopped for `MONGO_OUTAGE_SECONDS` during ingest, then restarted;
 * Redis stopped: pre_turn still answers, writes go on, caches work again once it is back;
 * the broker restarted (the local broker keeps nothing): the stored memory survives, new
@@ -164,6 +164,27 @@ async def stored_once(db: AsyncDatabase[dict[str, Any]], agent: str, expected: i
     assert (lost, duplicated, vectors) == (0, 0, expected)
 
 
+def _number(text: str) -> int:
+    """n of "Message n: …" / "user: Message n: …" / a turn id ending in "-n"."""
+    return int(text.replace("user: ", "").split(":")[0].split()[-1].split("-")[-1])
+
+
+async def kept_in_order(db: AsyncDatabase[dict[str, Any]], agent: str, expected: int) -> None:
+    """Each thread's transcript lists its turns in the order they were said (its `turnIds`
+    are the write order), and its working buffer holds the newest lines, oldest first."""
+    threads = 0
+    async for doc in db["session_transcripts"].find({"agentWallet": agent}):
+        said = [_number(t) for t in doc["turnIds"]]
+        assert said == sorted(said), f"{doc['_id']} stored its turns out of order"
+        threads += 1
+    assert threads == THREADS
+    async for doc in db["sessions"].find({"agentWallet": agent}):
+        lines = [_number(x) for x in doc["workingMemory"]["context"] if x.startswith("user:")]
+        thread = int(doc["threadId"].removeprefix("thread"))
+        newest = [n for n in range(expected) if n % THREADS == thread][-len(lines) :]
+        assert lines == newest, f"{doc['_id']} working buffer is not the newest turns in order"
+
+
 async def test_a_consumer_killed_mid_batch_stores_every_turn_exactly_once_after_restart(
     stack: Endpoints, kafka_server: Server, tmp_path: Path, base_ms: int
 ) -> None:
@@ -171,7 +192,8 @@ async def test_a_consumer_killed_mid_batch_stores_every_turn_exactly_once_after_
     agent = f"0xkill{uuid.uuid4().hex[:10]}"
     db_name, prefix = f"kill_{uuid.uuid4().hex[:8]}", f"kill-{uuid.uuid4().hex[:8]}"
     await start_at_end(ends_.kafka_bootstrap, subscriptions(prefix, ["transcripts"]))
-    worker = GroupProcess("transcripts", group_env(ends_, db_name, prefix), tmp_path / "w.log")
+    env = group_env(ends_, db_name, prefix, MNEMOSTREAM_BATCH_MAX_RECORDS="200")
+    worker = GroupProcess("transcripts", env, tmp_path / "w.log")
     worker.start()
     mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(stack.mongo_uri)
     db = mongo[db_name]
@@ -191,6 +213,7 @@ async def test_a_consumer_killed_mid_batch_stores_every_turn_exactly_once_after_
         assert stored_at_kill < KILL_TURNS
         await wait_caught_up(ends_.kafka_bootstrap, f"{prefix}.transcripts", ends, timeout=240)
         await stored_once(db, agent, KILL_TURNS)
+        await kept_in_order(db, agent, KILL_TURNS)
     finally:
         worker.kill(signal.SIGTERM)
         await mongo.drop_database(db_name)

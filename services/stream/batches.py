@@ -1,0 +1,195 @@
+"""Batched consumption: a writer group takes the records a fetch returned (up to
+`kafka.batch_max_records`), writes them with a few bulk writes and commits once.
+
+`consume_batch` keeps the single-record guarantees (`services.stream.dlq.consume`):
+
+* a record no contract accepts (empty, too large, not JSON, invalid) is dead-lettered at once
+  and the rest of the batch goes on;
+* a batch whose work fails is **split in two** and each half is run again, left before right
+  (records keep their order within each partition), down to single records; a single record
+  is retried with backoff `attempts` times, then dead-lettered. So a poison record costs a
+  few extra runs of its neighbours (idempotent writes make re-running them harmless) and only
+  it reaches the dead-letter topic;
+* a store outage is not the records' fault: the whole batch waits and is retried without
+  using up attempts, and after `outage_seconds` `StoreUnavailable` is raised — the batch is
+  not committed and is read again.
+
+The work receives the decoded events in record order; it must be idempotent (turn-id guards,
+deterministic ids), as every handler already is, since a redelivered batch runs again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from aiokafka import ConsumerRecord
+from faststream.kafka.message import KafkaMessage
+from pydantic import BaseModel, ValidationError
+
+from engine.errors import InputRejected
+from schemas.scope import first_error
+from services.stream.dlq import Outage, is_outage, send_dead_letter, undecodable
+from services.stream.metrics import EventProbe, Metrics
+
+if TYPE_CHECKING:
+    from faststream.kafka.publisher.usecase import DefaultPublisher
+
+log = logging.getLogger(__name__)
+
+E = TypeVar("E", bound=BaseModel)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry(Generic[E]):
+    """One decoded record of a batch."""
+
+    record: ConsumerRecord[Any, Any]
+    body: bytes
+    event: E
+    probe: EventProbe
+
+
+def records_of(message: KafkaMessage) -> tuple[ConsumerRecord[Any, Any], ...]:
+    """The records of a batch message (a single record counts as a batch of one)."""
+    raw = message.raw_message
+    return raw if isinstance(raw, tuple) else (raw,)
+
+
+def bodies_of(message: KafkaMessage) -> list[bytes]:
+    """The raw values of a batch message, in record order."""
+    body = message.body
+    return list(body) if isinstance(body, list) else [body]
+
+
+@dataclass(slots=True)
+class BatchConsumer(Generic[E]):
+    """Runs one batch: decode, dead-letter what cannot be decoded, then `work` on the rest,
+    split on failure (see the module's docstring)."""
+
+    dead_letters: DefaultPublisher
+    group: str
+    contract: type[E]
+    work: Callable[[list[E]], Awaitable[Any]]
+    attempts: int
+    backoff_ms: int
+    metrics: Metrics | None = None
+    outage_seconds: float = 120.0
+    admit: Callable[[E], bool] = lambda _event: True
+    """Events not admitted (another tenant's, under `only_agents`) are acknowledged unread."""
+
+    async def consume(self, message: KafkaMessage) -> int:
+        """Handle every record of `message`; how many were processed (the rest were
+        dead-lettered or not admitted)."""
+        entries: list[Entry[E]] = []
+        for record, body in zip(records_of(message), bodies_of(message), strict=True):
+            probe = EventProbe(self.metrics, self.group, record.topic)
+            decoded = self._decode(record, body)
+            if isinstance(decoded, tuple):
+                kind, reason = decoded
+                await self._letter(record, body, probe, reason, kind, 0)
+            elif self.admit(decoded):
+                entries.append(Entry(record, body, decoded, probe))
+        return await self._run(entries)
+
+    def _decode(self, record: ConsumerRecord[Any, Any], body: bytes) -> E | tuple[str, str]:
+        rejected = undecodable(body, tombstone=record.value is None)
+        if rejected is not None:
+            return rejected
+        try:
+            return self.contract.model_validate_json(body)
+        except ValidationError as exc:
+            return "ValidationError", first_error(exc)
+        except (ValueError, RecursionError) as exc:  # a validator that failed its own way
+            return type(exc).__name__, str(exc)
+
+    async def _run(self, entries: Sequence[Entry[E]]) -> int:
+        if not entries:
+            return 0
+        if len(entries) == 1:
+            return await self._one(entries[0])
+        outage = Outage(self.backoff_ms / 1000, self.outage_seconds)
+        while True:
+            try:
+                await self.work([e.event for e in entries])
+            except Exception as exc:  # noqa: BLE001 - any failure splits; singles log it
+                if is_outage(exc):
+                    for entry in entries:
+                        entry.probe.retrying(type(exc).__name__)
+                    await outage.wait(exc, self.group)
+                    continue
+                log.warning(
+                    "a batch of %d failed (%s: %s); splitting it",
+                    len(entries),
+                    type(exc).__name__,
+                    exc,
+                    extra={"group": self.group},
+                )
+                middle = len(entries) // 2
+                left = await self._run(entries[:middle])
+                return left + await self._run(entries[middle:])
+            for entry in entries:
+                entry.probe.processed()
+            return len(entries)
+
+    async def _one(self, entry: Entry[E]) -> int:
+        """A single record: retried with exponential backoff, then dead-lettered."""
+        attempt, outage = 0, Outage(self.backoff_ms / 1000, self.outage_seconds)
+        while True:
+            try:
+                await self.work([entry.event])
+            except InputRejected as exc:
+                await self._letter(
+                    entry.record, entry.body, entry.probe, str(exc), type(exc).__name__, attempt + 1
+                )
+                return 0
+            except Exception as exc:
+                kind = type(exc).__name__
+                if is_outage(exc):
+                    entry.probe.retrying(kind)
+                    await outage.wait(exc, self.group)
+                    continue
+                attempt += 1
+                if attempt >= self.attempts:
+                    log.exception(
+                        "giving up after %d attempts", attempt, extra={"group": self.group}
+                    )
+                    await self._letter(
+                        entry.record, entry.body, entry.probe, str(exc), kind, attempt
+                    )
+                    return 0
+                entry.probe.retrying(kind)
+                delay = self.backoff_ms * 2 ** (attempt - 1) / 1000
+                log.warning("attempt %d failed (%s), retrying in %.2fs", attempt, exc, delay)
+                await asyncio.sleep(delay)
+            else:
+                entry.probe.processed()
+                return 1
+
+    async def _letter(
+        self,
+        record: ConsumerRecord[Any, Any],
+        body: bytes,
+        probe: EventProbe,
+        error: str,
+        kind: str,
+        attempts: int,
+    ) -> None:
+        await send_dead_letter(
+            self.dead_letters, record, body, self.group, error, kind, attempts, probe
+        )
+
+
+def one_by_one(work: Callable[[E], Awaitable[Any]]) -> Callable[[list[E]], Awaitable[None]]:
+    """Batch work that runs `work` on each event in order (handlers whose writes are not
+    batched yet still gain one fetch and one commit per batch)."""
+
+    async def each(events: list[E]) -> None:
+        for event in events:
+            await work(event)
+
+    each.__name__ = getattr(work, "__name__", "each")
+    return each
