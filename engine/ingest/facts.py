@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import zip_longest
 
 from engine.errors import EmbeddingFailed
 from engine.ingest.remember import fact_hash
-from engine.ports import Embedder, MemoryStore, RelationStore
+from engine.ingest.turns import PENDING, KnownVectors
+from engine.ports import Embedder, MemoryStore, RelationStore, Vector
 from engine.records import MemoryRow, RelationRecord, ScopeFields
 from engine.scoping import TenantFilter, scope_fields
 from schemas.events import EntityItem, FactItem, FactsExtracted
@@ -65,6 +66,8 @@ class FactsStored:
     entities_inserted: int
     relations_inserted: int
     slots_resolved: int
+    pending: dict[str, str] = field(default_factory=dict)
+    """Rows written without their vector (id → text), for the `embeddings` group."""
 
 
 @dataclass(slots=True)
@@ -72,6 +75,23 @@ class FactWriter:
     memory: MemoryStore
     relations: RelationStore
     embedder: Embedder
+    known: KnownVectors | None = None
+    """With it (the deferred embedding stage), a text with no stored vector is written at
+    once with a pending vector (`FactsStored.pending`); without it, it is embedded first."""
+
+    async def _vectors(self, texts: list[str]) -> list[Vector | None]:
+        if not texts:
+            return []
+        found = (
+            await self.known(texts)
+            if self.known is not None
+            else list(await self.embedder.embed(texts, "document"))
+        )
+        if len(found) != len(texts):  # never store a vector that may be another text's
+            raise EmbeddingFailed(
+                f"the embedder returned {len(found)} vectors for {len(texts)} texts"
+            )
+        return found
 
     async def store(self, event: FactsExtracted) -> FactsStored:
         at = to_ms(event.occurred_at)
@@ -98,30 +118,23 @@ class FactWriter:
         texts = [f.text for f in new_facts.values()] + [
             entity_text(e) for e in new_entities.values()
         ]
-        vectors = await self.embedder.embed(texts, "document") if texts else []
-        if len(vectors) != len(texts):  # never store a vector that may be another text's
-            raise EmbeddingFailed(
-                f"the embedder returned {len(vectors)} vectors for {len(texts)} texts"
+        vectors = await self._vectors(texts)
+        rows = [
+            self._fact_row(event, vid, fact, fields, at, vector)
+            for (vid, fact), vector in zip(new_facts.items(), vectors, strict=False)
+        ] + [
+            self._entity_row(event, eid, entity, fields, at, vector)
+            for (eid, entity), vector in zip(
+                new_entities.items(), vectors[len(new_facts) :], strict=True
             )
+        ]
+        pending: dict[str, str] = {}
         inserted: set[str] = set()
-        fact_vectors = vectors[: len(new_facts)]
-        for (vid, fact), vector in zip(new_facts.items(), fact_vectors, strict=True):
-            metadata = {
-                "type": "agent_memory_turn_graph",
-                "source": "extraction",
-                "layer": "graph",
-                "factHash": vid.removeprefix("fact_"),
-                "factType": fact.type,
-                "confidence": fact.confidence,
-                "extractor": event.extractor,
-                "sourceTurnId": event.turn_id,
-            }
-            if fact.slot:
-                metadata["slot"] = fact.slot
-            if await self.memory.insert_if_absent(
-                MemoryRow(vid, fields, fact.text, vector, self.embedder.model, "fact", at, metadata)
-            ):
-                inserted.add(vid)
+        for row in rows:
+            if await self.memory.insert_if_absent(row):
+                inserted.add(row.vector_id)
+                if row.pending:
+                    pending[row.vector_id] = row.content
         tenant = self._tenant(fields)
         for vid, fact in facts.items():
             # A row this event did not write may lack the slot: the same fact remembered
@@ -130,28 +143,7 @@ class FactWriter:
             # know it.
             if fact.slot and vid not in inserted:
                 await self.memory.set_slot_if_absent(vid, tenant, fact.slot)
-        entity_vectors = vectors[len(new_facts) :]
-        entities_inserted = 0
-        for (eid, entity), vector in zip(new_entities.items(), entity_vectors, strict=True):
-            metadata = {
-                "layer": "graph",
-                "entityType": entity.type,
-                "name": entity.name,
-                "normalisedName": normalise_name(entity.name),
-                "sourceTurnId": event.turn_id,
-            }
-            entities_inserted += await self.memory.insert_if_absent(
-                MemoryRow(
-                    eid,
-                    fields,
-                    entity_text(entity),
-                    vector,
-                    self.embedder.model,
-                    "entity",
-                    at,
-                    metadata,
-                )
-            )
+        entities_inserted = sum(1 for eid in new_entities if eid in inserted)
         relations_inserted = 0
         for rel in event.relations:
             source_id, target_id = entity_id(fields, rel.source), entity_id(fields, rel.target)
@@ -181,7 +173,58 @@ class FactWriter:
         )
         for source_id, kind in kinds:
             await self.resolve_relation(fields, source_id, kind)
-        return FactsStored(len(inserted), entities_inserted, relations_inserted, len(slots))
+        return FactsStored(
+            len(inserted) - entities_inserted,
+            entities_inserted,
+            relations_inserted,
+            len(slots),
+            pending,
+        )
+
+    def _fact_row(
+        self,
+        event: FactsExtracted,
+        vid: str,
+        fact: FactItem,
+        fields: ScopeFields,
+        at: int,
+        vector: Vector | None,
+    ) -> MemoryRow:
+        metadata = {
+            "type": "agent_memory_turn_graph",
+            "source": "extraction",
+            "layer": "graph",
+            "factHash": vid.removeprefix("fact_"),
+            "factType": fact.type,
+            "confidence": fact.confidence,
+            "extractor": event.extractor,
+            "sourceTurnId": event.turn_id,
+        }
+        if fact.slot:
+            metadata["slot"] = fact.slot
+        embedding = _or_pending(vector)
+        return MemoryRow(
+            vid, fields, fact.text, embedding, self.embedder.model, "fact", at, metadata
+        )
+
+    def _entity_row(
+        self,
+        event: FactsExtracted,
+        eid: str,
+        entity: EntityItem,
+        fields: ScopeFields,
+        at: int,
+        vector: Vector | None,
+    ) -> MemoryRow:
+        metadata = {
+            "layer": "graph",
+            "entityType": entity.type,
+            "name": entity.name,
+            "normalisedName": normalise_name(entity.name),
+            "sourceTurnId": event.turn_id,
+        }
+        text, embedding = entity_text(entity), _or_pending(vector)
+        return MemoryRow(eid, fields, text, embedding, self.embedder.model, "entity", at, metadata)
 
     async def resolve_relation(self, fields: ScopeFields, source_id: str, kind: str) -> None:
         """Only the newest link of a single-valued type stays current (order-independent)."""
@@ -215,3 +258,7 @@ class FactWriter:
             by = successor.vector_id if successor else None
             if (row.invalid_at, row.superseded_by) != (invalid_at, by):
                 await self.memory.set_validity(row.vector_id, invalid_at, by)
+
+
+def _or_pending(vector: Vector | None) -> Vector:
+    return vector if vector is not None else PENDING

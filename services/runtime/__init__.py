@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
+from engine.adapters.mongo.vectors import MongoVectorStore
 from pymongo import AsyncMongoClient
 from redis.asyncio import Redis
 
@@ -41,14 +42,13 @@ from engine.adapters.mongo.pattern_counts import MongoPatternCounter
 from engine.adapters.mongo.schema import ensure_pattern_indexes
 from engine.adapters.mongo.sessions import MongoSessionStore
 from engine.adapters.mongo.skills import MongoSkillStore
-from engine.adapters.mongo.vectors import MongoVectorStore
 from engine.adapters.redis_cache import RedisQueryCache
 from engine.embedding_cache import CachedEmbedder
 from engine.embedding_store import StoredEmbedder
 from engine.ingest.extraction.types import ExtractionPolicy, Extractor
 from engine.ingest.facts import FactWriter
 from engine.ingest.remember import Rememberer
-from engine.ingest.turns import IngestPolicy, TurnRecorder
+from engine.ingest.turns import IngestPolicy, KnownVectors, TurnRecorder
 from engine.ports import ArchivePinner, Embedder, Reranker, VectorIndex
 from engine.retrieval.search import MemorySearch, SearchPolicy
 from engine.retrieval.usage import AccessRecorder
@@ -139,7 +139,9 @@ class Runtime:
         self._pinner = Lazy(self._built("pinner", parts.pinner))
         self._recorder = Lazy(self._turn_recorder)
         self._rememberer = Lazy(lambda: Rememberer(stores.memory, self.embedder))
-        self._facts = Lazy(lambda: FactWriter(stores.memory, stores.relations, self.embedder))
+        self._facts = Lazy(
+            lambda: FactWriter(stores.memory, stores.relations, self.embedder, self._known())
+        )
         self._search: MemorySearch | None = None
 
     @staticmethod
@@ -160,8 +162,12 @@ class Runtime:
             s.memory,
             embedder,
             self.ingest_policy,
-            known=embedder.known if self.settings.embedding.deferred else None,
+            known=self._known(),
         )
+
+    def _known(self) -> KnownVectors | None:
+        """The stored-vector lookup of the deferred embedding stage (None: embed inline)."""
+        return self.embedder.known if self.settings.embedding.deferred else None
 
     def _cells(self) -> dict[Part, Lazy[Any]]:
         return {
