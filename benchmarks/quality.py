@@ -177,9 +177,13 @@ class World:
         """The user's session rows and their embeddings as a matrix, read once after ingest
         (the baselines get the same per-tenant matrix cache as the engine's vector index)."""
         if user not in self._rows:
-            rows = await self.memory.active_rows(
-                TenantFilter(agent_wallet=AGENT, user_address=user)
-            )
+            rows = [  # the cosine baselines cannot rank a row whose vector is pending
+                r
+                for r in await self.memory.active_rows(
+                    TenantFilter(agent_wallet=AGENT, user_address=user)
+                )
+                if not r.pending
+            ]
             matrix = np.stack([r.embedding for r in rows]) if rows else np.zeros((0, 1))
             self._rows[user] = (rows, matrix.astype(np.float32))
         return self._rows[user]

@@ -324,13 +324,15 @@ class VectorIndex(Protocol):
         filters: Filters = NO_FILTERS,
         as_of: int | None = None,
         terms: Sequence[str] = (),
-    ) -> list[tuple[MemoryRow, float]]:
+    ) -> list[tuple[MemoryRow, float | None]]:
         """Up to `k` (row, cosine) pairs, best first, of active rows embedded by `model`
         that pass `filters` (applied before the top-k, never after). `version` identifies
         the tenant's data (its namespace token): an index may reuse what it loaded for the
         same version; None means "do not reuse". `as_of` (ms) searches the rows valid then
         (facts replaced later included) instead of the current ones. `terms` (content terms
-        of the query) let an index add rows that hold them to the cosine candidates."""
+        of the query) let an index add rows that hold them to the cosine candidates. The
+        cosine is None for a pending row of `model` (`MemoryRow.pending`) that its terms
+        found: it has no vector yet, so only its text can make it a hit."""
         ...
 
 

@@ -250,10 +250,12 @@ class AtlasVectorIndex:
         filters: Filters = NO_FILTERS,
         as_of: int | None = None,
         terms: Sequence[str] = (),
-    ) -> list[tuple[MemoryRow, float]]:
+    ) -> list[tuple[MemoryRow, float | None]]:
         """Up to `k` active rows `where` admits, embedded by `model`, as `(row, cosine)` pairs,
-        most similar first (cosine in [-1, 1], higher is more similar). Approximate: the best
-        row may be missed when the tenant has far more rows than `numCandidates`.
+        most similar first (cosine in [-1, 1], higher is more similar; never None here:
+        pending rows have no `embedding` field, so the vector index does not hold them).
+        Approximate: the best row may be missed when the tenant has far more rows than
+        `numCandidates`.
 
         `terms` are not used: lexical candidates need an Atlas Search index (not built here).
         Caller filters on indexed filter fields join the pre-filter; the others are checked
@@ -285,7 +287,7 @@ class AtlasVectorIndex:
         if as_of is not None:
             hits = [(row, score) for row, score in hits if row.valid_at(as_of)]
         hits.sort(key=lambda hit: hit[1], reverse=True)
-        return hits
+        return [(row, score) for row, score in hits]
 
 
 def search_unsupported(exc: OperationFailure) -> bool:

@@ -1,6 +1,11 @@
 """Exact cosine search over a tenant's rows, with the tenant's matrix kept in a bounded
 in-process LRU keyed by the tenant's namespace token (a write bumps the token, so the next
-search reloads). Exact within a scope beats ANN recall and stays fast at 10k rows."""
+search reloads). Exact within a scope beats ANN recall and stays fast at 10k rows.
+
+Pending rows of the model (`MemoryRow.pending`: stored before the embedding stage computed
+their vector) are loaded too, as zero rows of the matrix: they are never cosine candidates,
+but the query's terms find them through the postings, and they come back with cosine None so
+the caller judges them by their text alone."""
 
 from __future__ import annotations
 
@@ -26,6 +31,8 @@ class _Matrix:
     sources: npt.NDArray[np.str_]
     current: npt.NDArray[np.bool_]
     """Rows visible without `as_of` (not replaced)."""
+    pending: npt.NDArray[np.bool_]
+    """Rows without a vector yet (zero rows of `matrix`)."""
     postings: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)
     """Content term → rows holding it: lexical candidates without scanning every text."""
     masks: dict[tuple[str, ...], npt.NDArray[np.bool_]] = field(default_factory=dict)
@@ -59,13 +66,12 @@ class ExactVectorIndex:
         rows = [
             row
             for row in await self._memory.active_rows(where, include_superseded=True)
-            if row.embedding_model == model and row.embedding_dim == dim
+            if row.embedding_model == model and (row.pending or row.embedding_dim == dim)
         ]
-        matrix = (
-            np.stack([row.embedding for row in rows]).astype(np.float32)
-            if rows
-            else np.zeros((0, dim), dtype=np.float32)
-        )
+        matrix = np.zeros((len(rows), dim), dtype=np.float32)
+        for i, row in enumerate(rows):
+            if not row.pending:
+                matrix[i] = row.embedding
         postings: dict[str, list[int]] = {}
         for i, row in enumerate(rows):
             for term in set(all_terms(row.content)):
@@ -76,6 +82,7 @@ class ExactVectorIndex:
             matrix,
             np.array([r.source for r in rows], dtype=np.str_),
             np.array([r.valid_at(None) for r in rows], dtype=np.bool_),
+            np.array([r.pending for r in rows], dtype=np.bool_),
             postings={t: np.array(ix, dtype=np.int64) for t, ix in postings.items()},
         )
         if version is not None:
@@ -97,9 +104,10 @@ class ExactVectorIndex:
         filters: Filters = NO_FILTERS,
         as_of: int | None = None,
         terms: Sequence[str] = (),
-    ) -> list[tuple[MemoryRow, float]]:
+    ) -> list[tuple[MemoryRow, float | None]]:
         """Also returns up to `k` more rows that hold a query term (best cosine first among
-        them), so a row the words find is a candidate even when its cosine is not top-k."""
+        them, pending rows counted as cosine 0 for that choice and returned with cosine
+        None), so a row the words find is a candidate even when its cosine is not top-k."""
         entry = await self._matrix(where, model, int(query.shape[0]), version)
         if k <= 0 or not entry.rows:
             return []
@@ -115,8 +123,11 @@ class ExactVectorIndex:
         if filters:
             allowed = np.array([matches(filters, row.view()) for row in entry.rows])
             scores = np.where(allowed, scores, -np.inf)
+        # a pending row has no cosine: only its terms make it a candidate
+        cosines = np.where(entry.pending, -np.inf, scores)
         k = min(k, len(entry.rows))
-        top = np.argpartition(-scores, k - 1)[:k]
+        top = np.argpartition(-cosines, k - 1)[:k]
+        top = top[np.isfinite(cosines[top])]
         lexical = [entry.postings[t] for t in terms if t in entry.postings]
         if lexical:
             held = np.unique(np.concatenate(lexical))
@@ -125,4 +136,8 @@ class ExactVectorIndex:
                 held = held[np.argpartition(-scores[held], k - 1)[:k]]
             top = np.union1d(top, held)
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [(entry.rows[i], float(scores[i])) for i in top if np.isfinite(scores[i])]
+        return [
+            (entry.rows[i], None if entry.pending[i] else float(scores[i]))
+            for i in top
+            if np.isfinite(scores[i])
+        ]

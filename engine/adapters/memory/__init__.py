@@ -20,6 +20,7 @@ from engine.adapters.memory.patterns import InMemoryPatternStore
 from engine.adapters.memory.relations import InMemoryRelationStore
 from engine.adapters.memory.sessions import InMemorySessionStore
 from engine.adapters.memory.transcripts import InMemoryTranscriptStore
+from engine.adapters.memory.vectors import InMemoryVectorStore
 from engine.adapters.memory.working import WORKING_TURN_VECTORS, InMemoryWorkingStore
 from engine.adapters.memory.working_sessions import InMemoryWorkingSessions
 
@@ -40,6 +41,7 @@ __all__ = [
     "InMemorySessionStore",
     "InMemorySkillStore",
     "InMemoryTranscriptStore",
+    "InMemoryVectorStore",
     "InMemoryWorkingSessions",
     "InMemoryWorkingStore",
 ]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+import numpy as np
+
 from engine.ports import VectorStats
-from engine.records import INACTIVE_STATUSES, MemoryRow
+from engine.records import INACTIVE_STATUSES, MemoryRow, Vector
 from engine.scoping import TenantFilter
 
 
@@ -35,6 +37,22 @@ class InMemoryMemoryStore:
 
     async def exists(self, vector_id: str) -> bool:
         return vector_id in self._rows
+
+    async def existing(self, vector_ids: Sequence[str]) -> set[str]:
+        return {i for i in vector_ids if i in self._rows}
+
+    async def insert_many_if_absent(self, rows: Sequence[MemoryRow]) -> set[str]:
+        return {row.vector_id for row in rows if await self.insert_if_absent(row)}
+
+    async def fill_embeddings(self, model: str, vectors: Mapping[str, Vector]) -> int:
+        filled = 0
+        for vector_id, v in vectors.items():
+            row = self._rows.get(vector_id)
+            if row is None or not row.pending or row.embedding_model != model or not v.size:
+                continue
+            self._rows[vector_id] = replace(row, embedding=np.asarray(v, dtype=np.float32))
+            filled += 1
+        return filled
 
     async def status_of(self, vector_id: str) -> str | None:
         row = self._rows.get(vector_id)

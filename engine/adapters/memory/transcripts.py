@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from engine.records import StoredMessage, Transcript, TranscriptAppend
+from collections.abc import Sequence
+from dataclasses import replace
+
+from engine.records import StoredMessage, Transcript, TranscriptAppend, TurnVectorFill
 from engine.scoping import TenantFilter
 
 
@@ -32,8 +35,23 @@ class InMemoryTranscriptStore:
                 *(old.turn_vectors if old else []),
                 *([turn.vector] if turn.vector else []),
             ],
+            metadata={**(old.metadata if old else {}), **turn.metadata},
         )
         return True
+
+    async def append_many(self, turns: Sequence[TranscriptAppend]) -> list[bool]:
+        return [await self.append(turn) for turn in turns]
+
+    async def add_turn_vectors(self, fills: Sequence[TurnVectorFill]) -> int:
+        added = 0
+        for fill in fills:
+            key = fill.scope.document_key(fill.session_id)
+            doc = self._docs.get(key)
+            if doc is None or any(v.turn_id == fill.vector.turn_id for v in doc.turn_vectors):
+                continue
+            self._docs[key] = replace(doc, turn_vectors=[*doc.turn_vectors, fill.vector])
+            added += 1
+        return added
 
     async def recent(self, where: TenantFilter, limit: int) -> list[Transcript]:
         docs = [d for d in self._docs.values() if where.admits(d.scope)]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from engine.records import WorkingAppend, WorkingSession
+from collections.abc import Sequence
+from dataclasses import replace
+
+from engine.records import TurnVectorFill, WorkingAppend, WorkingSession
 from engine.scoping import TenantFilter
 
 WORKING_TURN_VECTORS = 6
@@ -35,6 +38,21 @@ class InMemoryWorkingStore:
             ][-WORKING_TURN_VECTORS:],
         )
         return True
+
+    async def append_many(self, appends: Sequence[WorkingAppend], keep: int) -> list[bool]:
+        return [await self.append(lines, keep) for lines in appends]
+
+    async def add_turn_vectors(self, fills: Sequence[TurnVectorFill]) -> int:
+        added = 0
+        for fill in fills:
+            key = fill.scope.document_key(fill.session_id)
+            doc = self._docs.get(key)
+            if doc is None or any(v.turn_id == fill.vector.turn_id for v in doc.turn_vectors):
+                continue
+            vectors = [*doc.turn_vectors, fill.vector][-WORKING_TURN_VECTORS:]
+            self._docs[key] = replace(doc, turn_vectors=vectors)
+            added += 1
+        return added
 
     async def recent(self, where: TenantFilter, limit: int) -> list[WorkingSession]:
         docs = [d for d in self._docs.values() if where.admits(d.scope)]

@@ -24,6 +24,7 @@ collection, docs/operations.md#local-servers; it is good practice anyway).
 | `archives` | `MongoArchiveStore` | `archives` |
 | `jobs` | `MongoJobStore`, `MongoMaintenanceStore` | `memory_jobs`, `memory` |
 | `evals` | `MongoEvalStore` | `memory_evals` |
+| `vectors` | `MongoVectorStore` | `embeddings` (content-addressed document vectors) |
 """
 
 from engine.adapters.mongo.archives import MongoArchiveStore
@@ -38,6 +39,7 @@ from engine.adapters.mongo.patterns import MongoPatternStore
 from engine.adapters.mongo.relations import MongoRelationStore
 from engine.adapters.mongo.schema import (
     ARCHIVES,
+    EMBEDDINGS,
     INDEXES,
     JOBS,
     MEMORY,
@@ -52,6 +54,7 @@ from engine.adapters.mongo.schema import (
 from engine.adapters.mongo.sessions import MongoSessionStore
 from engine.adapters.mongo.skills import MongoSkillStore, skill_document
 from engine.adapters.mongo.transcripts import MongoTranscriptStore
+from engine.adapters.mongo.vectors import MongoVectorStore
 from engine.adapters.mongo.working import (
     WORKING_TURN_IDS_KEPT,
     WORKING_TURN_VECTORS,
@@ -60,6 +63,7 @@ from engine.adapters.mongo.working import (
 
 __all__ = [
     "ARCHIVES",
+    "EMBEDDINGS",
     "EVALS",
     "INDEXES",
     "JOBS",
@@ -84,6 +88,7 @@ __all__ = [
     "MongoSessionStore",
     "MongoSkillStore",
     "MongoTranscriptStore",
+    "MongoVectorStore",
     "MongoWorkingStore",
     "ensure_eval_indexes",
     "ensure_pattern_indexes",

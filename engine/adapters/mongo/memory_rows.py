@@ -1,15 +1,23 @@
 """`MemoryStore` on MongoDB: the `memory` collection, one document per row, keyed by its
-`vectorId` (so an insert is an idempotent upsert of `$setOnInsert`)."""
+`vectorId` (so an insert is an idempotent upsert of `$setOnInsert`).
+
+A pending row (`MemoryRow.pending`, its vector not computed yet) is stored with
+`embeddingDim: 0` and no `embedding` field (so an Atlas vector index never sees a vector of
+the wrong dimension); `fill_embeddings` finds it by `_id` and `embeddingDim: 0` and sets both.
+Every other writer of an embedding (`items.patch_update`) sets `embeddingDim` with it."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+from pymongo import UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError, PyMongoError
 
+from engine.adapters.mongo.batches import bulk_updates, insert_ignoring_duplicates
 from engine.adapters.mongo.documents import (
     Doc,
     agent_query,
@@ -22,7 +30,7 @@ from engine.adapters.mongo.documents import (
 from engine.adapters.mongo.schema import MEMORY
 from engine.errors import DependencyFailed
 from engine.ports import VectorStats
-from engine.records import INACTIVE_STATUSES, MemoryRow
+from engine.records import INACTIVE_STATUSES, MemoryRow, Vector
 from engine.scoping import TenantFilter
 
 
@@ -32,7 +40,7 @@ def row_of(doc: Mapping[str, Any]) -> MemoryRow:
         vector_id=doc["vectorId"],
         scope=scope_of(doc),
         content=doc["content"],
-        embedding=unvector(doc["embedding"]),
+        embedding=_embedding_of(doc),
         embedding_model=doc.get("embeddingModel", ""),
         source=doc["source"],
         created_at=int(doc["createdAt"]),
@@ -42,6 +50,11 @@ def row_of(doc: Mapping[str, Any]) -> MemoryRow:
         invalid_at=doc.get("invalidAt"),
         superseded_by=doc.get("supersededBy"),
     )
+
+
+def _embedding_of(doc: Mapping[str, Any]) -> Vector:
+    value = doc.get("embedding")
+    return np.zeros(0, dtype=np.float32) if value is None else unvector(value)
 
 
 class MongoMemoryStore:
@@ -56,7 +69,7 @@ class MongoMemoryStore:
             "vectorId": row.vector_id,
             **scope_doc(row.scope),
             "content": row.content,
-            "embedding": vector(row.embedding),
+            **({} if row.pending else {"embedding": vector(row.embedding)}),
             "embeddingModel": row.embedding_model,
             "embeddingDim": row.embedding_dim,
             "source": row.source,
@@ -87,6 +100,34 @@ class MongoMemoryStore:
             return await self._col.find_one({"_id": vector_id}, {"_id": 1}) is not None
         except PyMongoError as exc:
             raise DependencyFailed(f"memory read failed: {exc}") from exc
+
+    async def existing(self, vector_ids: Sequence[str]) -> set[str]:
+        if not vector_ids:
+            return set()
+        try:
+            docs = await self._col.find({"_id": {"$in": list(vector_ids)}}, {"_id": 1}).to_list(
+                length=None
+            )
+        except PyMongoError as exc:
+            raise DependencyFailed(f"memory read failed: {exc}") from exc
+        return {str(d["_id"]) for d in docs}
+
+    async def insert_many_if_absent(self, rows: Sequence[MemoryRow]) -> set[str]:
+        # the first row of a repeated id wins, as with consecutive `insert_if_absent`s
+        first = {row.vector_id: row for row in reversed(rows)}
+        docs = [self.document(first[i]) for i in dict.fromkeys(r.vector_id for r in rows)]
+        return {str(i) for i in await insert_ignoring_duplicates(self._col, docs, "memory insert")}
+
+    async def fill_embeddings(self, model: str, vectors: Mapping[str, Vector]) -> int:
+        ops = [
+            UpdateOne(
+                {"_id": vector_id, "embeddingModel": model, "embeddingDim": 0},
+                {"$set": {"embedding": vector(v), "embeddingDim": int(v.shape[0])}},
+            )
+            for vector_id, v in vectors.items()
+            if v.size
+        ]
+        return await bulk_updates(self._col, ops, "memory embedding fill")
 
     async def status_of(self, vector_id: str) -> str | None:
         try:

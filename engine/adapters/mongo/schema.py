@@ -23,6 +23,7 @@ ARCHIVES = "archives"
 RELATIONS = "relations"
 JOBS = "memory_jobs"
 SKILLS = "skills"
+EMBEDDINGS = "embeddings"
 
 _TENANT = [("agentWallet", ASCENDING), ("userAddress", ASCENDING)]
 JOB_INDEXES = (
@@ -59,6 +60,7 @@ INDEXES: Mapping[str, Sequence[IndexModel]] = {
         IndexModel([*_TENANT, ("status", ASCENDING), ("createdAt", DESCENDING)]),
         IndexModel([("dateRange.start", ASCENDING), ("dateRange.end", ASCENDING)]),
     ),
+    EMBEDDINGS: (),  # read and written by `_id` alone
 }
 PATTERN_INDEXES: Mapping[str, Sequence[IndexModel]] = {
     PATTERNS: (

@@ -4,11 +4,19 @@ session within its tenant (`_id` is `ScopeFields.document_key`), appended once p
 
 from __future__ import annotations
 
-from pymongo import DESCENDING
+from collections.abc import Sequence
+
+from pymongo import DESCENDING, UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
+from engine.adapters.mongo.batches import (
+    bulk_updates,
+    first_per_document,
+    guarded_upserts,
+    unique_fills,
+)
 from engine.adapters.mongo.documents import (
     Doc,
     agent_query,
@@ -23,7 +31,7 @@ from engine.adapters.mongo.documents import (
 )
 from engine.adapters.mongo.schema import TRANSCRIPTS
 from engine.errors import DependencyFailed
-from engine.records import Transcript, TranscriptAppend
+from engine.records import Transcript, TranscriptAppend, TurnVectorFill
 from engine.scoping import TenantFilter
 
 
@@ -32,27 +40,34 @@ class MongoTranscriptStore:
         self._col: AsyncCollection[Doc] = db[TRANSCRIPTS]
 
     async def append(self, turn: TranscriptAppend) -> bool:
-        update: Doc = {
-            "$push": {
-                "messages": {
-                    "$each": [message_doc(m) for m in turn.messages],
-                    "$sort": {"timestamp": 1},
-                },
-                "turnIds": turn.turn_id,
-                **({"turnVectors": turn_vector_doc(turn.vector)} if turn.vector else {}),
-            },
-            "$setOnInsert": {"sessionId": turn.session_id, **scope_doc(turn.scope)},
-            "$min": {"createdAt": turn.at},
-            "$max": {"updatedAt": turn.at},
-            "$inc": {"tokenCount": turn.token_count},
-        }
-        sets: Doc = {f"metadata.{k}": v for k, v in turn.metadata.items()}
-        if turn.summary is not None:
-            sets["summary"] = turn.summary
-        if sets:
-            update["$set"] = sets
         key = turn.scope.document_key(turn.session_id)
-        return await append_once(self._col, key, turn.turn_id, update, "transcript append")
+        return await append_once(self._col, key, turn.turn_id, _update([turn]), "transcript append")
+
+    async def append_many(self, turns: Sequence[TranscriptAppend]) -> list[bool]:
+        groups = first_per_document(
+            turns, lambda t: t.scope.document_key(t.session_id), lambda t: t.turn_id
+        )
+        updates = {
+            key: ([turns[i].turn_id for i in ix], _update([turns[i] for i in ix]))
+            for key, ix in groups.items()
+        }
+        failed = await guarded_upserts(self._col, updates, "transcript append")
+        applied = [False] * len(turns)
+        for key, ix in groups.items():
+            for i in ix:
+                # a document whose guard failed is replayed turn by turn, in order
+                applied[i] = await self.append(turns[i]) if key in failed else True
+        return applied
+
+    async def add_turn_vectors(self, fills: Sequence[TurnVectorFill]) -> int:
+        ops = [
+            UpdateOne(
+                {"_id": key, "turnVectors.turnId": {"$ne": turn_id}},
+                {"$push": {"turnVectors": turn_vector_doc(fill.vector)}},
+            )
+            for (key, turn_id), fill in unique_fills(fills).items()
+        ]
+        return await bulk_updates(self._col, ops, "transcript vector fill")
 
     async def recent(self, where: TenantFilter, limit: int) -> list[Transcript]:
         try:
@@ -105,3 +120,33 @@ class MongoTranscriptStore:
             )
             for d in docs
         ]
+
+
+def _update(turns: Sequence[TranscriptAppend]) -> Doc:
+    """One update appending `turns` (of one document, in order) as consecutive `append`s
+    would: messages kept sorted by timestamp, tokens summed, the times widened, metadata
+    merged (later turns win) and the last summary that is not None."""
+    first = turns[0]
+    vectors = [turn_vector_doc(t.vector) for t in turns if t.vector]
+    update: Doc = {
+        "$push": {
+            "messages": {
+                "$each": [message_doc(m) for t in turns for m in t.messages],
+                "$sort": {"timestamp": 1},
+            },
+            "turnIds": {"$each": [t.turn_id for t in turns]},
+            **({"turnVectors": {"$each": vectors}} if vectors else {}),
+        },
+        "$setOnInsert": {"sessionId": first.session_id, **scope_doc(first.scope)},
+        "$min": {"createdAt": min(t.at for t in turns)},
+        "$max": {"updatedAt": max(t.at for t in turns)},
+        "$inc": {"tokenCount": sum(t.token_count for t in turns)},
+    }
+    sets: Doc = {}
+    for t in turns:
+        sets.update({f"metadata.{k}": v for k, v in t.metadata.items()})
+        if t.summary is not None:
+            sets["summary"] = t.summary
+    if sets:
+        update["$set"] = sets
+    return update

@@ -3,11 +3,19 @@ collection (`_id` is `ScopeFields.document_key`), appended once per turn (`appen
 
 from __future__ import annotations
 
-from pymongo import DESCENDING
+from collections.abc import Sequence
+
+from pymongo import DESCENDING, UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
+from engine.adapters.mongo.batches import (
+    bulk_updates,
+    first_per_document,
+    guarded_upserts,
+    unique_fills,
+)
 from engine.adapters.mongo.documents import (
     Doc,
     append_once,
@@ -20,7 +28,7 @@ from engine.adapters.mongo.documents import (
 )
 from engine.adapters.mongo.schema import SESSIONS
 from engine.errors import DependencyFailed
-from engine.records import WorkingAppend, WorkingSession
+from engine.records import TurnVectorFill, WorkingAppend, WorkingSession
 from engine.scoping import TenantFilter
 
 WORKING_TURN_VECTORS = 6
@@ -34,33 +42,42 @@ class MongoWorkingStore:
         self._col: AsyncCollection[Doc] = db[SESSIONS]
 
     async def append(self, lines: WorkingAppend, keep: int) -> bool:
-        update: Doc = {
-            "$push": {
-                "workingMemory.context": {"$each": lines.lines, "$slice": -keep},
-                "turnIds": {"$each": [lines.turn_id], "$slice": -WORKING_TURN_IDS_KEPT},
-                **(
-                    {
+        key = lines.scope.document_key(lines.session_id)
+        update = _update([lines], keep)
+        return await append_once(self._col, key, lines.turn_id, update, "working append")
+
+    async def append_many(self, appends: Sequence[WorkingAppend], keep: int) -> list[bool]:
+        groups = first_per_document(
+            appends, lambda a: a.scope.document_key(a.session_id), lambda a: a.turn_id
+        )
+        updates = {
+            key: ([appends[i].turn_id for i in ix], _update([appends[i] for i in ix], keep))
+            for key, ix in groups.items()
+        }
+        failed = await guarded_upserts(self._col, updates, "working append")
+        applied = [False] * len(appends)
+        for key, ix in groups.items():
+            for i in ix:
+                # a buffer whose guard failed is replayed append by append, in order
+                applied[i] = await self.append(appends[i], keep) if key in failed else True
+        return applied
+
+    async def add_turn_vectors(self, fills: Sequence[TurnVectorFill]) -> int:
+        ops = [
+            UpdateOne(
+                {"_id": key, "workingMemory.vectors.turnId": {"$ne": turn_id}},
+                {
+                    "$push": {
                         "workingMemory.vectors": {
-                            "$each": [turn_vector_doc(lines.vector)],
+                            "$each": [turn_vector_doc(fill.vector)],
                             "$slice": -WORKING_TURN_VECTORS,
                         }
                     }
-                    if lines.vector
-                    else {}
-                ),
-            },
-            "$setOnInsert": {
-                "sessionId": lines.session_id,
-                "compressed": False,
-                **scope_doc(lines.scope),
-            },
-            "$min": {"createdAt": lines.at},
-            "$max": {"lastAccessedAt": lines.at, "expiresAt": as_date(lines.expires_at)},
-        }
-        if lines.state:
-            update["$set"] = {f"workingMemory.state.{k}": v for k, v in lines.state.items()}
-        key = lines.scope.document_key(lines.session_id)
-        return await append_once(self._col, key, lines.turn_id, update, "working append")
+                },
+            )
+            for (key, turn_id), fill in unique_fills(fills).items()
+        ]
+        return await bulk_updates(self._col, ops, "working vector fill")
 
     async def recent(self, where: TenantFilter, limit: int) -> list[WorkingSession]:
         try:
@@ -87,3 +104,41 @@ class MongoWorkingStore:
                 )
             )
         return out
+
+
+def _update(appends: Sequence[WorkingAppend], keep: int) -> Doc:
+    """One update appending `appends` (of one buffer, in order) as consecutive `append`s
+    would: the newest `keep` lines, turn ids and vectors capped, state merged (later keys
+    win), the times widened."""
+    first = appends[0]
+    vectors = [turn_vector_doc(a.vector) for a in appends if a.vector]
+    update: Doc = {
+        "$push": {
+            "workingMemory.context": {
+                "$each": [line for a in appends for line in a.lines],
+                "$slice": -keep,
+            },
+            "turnIds": {"$each": [a.turn_id for a in appends], "$slice": -WORKING_TURN_IDS_KEPT},
+            **(
+                {"workingMemory.vectors": {"$each": vectors, "$slice": -WORKING_TURN_VECTORS}}
+                if vectors
+                else {}
+            ),
+        },
+        "$setOnInsert": {
+            "sessionId": first.session_id,
+            "compressed": False,
+            **scope_doc(first.scope),
+        },
+        "$min": {"createdAt": min(a.at for a in appends)},
+        "$max": {
+            "lastAccessedAt": max(a.at for a in appends),
+            "expiresAt": as_date(max(a.expires_at for a in appends)),
+        },
+    }
+    state: Doc = {}
+    for a in appends:
+        state.update({f"workingMemory.state.{k}": v for k, v in a.state.items()})
+    if state:
+        update["$set"] = state
+    return update

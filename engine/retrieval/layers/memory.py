@@ -47,7 +47,7 @@ class MemoryLayerOptions:
     """When set, matched entities are hydrated with their first-degree relations."""
 
 
-def _hit(layer: str, row: MemoryRow, cosine: float, score: float) -> Hit:
+def _hit(layer: str, row: MemoryRow, cosine: float | None, score: float) -> Hit:
     confidence = row.metadata.get("confidence")
     importance = row.metadata.get("importance")
     return Hit(
@@ -114,7 +114,8 @@ async def search_memory(
         score = relevance(cosine, lex, q.relevance)
         if score is not None:
             hits.append(_hit(options.layer, row, cosine, score))
-            vectors[row.vector_id] = row.embedding
+            if not row.pending:  # MMR compares a pending row by its text
+                vectors[row.vector_id] = row.embedding
     if not options.ranked:
         plain = sorted(hits, key=lambda h: (-(h.score or 0.0), h.id))[: q.limit]
         return await _hydrated(options, where, plain, q.as_of)

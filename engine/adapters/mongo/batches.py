@@ -1,0 +1,114 @@
+"""Batched writes shared by the MongoDB adapters: one unordered `bulk_write` of guarded
+per-document appends (what `append_once` does for one turn, for many documents at once), and
+the duplicate-key tolerant unordered insert.
+
+A batch of turns is grouped by document; each document gets one update guarded by
+`turnIds: {$nin: <its new turn ids>}` with upsert. When the guard fails (one of those turns
+was applied before, e.g. by a run that crashed before committing its offsets) the upsert
+collides on `_id` (duplicate key, code 11000) and that document alone is retried turn by turn
+by the caller, which then reports exactly what sequential appends would have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from pymongo import UpdateOne
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.errors import BulkWriteError, PyMongoError
+
+from engine.adapters.mongo.documents import Doc
+from engine.errors import DependencyFailed
+from engine.records import TurnVectorFill
+
+DUPLICATE_KEY = 11000
+
+T = TypeVar("T")
+
+
+def first_per_document(
+    items: Sequence[T], key: Callable[[T], str], turn_id: Callable[[T], str]
+) -> dict[str, list[int]]:
+    """Indices of `items` grouped by document key, in input order; a turn id repeated
+    for the same document counts once (its first occurrence)."""
+    groups: dict[str, list[int]] = {}
+    seen: set[tuple[str, str]] = set()
+    for i, item in enumerate(items):
+        k, t = key(item), turn_id(item)
+        if (k, t) in seen:
+            continue
+        seen.add((k, t))
+        groups.setdefault(k, []).append(i)
+    return groups
+
+
+def unique_fills(fills: Sequence[TurnVectorFill]) -> dict[tuple[str, str], TurnVectorFill]:
+    """The first fill of each (document key, turn id), in input order."""
+    out: dict[tuple[str, str], TurnVectorFill] = {}
+    for fill in fills:
+        out.setdefault((fill.scope.document_key(fill.session_id), fill.vector.turn_id), fill)
+    return out
+
+
+def _failed_indices(exc: BulkWriteError, what: str) -> set[int]:
+    """The ops that hit a duplicate key; any other failure is a `DependencyFailed`."""
+    details: Mapping[str, Any] = exc.details or {}
+    errors = details.get("writeErrors") or []
+    if details.get("writeConcernErrors") or not errors:
+        raise DependencyFailed(f"{what} failed: {exc}") from exc
+    other = [e for e in errors if e.get("code") != DUPLICATE_KEY]
+    if other:
+        raise DependencyFailed(f"{what} failed: {other[0].get('errmsg', exc)}") from exc
+    return {int(e["index"]) for e in errors}
+
+
+async def guarded_upserts(
+    col: AsyncCollection[Doc], updates: Mapping[str, tuple[list[str], Doc]], what: str
+) -> set[str]:
+    """Apply `updates` (document key → (its new turn ids, update)) in one unordered bulk
+    write, each guarded by `turnIds: {$nin: ids}` with upsert. The keys whose guard failed
+    (some of those turns are already in the document); every other update was applied."""
+    keys = list(updates)
+    if not keys:
+        return set()
+    ops = [
+        UpdateOne({"_id": k, "turnIds": {"$nin": updates[k][0]}}, updates[k][1], upsert=True)
+        for k in keys
+    ]
+    try:
+        await col.bulk_write(ops, ordered=False)
+    except BulkWriteError as exc:
+        return {keys[i] for i in _failed_indices(exc, what)}
+    except PyMongoError as exc:
+        raise DependencyFailed(f"{what} failed: {exc}") from exc
+    return set()
+
+
+async def bulk_updates(col: AsyncCollection[Doc], ops: Sequence[UpdateOne], what: str) -> int:
+    """One unordered bulk write of `ops` (no upserts); how many documents it modified."""
+    if not ops:
+        return 0
+    try:
+        result = await col.bulk_write(list(ops), ordered=False)
+    except PyMongoError as exc:
+        raise DependencyFailed(f"{what} failed: {exc}") from exc
+    return int(result.modified_count)
+
+
+async def insert_ignoring_duplicates(
+    col: AsyncCollection[Doc], docs: Iterable[Doc], what: str
+) -> set[Any]:
+    """One unordered `insert_many`; the `_id`s inserted (a duplicate key means "already
+    there" and is not an error; any other write error is `DependencyFailed`)."""
+    batch = list(docs)
+    if not batch:
+        return set()
+    try:
+        await col.insert_many(batch, ordered=False)
+    except BulkWriteError as exc:
+        failed = _failed_indices(exc, what)
+        return {d["_id"] for i, d in enumerate(batch) if i not in failed}
+    except PyMongoError as exc:
+        raise DependencyFailed(f"{what} failed: {exc}") from exc
+    return {d["_id"] for d in batch}

@@ -1,0 +1,616 @@
+"""The batched writes of issue 15, one suite over the in-memory and the MongoDB adapters:
+`append_many` gives what consecutive `append`s give (the in-memory store appending turn by
+turn is the reference), vectors computed later attach once, memory rows are inserted in
+batches and may be pending until the embedding stage fills them, and the content-addressed
+`VectorStore` is idempotent. The Mongo cases are `integration` (a unique database per test)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+from bson.binary import Binary
+from pymongo import AsyncMongoClient
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.monitoring import (
+    CommandFailedEvent,
+    CommandListener,
+    CommandStartedEvent,
+    CommandSucceededEvent,
+)
+
+from engine.adapters.memory import (
+    InMemoryMemoryStore,
+    InMemoryTranscriptStore,
+    InMemoryVectorStore,
+    InMemoryWorkingStore,
+)
+from engine.adapters.mongo import (
+    EMBEDDINGS,
+    MEMORY,
+    TRANSCRIPTS,
+    WORKING_TURN_VECTORS,
+    MongoMemoryStore,
+    MongoTranscriptStore,
+    MongoVectorStore,
+    MongoWorkingStore,
+    ensure_schema,
+    row_of,
+)
+from engine.ports import MemoryStore, TranscriptStore, VectorStore, WorkingStore
+from engine.records import (
+    MemoryRow,
+    ScopeFields,
+    StoredMessage,
+    Transcript,
+    TranscriptAppend,
+    TurnVector,
+    TurnVectorFill,
+    WorkingAppend,
+    WorkingSession,
+)
+from engine.scoping import TenantFilter
+
+T0 = 1_600_000_000_000
+"""Milliseconds since epoch for transcripts and rows (no TTL on them)."""
+DAY = 86_400_000
+MODEL = "test-model"
+
+IMPLEMENTATIONS = [
+    pytest.param("memory", id="memory"),
+    pytest.param("mongo", id="mongo", marks=pytest.mark.integration),
+]
+
+
+@dataclass
+class Stores:
+    transcripts: TranscriptStore
+    working: WorkingStore
+    memory: MemoryStore
+    vectors: VectorStore
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+async def stores(
+    request: pytest.FixtureRequest, unique: Callable[[str], str]
+) -> AsyncIterator[Stores]:
+    if request.param == "memory":
+        yield Stores(
+            InMemoryTranscriptStore(),
+            InMemoryWorkingStore(),
+            InMemoryMemoryStore(),
+            InMemoryVectorStore(),
+        )
+        return
+    stack = request.getfixturevalue("stack")
+    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
+        stack.mongo_uri, serverSelectionTimeoutMS=10_000
+    )
+    name = unique("db")
+    try:
+        db = client[name]
+        await ensure_schema(db)
+        yield Stores(
+            MongoTranscriptStore(db),
+            MongoWorkingStore(db),
+            MongoMemoryStore(db),
+            MongoVectorStore(db),
+        )
+    finally:
+        await client.drop_database(name)
+        await client.close()
+
+
+# --- builders ------------------------------------------------------------------------------
+
+
+def fields(agent: str = "A", user: str | None = "U1", thread: str | None = "T1") -> ScopeFields:
+    return ScopeFields(
+        agent_wallet=agent, user_address=user, thread_id=thread, mode=None, hai_id=None
+    )
+
+
+def unit(dim: int, seed: int) -> np.ndarray[Any, np.dtype[np.float32]]:
+    vec = np.random.default_rng(seed).standard_normal(dim).astype(np.float32)
+    return vec / np.linalg.norm(vec)
+
+
+def tv(turn_id: str, seed: int = 0) -> TurnVector:
+    return TurnVector(turn_id, unit(8, seed), MODEL)
+
+
+def turn(
+    turn_id: str,
+    session: str = "S1",
+    scope: ScopeFields | None = None,
+    at: int = T0,
+    summary: str | None = "a summary",
+    tokens: int = 10,
+    metadata: dict[str, Any] | None = None,
+    vector: bool = False,
+) -> TranscriptAppend:
+    return TranscriptAppend(
+        session_id=session,
+        scope=scope or fields(),
+        turn_id=turn_id,
+        messages=[
+            StoredMessage(role="user", content=f"q {turn_id}", timestamp=at),
+            StoredMessage(role="assistant", content=f"a {turn_id}", timestamp=at + 1),
+        ],
+        summary=summary,
+        token_count=tokens,
+        at=at,
+        metadata=metadata if metadata is not None else {"modelUsed": "m"},
+        vector=tv(turn_id, seed=len(turn_id)) if vector else None,
+    )
+
+
+def transcript_view(t: Transcript) -> tuple[Any, ...]:
+    return (
+        t.session_id,
+        t.scope,
+        [(m.role, m.content, m.timestamp) for m in t.messages],
+        t.summary,
+        t.token_count,
+        t.created_at,
+        t.updated_at,
+        [(v.turn_id, v.model, v.embedding.round(5).tolist()) for v in t.turn_vectors],
+        t.metadata,
+    )
+
+
+async def transcripts_of(store: TranscriptStore, where: TenantFilter) -> list[tuple[Any, ...]]:
+    return sorted((transcript_view(t) for t in await store.recent(where, 100)), key=lambda v: v[0])
+
+
+TENANTS = (TenantFilter("A", "U1"), TenantFilter("A", "U2"), TenantFilter("B", "U1"))
+
+
+async def reference_transcripts(
+    history: list[TranscriptAppend], batch: list[TranscriptAppend]
+) -> tuple[list[bool], list[list[tuple[Any, ...]]]]:
+    """What consecutive `append`s give: the flags of `batch` and every tenant's transcripts."""
+    ref = InMemoryTranscriptStore()
+    for t in history:
+        await ref.append(t)
+    flags = [await ref.append(t) for t in batch]
+    return flags, [await transcripts_of(ref, w) for w in TENANTS]
+
+
+# --- TranscriptStore.append_many -----------------------------------------------------------
+
+
+async def test_transcript_append_many_equals_consecutive_appends(stores: Stores) -> None:
+    batch = [
+        turn("t1", at=T0 + 500, metadata={"modelUsed": "m", "a": 1}, vector=True),
+        turn("t2", at=T0, summary=None, metadata={"a": 2}),  # older: its messages sort first
+        turn("u1", session="S2", scope=fields(user="U2"), at=T0 + 7, tokens=3, vector=True),
+        turn("t3", at=T0 + 900, summary="latest", tokens=5, vector=True),
+        turn("t1", at=T0 + 500),  # repeated inside the batch: counts once
+        turn("b1", session="S1", scope=fields(agent="B"), at=T0 + 1),  # same session id
+        turn("t4", at=T0 + 950, summary=None, metadata={}),
+    ]
+    expected_flags, expected = await reference_transcripts([], batch)
+
+    flags = await stores.transcripts.append_many(batch)
+
+    assert flags == expected_flags == [True, True, True, True, False, True, True]
+    assert [await transcripts_of(stores.transcripts, w) for w in TENANTS] == expected
+    [mine] = await stores.transcripts.recent(TENANTS[0], 10)
+    assert [m.content for m in mine.messages] == [
+        "q t2",
+        "a t2",
+        "q t1",
+        "a t1",
+        "q t3",
+        "a t3",
+        "q t4",
+        "a t4",
+    ]
+    assert (mine.summary, mine.token_count, mine.created_at, mine.updated_at) == (
+        "latest",
+        35,
+        T0,
+        T0 + 950,
+    )
+    assert [v.turn_id for v in mine.turn_vectors] == ["t1", "t3"]
+    assert mine.metadata == {"modelUsed": "m", "a": 2}
+
+
+async def test_transcript_append_many_after_some_turns_were_applied(stores: Stores) -> None:
+    """A redelivered batch (a consumer that crashed before committing): the turns applied
+    before are reported False and not appended twice, the others land once."""
+    history = [
+        turn("t1", at=T0),
+        turn("t3", at=T0 + 30, summary="third"),
+        turn("u1", session="S2", scope=fields(user="U2"), at=T0),
+    ]
+    batch = [
+        turn("t1", at=T0),
+        turn("t2", at=T0 + 20, summary=None, vector=True),
+        turn("t3", at=T0 + 30, summary="third"),
+        turn("t4", at=T0 + 10, summary="fourth"),
+        turn("u1", session="S2", scope=fields(user="U2"), at=T0),
+        turn("n1", session="S3", scope=fields(thread="T9"), at=T0 + 5),
+    ]
+    expected_flags, expected = await reference_transcripts(history, batch)
+    for t in history:
+        assert await stores.transcripts.append(t)
+
+    flags = await stores.transcripts.append_many(batch)
+
+    assert flags == expected_flags == [False, True, False, True, False, True]
+    assert [await transcripts_of(stores.transcripts, w) for w in TENANTS] == expected
+    again = await stores.transcripts.append_many(batch)
+    assert again == [False] * len(batch)
+    assert [await transcripts_of(stores.transcripts, w) for w in TENANTS] == expected
+
+
+async def test_transcript_append_many_of_nothing_writes_nothing(stores: Stores) -> None:
+    assert await stores.transcripts.append_many([]) == []
+    assert await stores.transcripts.recent(TENANTS[0], 10) == []
+
+
+# --- TranscriptStore.add_turn_vectors ------------------------------------------------------
+
+
+def fill(turn_id: str, session: str = "S1", scope: ScopeFields | None = None) -> TurnVectorFill:
+    return TurnVectorFill(session, scope or fields(), tv(turn_id, seed=len(turn_id) + 1))
+
+
+async def test_transcript_turn_vectors_attach_once_and_only_to_stored_transcripts(
+    stores: Stores,
+) -> None:
+    await stores.transcripts.append_many(
+        [turn("t1"), turn("t2", at=T0 + 1, vector=True), turn("u1", scope=fields(user="U2"))]
+    )
+    fills = [
+        fill("t1"),
+        fill("t1"),  # twice in one batch
+        fill("t2"),  # already has one from its append
+        fill("x1", session="S-none"),  # no such transcript
+        fill("u1", scope=fields(user="U2")),
+    ]
+    assert await stores.transcripts.add_turn_vectors(fills) == 2
+    assert await stores.transcripts.add_turn_vectors(fills) == 0
+    assert await stores.transcripts.add_turn_vectors([]) == 0
+
+    [mine] = await stores.transcripts.recent(TENANTS[0], 10)
+    assert [v.turn_id for v in mine.turn_vectors] == ["t2", "t1"]
+    by_turn = {v.turn_id: v for v in mine.turn_vectors}
+    assert np.allclose(by_turn["t1"].embedding, fill("t1").vector.embedding)
+    assert np.allclose(by_turn["t2"].embedding, tv("t2", seed=2).embedding)  # kept its own
+    [theirs] = await stores.transcripts.recent(TENANTS[1], 10)
+    assert [v.turn_id for v in theirs.turn_vectors] == ["u1"]
+    assert {t.session_id for t in await stores.transcripts.recent(TENANTS[0], 10)} == {"S1"}
+
+
+# --- WorkingStore.append_many / add_turn_vectors -------------------------------------------
+
+
+def lines(
+    turn_id: str,
+    at: int,
+    session: str = "S1",
+    scope: ScopeFields | None = None,
+    state: dict[str, Any] | None = None,
+    vector: bool = False,
+) -> WorkingAppend:
+    return WorkingAppend(
+        session_id=session,
+        scope=scope or fields(),
+        turn_id=turn_id,
+        lines=[f"user: q {turn_id}", f"assistant: a {turn_id}"],
+        at=at,
+        expires_at=at + 30 * DAY,
+        state=state if state is not None else {"lastTurnId": turn_id},
+        vector=tv(turn_id, seed=len(turn_id)) if vector else None,
+    )
+
+
+def working_view(s: WorkingSession) -> tuple[Any, ...]:
+    return (
+        s.session_id,
+        s.scope,
+        s.lines,
+        s.state,
+        s.last_accessed_at,
+        s.created_at,
+        [(v.turn_id, v.embedding.round(5).tolist()) for v in s.turn_vectors],
+    )
+
+
+async def buffers_of(store: WorkingStore, where: TenantFilter) -> list[tuple[Any, ...]]:
+    return sorted((working_view(s) for s in await store.recent(where, 100)), key=lambda v: v[0])
+
+
+async def test_working_append_many_equals_consecutive_appends(stores: Stores, now_ms: int) -> None:
+    # recent times: the buffers carry a TTL (`expiresAt`)
+    history = [lines("h1", now_ms - 10, state={"a": 0, "keep": "me"})]
+    batch = [
+        lines("h1", now_ms - 10),  # applied before
+        *(lines(f"t{n}", now_ms + n, state={"a": n}, vector=True) for n in range(8)),
+        lines("t3", now_ms + 3),  # repeated inside the batch
+        lines("u1", now_ms + 1, session="S2", scope=fields(user="U2"), vector=True),
+        lines("b1", now_ms + 2, scope=fields(agent="B")),  # same session id, other tenant
+    ]
+    ref = InMemoryWorkingStore()
+    for a in history:
+        await ref.append(a, keep=5)
+        assert await stores.working.append(a, keep=5)
+    expected_flags = [await ref.append(a, keep=5) for a in batch]
+
+    flags = await stores.working.append_many(batch, keep=5)
+
+    assert flags == expected_flags
+    assert flags == [False, *[True] * 8, False, True, True]
+    for w in TENANTS:
+        assert await buffers_of(stores.working, w) == await buffers_of(ref, w)
+    [mine] = await stores.working.recent(TENANTS[0], 10)
+    newest = ["assistant: a t7", "user: q t7", "assistant: a t6", "user: q t6", "assistant: a t5"]
+    assert mine.lines == newest
+    assert mine.state == {"a": 7, "keep": "me"}
+    assert (mine.created_at, mine.last_accessed_at) == (now_ms - 10, now_ms + 7)
+    assert [v.turn_id for v in mine.turn_vectors] == [f"t{n}" for n in range(2, 8)]
+    assert len(mine.turn_vectors) == WORKING_TURN_VECTORS
+    assert await stores.working.append_many(batch, keep=5) == [False] * len(batch)
+
+
+async def test_working_turn_vectors_attach_once_keeping_the_newest(
+    stores: Stores, now_ms: int
+) -> None:
+    await stores.working.append_many(
+        [lines(f"t{n}", now_ms + n) for n in range(9)] + [lines("t9", now_ms + 9, vector=True)],
+        keep=12,
+    )
+    early = [fill(f"t{n}") for n in range(5)]
+    assert await stores.working.add_turn_vectors([*early, fill("t0"), fill("t9")]) == 5
+    [buffer] = await stores.working.recent(TENANTS[0], 10)
+    assert [v.turn_id for v in buffer.turn_vectors] == ["t9", "t0", "t1", "t2", "t3", "t4"]
+
+    late = [fill(f"t{n}") for n in range(5, 8)]
+    assert await stores.working.add_turn_vectors([*late, fill("x", session="S-none")]) == 3
+    [buffer] = await stores.working.recent(TENANTS[0], 10)
+    assert [v.turn_id for v in buffer.turn_vectors] == ["t2", "t3", "t4", "t5", "t6", "t7"]
+    assert np.allclose(buffer.turn_vectors[-1].embedding, fill("t7").vector.embedding)
+    assert await stores.working.add_turn_vectors(late) == 0
+    assert len(await stores.working.recent(TenantFilter("A", "U1"), 10)) == 1
+
+
+# --- MemoryStore batches and pending rows --------------------------------------------------
+
+
+def row(
+    vector_id: str,
+    content: str = "the user lives in Lisbon",
+    *,
+    pending: bool = False,
+    model: str = MODEL,
+    seed: int = 0,
+    source: str = "session",
+    metadata: dict[str, Any] | None = None,
+) -> MemoryRow:
+    return MemoryRow(
+        vector_id=vector_id,
+        scope=fields(),
+        content=content,
+        embedding=np.zeros(0, dtype=np.float32) if pending else unit(16, seed),
+        embedding_model=model,
+        source=source,
+        created_at=T0,
+        metadata=metadata or {},
+    )
+
+
+async def rows_by_id(store: MemoryStore) -> dict[str, MemoryRow]:
+    return {r.vector_id: r for r in await store.active_rows(TENANTS[0])}
+
+
+async def test_existing_names_the_ids_that_have_a_row_whatever_their_status(
+    stores: Stores,
+) -> None:
+    await stores.memory.insert_if_absent(row("v1"))
+    await stores.memory.insert_if_absent(row("v2", metadata={"status": "deleted"}))
+    assert await stores.memory.existing(["v1", "v2", "v3", "v1"]) == {"v1", "v2"}
+    assert await stores.memory.existing([]) == set()
+
+
+async def test_insert_many_if_absent_keeps_the_first_of_each_id(stores: Stores) -> None:
+    await stores.memory.insert_if_absent(row("v1", "stored before"))
+    batch = [
+        row("v1", "a redelivery"),
+        row("v2", "first of the batch", seed=2),
+        row("v3", "pending", pending=True),
+        row("v2", "second of the batch", seed=3),
+    ]
+    assert await stores.memory.insert_many_if_absent(batch) == {"v2", "v3"}
+    assert await stores.memory.insert_many_if_absent(batch) == set()
+    assert await stores.memory.insert_many_if_absent([]) == set()
+
+    rows = await rows_by_id(stores.memory)
+    assert {i: r.content for i, r in rows.items()} == {
+        "v1": "stored before",
+        "v2": "first of the batch",
+        "v3": "pending",
+    }
+    assert np.allclose(rows["v2"].embedding, unit(16, 2))
+
+
+async def test_a_pending_row_round_trips_and_every_reader_takes_it(stores: Stores) -> None:
+    await stores.memory.insert_many_if_absent(
+        [row("p1", pending=True, source="fact"), row("e1", seed=1, source="fact")]
+    )
+    assert await stores.memory.set_slot_if_absent("p1", TENANTS[0], "residence")
+
+    [p1] = [r for r in await stores.memory.active_rows(TENANTS[0]) if r.vector_id == "p1"]
+    assert p1.pending
+    assert (p1.embedding.shape, p1.embedding.dtype, p1.embedding_dim) == ((0,), np.float32, 0)
+    assert (p1.embedding_model, p1.content, p1.source) == (
+        MODEL,
+        "the user lives in Lisbon",
+        "fact",
+    )
+    [slotted] = await stores.memory.slot_rows(TENANTS[0], "residence")
+    assert (slotted.vector_id, slotted.pending) == ("p1", True)
+    stats = await stores.memory.stats("A")
+    assert (stats.total, stats.by_source) == (2, {"fact": 2})
+    assert not (await rows_by_id(stores.memory))["e1"].pending
+
+
+async def test_fill_embeddings_fills_only_pending_rows_of_the_model(stores: Stores) -> None:
+    await stores.memory.insert_many_if_absent(
+        [
+            row("p1", pending=True),
+            row("p2", pending=True),
+            row("other", pending=True, model="other-model"),
+            row("e1", seed=1),
+        ]
+    )
+    vectors = {"p1": unit(16, 10), "other": unit(16, 11), "e1": unit(16, 12), "gone": unit(16, 13)}
+
+    assert await stores.memory.fill_embeddings(MODEL, vectors) == 1
+
+    rows = await rows_by_id(stores.memory)
+    assert np.allclose(rows["p1"].embedding, unit(16, 10))
+    assert rows["p1"].embedding_dim == 16
+    assert rows["p2"].pending
+    assert rows["other"].pending
+    assert np.allclose(rows["e1"].embedding, unit(16, 1))  # embedded before: left alone
+    assert await stores.memory.fill_embeddings(MODEL, {"p1": unit(16, 14)}) == 0
+    assert np.allclose((await rows_by_id(stores.memory))["p1"].embedding, unit(16, 10))
+    assert await stores.memory.fill_embeddings(MODEL, {}) == 0
+    assert await stores.memory.fill_embeddings("other-model", {"other": unit(16, 11)}) == 1
+    assert not (await rows_by_id(stores.memory))["other"].pending
+
+
+# --- VectorStore ---------------------------------------------------------------------------
+
+
+async def test_vector_store_gets_what_was_put_and_keeps_the_first(stores: Stores) -> None:
+    assert await stores.vectors.get_many(["m:8:a"]) == {}
+    await stores.vectors.put_many({"m:8:a": unit(8, 1), "m:8:b": unit(8, 2)})
+    await stores.vectors.put_many({"m:8:a": unit(8, 3), "m:384:c": unit(384, 4)})
+    await stores.vectors.put_many({})
+
+    got = await stores.vectors.get_many(["m:8:a", "m:8:b", "m:384:c", "m:8:none", "m:8:a"])
+
+    assert set(got) == {"m:8:a", "m:8:b", "m:384:c"}
+    assert np.allclose(got["m:8:a"], unit(8, 1))  # the key already stored kept its vector
+    assert np.allclose(got["m:8:b"], unit(8, 2))
+    assert got["m:384:c"].shape == (384,)
+    assert got["m:384:c"].dtype == np.float32
+    assert np.array_equal(got["m:384:c"], unit(384, 4))  # float32 stored exactly
+    assert await stores.vectors.get_many([]) == {}
+
+
+# --- the stored form and the round trips (MongoDB only) ------------------------------------
+
+
+class Writes(CommandListener):
+    """The write commands a client sends: (command name, number of statements)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, int]] = []
+
+    def started(self, event: CommandStartedEvent) -> None:
+        name = event.command_name
+        if name in ("update", "insert", "delete"):
+            statements = event.command.get(
+                {"update": "updates", "insert": "documents"}.get(name, "deletes"), []
+            )
+            self.seen.append((name, len(statements)))
+
+    def succeeded(self, event: CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: CommandFailedEvent) -> None:
+        pass
+
+
+@dataclass
+class Mongo:
+    db: AsyncDatabase[dict[str, Any]]
+    writes: Writes
+
+
+@pytest.fixture
+async def mongo(stack: Any, unique: Callable[[str], str]) -> AsyncIterator[Mongo]:
+    writes = Writes()
+    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
+        stack.mongo_uri, serverSelectionTimeoutMS=10_000, event_listeners=[writes]
+    )
+    name = unique("db")
+    try:
+        db = client[name]
+        await ensure_schema(db)
+        writes.seen.clear()
+        yield Mongo(db, writes)
+    finally:
+        await client.drop_database(name)
+        await client.close()
+
+
+async def test_a_fresh_batch_is_one_update_command_with_one_statement_per_transcript(
+    mongo: Mongo,
+) -> None:
+    store = MongoTranscriptStore(mongo.db)
+    batch = [turn(f"t{n}", session=f"S{n % 3}", at=T0 + n) for n in range(9)]
+
+    assert await store.append_many(batch) == [True] * 9
+
+    assert mongo.writes.seen == [("update", 3)]
+    assert await mongo.db[TRANSCRIPTS].count_documents({}) == 3
+
+
+async def test_only_the_transcript_whose_guard_failed_is_replayed_turn_by_turn(
+    mongo: Mongo,
+) -> None:
+    store = MongoTranscriptStore(mongo.db)
+    assert await store.append(turn("t1"))
+    mongo.writes.seen.clear()
+    batch = [turn("t1"), turn("t2", at=T0 + 1), turn("n1", session="S-new")]
+
+    assert await store.append_many(batch) == [False, True, True]
+
+    # the bulk write of both documents, then S1's two turns one by one
+    assert mongo.writes.seen == [("update", 2), ("update", 1), ("update", 1)]
+    [doc] = await mongo.db[TRANSCRIPTS].find({"sessionId": "S1"}).to_list(length=None)
+    assert doc["turnIds"] == ["t1", "t2"]
+
+
+async def test_a_fresh_working_batch_is_one_update_command(mongo: Mongo, now_ms: int) -> None:
+    store = MongoWorkingStore(mongo.db)
+    batch = [lines(f"t{n}", now_ms + n, session=f"S{n % 2}") for n in range(6)]
+    assert await store.append_many(batch, keep=12) == [True] * 6
+    assert mongo.writes.seen == [("update", 2)]
+
+
+async def test_a_pending_document_carries_no_vector_until_it_is_filled(mongo: Mongo) -> None:
+    memory = MongoMemoryStore(mongo.db)
+    assert await memory.insert_many_if_absent([row("p1", pending=True), row("e1")]) == {
+        "p1",
+        "e1",
+    }
+    assert mongo.writes.seen == [("insert", 2)]
+    doc = await mongo.db[MEMORY].find_one({"_id": "p1"})
+    assert doc is not None
+    assert ("embedding" in doc, doc["embeddingDim"], doc["embeddingModel"]) == (False, 0, MODEL)
+
+    assert await memory.fill_embeddings(MODEL, {"p1": unit(16, 5), "e1": unit(16, 6)}) == 1
+
+    doc = await mongo.db[MEMORY].find_one({"_id": "p1"})
+    assert doc is not None
+    assert ("embedding" in doc, doc["embeddingDim"]) == (True, 16)
+    assert np.array_equal(row_of(doc).embedding, unit(16, 5))
+
+
+async def test_content_addressed_vectors_are_stored_as_float32_vectors(mongo: Mongo) -> None:
+    store = MongoVectorStore(mongo.db)
+    await store.put_many({"m:4:x": np.array([1.0, -2.0, 0.5, 0.0], dtype=np.float32)})
+    doc = await mongo.db[EMBEDDINGS].find_one({"_id": "m:4:x"})
+    assert doc is not None
+    assert isinstance(doc["embedding"], Binary)
+    assert doc["embedding"].as_vector().data == [1.0, -2.0, 0.5, 0.0]
