@@ -82,11 +82,11 @@ class FactWriter:
     async def _vectors(self, texts: list[str]) -> list[Vector | None]:
         if not texts:
             return []
-        found = (
-            await self.known(texts)
-            if self.known is not None
-            else list(await self.embedder.embed(texts, "document"))
-        )
+        found: list[Vector | None] = []
+        if self.known is not None:
+            found = await self.known(texts)
+        else:
+            found.extend(await self.embedder.embed(texts, "document"))
         if len(found) != len(texts):  # never store a vector that may be another text's
             raise EmbeddingFailed(
                 f"the embedder returned {len(found)} vectors for {len(texts)} texts"

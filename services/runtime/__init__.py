@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
-from engine.adapters.mongo.vectors import MongoVectorStore
 from pymongo import AsyncMongoClient
 from redis.asyncio import Redis
 
@@ -42,6 +41,7 @@ from engine.adapters.mongo.pattern_counts import MongoPatternCounter
 from engine.adapters.mongo.schema import ensure_pattern_indexes
 from engine.adapters.mongo.sessions import MongoSessionStore
 from engine.adapters.mongo.skills import MongoSkillStore
+from engine.adapters.mongo.vectors import MongoVectorStore
 from engine.adapters.redis_cache import RedisQueryCache
 from engine.embedding_cache import CachedEmbedder
 from engine.embedding_store import StoredEmbedder

@@ -56,7 +56,7 @@ class Entry(Generic[E]):
 def records_of(message: KafkaMessage) -> tuple[ConsumerRecord[Any, Any], ...]:
     """The records of a batch message (a single record counts as a batch of one)."""
     raw = message.raw_message
-    return raw if isinstance(raw, tuple) else (raw,)
+    return tuple(raw) if isinstance(raw, tuple | list) else (raw,)
 
 
 def bodies_of(message: KafkaMessage) -> list[bytes]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
 
 from aiokafka import ConsumerRecord
 from faststream.kafka import KafkaRouter
@@ -265,7 +265,7 @@ class GroupRouter(Generic[W]):
         )(handler)
 
 
-Raw = ConsumerRecord[Any, Any] | tuple[ConsumerRecord[Any, Any], ...]
+Raw: TypeAlias = ConsumerRecord[Any, Any] | tuple[ConsumerRecord[Any, Any], ...]
 Parse = Callable[[Raw], Awaitable[Record]]
 
 
@@ -274,7 +274,7 @@ async def safe_headers(raw: Raw, original: Parse) -> Record:
     value made valid UTF-8 (in place): that parser decodes header values strictly, so a null
     or non-UTF-8 value raised before any handler ran and the record was read again forever.
     Undecodable bytes become U+FFFD; the body is untouched."""
-    for record in raw if isinstance(raw, tuple) else (raw,):
+    for record in raw if isinstance(raw, tuple | list) else (raw,):
         record.headers = [(name, _utf8(value)) for name, value in record.headers or ()]
     return await original(raw)
 

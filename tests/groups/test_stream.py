@@ -67,7 +67,15 @@ class FailingEmbedder(HashingEmbedder):
 
 
 async def test_a_failing_provider_is_retried_then_dead_lettered(start: Start) -> None:
-    async with start(["transcripts"], embedder=FailingEmbedder()) as g:
-        await g.publish(turn(scope(), "Lost?", "No."), topics.TURNS)
+    tenant = scope()
+    async with start(["transcripts", "embeddings"], embedder=FailingEmbedder()) as g:
+        await g.publish(turn(tenant, "Lost?", "No."), topics.TURNS)
+        stored = await g.rt.transcripts.recent(tenant_filter(tenant, durable=False), 10)
+    # storing the turn never waited for the model: only its vector request failed
+    assert len(stored) == 1
     [letter] = g.letters
     assert (letter.error_type, letter.attempts) == ("DependencyFailed", 2)
+    assert (letter.source_topic, letter.group.rsplit(".", 1)[-1]) == (
+        topics.EMBEDDINGS,
+        "embeddings",
+    )

@@ -32,6 +32,7 @@ from schemas.callers import checkpoint_recorded, knowledge_submitted
 from schemas.events import (
     MAX_CONTENT_CHARS,
     MAX_MESSAGES,
+    EmbeddingRequested,
     FactsExtracted,
     JobRequested,
     KnowledgeSubmitted,
@@ -320,6 +321,12 @@ VALID: dict[type[BaseModel], dict[str, Any]] = {
         mode="json"
     ),
     MemoryChanged: {"scope": SCOPE, "layers": ["working"], "producer": "p"},
+    EmbeddingRequested: {
+        "scope": SCOPE,
+        "thread_id": "t",
+        "model": "m",
+        "targets": [{"vector_id": "vec_1", "text": "hello", "turn_id": "u1", "session_id": "s"}],
+    },
     FactsExtracted: {"scope": SCOPE, "turn_id": "t", "session_id": "s", "extractor": "rule"},
     JobRequested: {"type": "consolidate", "params": {"agentWallet": "0xA1"}},
     ContextRequest: {"scope": SCOPE, "query": "tea"},

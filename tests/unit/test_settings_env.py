@@ -1,7 +1,8 @@
 """The settings read exactly these environment variables, each into its setting.
 
 `VARIABLES` is the list the flat `Settings` model read before it was grouped into sections
-(issue 14); grouping must not rename, add or drop one. Each entry carries a probe value: set
+(issue 14), plus the batch, partition and embedding-stage ones of issue 15; grouping must not
+rename, add or drop one. Each entry carries a probe value: set
 alone (with the companions a valid combination needs), it must show up in the settings, so a
 variable that is documented but no longer read fails here too.
 """
@@ -35,6 +36,12 @@ VARIABLES: dict[str, str] = {
     "HEARTBEAT_INTERVAL_MS": "2345",
     "REPLY_FETCH_WAIT_MS": "31",
     "FETCH_WAIT_MS": "131",
+    "KAFKA_PARTITIONS": "12",
+    "BATCH_MAX_RECORDS": "77",
+    "BATCH_WAIT_MS": "33",
+    "EMBEDDING_DEFERRED": "false",
+    "EMBEDDING_STAGE_BATCH": "99",
+    "EMBEDDING_STORE_DB": "probe-vectors",
     "EMBEDDER": "voyage",
     "EMBEDDER_THREADS": "7",
     "EMBEDDING_BASE_URL": "http://probe-embeddings/",
