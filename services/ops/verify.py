@@ -30,9 +30,13 @@ COMPARED: Mapping[str, frozenset[str]] = {
 }
 """The collections the stream writes, with the fields that change without an event."""
 
-UNORDERED: Mapping[str, frozenset[str]] = {PATTERNS: frozenset({"turnIds"})}
+UNORDERED: Mapping[str, frozenset[str]] = {
+    PATTERNS: frozenset({"turnIds"}),
+    TRANSCRIPTS: frozenset({"turnVectors"}),
+}
 """Lists compared as sets: a pattern's counted turn ids (idempotency bookkeeping) are kept in
-the order the turns of its different sessions happened to be processed."""
+the order the turns of its different sessions happened to be processed, and a transcript's
+turn vectors in the order the embeddings group filled them (a rebuild embeds inline)."""
 
 REL_TOLERANCE = 1e-5
 

@@ -9,7 +9,9 @@
   (records keep their order within each partition), down to single records; a single record
   is retried with backoff `attempts` times, then dead-lettered. So a poison record costs a
   few extra runs of its neighbours (idempotent writes make re-running them harmless) and only
-  it reaches the dead-letter topic;
+  it reaches the dead-letter topic. Sequential work (`one_by_one`) names the event that
+  failed: the events before it are done, it alone is retried, and the batch goes on after it
+  with nothing run twice;
 * a store outage is not the records' fault: the whole batch waits and is retried without
   using up attempts, and after `outage_seconds` `StoreUnavailable` is raised — the batch is
   not committed and is read again.
@@ -115,6 +117,15 @@ class BatchConsumer(Generic[E]):
         while True:
             try:
                 await self.work([e.event for e in entries])
+            except EventFailed as failed:  # sequential work: the failing event is known
+                cause, at = _cause(failed), failed.index
+                if is_outage(cause):
+                    done = self._processed(entries[:at])
+                    await outage.wait(cause, self.group)
+                    return done + await self._run(entries[at:])
+                done = self._processed(entries[:at])
+                done += await self._one(entries[at], failed_once=cause)
+                return done + await self._run(entries[at + 1 :])
             except Exception as exc:  # noqa: BLE001 - any failure splits; singles log it
                 if is_outage(exc):
                     for entry in entries:
@@ -131,16 +142,27 @@ class BatchConsumer(Generic[E]):
                 middle = len(entries) // 2
                 left = await self._run(entries[:middle])
                 return left + await self._run(entries[middle:])
-            for entry in entries:
-                entry.probe.processed()
-            return len(entries)
+            return self._processed(entries)
 
-    async def _one(self, entry: Entry[E]) -> int:
-        """A single record: retried with exponential backoff, then dead-lettered."""
+    @staticmethod
+    def _processed(entries: Sequence[Entry[E]]) -> int:
+        for entry in entries:
+            entry.probe.processed()
+        return len(entries)
+
+    async def _one(self, entry: Entry[E], failed_once: BaseException | None = None) -> int:
+        """A single record: retried with exponential backoff, then dead-lettered.
+        `failed_once`: its first attempt already failed so, inside its batch."""
         attempt, outage = 0, Outage(self.backoff_ms / 1000, self.outage_seconds)
         while True:
             try:
-                await self.work([entry.event])
+                if failed_once is not None:
+                    first, failed_once = failed_once, None
+                    raise first
+                try:
+                    await self.work([entry.event])
+                except EventFailed as failed:
+                    raise _cause(failed) from None
             except InputRejected as exc:
                 await self._letter(
                     entry.record, entry.body, entry.probe, str(exc), type(exc).__name__, attempt + 1
@@ -183,13 +205,30 @@ class BatchConsumer(Generic[E]):
         )
 
 
+class EventFailed(Exception):
+    """Raised by sequential batch work (`one_by_one`): the event at `index` failed (the
+    exception is its cause) and every event before it was processed."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(f"event {index} of the batch failed")
+        self.index = index
+
+
+def _cause(failed: EventFailed) -> BaseException:
+    return failed.__cause__ if failed.__cause__ is not None else failed
+
+
 def one_by_one(work: Callable[[E], Awaitable[Any]]) -> Callable[[list[E]], Awaitable[None]]:
     """Batch work that runs `work` on each event in order (handlers whose writes are not
-    batched yet still gain one fetch and one commit per batch)."""
+    batched still gain one fetch and one commit per batch). A failure names its event
+    (`EventFailed`), so the batch goes on after it without running the others again."""
 
     async def each(events: list[E]) -> None:
-        for event in events:
-            await work(event)
+        for index, event in enumerate(events):
+            try:
+                await work(event)
+            except Exception as exc:
+                raise EventFailed(index) from exc
 
     each.__name__ = getattr(work, "__name__", "each")
     return each
