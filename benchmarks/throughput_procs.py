@@ -20,6 +20,8 @@ from schemas import topics
 from services.endpoints import Endpoints
 from services.stream.offsets import TopicPartition, committed, end_offsets
 
+RUN = (sys.executable, "-m", "services", "run")
+
 OPTIONAL_GROUPS = ("embeddings",)
 """Groups that may not exist yet: a process of one that exits at once with "unknown group"
 is dropped (and reported) instead of failing the run."""
@@ -52,7 +54,7 @@ def cli(env: dict[str, str], *args: str) -> None:
 
 def ready(port: int) -> bool:
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as reply:  # noqa: S310
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as reply:
             return int(reply.status) == 200
     except (urllib.error.URLError, OSError):
         return False
@@ -90,8 +92,7 @@ def spawn(env: dict[str, str], group: str, tag: str, n: int) -> GroupProc:
     log = Path(tempfile.gettempdir()) / f"mnemostream-throughput-{tag}-{group}-{n}.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "services", "run", group, "--log-level", "warning"]
-            + ["--http-port", str(port)],
+            [*RUN, group, "--log-level", "warning", "--http-port", str(port)],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
