@@ -51,6 +51,7 @@ from benchmarks.throughput_visible import visibility
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.ports import InputType
 from engine.records import Vector
+from schemas import topics
 from schemas.inputs import turn_recorded
 from services.endpoints import Endpoints
 from services.sdk.client import MemoryClient
@@ -264,6 +265,7 @@ async def rebuild(
     """Phase 5: replay the log into a fresh database, then verify it."""
     from services.ops.replay import replay
     from services.ops.verify import compare
+    from services.stream.offsets import end_offsets
 
     settings = Settings(
         kafka_bootstrap=ends.kafka_bootstrap,
@@ -276,12 +278,16 @@ async def rebuild(
     )
     counting = CountingEmbedder(model)
     note("replay")
+    # the log holds turns only (warm-up, throughput and visibility phases): its length is
+    # the turns replayed
+    log_turns = sum((await end_offsets(ends.kafka_bootstrap, [topics.TURNS])).values())
     report = await replay(settings, f"bench_tp_rebuilt_{tag}", embedder=counting)
     began = time.monotonic()
     checked = await compare(settings, settings.mongo.db, report.target_db)
     out["phase_seconds"].update(replay=report.seconds, verify=time.monotonic() - began)
     out.update(
-        replay_per_s=round(report.rate, 1),
+        replay_per_s=round(log_turns / report.seconds, 1),
+        replay_turns=log_turns,
         replay_records=report.records,
         verify_equal=checked.equal,
         replay_model_calls=counting.calls,
