@@ -10,7 +10,16 @@ from services.ops.cli_support import console
 
 __all__ = ["BENCHMARKS", "BENCH_CONTEXT", "bench"]
 
-BENCHMARKS: Final = ("pipeline", "retrieval", "load", "replay", "quality", "extraction", "embedder")
+BENCHMARKS: Final = (
+    "pipeline",
+    "retrieval",
+    "load",
+    "replay",
+    "throughput",
+    "quality",
+    "extraction",
+    "embedder",
+)
 
 BENCH_CONTEXT: Final[dict[str, Any]] = {"allow_extra_args": True, "ignore_unknown_options": True}
 """The command's click context settings: every argument after NAME is the script's."""

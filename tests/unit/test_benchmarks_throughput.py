@@ -1,0 +1,67 @@
+"""The throughput benchmark (`benchmarks.throughput`) imports, parses its options, and its
+pure helpers hold their contracts; no stack is started."""
+
+from __future__ import annotations
+
+import random
+
+from benchmarks.throughput import parser, pct
+from benchmarks.throughput_store import EMPTY_VECTOR, _embedded_filter
+from benchmarks.throughput_text import exchange, marker_word, scopes, texts, turn_body
+from schemas.inputs import turn_recorded
+
+
+def test_the_defaults_are_the_issue_15_run() -> None:
+    args = parser().parse_args([])
+    assert (args.turns, args.processes, args.rate, args.seconds) == (20000, 1, 500, 10)
+    assert (args.json, args.skip_replay, args.skip_ready) == (False, False, False)
+    assert args.agents * args.users == 50
+
+
+def test_the_options_parse() -> None:
+    args = parser().parse_args(
+        [
+            *("--turns", "2000", "--seconds", "4", "--processes", "2", "--rate", "250"),
+            *("--json", "--skip-replay", "--skip-ready"),
+        ]
+    )
+    assert (args.turns, args.seconds, args.processes, args.rate) == (2000, 4, 2, 250)
+    assert (args.json, args.skip_replay, args.skip_ready) == (True, True, True)
+
+
+def test_turn_texts_are_seeded_varied_and_of_realistic_length() -> None:
+    assert texts(7, 50) == texts(7, 50)
+    sample = texts(7, 500)
+    assert len(set(sample)) == 500
+    assert all(200 <= len(text) <= 400 for text in sample), min(map(len, sample))
+
+
+def test_every_generated_turn_is_a_valid_post_turn() -> None:
+    rng = random.Random(1)
+    threads = scopes("t", 5, 10)
+    assert len({(s.agent, s.user, s.thread) for s in threads}) == 50
+    event = turn_recorded(turn_body(threads[3], *exchange(rng, 3), 1_700_000_000_000))
+    assert event.thread_id == threads[3].thread
+
+
+def test_marker_words_are_not_in_the_turn_texts() -> None:
+    rng = random.Random(2)
+    words = {marker_word(rng) for _ in range(200)}
+    corpus = " ".join(texts(2, 200)).lower()
+    assert len(words) > 190
+    assert not any(word in corpus for word in words)
+
+
+def test_the_embedded_filter_excludes_every_assumed_pending_form() -> None:
+    where = _embedded_filter()
+    assert {None, EMPTY_VECTOR} <= set(map(_hashable, where["embedding"]["$nin"]))
+    assert where["embeddingPending"] == {"$ne": True}
+
+
+def _hashable(value: object) -> object:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def test_percentiles_of_nothing_are_none() -> None:
+    assert pct([], 50) is None
+    assert pct([3.0, 1.0, 2.0], 50) == 2.0
