@@ -9,26 +9,17 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from pymongo import AsyncMongoClient
 
 from engine.adapters.mongo import MEMORY, SESSIONS, TRANSCRIPTS
-from engine.adapters.mongo.documents import vector
 
-EMPTY_VECTOR = vector(np.empty(0, dtype=np.float32))
 """How the memory adapter stores a row whose vector is not computed yet (`MemoryRow.pending`)."""
 
 
 def _embedded_filter() -> dict[str, Any]:
-    """A `memory` row that has its vector: a non-empty `embedding` and not flagged pending.
-
-    Assumed pending markers (adjust here if the embedding stage settles on another): the
-    `embedding` field missing, null, an empty array or an empty BSON vector, or
-    `embeddingPending: true`."""
-    return {
-        "embedding": {"$exists": True, "$nin": [None, [], EMPTY_VECTOR]},
-        "embeddingPending": {"$ne": True},
-    }
+    """A `memory` row that has its vector: a pending row is stored with `embeddingDim: 0` and
+    no `embedding` (engine/adapters/mongo/memory_rows.py)."""
+    return {"embeddingDim": {"$gt": 0}}
 
 
 @dataclass(frozen=True, slots=True)
