@@ -18,11 +18,15 @@ def vector_key(model: str, dimension: int, text: str) -> str:
 
 
 class StoredEmbedder:
-    """An `Embedder` whose document vectors are read from and written to `store`."""
+    """An `Embedder` whose document vectors are read from and written to `store`; queries go
+    to `queries` (e.g. the model behind a Redis cache), else to the model."""
 
-    def __init__(self, inner: Embedder, store: VectorStore) -> None:
+    def __init__(
+        self, inner: Embedder, store: VectorStore, queries: Embedder | None = None
+    ) -> None:
         self._inner = inner
         self._store = store
+        self._queries = queries or inner
         self.computed = 0
         """Texts this process embedded with the model (observability, benchmarks)."""
 
@@ -44,8 +48,10 @@ class StoredEmbedder:
         return [found.get(k) for k in keys]
 
     async def embed(self, texts: Sequence[str], input_type: InputType) -> list[Vector]:
-        if input_type != "document" or not texts:
-            return await self._inner.embed(texts, input_type)
+        if input_type != "document":
+            return await self._queries.embed(texts, input_type)
+        if not texts:
+            return []
         keys = self.keys(texts)
         found = await self._store.get_many(list(dict.fromkeys(keys)))
         missing = list(dict.fromkeys(t for t, k in zip(texts, keys, strict=True) if k not in found))

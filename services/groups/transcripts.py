@@ -6,9 +6,11 @@ written thread."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 from faststream.kafka import KafkaRouter
 
+from engine.ingest.turns import TurnStored
 from schemas import topics
 from schemas.events import EmbeddingRequested, TurnRecorded, VectorTarget
 from services.runtime import Runtime
@@ -19,46 +21,56 @@ GROUP = "transcripts"
 LAYERS = ["working", "scene", "vectors"]
 
 
+def vector_requests(
+    events: Sequence[TurnRecorded], stored: Sequence[TurnStored], model: str
+) -> list[EmbeddingRequested]:
+    """One request per tenant and thread for the turns stored without a vector. A thread id
+    may be shared by several users of an agent: each target is written under its request's
+    scope, so turns of different tenants never share a request."""
+    grouped: dict[tuple[str, str], tuple[TurnRecorded, list[VectorTarget]]] = {}
+    for event, turn in zip(events, stored, strict=True):
+        if not turn.pending:
+            continue
+        tenant = (event.scope.model_dump_json(), event.thread_id)
+        _, targets = grouped.setdefault(tenant, (event, []))
+        targets.append(
+            VectorTarget(
+                vector_id=turn.vector_id,
+                text=turn.content,
+                turn_id=event.turn_id,
+                session_id=turn.session_id,
+                working_session_id=turn.working_session_id,
+            )
+        )
+    return [
+        EmbeddingRequested(
+            occurred_at=event.occurred_at,
+            scope=event.scope,
+            thread_id=event.thread_id,
+            model=model,
+            targets=targets,
+        )
+        for event, targets in grouped.values()
+    ]
+
+
 def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
     group = GroupRouter(GROUP, rt, metrics)
     wanted = group.router.publisher(topics.EMBEDDINGS)
 
     async def record(events: list[TurnRecorded]) -> None:
         stored = await rt.recorder.record_many(events)
-        requests: dict[str, tuple[TurnRecorded, list[VectorTarget]]] = {}
+        requests = vector_requests(events, stored, rt.embedder.model)
+        await asyncio.gather(
+            *(wanted.publish(r, key=(r.thread_id or "").encode()) for r in requests)
+        )
         changes = Changes()
-        for event, turn in zip(events, stored, strict=True):
-            if turn.pending:
-                _, targets = requests.setdefault(turn.working_session_id, (event, []))
-                targets.append(
-                    VectorTarget(
-                        vector_id=turn.vector_id,
-                        text=turn.content,
-                        turn_id=event.turn_id,
-                        session_id=turn.session_id,
-                        working_session_id=turn.working_session_id,
-                    )
-                )
+        for event in events:
             # announced even when the turn was already stored: a crash between the write and
             # this publish must not leave caches stale after the redelivery
             changes.add(
                 event, event.scope.model_copy(update={"thread_id": event.thread_id}), LAYERS
             )
-        await asyncio.gather(
-            *(
-                wanted.publish(
-                    EmbeddingRequested(
-                        occurred_at=event.occurred_at,
-                        scope=event.scope,
-                        thread_id=event.thread_id,
-                        model=rt.embedder.model,
-                        targets=targets,
-                    ),
-                    key=thread.encode(),
-                )
-                for thread, (event, targets) in requests.items()
-            )
-        )
         await group.changes.announce_all(changes)
 
     group.on_events(topics.TURNS, TurnRecorded, record, name="on_turn_recorded")

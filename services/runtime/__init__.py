@@ -130,9 +130,7 @@ class Runtime:
         self.search_policy: SearchPolicy = search_policy(settings)
         self.ingest_policy: IngestPolicy = ingest_policy(settings)
         self.access = AccessRecorder(stores.memory)
-        self._embedder = Lazy(
-            self._built("embedder", lambda: StoredEmbedder(parts.embedder(), stores.vectors))
-        )
+        self._embedder = Lazy(self._built("embedder", lambda: self._stored(parts.embedder())))
         self._reranker = Lazy(self._built("reranker", parts.reranker))
         self._extractor = Lazy(self._built("extractor", parts.extractor))
         self._summariser = Lazy(self._built("summariser", parts.summariser))
@@ -152,6 +150,15 @@ class Runtime:
             return value
 
         return logged
+
+    def _stored(self, built: Embedder) -> StoredEmbedder:
+        """The embedder behind the durable vector store (a composition root may have wrapped
+        it already, with its query cache)."""
+        return (
+            built
+            if isinstance(built, StoredEmbedder)
+            else StoredEmbedder(built, self.stores.vectors)
+        )
 
     def _turn_recorder(self) -> TurnRecorder:
         s = self.stores
@@ -323,11 +330,14 @@ async def open_runtime(
         await ensure_eval_indexes(db)
         cache = RedisQueryCache(redis, prefix=settings.redis.cache_prefix or settings.mongo.db)
         memory = MongoMemoryStore(db)
+        vectors = MongoVectorStore(mongo[settings.embedding.store_db or settings.mongo.db])
 
-        def model() -> Embedder:
+        def model() -> StoredEmbedder:
             built = embedder or build_embedder(settings, http)
             ttl = settings.embedding.cache_ttl_seconds
-            return CachedEmbedder(built, cache, ttl_seconds=ttl) if ttl > 0 else built
+            # documents: the durable vector store; queries: the Redis cache (24 h)
+            queries = CachedEmbedder(built, cache, ttl_seconds=ttl) if ttl > 0 else built
+            return StoredEmbedder(built, vectors, queries)
 
         async def index(model: Embedder) -> VectorIndex:
             use_atlas = settings.search.vector_search == "atlas" and await ensure_vector_index(
@@ -354,7 +364,7 @@ async def open_runtime(
             sessions=MongoSessionStore(db),
             evals=MongoEvalStore(db),
             cache=cache,
-            vectors=MongoVectorStore(mongo[settings.embedding.store_db or settings.mongo.db]),
+            vectors=vectors,
         )
         parts = Parts(
             embedder=model,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from engine.scoping import tenant_filter
 from schemas import topics
+from services.groups.transcripts import vector_requests
 from tests.groups.conftest import Start, scope, turn
 
 
@@ -36,3 +37,43 @@ async def test_each_group_builds_only_the_parts_it_declares(start: Start) -> Non
         assert g.rt.built() == {"embedder"}
     async with start(["search"]) as g:
         assert g.rt.built() == {"embedder", "reranker", "search"}
+
+
+async def test_a_batch_of_two_users_on_one_thread_asks_vectors_per_tenant(start: Start) -> None:
+    """A thread id shared by two users of one agent: each user's turns are filled in that
+    user's transcript and working buffer, never the other's (a batch grouped them by thread
+    alone once, and the vectors landed in the first user's documents)."""
+    ana = scope(userAddress="ana")
+    bob = scope(ana.agent_wallet, userAddress="bob")
+    events = [
+        turn(ana, "Ana packs the red tent.", "Noted.", thread="trip"),
+        turn(bob, "Bob brings the stove.", "Noted.", thread="trip"),
+        turn(ana, "Ana also packs the map.", "Noted.", thread="trip"),
+    ]
+    async with start(["transcripts", "embeddings"]) as g:
+        stored = await g.rt.recorder.record_many(events)
+        assert [s.pending for s in stored] == [True, True, True]
+        requests = vector_requests(events, stored, g.rt.embedder.model)
+        assert sorted(
+            (r.scope.user_address, [t.vector_id for t in r.targets]) for r in requests
+        ) == sorted(
+            [
+                ("ana", [stored[0].vector_id, stored[2].vector_id]),
+                ("bob", [stored[1].vector_id]),
+            ]
+        )
+        for request in requests:
+            await g.publish(request, topics.EMBEDDINGS)
+        for who, said in (
+            (ana, {events[0].turn_id, events[2].turn_id}),
+            (bob, {events[1].turn_id}),
+        ):
+            where = tenant_filter(who.model_copy(update={"thread_id": "trip"}), durable=False)
+            [transcript] = await g.rt.transcripts.recent(where, 10)
+            assert {v.turn_id for v in transcript.turn_vectors} == said
+            [working] = await g.rt.stores.working.recent(where, 10)
+            assert {v.turn_id for v in working.turn_vectors} == said
+        rows = await g.rt.memory.active_rows(tenant_filter(ana, durable=True, shared=True))
+        assert rows
+        assert not any(row.pending for row in rows)
+    assert g.letters == []

@@ -335,6 +335,7 @@ async def test_a_broker_restart_keeps_memory_and_a_replayed_fresh_log_rebuilds_i
         heartbeat_interval_ms=500,
         group_prefix=f"broker-{uuid.uuid4().hex[:8]}",
         extractor="none",
+        embedding_deferred=False,  # only the transcripts group runs: it embeds inline
     )
     mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(stack.mongo_uri)
     try:

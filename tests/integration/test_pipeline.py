@@ -27,7 +27,7 @@ from tests.support.pipeline import drained, subscriptions
 
 pytestmark = pytest.mark.integration
 
-GROUPS = ("transcripts", "facts", "invalidation", "search")
+GROUPS = ("transcripts", "embeddings", "facts", "invalidation", "search")
 
 
 @dataclass

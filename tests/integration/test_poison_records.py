@@ -23,11 +23,13 @@ from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from schemas import topics
 from schemas.callers import checkpoint_recorded, knowledge_submitted
 from schemas.events import (
+    EmbeddingRequested,
     EntityItem,
     FactItem,
     FactsExtracted,
     JobRequested,
     MemoryChanged,
+    VectorTarget,
 )
 from schemas.inputs import memory_remembered, turn_recorded
 from schemas.requests import ContextReply
@@ -99,6 +101,12 @@ def _valid_events(agent: str) -> dict[str, Callable[[int], Any]]:
             }
         ),
         topics.JOBS: lambda i: JobRequested(type="decay_update", params={"agentWallet": agent}),
+        topics.EMBEDDINGS: lambda i: EmbeddingRequested(
+            scope=scope,
+            thread_id="t",
+            model="all-MiniLM-L6-v2",
+            targets=[VectorTarget(vector_id=f"vec_missing_{i}", text=f"Ana likes tea {i}.")],
+        ),
     }
 
 

@@ -5,11 +5,12 @@ database is dropped and rebuilt from the log too."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
+from engine.ports import Embedder, InputType, Vector
 from schemas import topics
 from services.endpoints import Endpoints
 from services.ops.replay import replay
@@ -18,6 +19,27 @@ from services.stream.offsets import end_offsets, wait_caught_up
 from tests.support.pipeline import groups_running
 
 pytestmark = pytest.mark.integration
+
+
+class CountingEmbedder:
+    """An embedder that counts the texts it embeds."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.texts = 0
+
+    @property
+    def model(self) -> str:
+        return self.inner.model
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    async def embed(self, texts: Sequence[str], input_type: InputType) -> list[Vector]:
+        self.texts += len(texts)
+        return await self.inner.embed(texts, input_type)
+
 
 CITIES = ("Porto", "Lisbon", "Madrid", "Oslo", "Tallinn")
 TURNS = 240
@@ -47,7 +69,15 @@ async def test_replay_rebuilds_the_same_documents_and_verify_reports_equal(
 ) -> None:
     agent = f"0xreplay{uuid.uuid4().hex[:10]}"
     rebuilt = unique("rebuilt")
-    groups = ["transcripts", "extraction", "facts", "patterns", "knowledge", "workflows"]
+    groups = [
+        "transcripts",
+        "embeddings",
+        "extraction",
+        "facts",
+        "patterns",
+        "knowledge",
+        "workflows",
+    ]
     # the live groups skip other tests' tenants on the shared topics, as the replay does
     async with groups_running(
         stack, minilm, "replay", groups, extractor="rules", only_agents=[agent]
@@ -111,9 +141,18 @@ async def test_replay_rebuilds_the_same_documents_and_verify_reports_equal(
         await wait_caught_up(bootstrap, rt.group_id("facts.remember"), remembers, timeout=60)
         facts_ends = await end_offsets(bootstrap, [topics.FACTS])
         await wait_caught_up(bootstrap, rt.group_id("facts"), facts_ends, timeout=120)
+        # the live rows were stored pending and filled by the embeddings group
+        vectors_ends = await end_offsets(bootstrap, [topics.EMBEDDINGS])
+        await wait_caught_up(bootstrap, rt.group_id("embeddings"), vectors_ends, timeout=180)
+        live_memory = rt.mongo[settings.mongo.db]["memory"]
+        assert await live_memory.count_documents({"agentWallet": agent, "embeddingDim": 0}) == 0
 
         try:
-            first = await replay(settings, rebuilt, agents=[agent], embedder=minilm)
+            model = CountingEmbedder(minilm)
+            # no Redis cache either: every vector the rebuild uses comes from the stored ones
+            uncached = settings.with_values(embedding_cache_ttl_seconds=0)
+            first = await replay(uncached, rebuilt, agents=[agent], embedder=model)
+            assert model.texts == 0  # the rebuild ran no model
             assert first.records >= TURNS + REMEMBERS + 2 + 6
             report = await compare(settings, settings.mongo.db, rebuilt, agents=[agent])
             counts = {c.name: (c.live, c.rebuilt) for c in report.collections}

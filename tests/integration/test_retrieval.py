@@ -33,7 +33,8 @@ USER = "ursula"
 
 @pytest.fixture
 async def rt(stack: Endpoints, minilm: LocalMiniLMEmbedder, unique: Any) -> AsyncIterator[Runtime]:
-    settings = make_settings(stack, unique("retrieval"))
+    # the recorder embeds before it writes (no embeddings group runs here)
+    settings = make_settings(stack, unique("retrieval"), embedding_deferred=False)
     async with open_runtime(settings, minilm) as runtime:
         yield runtime
         await runtime.mongo.drop_database(settings.mongo.db)

@@ -83,6 +83,9 @@ async def groups_running(
             "session_timeout_ms": 2000,
             "heartbeat_interval_ms": 500,
             "extractor": "none",
+            # vectors are filled by the embeddings group when the test runs it; otherwise
+            # the writers embed before they write, as a deployment without it must
+            "embedding_deferred": "embeddings" in groups,
             **settings,
         },
     )
