@@ -56,6 +56,7 @@ from schemas.inputs import turn_recorded
 from services.endpoints import Endpoints
 from services.sdk.client import MemoryClient
 from services.settings import Settings
+from services.stream.offsets import end_offsets, wait_caught_up
 
 BATCH = 32
 
@@ -198,25 +199,39 @@ async def live(
                 out["publish_per_s"] = round(args.turns / seconds, 1)
                 phases["publish"] = seconds
                 limit = 120 + args.turns / 5
-                stored_s, _ = await store.wait(
-                    agents, last, args.turns, began=began, embedded=False, timeout=limit
+                # a group commits a batch after its writes are durable: caught up = stored
+                # (committed offsets are read, not the database, which polling would load)
+                turn_ends = await end_offsets(ends.kafka_bootstrap, [topics.TURNS])
+                await wait_caught_up(
+                    ends.kafka_bootstrap, f"{prefix}.transcripts", turn_ends, timeout=limit
                 )
+                stored_s = time.monotonic() - began
                 out["stored_per_s"] = round(args.turns / stored_s, 1)
                 phases["stored"] = stored_s
                 note(f"stored in {stored_s:.1f} s")
-                embedded_s, found = await store.wait(
-                    agents, last, args.turns, began=began, embedded=embedding_stage, timeout=limit
-                )
-                out["embedded_rows"] = found.embedded_rows
                 if embedding_stage:
+                    vector_ends = await end_offsets(ends.kafka_bootstrap, [topics.EMBEDDINGS])
+                    await wait_caught_up(
+                        ends.kafka_bootstrap, f"{prefix}.embeddings", vector_ends, timeout=limit
+                    )
+                    embedded_s = time.monotonic() - began
                     out["embedded_per_s"] = round(args.turns / embedded_s, 1)
                     phases["embedded"] = embedded_s
+                    note(f"embedded in {embedded_s:.1f} s")
                 else:
                     out["embedded_per_s"] = out["stored_per_s"]
                     out["embedded_note"] = (
                         "no `embeddings` group in this version: vectors are computed while "
                         "storing, so embedded_per_s = stored_per_s"
                     )
+                found = await store.durable(agents, last)  # once: the offsets told the truth
+                out["stored_check"] = {
+                    "transcript_turns": found.transcript_turns,
+                    "session_rows": found.session_rows,
+                    "embedded_rows": found.embedded_rows,
+                    "threads_with_last_turn": found.working_threads,
+                    "threads": len(last),
+                }
 
                 note(f"visibility: {args.rate:g} turns/s for {args.seconds:g} s")
                 running.check()
@@ -238,14 +253,11 @@ async def live(
                     lag_after_visibility_publish=vis.lag_after_publish,
                 )
                 began = time.monotonic()
-                vis_agents = sorted({s.agent for s in vis_threads})
-                vis_last = [turn for _, turn in vis.last_turns.values()]
-                await store.wait(
-                    vis_agents,
-                    vis_last,
-                    vis.offered,
-                    began=began,
-                    embedded=embedding_stage,
+                drain = await end_offsets(ends.kafka_bootstrap, [topics.TURNS])
+                await wait_caught_up(
+                    ends.kafka_bootstrap,
+                    f"{prefix}.transcripts",
+                    drain,
                     timeout=120 + vis.offered / 5,
                 )
                 phases["visibility_drain"] = time.monotonic() - began

@@ -65,7 +65,7 @@ class KafkaSettings(Section):
         ),
     )
     batch_max_records: int = Field(
-        default=500,
+        default=2_000,
         ge=1,
         le=10_000,
         validation_alias="batch_max_records",

@@ -44,8 +44,14 @@ INDEXES: Mapping[str, Sequence[IndexModel]] = {
         IndexModel([*_TENANT, ("source", ASCENDING), ("metadata.status", ASCENDING)]),
         IndexModel([*_TENANT, ("mode", ASCENDING), ("haiId", ASCENDING)]),
         IndexModel([("agentWallet", ASCENDING), ("createdAt", DESCENDING)]),
-        IndexModel([("metadata.turnId", ASCENDING)]),
-        IndexModel([*_TENANT, ("metadata.slot", ASCENDING)]),
+        # facts only (every slot query names `source: "fact"`): a session row, most of the
+        # collection, writes no entry here (issue 15; a `metadata.turnId` index no query
+        # used went too — each index entry costs the batched insert of every turn)
+        IndexModel(
+            [*_TENANT, ("metadata.slot", ASCENDING)],
+            name="fact_slots",
+            partialFilterExpression={"source": "fact"},
+        ),
     ),
     RELATIONS: (
         IndexModel([*_TENANT, ("sourceId", ASCENDING)]),
