@@ -12,9 +12,13 @@ mean pooling of the last hidden state over the attention mask, then L2 normalisa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import importlib.util
+import os
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from importlib.resources import files
 from pathlib import Path
 
@@ -52,15 +56,30 @@ class LocalMiniLMEmbedder:
     sessions are thread-safe); each call uses at most `threads` intra-op threads.
     """
 
-    def __init__(self, threads: int = 1, batch_size: int = BATCH_SIZE) -> None:
+    def __init__(
+        self, threads: int = 1, batch_size: int = BATCH_SIZE, document_nice: int = 0
+    ) -> None:
         """`threads`: onnxruntime intra-op threads per call. The default is 1 because with 2 on
         a 2-core machine, concurrent calls contend and latency collapses under load.
-        `batch_size`: most texts per inference run (longer inputs are split)."""
+        `batch_size`: most texts per inference run (longer inputs are split).
+        `document_nice` > 0: documents are embedded on a thread of their own whose scheduling
+        priority is lowered by that much (Linux nice), so the bulk work of the embedding
+        stage yields the CPU to queries and to the writers; queries keep the default pool."""
         if threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self._batch_size = batch_size
+        self._documents = (
+            ThreadPoolExecutor(
+                max_workers=1,
+                thread_name_prefix="embed-documents",
+                initializer=_lower_priority,
+                initargs=(document_nice,),
+            )
+            if document_nice > 0
+            else None
+        )
         self._tokenizer = _load_tokenizer()
         self._session = _load_session(threads)
         self._input_names = frozenset(i.name for i in self._session.get_inputs())
@@ -69,9 +88,9 @@ class LocalMiniLMEmbedder:
             raise EmbeddingModelMismatchError(f"the ONNX graph wants unknown inputs {unknown}")
 
     @classmethod
-    def load(cls, threads: int = 1) -> LocalMiniLMEmbedder:
+    def load(cls, threads: int = 1, document_nice: int = 0) -> LocalMiniLMEmbedder:
         """Same as the constructor with the default batch size."""
-        return cls(threads=threads)
+        return cls(threads=threads, document_nice=document_nice)
 
     @property
     def model(self) -> str:
@@ -90,10 +109,12 @@ class LocalMiniLMEmbedder:
         effect between batches. Texts longer than 256 tokens are truncated.
         """
         _check_texts(texts)
+        loop = asyncio.get_running_loop()
+        pool = self._documents if input_type == "document" else None
         vectors: list[Vector] = []
         for start in range(0, len(texts), self._batch_size):
             batch = texts[start : start + self._batch_size]
-            matrix = await asyncio.to_thread(self.embed_sync, batch)
+            matrix = await loop.run_in_executor(pool, self.embed_sync, batch)
             vectors.extend(matrix)
         return vectors
 
@@ -127,6 +148,13 @@ class LocalMiniLMEmbedder:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         unit: Vector = pooled / np.maximum(norms, np.float32(1e-12))
         return unit
+
+
+def _lower_priority(nice: int) -> None:
+    """Lower the calling thread's scheduling priority by `nice` (Linux: threads have their own
+    nice value); elsewhere, or when refused, the thread keeps its priority."""
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
 
 
 def _check_texts(texts: Sequence[str]) -> None:

@@ -45,7 +45,9 @@ def build_embedder(settings: Settings, http: httpx.AsyncClient) -> Embedder:
         )
     from engine.adapters.local_embedder import LocalMiniLMEmbedder
 
-    return LocalMiniLMEmbedder.load(threads=embedding.threads)
+    return LocalMiniLMEmbedder.load(
+        threads=embedding.threads, document_nice=embedding.document_nice
+    )
 
 
 def build_reranker(settings: Settings, http: httpx.AsyncClient) -> Reranker | None:

@@ -95,6 +95,17 @@ class EmbeddingSettings(Section):
             "before it writes (a replay runs this way, from stored vectors)."
         ),
     )
+    document_nice: int = Field(
+        default=10,
+        ge=0,
+        le=19,
+        validation_alias="embedding_document_nice",
+        description=(
+            "The local model embeds stored texts on a thread of its own at this lower CPU "
+            "priority (Linux nice; 0: the default pool), so the embedding stage's bulk work "
+            "yields to pre_turn queries and to the writers on a busy machine."
+        ),
+    )
     store_db: str | None = Field(
         default=None,
         validation_alias="embedding_store_db",

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
-from engine.ports import Embedder
+from engine.ports import Embedder, Vector
 
 LISBON = "I live in Lisbon"
 LISBON_PARAPHRASE = "My home city is Lisbon"
@@ -134,3 +137,19 @@ async def test_async_embed_does_not_block_the_event_loop(embedder: LocalMiniLMEm
         task.cancel()
 
     assert ticks > 0
+
+
+async def test_documents_are_embedded_at_a_lower_cpu_priority_and_queries_are_not() -> None:
+    seen: dict[str, int] = {}
+    polite = LocalMiniLMEmbedder(document_nice=7)
+    plain = polite.embed_sync
+
+    def priority_of(texts: Sequence[str]) -> Vector:
+        seen[texts[0]] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        return plain(texts)
+
+    polite.embed_sync = priority_of  # type: ignore[method-assign]
+    [document] = await polite.embed(["a stored turn"], "document")
+    [query] = await polite.embed(["a question"], "query")
+    assert seen == {"a stored turn": 7, "a question": os.getpriority(os.PRIO_PROCESS, 0)}
+    assert float(document @ query) < 0.99  # both really embedded

@@ -42,6 +42,7 @@ VARIABLES: dict[str, str] = {
     "EMBEDDING_DEFERRED": "false",
     "EMBEDDING_STAGE_BATCH": "99",
     "EMBEDDING_STORE_DB": "probe-vectors",
+    "EMBEDDING_DOCUMENT_NICE": "5",
     "EMBEDDER": "voyage",
     "EMBEDDER_THREADS": "7",
     "EMBEDDING_BASE_URL": "http://probe-embeddings/",
