@@ -6,16 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pymongo import DESCENDING, UpdateOne
+from pymongo import DESCENDING
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
 from engine.adapters.mongo.batches import (
-    bulk_updates,
     first_per_document,
     guarded_upserts,
-    unique_fills,
+    push_turn_vectors,
 )
 from engine.adapters.mongo.documents import (
     Doc,
@@ -60,14 +59,9 @@ class MongoTranscriptStore:
         return applied
 
     async def add_turn_vectors(self, fills: Sequence[TurnVectorFill]) -> int:
-        ops = [
-            UpdateOne(
-                {"_id": key, "turnVectors.turnId": {"$ne": turn_id}},
-                {"$push": {"turnVectors": turn_vector_doc(fill.vector)}},
-            )
-            for (key, turn_id), fill in unique_fills(fills).items()
-        ]
-        return await bulk_updates(self._col, ops, "transcript vector fill")
+        # one rewrite per transcript, however many of its turns a batch fills: a transcript
+        # is the largest document there is, and each update rewrites it whole
+        return await push_turn_vectors(self._col, "turnVectors", fills, "transcript vector fill")
 
     async def recent(self, where: TenantFilter, limit: int) -> list[Transcript]:
         try:

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pymongo import DESCENDING, UpdateOne
+from pymongo import DESCENDING
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
 from engine.adapters.mongo.batches import (
-    bulk_updates,
     first_per_document,
     guarded_upserts,
-    unique_fills,
+    push_turn_vectors,
 )
 from engine.adapters.mongo.documents import (
     Doc,
@@ -63,21 +62,13 @@ class MongoWorkingStore:
         return applied
 
     async def add_turn_vectors(self, fills: Sequence[TurnVectorFill]) -> int:
-        ops = [
-            UpdateOne(
-                {"_id": key, "workingMemory.vectors.turnId": {"$ne": turn_id}},
-                {
-                    "$push": {
-                        "workingMemory.vectors": {
-                            "$each": [turn_vector_doc(fill.vector)],
-                            "$slice": -WORKING_TURN_VECTORS,
-                        }
-                    }
-                },
-            )
-            for (key, turn_id), fill in unique_fills(fills).items()
-        ]
-        return await bulk_updates(self._col, ops, "working vector fill")
+        return await push_turn_vectors(
+            self._col,
+            "workingMemory.vectors",
+            fills,
+            "working vector fill",
+            keep=WORKING_TURN_VECTORS,
+        )
 
     async def recent(self, where: TenantFilter, limit: int) -> list[WorkingSession]:
         try:
