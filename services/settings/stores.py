@@ -27,13 +27,17 @@ class KafkaSettings(Section):
         ),
     )
     session_timeout_ms: int = Field(
-        default=10_000,
+        default=6_000,
         ge=1000,
         validation_alias="session_timeout_ms",
-        description=("Kafka group session. A join takes about half of it on the local broker."),
+        description=(
+            "Kafka group session. A join takes about half of it on the local broker, so it "
+            "sets how fast a group is ready; heartbeats come from their own task, never "
+            "blocked by a batch or the model."
+        ),
     )
     heartbeat_interval_ms: int = Field(
-        default=3_000,
+        default=2_000,
         ge=100,
         validation_alias="heartbeat_interval_ms",
         description="Kafka heartbeat.",
