@@ -260,6 +260,11 @@ async def live(
                     drain,
                     timeout=120 + vis.offered / 5,
                 )
+                if embedding_stage:  # the replay compares with a live side fully embedded
+                    drain = await end_offsets(ends.kafka_bootstrap, [topics.EMBEDDINGS])
+                    await wait_caught_up(
+                        ends.kafka_bootstrap, f"{prefix}.embeddings", drain, timeout=limit
+                    )
                 phases["visibility_drain"] = time.monotonic() - began
                 out["lag_end"] = await lag()
         finally:

@@ -72,6 +72,13 @@ class TurnVector:
     model: str
 
 
+TRANSCRIPT_TURN_VECTORS = 64
+"""Turn vectors a transcript keeps (the newest pushed). A transcript is rewritten whole by every
+append, and a vector (1.5 KB) outweighs a turn's text several times: unbounded, they made a
+long thread's appends the pipeline's main cost. Older turns rank in the scene layer by their
+text; their meaning is searched by the vectors layer (each turn's session row)."""
+
+
 @dataclass(frozen=True, slots=True)
 class StoredMessage:
     role: str

@@ -1,21 +1,27 @@
 """embeddings group: batches of `EmbeddingRequested` → vectors (the stored one of a text
-already seen, else the model's, in one batched call) → the pending memory rows, transcripts
-and working buffers get them → one `MemoryChanged` per thread.
+already seen, else the model's, in batched calls) → the pending memory rows, transcripts and
+working buffers get them → one `MemoryChanged` per thread.
 
 Storing a turn never waits for the model: the transcripts group writes the text at once
 (found by BM25 and recency) and asks this group for the vector. The group scales by processes
-up to the partitions of `memory.embeddings.v1` (`kafka.partitions`)."""
+up to the partitions of `memory.embeddings.v1` (`kafka.partitions`). A batch is embedded in
+chunks, and each chunk's writes run while the model works on the next one, so the model —
+the stage's only real limit — is never idle waiting for the database."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Coroutine, Mapping, Sequence
+from typing import Any
 
 from faststream.kafka import KafkaRouter
 
+from engine.ports import Vector
 from engine.records import TurnVector, TurnVectorFill
 from engine.scoping import scope_fields
 from schemas import topics
-from schemas.events import EmbeddingRequested
+from schemas.events import EmbeddingRequested, VectorTarget
 from services.runtime import Runtime
 from services.stream.consumers import Changes, GroupRouter
 from services.stream.metrics import Metrics
@@ -24,10 +30,33 @@ log = logging.getLogger(__name__)
 
 GROUP = "embeddings"
 LAYERS = ["vectors", "scene", "working"]
+CHUNK = 256
+"""Targets embedded per model call; the previous chunk's writes overlap the next call."""
+
+Target = tuple[EmbeddingRequested, VectorTarget]
 
 
 def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
     group = GroupRouter(GROUP, rt, metrics)
+
+    async def write(chunk: Sequence[Target], vectors: Mapping[str, Vector], model: str) -> None:
+        rows = {t.vector_id: vectors[t.text] for _, t in chunk}
+        transcripts: list[TurnVectorFill] = []
+        working: list[TurnVectorFill] = []
+        for event, t in chunk:
+            if t.turn_id is None:
+                continue
+            fields = scope_fields(event.scope, event.thread_id)
+            vector = TurnVector(t.turn_id, vectors[t.text], model)
+            if t.session_id is not None:
+                transcripts.append(TurnVectorFill(t.session_id, fields, vector))
+            if t.working_session_id is not None:
+                working.append(TurnVectorFill(t.working_session_id, fields, vector))
+        await rt.memory.fill_embeddings(model, rows)
+        if transcripts:
+            await rt.transcripts.add_turn_vectors(transcripts)
+        if working:
+            await rt.stores.working.add_turn_vectors(working)
 
     async def fill(events: list[EmbeddingRequested]) -> None:
         model = rt.embedder.model
@@ -38,32 +67,24 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
                 len(events) - len(mine),
                 model,
             )
-        texts = list(dict.fromkeys(t.text for e in mine for t in e.targets))
-        if not texts:
-            return
-        vectors = dict(zip(texts, await rt.embedder.embed(texts, "document"), strict=True))
-        rows = {t.vector_id: vectors[t.text] for e in mine for t in e.targets}
-        transcripts: list[TurnVectorFill] = []
-        working: list[TurnVectorFill] = []
+        targets: list[Target] = [(e, t) for e in mine for t in e.targets]
+        previous: asyncio.Task[None] | None = None
+        try:
+            for start in range(0, len(targets), CHUNK):
+                chunk = targets[start : start + CHUNK]
+                texts = list(dict.fromkeys(t.text for _, t in chunk))
+                vectors = dict(zip(texts, await rt.embedder.embed(texts, "document"), strict=True))
+                previous = asyncio.create_task(after(previous, write(chunk, vectors, model)))
+            if previous is not None:
+                await previous
+        finally:
+            if previous is not None and not previous.done():
+                previous.cancel()
         changes = Changes()
         for event in mine:
-            fields = scope_fields(event.scope, event.thread_id)
-            for t in event.targets:
-                if t.turn_id is None:
-                    continue
-                vector = TurnVector(t.turn_id, vectors[t.text], model)
-                if t.session_id is not None:
-                    transcripts.append(TurnVectorFill(t.session_id, fields, vector))
-                if t.working_session_id is not None:
-                    working.append(TurnVectorFill(t.working_session_id, fields, vector))
             changes.add(
                 event, event.scope.model_copy(update={"thread_id": event.thread_id}), LAYERS
             )
-        await rt.memory.fill_embeddings(model, rows)
-        if transcripts:
-            await rt.transcripts.add_turn_vectors(transcripts)
-        if working:
-            await rt.stores.working.add_turn_vectors(working)
         await group.changes.announce_all(changes)
 
     group.on_events(
@@ -74,3 +95,14 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
         batch=rt.settings.embedding.stage_batch,
     )
     return group.router
+
+
+async def after(previous: asyncio.Task[None] | None, work: Coroutine[Any, Any, None]) -> None:
+    """Run `work` once `previous` is done: a chunk's writes follow the last chunk's."""
+    try:
+        if previous is not None:
+            await previous
+    except BaseException:
+        work.close()  # never started: do not leave it un-awaited
+        raise
+    await work

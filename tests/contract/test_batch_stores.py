@@ -42,6 +42,7 @@ from engine.adapters.mongo import (
 )
 from engine.ports import MemoryStore, TranscriptStore, VectorStore, WorkingStore
 from engine.records import (
+    TRANSCRIPT_TURN_VECTORS,
     MemoryRow,
     ScopeFields,
     StoredMessage,
@@ -289,6 +290,20 @@ async def test_transcript_turn_vectors_attach_once_and_only_to_stored_transcript
 
 
 # --- WorkingStore.append_many / add_turn_vectors -------------------------------------------
+
+
+async def test_a_transcript_keeps_the_newest_turn_vectors_only(stores: Stores) -> None:
+    """A transcript is rewritten whole by every append: its turn vectors are bounded."""
+    many = TRANSCRIPT_TURN_VECTORS + 6
+    await stores.transcripts.append_many(
+        [turn(f"t{n}", at=T0 + n, vector=n % 2 == 0) for n in range(many)]
+    )
+    await stores.transcripts.add_turn_vectors([fill(f"t{n}") for n in range(1, many, 2)])
+    [transcript] = await stores.transcripts.recent(TENANTS[0], 10)
+    kept = [v.turn_id for v in transcript.turn_vectors]
+    assert len(kept) == TRANSCRIPT_TURN_VECTORS
+    assert kept[-1] == f"t{many - 1}"  # the newest pushed stay
+    assert len(transcript.messages) == 2 * many  # the text is all there
 
 
 def lines(

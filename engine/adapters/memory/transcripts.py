@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from engine.records import StoredMessage, Transcript, TranscriptAppend, TurnVectorFill
+from engine.records import (
+    TRANSCRIPT_TURN_VECTORS,
+    StoredMessage,
+    Transcript,
+    TranscriptAppend,
+    TurnVectorFill,
+)
 from engine.scoping import TenantFilter
 
 
@@ -34,7 +40,7 @@ class InMemoryTranscriptStore:
             turn_vectors=[
                 *(old.turn_vectors if old else []),
                 *([turn.vector] if turn.vector else []),
-            ],
+            ][-TRANSCRIPT_TURN_VECTORS:],
             metadata={**(old.metadata if old else {}), **turn.metadata},
         )
         return True
@@ -49,7 +55,8 @@ class InMemoryTranscriptStore:
             doc = self._docs.get(key)
             if doc is None or any(v.turn_id == fill.vector.turn_id for v in doc.turn_vectors):
                 continue
-            self._docs[key] = replace(doc, turn_vectors=[*doc.turn_vectors, fill.vector])
+            kept = [*doc.turn_vectors, fill.vector][-TRANSCRIPT_TURN_VECTORS:]
+            self._docs[key] = replace(doc, turn_vectors=kept)
             added += 1
         return added
 

@@ -30,7 +30,7 @@ from engine.adapters.mongo.documents import (
 )
 from engine.adapters.mongo.schema import TRANSCRIPTS
 from engine.errors import DependencyFailed
-from engine.records import Transcript, TranscriptAppend, TurnVectorFill
+from engine.records import TRANSCRIPT_TURN_VECTORS, Transcript, TranscriptAppend, TurnVectorFill
 from engine.scoping import TenantFilter
 
 
@@ -61,7 +61,13 @@ class MongoTranscriptStore:
     async def add_turn_vectors(self, fills: Sequence[TurnVectorFill]) -> int:
         # one rewrite per transcript, however many of its turns a batch fills: a transcript
         # is the largest document there is, and each update rewrites it whole
-        return await push_turn_vectors(self._col, "turnVectors", fills, "transcript vector fill")
+        return await push_turn_vectors(
+            self._col,
+            "turnVectors",
+            fills,
+            "transcript vector fill",
+            keep=TRANSCRIPT_TURN_VECTORS,
+        )
 
     async def recent(self, where: TenantFilter, limit: int) -> list[Transcript]:
         try:
@@ -129,7 +135,11 @@ def _update(turns: Sequence[TranscriptAppend]) -> Doc:
                 "$sort": {"timestamp": 1},
             },
             "turnIds": {"$each": [t.turn_id for t in turns]},
-            **({"turnVectors": {"$each": vectors}} if vectors else {}),
+            **(
+                {"turnVectors": {"$each": vectors, "$slice": -TRANSCRIPT_TURN_VECTORS}}
+                if vectors
+                else {}
+            ),
         },
         "$setOnInsert": {"sessionId": first.session_id, **scope_doc(first.scope)},
         "$min": {"createdAt": min(t.at for t in turns)},
