@@ -3,8 +3,8 @@
     python -m benchmarks.replay                    # from the repo root; starts its own stack
     python -m benchmarks.replay --turns 1000 --remembers 100
 
-1. **Live ingest:** the writer groups (transcripts, extraction, facts, patterns) run in this
-   process; N turns and M remembers are published as fast as the broker acknowledges them,
+1. **Live ingest:** the writer groups (transcripts, embeddings, extraction, facts, patterns)
+   run in this process; N turns and M remembers are published as fast as the broker acknowledges them,
    and the clock stops when every group has committed the last offset of every partition
    (facts included: they pass through the extraction group and `memory.facts.v1`).
    Rate = log records (turns + remembers + extracted-facts events) / seconds.
@@ -36,7 +36,7 @@ from services.settings import Settings
 from services.stream.offsets import end_offsets, wait_caught_up
 
 CITIES = ("Porto", "Lisbon", "Madrid", "Oslo", "Tallinn", "Riga", "Ghent")
-GROUPS = ("transcripts", "extraction", "facts", "patterns")
+GROUPS = ("transcripts", "embeddings", "extraction", "facts", "patterns")
 
 
 def turn(agent: str, n: int, now_ms: int) -> dict[str, object]:
@@ -89,7 +89,11 @@ async def live_ingest(
         )
         facts = await end_offsets(ends.kafka_bootstrap, [topics.FACTS])
         await wait_caught_up(ends.kafka_bootstrap, rt.group_id("facts"), facts, timeout=900)
+        stored = time.monotonic() - began  # text durable: the embedding stage may lag
+        vectors = await end_offsets(ends.kafka_bootstrap, [topics.EMBEDDINGS])
+        await wait_caught_up(ends.kafka_bootstrap, rt.group_id("embeddings"), vectors, timeout=900)
         seconds = time.monotonic() - began
+        print(f"stored in {stored:.1f} s, every vector filled in {seconds:.1f} s")
         after = await end_offsets(ends.kafka_bootstrap, SOURCE_TOPICS)
     records = sum(after[k] - before.get(k, 0) for k in after)
     return records, seconds
@@ -120,7 +124,7 @@ async def main(turns: int, remembers: int) -> None:
         checked = await compare(settings, settings.mongo.db, target)
     print(f"machine: {platform.machine()} {platform.system()}, python {platform.python_version()}")
     print(f"log: {turns} turns + {remembers} remembers -> {records} records (with facts events)")
-    print(f"live ingest  {records / seconds:8.1f} records/s  ({seconds:6.1f} s, 4 groups)")
+    print(f"live ingest  {records / seconds:8.1f} records/s  ({seconds:6.1f} s, 5 groups)")
     print(
         f"replay       {report.rate:8.1f} records/s  ({report.seconds:6.1f} s, "
         f"{report.records} records, group joins included)"
