@@ -5,8 +5,9 @@
 
 1. **Live ingest:** the writer groups (transcripts, embeddings, extraction, facts, patterns)
    run in this process; N turns and M remembers are published as fast as the broker
-   acknowledges them, and the clock stops when every group has committed the last offset of every partition
-   (facts included: they pass through the extraction group and `memory.facts.v1`).
+   acknowledges them, and the clock stops when every group has committed the last offset of
+   every partition (facts included: they pass through the extraction group and
+   `memory.facts.v1`; vectors: through `memory.embeddings.v1`).
    Rate = log records (turns + remembers + extracted-facts events) / seconds.
 2. **Replay:** `services.ops.replay.replay` rebuilds the same records into another database
    under fresh groups. Rate = the same log records / seconds, group joins included.
