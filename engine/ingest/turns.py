@@ -147,16 +147,17 @@ class _Planned:
 
 @dataclass(slots=True)
 class TurnRecorder:
-    """Stores turns. With `known` set (the deferred embedding stage), a turn whose text has no
-    stored vector is written at once with a pending vector (`TurnStored.pending`) for the
-    `embeddings` group to fill; without it, the turn is embedded before it is written."""
+    """Stores turns. `deferred` (the embedding stage runs): a turn is written at once with a
+    pending vector (`TurnStored.pending`) for the `embeddings` group to fill, which looks the
+    text up among the stored vectors first; otherwise the turn is embedded before it is
+    written (through the embedder's durable store: a replay runs no model for stored text)."""
 
     transcripts: TranscriptStore
     working: WorkingStore
     memory: MemoryStore
     embedder: Embedder
     policy: IngestPolicy = IngestPolicy()
-    known: KnownVectors | None = None
+    deferred: bool = False
 
     async def record(self, event: TurnRecorded) -> TurnStored:
         """Store one turn (`record_many` of one)."""
@@ -164,18 +165,17 @@ class TurnRecorder:
         return stored
 
     async def record_many(self, events: Sequence[TurnRecorded]) -> list[TurnStored]:
-        """Store turns in a few round trips: one existence check, one write per thread's
-        transcript and working buffer, one bulk insert of the session rows. Writes go
-        transcripts → working buffers → session rows, and a row is written last: once it
-        exists, every earlier write of its turn has landed, so a redelivered turn is skipped
-        (replays of stored turns cost no model time). A turn repeated within `events` is
-        stored once. One result per event, in order."""
+        """Store turns with three bulk writes and no read: one guarded update per thread's
+        transcript and working buffer, then one unordered insert of the session rows. Every
+        write is idempotent on its own (turn-id guards, deterministic row ids), so a
+        redelivered turn changes nothing. A turn repeated within `events` is stored once.
+        One result per event, in order; with `deferred`, every first occurrence is `pending`
+        (a redelivered turn asks for its vector again: the request is idempotent, and a crash
+        between the write and the request must not leave a row without a vector)."""
         planned = [self._plan(e) for e in events]
-        done = await self.memory.existing(list(dict.fromkeys(p.vector_id for p in planned)))
         todo: dict[str, _Planned] = {}
         for p in planned:
-            if p.vector_id not in done:
-                todo.setdefault(p.vector_id, p)
+            todo.setdefault(p.vector_id, p)
         vectors = await self._vectors([p.content for p in todo.values()])
         by_id = dict(zip(todo, vectors, strict=True))
         model = self.embedder.model
@@ -213,10 +213,8 @@ class TurnRecorder:
         return results
 
     async def _vectors(self, texts: list[str]) -> list[Vector | None]:
-        if not texts:
-            return []
-        if self.known is not None:
-            return await self.known(texts)
+        if not texts or self.deferred:
+            return [None] * len(texts)
         return list(await self.embedder.embed(texts, "document"))
 
     def _plan(self, event: TurnRecorded) -> _Planned:

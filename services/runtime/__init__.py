@@ -169,7 +169,7 @@ class Runtime:
             s.memory,
             embedder,
             self.ingest_policy,
-            known=self._known(),
+            deferred=self.settings.embedding.deferred,
         )
 
     def _known(self) -> KnownVectors | None:
