@@ -49,7 +49,7 @@ class _Chat(BaseHTTPRequestHandler):
         key = next((k for k in ("greyhound", "flaky", "poison", "slow") if k in turn), "other")
         _Chat.calls[key] = _Chat.calls.get(key, 0) + 1
         if key == "slow":
-            time.sleep(1.5)
+            time.sleep(3.0)
         if key == "poison" or (key == "flaky" and _Chat.calls[key] == 1):
             content = "I'm sorry, I can't produce JSON today."
         elif key == "greyhound":
@@ -123,7 +123,9 @@ async def pipeline(
         group_prefix=unique("facts-g"),
         extractor="llm",
         llm_base_url=llm_url,
-        llm_timeout_seconds=0.5,
+        # room for a loaded CI machine (a timed-out extraction is dead-lettered, and the
+        # recall test then waits for facts that never come); "slow" replies take 3 s
+        llm_timeout_seconds=2.0,
         session_timeout_ms=2000,
         heartbeat_interval_ms=500,
         retry_backoff_ms=50,

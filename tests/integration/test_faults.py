@@ -273,7 +273,7 @@ async def test_redis_down_pre_turn_answers_uncached_writes_go_on_and_caches_come
     try:
         async with groups_running(ends, minilm, "redis", groups) as (rt, client):
 
-            async def recorded(text: str) -> None:
+            async def recorded(text: str, *, settled: bool = True) -> None:
                 await client.record_turn(
                     {**scope, "threadId": "t", "userMessage": text, "assistantMessage": "Noted."}
                 )
@@ -285,6 +285,14 @@ async def test_redis_down_pre_turn_answers_uncached_writes_go_on_and_caches_come
                     {(pos.topic, pos.partition): pos.offset + 1},
                     timeout=60,
                 )
+                if not settled:  # Redis is down: the invalidation waits for it
+                    return
+                # the write's invalidation lands asynchronously: wait for it, or it could
+                # bump the namespace between the two reads the test compares
+                changed = await end_offsets(stack.kafka_bootstrap, [topics.CHANGED])
+                await wait_caught_up(
+                    stack.kafka_bootstrap, rt.group_id("invalidation"), changed, timeout=60
+                )
 
             await recorded("The spare key is under the blue flowerpot.")
             first = await client.context("Where is the spare key?", scope)
@@ -293,7 +301,7 @@ async def test_redis_down_pre_turn_answers_uncached_writes_go_on_and_caches_come
             assert (first.cached, again.cached) == (False, True)
 
             redis.stop()
-            await recorded("The garage code is 4417.")  # writes go on
+            await recorded("The garage code is 4417.", settled=False)  # writes go on
             answer = await client.context("What is the garage code?", scope)
             assert "4417" in (answer.prompt or "")
             assert answer.cached is False  # answered, uncached
