@@ -107,6 +107,9 @@ def _alive(pipeline: Pipeline) -> None:
 
 
 async def _processed(client: MemoryClient, pipeline: Pipeline, group: str = "transcripts") -> None:
+    """The client's last event handled by `group`; after a turn, its vector filled by the
+    embedding stage and every change announced so far applied too (the stored turn is
+    complete, so what a test reads or compares next no longer changes)."""
     pos = client.last_position
     assert pos is not None
     await wait_processed(
@@ -117,6 +120,9 @@ async def _processed(client: MemoryClient, pipeline: Pipeline, group: str = "tra
         pos.offset,
         timeout=60,
     )
+    if group == "transcripts":
+        stages = [("embeddings", topics.EMBEDDINGS), ("invalidation", topics.CHANGED)]
+        await drained(pipeline.endpoints.kafka_bootstrap, pipeline.group_prefix, stages)
 
 
 async def _changes_applied(pipeline: Pipeline) -> None:
