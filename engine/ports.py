@@ -101,10 +101,6 @@ class MemoryStore(Protocol):
 
     async def exists(self, vector_id: str) -> bool: ...
 
-    async def existing(self, vector_ids: Sequence[str]) -> builtins.set[str]:
-        """Those of `vector_ids` that have a row (any status), in one round trip."""
-        ...
-
     async def insert_many_if_absent(self, rows: Sequence[MemoryRow]) -> builtins.set[str]:
         """`insert_if_absent` of each row in one unordered write; the ids inserted."""
         ...

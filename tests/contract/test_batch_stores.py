@@ -424,15 +424,6 @@ async def rows_by_id(store: MemoryStore) -> dict[str, MemoryRow]:
     return {r.vector_id: r for r in await store.active_rows(TENANTS[0])}
 
 
-async def test_existing_names_the_ids_that_have_a_row_whatever_their_status(
-    stores: Stores,
-) -> None:
-    await stores.memory.insert_if_absent(row("v1"))
-    await stores.memory.insert_if_absent(row("v2", metadata={"status": "deleted"}))
-    assert await stores.memory.existing(["v1", "v2", "v3", "v1"]) == {"v1", "v2"}
-    assert await stores.memory.existing([]) == set()
-
-
 async def test_insert_many_if_absent_keeps_the_first_of_each_id(stores: Stores) -> None:
     await stores.memory.insert_if_absent(row("v1", "stored before"))
     batch = [

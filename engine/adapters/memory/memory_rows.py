@@ -38,9 +38,6 @@ class InMemoryMemoryStore:
     async def exists(self, vector_id: str) -> bool:
         return vector_id in self._rows
 
-    async def existing(self, vector_ids: Sequence[str]) -> set[str]:
-        return {i for i in vector_ids if i in self._rows}
-
     async def insert_many_if_absent(self, rows: Sequence[MemoryRow]) -> set[str]:
         return {row.vector_id for row in rows if await self.insert_if_absent(row)}
 

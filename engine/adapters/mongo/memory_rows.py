@@ -101,17 +101,6 @@ class MongoMemoryStore:
         except PyMongoError as exc:
             raise DependencyFailed(f"memory read failed: {exc}") from exc
 
-    async def existing(self, vector_ids: Sequence[str]) -> set[str]:
-        if not vector_ids:
-            return set()
-        try:
-            docs = await self._col.find({"_id": {"$in": list(vector_ids)}}, {"_id": 1}).to_list(
-                length=None
-            )
-        except PyMongoError as exc:
-            raise DependencyFailed(f"memory read failed: {exc}") from exc
-        return {str(d["_id"]) for d in docs}
-
     async def insert_many_if_absent(self, rows: Sequence[MemoryRow]) -> set[str]:
         # the first row of a repeated id wins, as with consecutive `insert_if_absent`s
         first = {row.vector_id: row for row in reversed(rows)}
