@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
+from engine.adapters.memory.turn_vectors import attach_turn_vectors
 from engine.records import (
     TRANSCRIPT_TURN_VECTORS,
     StoredMessage,
@@ -49,16 +49,7 @@ class InMemoryTranscriptStore:
         return [await self.append(turn) for turn in turns]
 
     async def add_turn_vectors(self, fills: Sequence[TurnVectorFill]) -> int:
-        added = 0
-        for fill in fills:
-            key = fill.scope.document_key(fill.session_id)
-            doc = self._docs.get(key)
-            if doc is None or any(v.turn_id == fill.vector.turn_id for v in doc.turn_vectors):
-                continue
-            kept = [*doc.turn_vectors, fill.vector][-TRANSCRIPT_TURN_VECTORS:]
-            self._docs[key] = replace(doc, turn_vectors=kept)
-            added += 1
-        return added
+        return attach_turn_vectors(self._docs, fills, TRANSCRIPT_TURN_VECTORS)
 
     async def recent(self, where: TenantFilter, limit: int) -> list[Transcript]:
         docs = [d for d in self._docs.values() if where.admits(d.scope)]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
+from engine.adapters.memory.turn_vectors import attach_turn_vectors
 from engine.records import TurnVectorFill, WorkingAppend, WorkingSession
 from engine.scoping import TenantFilter
 
@@ -43,16 +43,7 @@ class InMemoryWorkingStore:
         return [await self.append(lines, keep) for lines in appends]
 
     async def add_turn_vectors(self, fills: Sequence[TurnVectorFill]) -> int:
-        added = 0
-        for fill in fills:
-            key = fill.scope.document_key(fill.session_id)
-            doc = self._docs.get(key)
-            if doc is None or any(v.turn_id == fill.vector.turn_id for v in doc.turn_vectors):
-                continue
-            vectors = [*doc.turn_vectors, fill.vector][-WORKING_TURN_VECTORS:]
-            self._docs[key] = replace(doc, turn_vectors=vectors)
-            added += 1
-        return added
+        return attach_turn_vectors(self._docs, fills, WORKING_TURN_VECTORS)
 
     async def recent(self, where: TenantFilter, limit: int) -> list[WorkingSession]:
         docs = [d for d in self._docs.values() if where.admits(d.scope)]
