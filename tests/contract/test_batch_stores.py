@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -31,7 +31,9 @@ from engine.adapters.memory import (
 from engine.adapters.mongo import (
     EMBEDDINGS,
     MEMORY,
+    SESSIONS,
     TRANSCRIPTS,
+    WORKING_TURN_IDS_KEPT,
     WORKING_TURN_VECTORS,
     MongoMemoryStore,
     MongoTranscriptStore,
@@ -40,6 +42,8 @@ from engine.adapters.mongo import (
     ensure_schema,
     row_of,
 )
+from engine.adapters.mongo.batches import versioned_upserts
+from engine.adapters.mongo.schema import INDEXES, RETIRED
 from engine.ports import MemoryStore, TranscriptStore, VectorStore, WorkingStore
 from engine.records import (
     TRANSCRIPT_TURN_VECTORS,
@@ -581,8 +585,9 @@ async def test_only_the_transcript_whose_guard_failed_is_replayed_turn_by_turn(
 
     assert await store.append_many(batch) == [False, True, True]
 
-    # the bulk write of both documents, then S1's two turns one by one
-    assert mongo.writes.seen == [("update", 2), ("update", 1), ("update", 1)]
+    # S1 already holds t1 (its ids are read first), so the bulk write carries S-new alone,
+    # then S1's two turns go one by one
+    assert mongo.writes.seen == [("update", 1), ("update", 1), ("update", 1)]
     [doc] = await mongo.db[TRANSCRIPTS].find({"sessionId": "S1"}).to_list(length=None)
     assert doc["turnIds"] == ["t1", "t2"]
 
@@ -620,3 +625,71 @@ async def test_content_addressed_vectors_are_stored_as_float32_vectors(mongo: Mo
     assert doc is not None
     assert isinstance(doc["embedding"], Binary)
     assert doc["embedding"].as_vector().data == [1.0, -2.0, 0.5, 0.0]
+
+
+class Interfering:
+    """A transcripts collection on which another writer appends `turn_id` to `key` between
+    the batch's read of `turnIds` and its bulk write."""
+
+    def __init__(self, col: Any, key: str, turn_id: str) -> None:
+        self._col, self._key, self._turn_id = col, key, turn_id
+
+    def find(self, *args: Any, **kwargs: Any) -> Any:
+        return self._col.find(*args, **kwargs)
+
+    async def bulk_write(self, ops: Any, **kwargs: Any) -> Any:
+        await self._col.update_one({"_id": self._key}, {"$push": {"turnIds": self._turn_id}})
+        return await self._col.bulk_write(ops, **kwargs)
+
+
+async def test_a_transcript_changed_between_read_and_write_is_not_overwritten_blindly(
+    mongo: Mongo,
+) -> None:
+    col = mongo.db[TRANSCRIPTS]
+    assert await MongoTranscriptStore(mongo.db).append(turn("t1"))
+    key = fields().document_key("S1")
+    updates = {key: (["t2"], {"$push": {"turnIds": {"$each": ["t2"]}}})}
+
+    failed = await versioned_upserts(
+        cast(Any, Interfering(col, key, "other")), updates, "transcript append"
+    )
+
+    # its length changed after the read: the guarded write matched nothing and its upsert
+    # collided on `_id`, so the caller replays this document turn by turn
+    assert failed == {key}
+    [doc] = await col.find({"_id": key}).to_list(length=None)
+    assert doc["turnIds"] == ["t1", "other"]
+
+
+async def test_a_full_working_buffer_still_refuses_a_turn_it_holds(
+    mongo: Mongo, now_ms: int
+) -> None:
+    store = MongoWorkingStore(mongo.db)
+    first = [lines(f"t{n}", now_ms + n) for n in range(WORKING_TURN_IDS_KEPT + 5)]
+    assert await store.append_many(first, keep=12) == [True] * len(first)
+    newest = first[-1].turn_id
+
+    again = await store.append_many(
+        [lines(newest, now_ms), lines("fresh", now_ms + 10_000)], keep=12
+    )
+
+    assert again == [False, True]
+    [doc] = await mongo.db[SESSIONS].find({}).to_list(length=None)
+    assert len(doc["turnIds"]) == WORKING_TURN_IDS_KEPT
+    assert doc["turnIds"].count(newest) == 1
+    assert doc["turnIds"][-1] == "fresh"
+
+
+async def test_ensure_schema_drops_the_indexes_earlier_versions_created(mongo: Mongo) -> None:
+    col = mongo.db[MEMORY]
+    await col.create_index([("agentWallet", 1), ("createdAt", -1)])
+    await col.create_index([("metadata.turnId", 1)])
+    assert "metadata.turnId_1" in await col.index_information()
+
+    await ensure_schema(mongo.db)
+    await ensure_schema(mongo.db)  # idempotent
+
+    for name, retired in RETIRED.items():
+        present = set(await mongo.db[name].index_information())
+        assert present.isdisjoint(retired), name
+        assert {m.document["name"] for m in INDEXES[name]} <= present, name

@@ -2,11 +2,12 @@
 per-document appends (what `append_once` does for one turn, for many documents at once), and
 the duplicate-key tolerant unordered insert.
 
-A batch of turns is grouped by document; each document gets one update guarded by
-`turnIds: {$nin: <its new turn ids>}` with upsert. When the guard fails (one of those turns
-was applied before, e.g. by a run that crashed before committing its offsets) the upsert
-collides on `_id` (duplicate key, code 11000) and that document alone is retried turn by turn
-by the caller, which then reports exactly what sequential appends would have.
+A batch of turns is grouped by document; the turn ids each document holds are read, and each
+document gets one update with upsert, guarded by the length of its `turnIds` as read. When
+one of its turns was applied before (e.g. by a run that crashed before committing its
+offsets), or the document changed since the read (the upsert then collides on `_id`:
+duplicate key, code 11000), that document alone is retried turn by turn by the caller, which
+then reports exactly what sequential appends would have.
 """
 
 from __future__ import annotations
@@ -63,26 +64,54 @@ def _failed_indices(exc: BulkWriteError, what: str) -> set[int]:
     return {int(e["index"]) for e in errors}
 
 
-async def guarded_upserts(
-    col: AsyncCollection[Doc], updates: Mapping[str, tuple[list[str], Doc]], what: str
+async def versioned_upserts(
+    col: AsyncCollection[Doc],
+    updates: Mapping[str, tuple[list[str], Doc]],
+    what: str,
+    *,
+    cap: int | None = None,
 ) -> set[str]:
     """Apply `updates` (document key → (its new turn ids, update)) in one unordered bulk
-    write, each guarded by `turnIds: {$nin: ids}` with upsert. The keys whose guard failed
-    (some of those turns are already in the document); every other update was applied."""
+    write with upsert, each applied only if none of its turns is in the document yet.
+    The ids each document holds (`turnIds`) are read first, and the write's guard is the
+    array's length (`turnIds: {$size: n}`), an optimistic version: the server compares no
+    turn ids. (A `turnIds: {$nin: new}` guard costs |held| x |new| comparisons per update,
+    which grows with the thread: a third of the wire server's time at a few hundred turns
+    a thread, issue 15.)
+    `cap`: the document keeps only the newest that many ids, so a full array's length no
+    longer changes; such a document is guarded by `$nin` (at most `cap` x new ids).
+    A document that already holds one of its new turns, or that changed between the read
+    and the write (its upsert then collides on `_id`), is returned as failed."""
     keys = list(updates)
     if not keys:
         return set()
-    ops = [
-        UpdateOne({"_id": k, "turnIds": {"$nin": updates[k][0]}}, updates[k][1], upsert=True)
-        for k in keys
-    ]
+    try:
+        held = await col.find({"_id": {"$in": keys}}, {"turnIds": 1}).to_list(None)
+    except PyMongoError as exc:
+        raise DependencyFailed(f"{what} failed: {exc}") from exc
+    present = {str(d["_id"]): list(d.get("turnIds") or []) for d in held}
+    failed: set[str] = set()
+    ops: list[UpdateOne] = []
+    sent: list[str] = []
+    for key in keys:
+        ids, update = updates[key]
+        have = present.get(key, [])
+        if not set(ids).isdisjoint(have):
+            failed.add(key)
+            continue
+        full = cap is not None and len(have) >= cap
+        guard = {"$nin": ids} if full else {"$size": len(have)}
+        ops.append(UpdateOne({"_id": key, "turnIds": guard}, update, upsert=True))
+        sent.append(key)
+    if not ops:
+        return failed
     try:
         await col.bulk_write(ops, ordered=False)
     except BulkWriteError as exc:
-        return {keys[i] for i in _failed_indices(exc, what)}
+        return failed | {sent[i] for i in _failed_indices(exc, what)}
     except PyMongoError as exc:
         raise DependencyFailed(f"{what} failed: {exc}") from exc
-    return set()
+    return failed
 
 
 async def bulk_updates(col: AsyncCollection[Doc], ops: Sequence[UpdateOne], what: str) -> int:

@@ -31,22 +31,19 @@ JOB_INDEXES = (
     IndexModel([("status", ASCENDING), ("createdAt", DESCENDING)]),
 )
 INDEXES: Mapping[str, Sequence[IndexModel]] = {
-    TRANSCRIPTS: (
-        IndexModel([*_TENANT, ("threadId", ASCENDING), ("updatedAt", DESCENDING)]),
-        IndexModel([*_TENANT, ("mode", ASCENDING), ("haiId", ASCENDING), ("threadId", ASCENDING)]),
-        IndexModel([("agentWallet", ASCENDING), ("createdAt", DESCENDING)]),
-    ),
+    # Every index is written by every turn: a collection a turn writes keeps one index a
+    # query needs per access path. Queries by agent (jobs, stats), or by tenant with a mode,
+    # HAI id or sort, use the tenant prefix of the first index (issue 15: on the MongoDB-wire
+    # server here, each secondary index halved the rate of batched row inserts).
+    TRANSCRIPTS: (IndexModel([*_TENANT, ("threadId", ASCENDING), ("updatedAt", DESCENDING)]),),
     SESSIONS: (
         IndexModel([*_TENANT, ("threadId", ASCENDING), ("lastAccessedAt", DESCENDING)]),
         IndexModel([("expiresAt", ASCENDING)], expireAfterSeconds=0),
     ),
     MEMORY: (
         IndexModel([*_TENANT, ("source", ASCENDING), ("metadata.status", ASCENDING)]),
-        IndexModel([*_TENANT, ("mode", ASCENDING), ("haiId", ASCENDING)]),
-        IndexModel([("agentWallet", ASCENDING), ("createdAt", DESCENDING)]),
         # facts only (every slot query names `source: "fact"`): a session row, most of the
-        # collection, writes no entry here (issue 15; a `metadata.turnId` index no query
-        # used went too — each index entry costs the batched insert of every turn)
+        # collection, writes no entry here
         IndexModel(
             [*_TENANT, ("metadata.slot", ASCENDING)],
             name="fact_slots",
@@ -68,6 +65,20 @@ INDEXES: Mapping[str, Sequence[IndexModel]] = {
     ),
     EMBEDDINGS: (),  # read and written by `_id` alone
 }
+RETIRED: Mapping[str, Sequence[str]] = {
+    TRANSCRIPTS: (
+        "agentWallet_1_userAddress_1_mode_1_haiId_1_threadId_1",
+        "agentWallet_1_createdAt_-1",
+    ),
+    MEMORY: (
+        "agentWallet_1_userAddress_1_mode_1_haiId_1",
+        "agentWallet_1_createdAt_-1",
+        "metadata.turnId_1",
+        "agentWallet_1_userAddress_1_metadata.slot_1",  # now the partial `fact_slots`
+    ),
+}
+"""Indexes earlier versions created (by their default names): `ensure_schema` drops them
+where they exist, so an upgraded database stops paying for them on every write."""
 PATTERN_INDEXES: Mapping[str, Sequence[IndexModel]] = {
     PATTERNS: (
         IndexModel(
@@ -104,8 +115,15 @@ async def create_indexes(
 
 
 async def ensure_schema(db: AsyncDatabase[Doc]) -> list[str]:
-    """Create missing collections, then every index, one at a time. Idempotent."""
-    return await create_indexes(db, INDEXES)
+    """Create missing collections, then every index, one at a time, and drop the
+    `RETIRED` ones that exist. Idempotent."""
+    created = await create_indexes(db, INDEXES)
+    for name, retired in RETIRED.items():
+        present = set(await db[name].index_information())
+        for index in retired:
+            if index in present:
+                await db[name].drop_index(index)
+    return created
 
 
 async def ensure_pattern_indexes(db: AsyncDatabase[Doc]) -> None:

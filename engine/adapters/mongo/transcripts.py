@@ -13,8 +13,8 @@ from pymongo.errors import PyMongoError
 
 from engine.adapters.mongo.batches import (
     first_per_document,
-    guarded_upserts,
     push_turn_vectors,
+    versioned_upserts,
 )
 from engine.adapters.mongo.documents import (
     Doc,
@@ -50,7 +50,7 @@ class MongoTranscriptStore:
             key: ([turns[i].turn_id for i in ix], _update([turns[i] for i in ix]))
             for key, ix in groups.items()
         }
-        failed = await guarded_upserts(self._col, updates, "transcript append")
+        failed = await versioned_upserts(self._col, updates, "transcript append")
         applied = [False] * len(turns)
         for key, ix in groups.items():
             for i in ix:

@@ -12,8 +12,8 @@ from pymongo.errors import PyMongoError
 
 from engine.adapters.mongo.batches import (
     first_per_document,
-    guarded_upserts,
     push_turn_vectors,
+    versioned_upserts,
 )
 from engine.adapters.mongo.documents import (
     Doc,
@@ -53,7 +53,9 @@ class MongoWorkingStore:
             key: ([appends[i].turn_id for i in ix], _update([appends[i] for i in ix], keep))
             for key, ix in groups.items()
         }
-        failed = await guarded_upserts(self._col, updates, "working append")
+        failed = await versioned_upserts(
+            self._col, updates, "working append", cap=WORKING_TURN_IDS_KEPT
+        )
         applied = [False] * len(appends)
         for key, ix in groups.items():
             for i in ix:
