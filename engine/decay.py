@@ -7,6 +7,7 @@ decay job stores it as a row's `decayScore` (`engine.upkeep.maintenance.decay_up
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 MS_PER_DAY = 86_400_000
 DEFAULT_HALF_LIFE_DAYS = 30.0
@@ -25,3 +26,13 @@ def decay_multiplier(
         return 1.0
     age_days = max(0, now_ms - created_at_ms) / MS_PER_DAY
     return float(0.5 ** (age_days / half_life_days))
+
+
+def recency_anchor(created_at_ms: Iterable[int | None], now_ms: int) -> int:
+    """The "now" that recency and decay are measured from: the newest of the given event
+    times, never later than `now_ms` (the clock, or a request's `asOf`). Measured against the
+    wall clock, an imported or replayed history years old decays every score to about zero
+    and its shape is lost; against its own newest event it keeps that shape (issue 16).
+    `now_ms` when no time is given."""
+    newest = max((t for t in created_at_ms if t), default=None)
+    return now_ms if newest is None else min(now_ms, newest)

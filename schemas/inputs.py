@@ -26,9 +26,7 @@ from schemas.scope import Scope, ScopeError, clean_id, clean_str
 from schemas.search_defaults import (
     MAX_ITEM_CHARS,
     MAX_ITEM_CHARS_MAX,
-    MAX_ITEMS,
     MAX_ITEMS_MAX,
-    PER_LAYER_LIMIT,
     PER_LAYER_LIMIT_MAX,
 )
 
@@ -68,9 +66,15 @@ def _count(data: dict[str, Any], keys: tuple[str, ...], default: int, high: int)
     """A per-page count (reference §6.1): absent means `default`; a whole number of at least
     1, lowered to `high` above it. Anything else is refused (`whole_count`), never
     clamped up or replaced by the default."""
+    given = _given_count(data, keys, high)
+    return default if given is None else given
+
+
+def _given_count(data: dict[str, Any], keys: tuple[str, ...], high: int) -> int | None:
+    """`_count` without a default: None when absent."""
     key, value = _present(data, *keys)
     if value is None:
-        return default
+        return None
     return min(high, whole_count(value, key))
 
 
@@ -104,9 +108,11 @@ def _layers(value: object) -> list[LayerName]:
 
 
 def context_request(body: object) -> ContextRequest:
-    """pre_turn body → `ContextRequest` with the defaults of reference §6.1: `limit` 5
-    (at most 20), `maxItems` 8 (at most 24), `maxItemChars` 500 (at most 2,000), no budget.
-    A count above its maximum is lowered to it; one below 1 is refused."""
+    """pre_turn body → `ContextRequest`: `limit` (at most 20), `maxItems` (at most 24),
+    `maxItemChars` 500 (at most 2,000), no budget. An absent `limit` or `maxItems` stays
+    None: the search fills a given budget, or takes reference §6.1's 5 and 8 without one
+    (`ContextRequest.shape`). A count above its maximum is lowered to it; one below 1 is
+    refused."""
     data = _require_object(body, "body")
     scope = Scope.parse(data)
     query = clean_str(data.get("query"))
@@ -118,8 +124,8 @@ def context_request(body: object) -> ContextRequest:
             "scope": scope,
             "query": query,
             "layers": _layers(data.get("layers")),
-            "limit": _count(data, ("limit",), PER_LAYER_LIMIT, PER_LAYER_LIMIT_MAX),
-            "max_items": _count(data, ("maxItems", "max_items"), MAX_ITEMS, MAX_ITEMS_MAX),
+            "limit": _given_count(data, ("limit",), PER_LAYER_LIMIT_MAX),
+            "max_items": _given_count(data, ("maxItems", "max_items"), MAX_ITEMS_MAX),
             "max_item_chars": _count(
                 data, ("maxItemChars", "max_item_chars"), MAX_ITEM_CHARS, MAX_ITEM_CHARS_MAX
             ),

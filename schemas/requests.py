@@ -11,6 +11,8 @@ from schemas.events import Contract
 from schemas.limits import INT64_MAX, DocumentObject, LargeJsonObject
 from schemas.scope import Id, Scope
 from schemas.search_defaults import (
+    BUDGET_CHARS_PER_HIT,
+    BUDGET_MAX_ITEMS,
     MAX_ITEM_CHARS,
     MAX_ITEM_CHARS_MAX,
     MAX_ITEMS,
@@ -33,13 +35,27 @@ class ContextRequest(Contract):
     layers: list[LayerName] = Field(
         default_factory=lambda: list(ALL_LAYERS), min_length=1, max_length=len(ALL_LAYERS)
     )
-    limit: int = Field(default=PER_LAYER_LIMIT, ge=1, le=PER_LAYER_LIMIT_MAX)
-    max_items: int = Field(default=MAX_ITEMS, ge=1, le=MAX_ITEMS_MAX)
+    limit: int | None = Field(default=None, ge=1, le=PER_LAYER_LIMIT_MAX)
+    """Hits per layer; None: see `shape`."""
+    max_items: int | None = Field(default=None, ge=1, le=MAX_ITEMS_MAX)
+    """Items in the packed context; None: see `shape`."""
     max_item_chars: int = Field(default=MAX_ITEM_CHARS, ge=1, le=MAX_ITEM_CHARS_MAX)
     budget_chars: int | None = Field(default=None, ge=1, le=INT64_MAX)
     include_raw: bool = False
     as_of: EpochMs | None = None
     """Milliseconds since epoch: recall what was true then (facts replaced later included)."""
+
+    def shape(self) -> tuple[int, int]:
+        """(hits per layer, items at most). Given counts are kept. Without a budget the
+        absent ones are reference §6.1's 5 and 8. With only a budget, the budget shapes the
+        context (issue 16: a caller who gives a budget wants it used): each layer is asked
+        for one hit per `BUDGET_CHARS_PER_HIT` characters (5 to 20) and items are taken
+        until the budget is full."""
+        if self.budget_chars is None:
+            return self.limit or PER_LAYER_LIMIT, self.max_items or MAX_ITEMS
+        wanted = -(-self.budget_chars // BUDGET_CHARS_PER_HIT)
+        limit = self.limit or max(PER_LAYER_LIMIT, min(PER_LAYER_LIMIT_MAX, wanted))
+        return limit, self.max_items or BUDGET_MAX_ITEMS
 
 
 class ContextItem(Contract):

@@ -16,3 +16,9 @@ MAX_ITEMS_MAX: Final = 24
 MAX_ITEM_CHARS: Final = 500
 """Characters of one packed item (`maxItemChars`)."""
 MAX_ITEM_CHARS_MAX: Final = 2_000
+
+BUDGET_CHARS_PER_HIT: Final = 150
+"""With only a budget (no `limit`), each layer is asked for one hit per this many budget
+characters, between `PER_LAYER_LIMIT` and `PER_LAYER_LIMIT_MAX`."""
+BUDGET_MAX_ITEMS: Final = 200
+"""With only a budget (no `maxItems`), the items are capped by the budget, and by this."""

@@ -25,8 +25,9 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 
-from engine.decay import DEFAULT_HALF_LIFE_DAYS, decay_multiplier
+from engine.decay import DEFAULT_HALF_LIFE_DAYS, decay_multiplier, recency_anchor
 from engine.retrieval.hits import LAYER_PRIORITY, Hit
 from engine.retrieval.lexical import terms as content_terms
 from engine.text import fingerprint, sanitize, truncate
@@ -52,7 +53,8 @@ MIN_TRUNCATED_TEXT_CHARS = 20
 class PackedItem:
     """One item of the packed prompt.
 
-    `text` is exactly what the prompt shows after "[LAYER] ". `score` is the hit's own
+    `text` is exactly what the prompt shows after its label, "[LAYER YYYY-MM-DD] " (the
+    event's date) or "[LAYER] " for an item without a time. `score` is the hit's own
     relevance (not the packing score); `created_at` is milliseconds since epoch.
     """
 
@@ -137,8 +139,17 @@ def packing_score(hit: Hit, query_terms: Sequence[str], text: str, now_ms: int) 
     )
 
 
-def _label(layer: str) -> str:
-    return "[" + layer.upper() + "] "
+def _label(hit: Hit) -> str:
+    """ "[LAYER YYYY-MM-DD] ": the layer and the date (UTC) of the hit's event, so a reader
+    can tell when something happened and which of two memories is newer (issue 16); a hit
+    without a time is "[LAYER] "."""
+    if not hit.created_at or hit.created_at <= 0:
+        return "[" + hit.layer.upper() + "] "
+    try:
+        day = datetime.fromtimestamp(hit.created_at / 1000, tz=UTC).strftime("%Y-%m-%d")
+    except (OverflowError, OSError, ValueError):  # a time no calendar holds: no date
+        return "[" + hit.layer.upper() + "] "
+    return "[" + hit.layer.upper() + " " + day + "] "
 
 
 def _beats(new: _Candidate, kept: _Candidate) -> bool:
@@ -177,7 +188,7 @@ def _deduped_candidates(
                 hit=hit,
                 text=text,
                 score=packing_score(hit, terms, text, now_ms),
-                char_count=len((_label(hit.layer) + text).strip()),
+                char_count=len((_label(hit) + text).strip()),
                 order=order,
             )
             key = fingerprint(text)
@@ -205,7 +216,7 @@ def _select(
     for candidate in ranked:
         if len(chosen) >= max_items:
             break
-        label = _label(candidate.hit.layer)
+        label = _label(candidate.hit)
         cost = len(SEPARATOR) + len(label) + len(candidate.text)
         if used + cost <= budget_chars:
             chosen.append((candidate, candidate.text))
@@ -224,7 +235,7 @@ def _select(
 def _render(chosen: Sequence[tuple[_Candidate, str]]) -> str | None:
     if not chosen:
         return None
-    rendered = [_label(candidate.hit.layer) + text for candidate, text in chosen]
+    rendered = [_label(candidate.hit) + text for candidate, text in chosen]
     return HEADER + SEPARATOR + SEPARATOR.join(rendered)
 
 
@@ -256,18 +267,21 @@ def pack(
     absent. Only layers named in `layer_order` are packed, in that order (ties in packing
     score keep this order). `max_items` caps the items shown, `max_item_chars` each item's
     text. `budget_chars`, when given, caps `len(prompt)` (header and separators included);
-    0 or a budget smaller than the header gives no prompt. `now_ms` is the clock for recency.
+    0 or a budget smaller than the header gives no prompt. Recency is measured from the
+    newest hit, never later than `now_ms` (`engine.decay.recency_anchor`).
 
-    The prompt is HEADER, a blank line, then items rendered "[LAYER] text" separated by blank
-    lines; it is None when nothing is selected. `totals`, `omitted` and `raw_characters`
-    cover every layer in `layers`.
+    The prompt is HEADER, a blank line, then items rendered "[LAYER YYYY-MM-DD] text" (the
+    date of the hit's event; "[LAYER] text" without one) separated by blank lines; it is None
+    when nothing is selected. `totals`, `omitted` and `raw_characters` cover every layer in
+    `layers`.
     """
     max_items = max(0, max_items)
     totals = {layer: len(hits) for layer, hits in layers.items()}
     # content terms (punctuation, stopwords and inflections stripped), not the reference's
     # whitespace split, where "satisfaction?" never matched and "what"/"about" counted
     terms = content_terms(query)
-    candidates = _deduped_candidates(layers, layer_order, terms, max_item_chars, now_ms)
+    anchor = recency_anchor((h.created_at for hits in layers.values() for h in hits), now_ms)
+    candidates = _deduped_candidates(layers, layer_order, terms, max_item_chars, anchor)
     ranked = sorted(candidates, key=lambda candidate: (-candidate.score, candidate.order))
     ranked = ranked[: max(3 * max_items, max_items)]
     chosen = _select(ranked, max_items, budget_chars)

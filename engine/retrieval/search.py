@@ -235,14 +235,15 @@ class MemorySearch:
 
     async def context(self, request: ContextRequest, now_ms: int) -> ContextReply:
         """The packed Memory context of reference §6.6."""
+        limit, max_items = request.shape()
         result = await self.search(
-            request.scope, request.query, request.layers, request.limit, now_ms, request.as_of
+            request.scope, request.query, request.layers, limit, now_ms, request.as_of
         )
         packed = pack(
             request.query,
             result.hits,
             layer_order=request.layers,
-            max_items=request.max_items,
+            max_items=max_items,
             max_item_chars=request.max_item_chars,
             budget_chars=request.budget_chars,
             now_ms=now_ms,

@@ -105,9 +105,10 @@ class ExactVectorIndex:
         as_of: int | None = None,
         terms: Sequence[str] = (),
     ) -> list[tuple[MemoryRow, float | None]]:
-        """Also returns up to `k` more rows that hold a query term (best cosine first among
-        them, pending rows counted as cosine 0 for that choice and returned with cosine
-        None), so a row the words find is a candidate even when its cosine is not top-k."""
+        """Also returns up to `k` more rows that hold a query term, the best by inverse
+        document frequency over the tenant's rows (`_lexical_top`; pending rows returned
+        with cosine None), so a row the words find is a candidate even when its cosine is
+        not top-k: the hybrid's lexical half ranks the whole tenant, not the cosine pool."""
         entry = await self._matrix(where, model, int(query.shape[0]), version)
         if k <= 0 or not entry.rows:
             return []
@@ -128,12 +129,8 @@ class ExactVectorIndex:
         k = min(k, len(entry.rows))
         top = np.argpartition(-cosines, k - 1)[:k]
         top = top[np.isfinite(cosines[top])]
-        lexical = [entry.postings[t] for t in terms if t in entry.postings]
-        if lexical:
-            held = np.unique(np.concatenate(lexical))
-            held = held[np.isfinite(scores[held])]
-            if len(held) > k:
-                held = held[np.argpartition(-scores[held], k - 1)[:k]]
+        held = _lexical_top(entry, terms, scores, k)
+        if len(held):
             top = np.union1d(top, held)
         top = top[np.argsort(-scores[top], kind="stable")]
         return [
@@ -141,3 +138,27 @@ class ExactVectorIndex:
             for i in top
             if np.isfinite(scores[i])
         ]
+
+
+def _lexical_top(
+    entry: _Matrix, terms: Sequence[str], scores: npt.NDArray[np.float32], k: int
+) -> npt.NDArray[np.int64]:
+    """The (at most `k`) visible rows holding query terms with the highest sum of their
+    terms' IDF, log(1 + (N − df + 0.5) / (df + 0.5)) over the tenant's N rows (BM25 with
+    term presence for frequency): a rare word of the query outranks a common one, which a
+    cosine-first choice among every row holding any term did not. Ties: higher cosine."""
+    found = [t for t in dict.fromkeys(terms) if t in entry.postings]
+    if not found or k <= 0:
+        return np.array([], dtype=np.int64)
+    n = len(entry.rows)
+    weight = np.zeros(n, dtype=np.float64)
+    for term in found:
+        rows = entry.postings[term]
+        weight[rows] += np.log1p((n - len(rows) + 0.5) / (len(rows) + 0.5))
+    held = np.flatnonzero((weight > 0) & np.isfinite(scores))
+    if len(held) > k:
+        # primary key IDF sum, then cosine (pending rows: 0)
+        tie = np.where(np.isfinite(scores[held]), scores[held], 0.0)
+        order = np.lexsort((-tie, -weight[held]))
+        held = held[order[:k]]
+    return held.astype(np.int64)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -320,8 +321,67 @@ def test_budget_is_exact_including_header_and_separators_fixes_16_23(
     else:
         assert len(packed.prompt) <= budget
         assert packed.characters <= budget
-        rendered = [f"[{item.layer.upper()}] {item.text}" for item in packed.items]
+        rendered = [label(item.layer, item.created_at) + item.text for item in packed.items]
         assert packed.prompt == HEADER + SEPARATOR + SEPARATOR.join(rendered)
     assert 0 <= len(packed.items) <= max_items
     assert sum(packed.omitted.values()) + len(packed.items) == len(hits)
     assert packed.totals == {layer: len(layer_hits) for layer, layer_hits in layers.items()}
+
+
+def label(layer: str, created_at: int | None) -> str:
+    """What a packed line starts with: the layer and, when the hit has a time, its UTC date."""
+    if not created_at:
+        return f"[{layer.upper()}] "
+    day = datetime.fromtimestamp(created_at / 1000, tz=UTC).date().isoformat()
+    return f"[{layer.upper()} {day}] "
+
+
+def test_every_line_carries_the_date_of_its_event_issue_16() -> None:
+    may_7 = int(datetime(2023, 5, 7, 18, 30, tzinfo=UTC).timestamp() * 1000)
+    layers: dict[str, Sequence[Hit]] = {
+        "vectors": [
+            make_hit("vectors", "v", "Caroline went to a pottery workshop", created_at=may_7)
+        ],
+        "graph": [make_hit("graph", "g", "Caroline likes clay", created_at=None)],
+    }
+    packed = run(layers)
+    assert packed.prompt is not None
+    assert "[VECTORS 2023-05-07] Caroline went to a pottery workshop" in packed.prompt
+    assert "[GRAPH] Caroline likes clay" in packed.prompt  # no time, no date
+
+
+def test_a_dated_label_counts_against_the_budget() -> None:
+    at = int(datetime(2023, 5, 7, tzinfo=UTC).timestamp() * 1000)
+    text = "z" * 40
+    exact = len(HEADER) + len(SEPARATOR) + len("[VECTORS 2023-05-07] ") + len(text)
+    fits = run({"vectors": [make_hit(text=text, created_at=at)]}, budget_chars=exact)
+    assert fits.prompt is not None
+    assert len(fits.prompt) == exact
+    assert fits.items[0].text == text
+    short = run({"vectors": [make_hit(text=text, created_at=at)]}, budget_chars=exact - 1)
+    assert short.prompt is not None
+    assert short.items[0].text != text  # truncated to fit
+
+
+def test_an_old_history_keeps_its_recency_shape_issue_16() -> None:
+    # an imported conversation two years old: recency is measured from its newest event, so
+    # the newer of two equally relevant memories still packs first (against the wall clock
+    # both decayed to nothing and the order was left to chance)
+    newest = NOW - 730 * DAY
+    older = newest - 60 * DAY
+    hits = [
+        make_hit("vectors", "old", "We moved to Lisbon", score=0.6, created_at=older),
+        make_hit("vectors", "new", "We moved to Porto", score=0.6, created_at=newest),
+    ]
+    packed = run({"vectors": hits})
+    assert [i.id for i in packed.items] == ["new", "old"]
+    assert packed.items[0].packing_score - packed.items[1].packing_score > 0.05
+
+
+def test_with_room_in_the_budget_more_items_are_taken_until_it_is_full() -> None:
+    hits = [make_hit("vectors", f"v{n}", f"memory number {n} " + "x" * 80) for n in range(60)]
+    budget = 1_800
+    packed = run({"vectors": hits}, budget_chars=budget, max_items=200)
+    assert packed.prompt is not None
+    assert len(packed.prompt) >= 0.9 * budget
+    assert len(packed.items) > 8  # the reference's default cap no longer shapes it

@@ -12,6 +12,7 @@ from schemas.bounds import MAX_TIME_MS, ValueOutOfRange
 from schemas.events import TurnRecorded
 from schemas.requests import ALL_LAYERS
 from schemas.scope import Scope, ScopeError
+from schemas.search_defaults import BUDGET_MAX_ITEMS
 
 NOW = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
 NOW_MS = 1_704_164_645_000
@@ -189,19 +190,35 @@ def ctx(**extra: Any) -> Any:
 def test_context_request_defaults() -> None:
     request = ctx()
     assert request.layers == list(ALL_LAYERS)
-    assert (request.limit, request.max_items, request.max_item_chars) == (5, 8, 500)
+    assert (request.limit, request.max_items, request.max_item_chars) == (None, None, 500)
+    assert request.shape() == (5, 8)  # reference §6.1 without a budget
     assert request.budget_chars is None
     assert request.include_raw is False
 
 
 @pytest.mark.parametrize(("limit", "expected"), [(None, 5), (1, 1), (3.0, 3), (20, 20), (100, 20)])
 def test_limit_defaults_to_5_and_is_lowered_to_20(limit: object, expected: int) -> None:
-    assert ctx(limit=limit).limit == expected
+    assert ctx(limit=limit).shape()[0] == expected
 
 
 @pytest.mark.parametrize(("value", "expected"), [(None, 8), (100, 24), (1, 1), (12, 12)])
 def test_max_items_defaults_to_8_and_is_lowered_to_24(value: object, expected: int) -> None:
-    assert ctx(maxItems=value).max_items == expected
+    assert ctx(maxItems=value).shape()[1] == expected
+
+
+@pytest.mark.parametrize(
+    ("budget", "limit"), [(100, 5), (900, 6), (1_800, 12), (4_000, 20), (1_000_000, 20)]
+)
+def test_with_only_a_budget_the_budget_shapes_the_context(budget: int, limit: int) -> None:
+    # issue 16: one hit per layer per 150 budget characters (5 to 20), and items until the
+    # budget is full (BUDGET_MAX_ITEMS caps a runaway budget)
+    assert ctx(budget={"maxCharacters": budget}).shape() == (limit, BUDGET_MAX_ITEMS)
+
+
+def test_counts_given_with_a_budget_are_kept_as_caps() -> None:
+    request = ctx(budget={"maxCharacters": 4_000}, limit=3, maxItems=4)
+    assert request.shape() == (3, 4)
+    assert ctx(budget={"maxCharacters": 4_000}, maxItems=4).shape() == (20, 4)
 
 
 @pytest.mark.parametrize(("value", "expected"), [(None, 500), (5000, 2000), (1, 1), (120, 120)])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -118,7 +119,8 @@ async def test_same_user_and_thread_get_the_working_lines_in_the_prompt(engine: 
     await record(engine)
     reply = await ask(engine.search)
     assert reply.prompt is not None
-    assert f"[WORKING] {ASSISTANT_LINE}\n{USER_LINE}" in reply.prompt
+    assert re.search(rf"\[WORKING \d{{4}}-\d\d-\d\d\] {re.escape(ASSISTANT_LINE)}\n", reply.prompt)
+    assert f"{ASSISTANT_LINE}\n{USER_LINE}" in reply.prompt
     assert reply.totals == {
         "working": 1,
         "scene": 1,
@@ -157,7 +159,7 @@ async def test_vectors_find_a_turn_from_another_thread_of_the_same_user(engine: 
     reply = await ask(engine.search, threadId="T2", layers=["working", "scene", "vectors"])
     assert reply.totals == {"working": 0, "scene": 0, "vectors": 1}
     assert reply.prompt is not None
-    assert "[VECTORS]" in reply.prompt
+    assert "[VECTORS 2021-03-04]" in reply.prompt  # the turn's event date (issue 16)
     assert "Lisbon" in reply.prompt
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from engine.adapters.memory import InMemoryMemoryStore
 from engine.records import MemoryRow, ScopeFields
+from engine.retrieval.lexical import all_terms
 from engine.retrieval.vector_index import ExactVectorIndex
 from engine.scoping import TenantFilter
 
@@ -325,3 +326,47 @@ async def test_tenants_beyond_max_tenants_are_evicted_least_recently_used_first(
     assert index.loads == 4
     await search("U1")
     assert index.loads == 5
+
+
+# --- lexical candidates (issue 16) ------------------------------------------------------------
+
+
+async def test_a_rare_query_word_makes_its_row_a_candidate_over_common_ones(
+    rng: np.random.Generator,
+) -> None:
+    # 300 rows hold the common word "trip", one holds the rare "pottery"; every cosine is
+    # low for the rare row. With k = 5 lexical candidates, the rare row must be one of them:
+    # rows are chosen by the IDF of the terms they hold, not by cosine among every holder.
+    matrix = unit_rows(rng, 302)
+    query = matrix[0]
+    rows = [row("q", matrix[0])]
+    rows += [
+        MemoryRow(
+            vector_id=f"trip{i}",
+            scope=ScopeFields(AGENT, "U1", thread_id="T1", mode=None, hai_id=None),
+            content=f"a trip number {i}",
+            embedding=matrix[1 + i],
+            embedding_model=MODEL,
+            source="session",
+            created_at=T0,
+        )
+        for i in range(300)
+    ]
+    rows.append(
+        MemoryRow(
+            vector_id="rare",
+            scope=ScopeFields(AGENT, "U1", thread_id="T1", mode=None, hai_id=None),
+            content="the pottery trip",
+            embedding=-query,  # the worst cosine there is
+            embedding_model=MODEL,
+            source="session",
+            created_at=T0,
+        )
+    )
+    index = ExactVectorIndex(await store_of(rows))
+
+    found = await index.search(tenant(), query, model=MODEL, k=5, terms=all_terms("pottery trip"))
+
+    ids = [r.vector_id for r, _ in found]
+    assert "rare" in ids
+    assert len(ids) <= 10  # k by cosine, plus at most k lexical

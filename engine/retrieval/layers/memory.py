@@ -13,7 +13,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from engine.decay import DEFAULT_HALF_LIFE_DAYS
+from engine.decay import DEFAULT_HALF_LIFE_DAYS, recency_anchor
 from engine.errors import DependencyFailed
 from engine.ports import RelationStore, Reranker, VectorIndex
 from engine.records import MemoryRow
@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 
 CANDIDATES_PER_RESULT = 3
 """Candidates fetched per returned hit, so MMR and the reranker have room to work."""
+CANDIDATE_POOL = 60
+"""Candidates fetched at least, whatever the `limit`: BM25 is normalised over the pool, so a
+pool that grew with `limit` changed the ranking, not only the length (issue 16)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +103,7 @@ async def search_memory(
         where,
         q.vector,
         model=q.model,
-        k=CANDIDATES_PER_RESULT * q.limit,
+        k=max(CANDIDATE_POOL, CANDIDATES_PER_RESULT * q.limit),
         sources=options.sources,
         version=options.version,
         filters=q.filters.applies_to(options.layer),
@@ -119,11 +122,12 @@ async def search_memory(
     if not options.ranked:
         plain = sorted(hits, key=lambda h: (-(h.score or 0.0), h.id))[: q.limit]
         return await _hydrated(options, where, plain, q.as_of)
+    now = q.now_ms if q.as_of is None else min(q.now_ms, q.as_of)
     ranked, outcome = await rerank_fail_soft(
         options.reranker,
         q.query,
         hits,
-        now_ms=q.now_ms,
+        now_ms=recency_anchor((h.created_at for h in hits), now),
         half_life_days=options.half_life_days,
         min_candidates=options.rerank_min_candidates,
         dominance_delta=options.rerank_dominance_delta,
