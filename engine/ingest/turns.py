@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.ingest.dates import with_resolved_dates
 from engine.ports import Embedder, MemoryStore, TranscriptStore, Vector, WorkingStore
 from engine.records import (
     MemoryRow,
@@ -220,15 +221,18 @@ class TurnRecorder:
     def _plan(self, event: TurnRecorded) -> _Planned:
         messages = turn_messages(event)
         summary = event.summary or compact_summary(messages, self.policy)
+        at = to_ms(event.occurred_at)
+        content = summary or "\n".join(f"{m.role}: {m.content}" for m in messages)
         return _Planned(
             event=event,
             messages=messages,
             summary=summary,
-            content=summary or "\n".join(f"{m.role}: {m.content}" for m in messages),
+            # the row (what search finds across threads) says when "yesterday" was
+            content=with_resolved_dates(content, at),
             fields=scope_fields(event.scope, event.thread_id),
             vector_id=session_vector_id(event),
             working_id=thread_session_id(event.scope, event.thread_id),
-            at=to_ms(event.occurred_at),
+            at=at,
         )
 
     @staticmethod
