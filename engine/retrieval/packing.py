@@ -6,7 +6,7 @@ Pipeline of `pack`:
 
     hits (layer_order, then hit order)
       → sanitize + truncate to max_item_chars   (empty ⇒ skipped)
-      → packing_score                           (§6.3)
+      → packing_score                           (§6.3), + PERIOD_BOOST in the asked period
       → fingerprint dedupe                      (§6.4 conflict rule)
       → rank: packing score desc, order asc; keep top 3·max_items
       → greedy select under max_items and the exact character budget
@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from engine.decay import DEFAULT_HALF_LIFE_DAYS, decay_multiplier, recency_anchor
 from engine.retrieval.hits import LAYER_PRIORITY, Hit
 from engine.retrieval.lexical import terms as content_terms
+from engine.retrieval.temporal import Period, asked_period
 from engine.text import fingerprint, sanitize, truncate
 from schemas.search_defaults import MAX_ITEM_CHARS, MAX_ITEMS
 
@@ -45,6 +46,9 @@ NEUTRAL_SIGNAL = 0.5
 RECENCY_HALF_LIFE_DAYS = DEFAULT_HALF_LIFE_DAYS
 DUPLICATE_SCORE_MARGIN = 0.02
 """Two duplicates whose packing scores differ by at most this are tied on score (§6.4)."""
+PERIOD_BOOST = 0.3
+"""Added to the packing score of a hit from the period the query asks about ("in May 2023",
+"last year": `engine.retrieval.temporal`), about as much as matching every query term."""
 MIN_TRUNCATED_TEXT_CHARS = 20
 """An oversized top item is shown truncated only if at least this much of its text fits."""
 
@@ -172,6 +176,7 @@ def _deduped_candidates(
     terms: Sequence[str],
     max_item_chars: int,
     now_ms: int,
+    period: Period | None = None,
 ) -> list[_Candidate]:
     by_fingerprint: dict[str, _Candidate] = {}
     order = 0
@@ -187,7 +192,8 @@ def _deduped_candidates(
             candidate = _Candidate(
                 hit=hit,
                 text=text,
-                score=packing_score(hit, terms, text, now_ms),
+                score=packing_score(hit, terms, text, now_ms)
+                + (PERIOD_BOOST if period is not None and period.holds(hit.created_at) else 0.0),
                 char_count=len((_label(hit) + text).strip()),
                 order=order,
             )
@@ -281,7 +287,8 @@ def pack(
     # whitespace split, where "satisfaction?" never matched and "what"/"about" counted
     terms = content_terms(query)
     anchor = recency_anchor((h.created_at for hits in layers.values() for h in hits), now_ms)
-    candidates = _deduped_candidates(layers, layer_order, terms, max_item_chars, anchor)
+    period = asked_period(query, anchor)
+    candidates = _deduped_candidates(layers, layer_order, terms, max_item_chars, anchor, period)
     ranked = sorted(candidates, key=lambda candidate: (-candidate.score, candidate.order))
     ranked = ranked[: max(3 * max_items, max_items)]
     chosen = _select(ranked, max_items, budget_chars)
