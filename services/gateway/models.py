@@ -78,8 +78,13 @@ class ContextBody(ScopeBody):
 
     query: str | None = Field(default=None, description="Required.")
     layers: list[str] | None = None
-    limit: Count | None = Field(default=None, description="Per layer: default 5, at most 20.")
-    maxItems: Count | None = Field(default=None, description="Default 8, at most 24.")
+    limit: Count | None = Field(
+        default=None,
+        description="Per layer, at most 20. Default 5; with only a budget, 1 per 150 characters.",
+    )
+    maxItems: Count | None = Field(
+        default=None, description="At most 24. Default 8; with only a budget, until it is full."
+    )
     maxItemChars: Count | None = Field(default=None, description="Default 500, at most 2000.")
     budget: BudgetBody | None = None
     maxContextCharacters: Count | None = Field(

@@ -134,11 +134,13 @@ class MemoryClient(Operations):
         as_of: int | str | None = None,
         timeout: float | None = None,
     ) -> ContextReply:
-        """pre_turn: the packed Memory context of `query` within `scope`, with the defaults
-        and ranges of reference §6.1 (`schemas.inputs.context_request`): `limit` per layer
-        (5, at most 20), `max_items` (8, at most 24), `max_item_chars` (500, at most 2,000),
-        `budget_chars` (none), `as_of` (milliseconds since epoch or ISO-8601: recall what
-        was true then). A count above its maximum is lowered to it; one below 1 is refused."""
+        """pre_turn: the packed Memory context of `query` within `scope`, with the ranges of
+        reference §6.1 (`schemas.inputs.context_request`): `limit` per layer (at most 20),
+        `max_items` (at most 24), `max_item_chars` (500, at most 2,000), `budget_chars`
+        (none), `as_of` (milliseconds since epoch or ISO-8601: recall what was true then).
+        Without a budget, `limit` and `max_items` default to 5 and 8; with only a budget,
+        the budget shapes the context (`ContextRequest.shape`). A count above its maximum is
+        lowered to it; one below 1 is refused."""
         options: dict[str, Any] = {
             "layers": None if layers is None else list(layers),
             "limit": limit,
