@@ -9,6 +9,7 @@ minus common English stopwords; a term also matches its simple plural/verb forms
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -234,4 +235,12 @@ def bm25(query_terms: list[str], documents: list[list[str]]) -> list[float]:
 
 def all_terms(text: str) -> list[str]:
     """Every content term of a text with repetitions (BM25 needs term frequencies)."""
-    return [stem(w) for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in STOPWORDS]
+    return list(_all_terms(text))
+
+
+@functools.lru_cache(maxsize=8192)
+def _all_terms(text: str) -> tuple[str, ...]:
+    # memoised: a tenant's rows are scored against query after query, and tokenising and
+    # stemming the same candidate texts again was most of a request's lexical cost once the
+    # candidate pool stopped shrinking with `limit` (issue 16)
+    return tuple(stem(w) for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in STOPWORDS)
