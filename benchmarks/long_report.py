@@ -169,7 +169,8 @@ def report(
                     tally, answers = results[split][0][(name, budget)], results[split][1]
                     recall = tally.by_category[c]
                     whole = answers.complete[(name, budget, c)]
-                    parts.append(f"{statistics.fmean(recall):.2f}/{_share(whole)}")
+                    mean = f"{statistics.fmean(recall):.2f}" if recall else "-"
+                    parts.append(f"{mean}/{_share(whole)}")
                 cells += f"{' | '.join(parts):>22}"
             print(f"{name:<20}{budget:>7}{cells}")
     print(
