@@ -13,6 +13,8 @@ session with the same character budgets and a top-k limit of 5 per layer.
 
 Strategies:
 
+* `mnemostream/budget`: the question with only a budget (no limit, maxItems or thread): the
+  budget shapes the context (issue 16). The others below give limit 5 and maxItems 8.
 * `mnemostream/user`: each turn goes through `TurnRecorder.record` (one user per conversation,
   thread = session id, occurredAt = the turn's last message time) into the in-memory stores
   with the local MiniLM embedder; the question goes to `MemorySearch.context` with the user's
@@ -24,6 +26,8 @@ Strategies:
   scene, vectors, same maxItems / maxItemChars.
 * `topk-vectors`: plain cosine top-5 over the same session rows; texts joined with blank lines
   in rank order, the text that crosses the budget is cut there and packing stops (no header).
+  `vectors-fill` and `bm25-fill`: the same by cosine or by BM25, as many turns as the budget
+  holds.
 
 Scoring (`benchmarks.scoring`): a gold message is recalled when it, or a distinctive 8-word
 span of it, appears in the packed prompt (both lower-cased, whitespace collapsed). Per question,
@@ -52,6 +56,7 @@ import numpy as np
 import numpy.typing as npt
 
 from benchmarks import long_report
+from benchmarks.baselines import top_turns
 from benchmarks.datasets import LOADERS, Conversation, Dataset, Message, Question, subsample
 from benchmarks.reference_algo import ReferenceMemory
 from benchmarks.reference_algo import pack as reference_pack
@@ -76,12 +81,17 @@ LIMIT = 5
 MAX_ITEMS = 8
 MAX_ITEM_CHARS = 500
 REFERENCE_LAYERS = ("working", "scene", "vectors")
+BUDGET_ONLY = "<only a budget>"
+"""`mnemostream/budget`: user scope, the request gives only a budget (issue 16's defaults)."""
 STRATEGIES = (
+    "mnemostream/budget",
     "mnemostream/user",
     "mnemostream/thread",
     "reference/user",
     "reference/thread",
     "topk-vectors",
+    "vectors-fill",
+    "bm25-fill",
 )
 
 
@@ -203,16 +213,15 @@ Strategy = Callable[[World, Conversation, Question, int], Awaitable[str | None]]
 async def mnemostream(
     world: World, conv: Conversation, q: Question, budget: int, thread: str | None
 ) -> str | None:
-    body = {
+    body: dict[str, object] = {
         "agentWallet": AGENT,
         "userAddress": user_of(conv),
         "query": q.text,
-        "limit": LIMIT,
-        "maxItems": MAX_ITEMS,
-        "maxItemChars": MAX_ITEM_CHARS,
         "budget": {"maxCharacters": budget},
     }
-    if thread is not None:
+    if thread != BUDGET_ONLY:  # the defaults: only a budget, no thread
+        body.update(limit=LIMIT, maxItems=MAX_ITEMS, maxItemChars=MAX_ITEM_CHARS)
+    if thread not in (None, BUDGET_ONLY):
         body["threadId"] = thread
     reply = await world.search.context(context_request(body), q.asked_at_ms)
     return reply.prompt
@@ -242,20 +251,11 @@ async def reference(
     return prompt
 
 
-async def topk_vectors(world: World, conv: Conversation, q: Question, budget: int) -> str | None:
-    [vector] = await world.embedder.embed([q.text], "query")
+async def topk(
+    world: World, conv: Conversation, q: Question, budget: int, lexical: bool, cap: int | None
+) -> str | None:
     rows, matrix = await world.rows(user_of(conv))
-    if not rows:
-        return None
-    scores = matrix @ vector
-    prompt = ""
-    for i in np.argsort(-scores, kind="stable")[:LIMIT]:
-        piece = ("\n\n" if prompt else "") + rows[int(i)].content
-        if len(prompt) + len(piece) > budget:
-            prompt += piece[: budget - len(prompt)]
-            break
-        prompt += piece
-    return prompt or None
+    return await top_turns(rows, matrix, world.embedder, q.text, budget, lexical=lexical, cap=cap)
 
 
 def strategies(conv: Conversation) -> dict[str, Strategy]:
@@ -264,12 +264,18 @@ def strategies(conv: Conversation) -> dict[str, Strategy]:
     def bind(run: Callable[..., Awaitable[str | None]], thread: str | None) -> Strategy:
         return lambda w, c, q, b: run(w, c, q, b, thread)
 
+    def top(lexical: bool, cap: int | None) -> Strategy:
+        return lambda w, c, q, b: topk(w, c, q, b, lexical, cap)
+
     return {
+        "mnemostream/budget": bind(mnemostream, BUDGET_ONLY),
         "mnemostream/user": bind(mnemostream, None),
         "mnemostream/thread": bind(mnemostream, latest),
         "reference/user": bind(reference, None),
         "reference/thread": bind(reference, latest),
-        "topk-vectors": topk_vectors,
+        "topk-vectors": top(False, LIMIT),
+        "vectors-fill": top(False, None),
+        "bm25-fill": top(True, None),
     }
 
 
