@@ -146,14 +146,14 @@ def packing_score(hit: Hit, query_terms: Sequence[str], text: str, now_ms: int) 
 def _label(hit: Hit) -> str:
     """ "[LAYER YYYY-MM-DD] ": the layer and the date (UTC) of the hit's event, so a reader
     can tell when something happened and which of two memories is newer (issue 16); a hit
-    without a time is "[LAYER] "."""
-    if not hit.created_at or hit.created_at <= 0:
-        return "[" + hit.layer.upper() + "] "
-    try:
-        day = datetime.fromtimestamp(hit.created_at / 1000, tz=UTC).strftime("%Y-%m-%d")
-    except (OverflowError, OSError, ValueError):  # a time no calendar holds: no date
-        return "[" + hit.layer.upper() + "] "
-    return "[" + hit.layer.upper() + " " + day + "] "
+    without a time (or with one no calendar holds) is "[LAYER] "."""
+    day = None
+    if hit.created_at and hit.created_at > 0:
+        try:
+            day = datetime.fromtimestamp(hit.created_at / 1000, tz=UTC).strftime("%Y-%m-%d")
+        except (OverflowError, OSError, ValueError):
+            day = None
+    return f"[{hit.layer.upper()} {day}] " if day else f"[{hit.layer.upper()}] "
 
 
 def _beats(new: _Candidate, kept: _Candidate) -> bool:

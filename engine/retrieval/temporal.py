@@ -29,14 +29,14 @@ MONTHS = (
     "november",
     "december",
 )
+_NAMES = "|".join(MONTHS)
+_YEAR_DIGITS = r"(?:19|20|21)\d\d"
 _MONTH = re.compile(
-    r"\b(?:in|during|of|since|by)\s+(?P<month>"
-    + "|".join(MONTHS)
-    + r")\b(?:\s+(?P<year>(?:19|20|21)\d\d))?"
-    r"|\b(?P<month2>" + "|".join(MONTHS) + r")\s+(?P<year2>(?:19|20|21)\d\d)\b",
+    rf"\b(?:in|during|of)\s+(?P<month>{_NAMES})\b(?:\s+(?P<year>{_YEAR_DIGITS}))?"
+    rf"|\b(?P<month2>{_NAMES})\s+(?P<year2>{_YEAR_DIGITS})\b",
     re.IGNORECASE,
 )
-_YEAR = re.compile(r"\b(?:in|during|of)\s+(?P<year>(?:19|20|21)\d\d)\b", re.IGNORECASE)
+_YEAR = re.compile(rf"\b(?:in|during|of)\s+(?P<year>{_YEAR_DIGITS})\b", re.IGNORECASE)
 _RELATIVE = re.compile(r"\b(?P<rel>last|this)\s+(?P<span>year|month|week)\b", re.IGNORECASE)
 
 

@@ -59,3 +59,9 @@ def test_a_memory_from_the_asked_period_packs_first() -> None:
     # same text: the fingerprint keeps one of them, and the asked period decides which
     assert [i.id for i in plain.items] == ["june"]
     assert [i.id for i in asked.items] == ["may"]
+
+
+@pytest.mark.parametrize("question", ["What changed since May?", "Done by March?"])
+def test_since_or_by_a_month_is_not_that_month(question: str) -> None:
+    # "since May" asks about everything after it: boosting May itself would be wrong
+    assert asked_period(question, ANCHOR) is None
