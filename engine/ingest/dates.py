@@ -82,11 +82,8 @@ def _span(today: date, rel: str, span: str) -> str:
         year, month = _months_back(today, -step)
         return f"{year:04d}-{month:02d}"
     monday = today - timedelta(days=today.weekday()) + timedelta(weeks=step)
-    if span == "weekend":
-        saturday = monday + timedelta(days=5)
-        if rel == "last" and saturday >= today - timedelta(days=today.weekday()):
-            saturday -= timedelta(weeks=1)  # "last weekend" on a Monday: the one just gone
-        return saturday.isoformat()
+    if span == "weekend":  # its Saturday: "last weekend" on a Monday is the one just gone
+        return (monday + timedelta(days=5)).isoformat()
     return f"the week of {monday.isoformat()}"
 
 

@@ -76,3 +76,9 @@ async def test_the_stored_row_says_when_but_the_transcript_keeps_the_words() -> 
     assert "last Saturday (2023-05-06)" in row.content
     [transcript] = await ports.transcripts.recent(TenantFilter("0xA", "u"), 5)
     assert transcript.messages[0].content == "We adopted a dog last Saturday"
+
+
+def test_last_weekend_on_a_sunday_is_the_one_before_this_one() -> None:
+    sunday = int(datetime(2023, 5, 14, 9, 0, tzinfo=UTC).timestamp() * 1000)
+    assert with_resolved_dates("last weekend", sunday) == "last weekend (2023-05-06)"
+    assert with_resolved_dates("this weekend", sunday) == "this weekend (2023-05-13)"
