@@ -64,17 +64,25 @@ class Event(Contract):
     schema_version: Literal[1] = 1
 
 
+MAX_SPEAKER_CHARS = 120
+"""Upper bound on a message's speaker name."""
+
+
 class ToolCall(Contract):
     name: str = Field(min_length=1, max_length=200)
     args: DocumentObject = Field(default_factory=dict)
 
 
 class Message(Contract):
-    """One message of a turn. `timestamp` is milliseconds since epoch."""
+    """One message of a turn. `timestamp` is milliseconds since epoch. `name` is the
+    speaker's name when the caller knows it (as in the chat-completions `name` field):
+    "Melanie" for a user who is a named person; None leaves the speaker to its role, or to a
+    leading "Name: " in `content` (`engine.ingest.speakers`)."""
 
     role: Role
     content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
     timestamp: EpochMs
+    name: str | None = Field(default=None, min_length=1, max_length=MAX_SPEAKER_CHARS)
     tool_calls: list[ToolCall] | None = Field(default=None, max_length=MAX_TOOL_CALLS)
 
 

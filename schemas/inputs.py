@@ -161,6 +161,9 @@ def _messages(data: dict[str, Any], now_ms: int) -> list[Message]:
             if content is None:
                 raise ScopeError(f"messages[{i}].content is required")
             calls = item.get("toolCalls", item.get("tool_calls"))
+            name = item.get("name")
+            if name is not None and clean_str(name) is None:
+                raise ScopeError(f"messages[{i}].name must be a non-empty string")
             messages.append(
                 parse_contract(
                     Message,
@@ -169,6 +172,7 @@ def _messages(data: dict[str, Any], now_ms: int) -> list[Message]:
                         "content": content,
                         "timestamp": _timestamp(item, f"messages[{i}]", now_ms + i),
                         "tool_calls": calls if isinstance(calls, list) else None,
+                        "name": clean_str(name) if name is not None else None,
                     },
                 )
             )

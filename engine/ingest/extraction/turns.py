@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from engine.ingest.extraction.types import ExtractionPolicy, Extractor, TurnText
+from engine.ingest.speakers import spoken
 from schemas.events import EntityItem, FactItem, FactsExtracted, RelationItem, TurnRecorded
 
 TURN_MESSAGES = 6
@@ -14,9 +15,10 @@ async def extract_turn(
 ) -> FactsExtracted | None:
     """Run the extractor on a turn; the result carries the turn's scope (with its thread),
     ids and time, so storing it later is independent of when extraction ran."""
-    messages = [
-        TurnText(m.role, m.content) for m in event.messages if m.role in ("user", "assistant")
-    ][-TURN_MESSAGES:]
+    said = [spoken(m.role, m.content, m.name) for m in event.messages]
+    messages = [TurnText(s.role, s.text, s.name) for s in said if s.role in ("user", "assistant")][
+        -TURN_MESSAGES:
+    ]
     if not any(m.role == "user" for m in messages):
         return None
     found = await extractor.extract(messages, policy)

@@ -73,10 +73,13 @@ class ExtractionPolicy:
 
 @dataclass(frozen=True, slots=True)
 class TurnText:
-    """What an extractor reads: the turn's user/assistant messages, oldest first."""
+    """What an extractor reads: the turn's user/assistant messages, oldest first.
+    `speaker` is the speaker's name when the turn names it (`engine.ingest.speakers`), and
+    `content` is then the words without a leading "Name: "; None leaves it to `role`."""
 
     role: str
     content: str
+    speaker: str | None = None
 
 
 class Extractor(Protocol):
