@@ -331,6 +331,38 @@ async def test_thread_layers_do_not_answer_from_another_thread(world: Engine) ->
     assert any(CLARA_LINE in h.text for h in hits["vectors"])  # durable: every thread
 
 
+async def test_a_query_without_a_thread_gets_no_working_hits_issue_16(world: Engine) -> None:
+    # the working buffer is one thread's current conversation; user-wide, every thread's
+    # recent small talk outranked the relevant memories and filled the budget
+    search = world.search_engine()
+    query = "what is the name of our dog?"
+    unthreaded = Scope.parse({"agentWallet": AGENT, "userAddress": "U1"})
+    hits = (await search.search(unthreaded, query, ["working", "vectors"], 5, NOW_MS)).hits
+    assert hits["working"] == []
+    assert any(DOG_LINE in h.text for h in hits["vectors"])
+    threaded = await hits_of(search, query, ["working"], threadId="T1")
+    assert any(DOG_LINE in h.text for h in threaded["working"])
+
+
+async def test_a_working_hit_is_scored_on_the_lines_it_shows_issue_16(
+    minilm: LocalMiniLMEmbedder,
+) -> None:
+    e = Engine(minilm)
+    query = "what is the name of our dog?"
+    await e.turn(DOG_LINE, "Congratulations!", NOW - 2 * DAY, turn_id="w-dog", threadId="T9")
+    [shown] = (await hits_of(e.search_engine(), query, ["working"], threadId="T9"))["working"]
+    assert shown.score is not None
+    for i, (u, a) in enumerate(UNRELATED_TURNS[:4]):  # the dog turn leaves the shown lines
+        await e.turn(u, a, NOW - DAY + timedelta(minutes=i), turn_id=f"w-{i}", threadId="T9")
+    [buffer] = await e.working.recent(TenantFilter(AGENT, "U1", thread_id="T9"), limit=1)
+    assert any("greyhound" in line.lower() for line in buffer.lines[5:])
+    hits = await hits_of(e.search_engine(), query, ["working"], threadId="T9")
+    for h in hits["working"]:  # the newest lines, judged on themselves, not on the dog turn
+        assert "greyhound" not in h.text.lower()
+        assert h.score is not None
+        assert h.score < shown.score - 0.1
+
+
 # --- patterns and archives scope -----------------------------------------------------------------
 
 TRAVEL_QUERY = "how do I usually arrange travel?"

@@ -12,6 +12,9 @@ from engine.retrieval.lexical import all_terms, bm25
 from engine.retrieval.relevance import relevance
 
 WORKING_LINES_SHOWN = 5
+SHOWN_TURNS = (WORKING_LINES_SHOWN + 1) // 2
+"""Turns the shown lines cover (a turn is a user and an assistant line): a working hit is
+scored by the newest turns' vectors only, the turns it shows."""
 _SPACES = re.compile(r"\s+")
 
 
@@ -21,21 +24,25 @@ def _line(m: StoredMessage) -> str:
 
 async def search_working(store: WorkingStore, q: LayerQuery) -> list[Hit]:
     """Working buffers of the scope's thread that are relevant to the query. A hit's text is
-    its newest lines, newest first (fixes reference §16.9)."""
+    its newest lines, newest first (fixes reference §16.9), and it is scored on what it
+    shows: a buffer whose older lines matched no longer packs newest lines that do not
+    (issue 16: with only a budget, such hits filled user-wide contexts). A working buffer is
+    one thread's: a query that names no thread has no current conversation, so the layer
+    answers nothing (as the reference's per-call thread does, reference §1)."""
     where = q.where("working", durable=False)
-    if where is None:
+    if where is None or q.scope.thread_id is None:
         return []
     sessions = [
         s for s in await store.recent(where, 3 * q.limit) if s.lines and q.keep("working", s.view())
     ]
     q = await q.with_vector()
-    lexical = bm25(q.terms, [all_terms("\n".join(s.lines)) for s in sessions])
+    shown_lines = [s.lines[:WORKING_LINES_SHOWN] for s in sessions]
+    lexical = bm25(q.terms, [all_terms("\n".join(lines)) for lines in shown_lines])
     hits: list[Hit] = []
-    for s, lex in zip(sessions, lexical, strict=True):
-        score = relevance(q.best_turn(s.turn_vectors), lex, q.relevance)
+    for s, shown, lex in zip(sessions, shown_lines, lexical, strict=True):
+        score = relevance(q.best_turn(s.turn_vectors[-SHOWN_TURNS:]), lex, q.relevance)
         if score is None:
             continue
-        shown = s.lines[:WORKING_LINES_SHOWN]
         hits.append(
             Hit(
                 layer="working",
