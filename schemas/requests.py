@@ -12,6 +12,7 @@ from schemas.limits import INT64_MAX, DocumentObject, LargeJsonObject
 from schemas.scope import Id, Scope
 from schemas.search_defaults import (
     BUDGET_CHARS_PER_HIT,
+    BUDGET_MAX_HITS,
     BUDGET_MAX_ITEMS,
     MAX_ITEM_CHARS,
     MAX_ITEM_CHARS_MAX,
@@ -49,12 +50,12 @@ class ContextRequest(Contract):
         """(hits per layer, items at most). Given counts are kept. Without a budget the
         absent ones are reference §6.1's 5 and 8. With only a budget, the budget shapes the
         context (issue 16: a caller who gives a budget wants it used): each layer is asked
-        for one hit per `BUDGET_CHARS_PER_HIT` characters (5 to 20) and items are taken
-        until the budget is full."""
+        for one hit per `BUDGET_CHARS_PER_HIT` characters (5 to `BUDGET_MAX_HITS`) and items
+        are taken until the budget is full."""
         if self.budget_chars is None:
             return self.limit or PER_LAYER_LIMIT, self.max_items or MAX_ITEMS
         wanted = -(-self.budget_chars // BUDGET_CHARS_PER_HIT)
-        limit = self.limit or max(PER_LAYER_LIMIT, min(PER_LAYER_LIMIT_MAX, wanted))
+        limit = self.limit or max(PER_LAYER_LIMIT, min(BUDGET_MAX_HITS, wanted))
         return limit, self.max_items or BUDGET_MAX_ITEMS
 
 
