@@ -140,48 +140,56 @@ def _pairwise(
     similarity: Similarity | None,
     vectors: Mapping[str, npt.ArrayLike] | None,
 ) -> FloatArray:
-    """The n×n similarity matrix used by MMR."""
+    """The n×n similarity matrix used by MMR: cosines of the hits that have a vector in one
+    matrix product, the given (or text) similarity for every pair missing one."""
     n = len(hits)
     matrix = np.zeros((n, n), dtype=np.float64)
-    words = [_words(h.text) for h in hits] if similarity is None else []
-    unit: list[FloatArray | None] = [None] * n
+    has_vector = np.zeros(n, dtype=bool)
     if vectors is not None:
-        for i, hit in enumerate(hits):
-            if hit.id in vectors:
-                v = np.asarray(vectors[hit.id], dtype=np.float64).ravel()
-                norm = float(np.linalg.norm(v))
-                unit[i] = v / norm if norm > 0 else v
-    for i in range(n):
-        for j in range(i + 1, n):
-            ui, uj = unit[i], unit[j]
-            if ui is not None and uj is not None:
-                sim = float(np.dot(ui, uj))
-            elif similarity is not None:
-                sim = similarity(hits[i], hits[j])
-            else:
-                sim = jaccard(words[i], words[j])
-            matrix[i, j] = matrix[j, i] = sim
+        rows = [
+            (i, np.asarray(vectors[hit.id], dtype=np.float64).ravel())
+            for i, hit in enumerate(hits)
+            if hit.id in vectors
+        ]
+        dims = {v.shape[0] for _, v in rows}
+        if rows and len(dims) == 1:
+            index = np.array([i for i, _ in rows])
+            unit = np.stack([v for _, v in rows])
+            norms = np.linalg.norm(unit, axis=1, keepdims=True)
+            unit = np.divide(unit, norms, out=unit.copy(), where=norms > 0)
+            matrix[np.ix_(index, index)] = unit @ unit.T
+            has_vector[index] = True
+    if not has_vector.all():
+        words = [_words(h.text) for h in hits] if similarity is None else []
+        for i in range(n):
+            for j in range(i + 1, n):
+                if has_vector[i] and has_vector[j]:
+                    continue
+                if similarity is not None:
+                    sim = similarity(hits[i], hits[j])
+                else:
+                    sim = jaccard(words[i], words[j])
+                matrix[i, j] = matrix[j, i] = sim
+    np.fill_diagonal(matrix, 0.0)
     return matrix
 
 
 def _greedy(relevance: FloatArray, sim: FloatArray, lam: float) -> tuple[list[int], list[float]]:
-    """Classic greedy MMR: pick order and each pick's MMR value at the time it was picked."""
+    """Classic greedy MMR: pick order and each pick's MMR value at the time it was picked.
+    Ties go to the lower index (the better-scored hit)."""
     n = len(relevance)
-    remaining = list(range(n))
-    max_sim = np.full(n, -np.inf)
+    taken = np.zeros(n, dtype=bool)
+    penalty = np.zeros(n, dtype=np.float64)
     order: list[int] = []
     values: list[float] = []
-    while remaining:
-        best, best_value = remaining[0], -math.inf
-        for i in remaining:
-            penalty = max_sim[i] if order else 0.0
-            value = lam * relevance[i] - (1.0 - lam) * penalty
-            if value > best_value:  # strict: the earlier (better-scored) hit wins ties
-                best, best_value = i, value
+    for step in range(n):
+        value = lam * relevance - (1.0 - lam) * penalty
+        value[taken] = -np.inf
+        best = int(np.argmax(value))  # the first of equal values: the better-scored hit
         order.append(best)
-        values.append(float(best_value))
-        remaining.remove(best)
-        np.maximum(max_sim, sim[best], out=max_sim)
+        values.append(float(value[best]))
+        taken[best] = True
+        penalty = sim[best].copy() if step == 0 else np.maximum(penalty, sim[best])
     return order, values
 
 

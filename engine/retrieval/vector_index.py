@@ -36,6 +36,19 @@ class _Matrix:
     postings: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)
     """Content term → rows holding it: lexical candidates without scanning every text."""
     masks: dict[tuple[str, ...], npt.NDArray[np.bool_]] = field(default_factory=dict)
+    last: list[tuple[bytes, npt.NDArray[np.float32]]] = field(default_factory=list)
+    """The newest query's cosines against `matrix` (at most one): the graph and vectors
+    layers of one request scan the same matrix with the same query."""
+
+    def cosines(self, query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """`matrix @ query`, computed once per distinct query (read-only result)."""
+        key = query.tobytes()
+        if self.last and self.last[0][0] == key:
+            return self.last[0][1]
+        scores = self.matrix @ query
+        scores.setflags(write=False)
+        self.last[:] = [(key, scores)]
+        return scores
 
     def source_mask(self, sources: Sequence[str]) -> npt.NDArray[np.bool_]:
         """Rows of the given sources (memoised: the same few source sets recur)."""
@@ -112,7 +125,7 @@ class ExactVectorIndex:
         entry = await self._matrix(where, model, int(query.shape[0]), version)
         if k <= 0 or not entry.rows:
             return []
-        scores = entry.matrix @ query.astype(np.float32)
+        scores = entry.cosines(query.astype(np.float32))
         visible = (
             entry.current
             if as_of is None

@@ -50,7 +50,9 @@ class MemoryLayerOptions:
     """When set, matched entities are hydrated with their first-degree relations."""
 
 
-def _hit(layer: str, row: MemoryRow, cosine: float | None, score: float) -> Hit:
+def _hit(layer: str, row: MemoryRow, score: float) -> Hit:
+    """The candidate as a hit, without its `raw` item (`_with_raw` adds it to the few hits
+    returned: building it for every candidate was a tenth of a request's work)."""
     confidence = row.metadata.get("confidence")
     importance = row.metadata.get("importance")
     return Hit(
@@ -63,6 +65,14 @@ def _hit(layer: str, row: MemoryRow, cosine: float | None, score: float) -> Hit:
         importance=float(importance) if isinstance(importance, int | float) else None,
         access_count=row.access_count,
         source=row.source,
+    )
+
+
+def _with_raw(hit: Hit, row: MemoryRow, cosine: float | None) -> Hit:
+    """`hit` with its layer-search item; `score` is the one the hit is ranked by."""
+    score = hit.score
+    return replace(
+        hit,
         raw={
             "id": row.vector_id,
             "vectorId": row.vector_id,
@@ -113,15 +123,17 @@ async def search_memory(
     lexical = bm25(q.terms, [all_terms(row.content) for row, _ in candidates])
     hits: list[Hit] = []
     vectors = {}
+    found: dict[str, tuple[MemoryRow, float | None]] = {}
     for (row, cosine), lex in zip(candidates, lexical, strict=True):
         score = relevance(cosine, lex, q.relevance)
         if score is not None:
-            hits.append(_hit(options.layer, row, cosine, score))
+            hits.append(_hit(options.layer, row, score))
+            found[row.vector_id] = (row, cosine)
             if not row.pending:  # MMR compares a pending row by its text
                 vectors[row.vector_id] = row.embedding
     if not options.ranked:
         plain = sorted(hits, key=lambda h: (-(h.score or 0.0), h.id))[: q.limit]
-        return await _hydrated(options, where, plain, q.as_of)
+        return await _hydrated(options, where, [_with_raw(h, *found[h.id]) for h in plain], q.as_of)
     now = q.now_ms if q.as_of is None else min(q.now_ms, q.as_of)
     ranked, outcome = await rerank_fail_soft(
         options.reranker,
@@ -136,9 +148,7 @@ async def search_memory(
     log.debug("layer %s rerank: %s", options.layer, outcome)
     final = mmr(ranked, options.mmr_lambda, vectors=vectors)[: q.limit]
     # the raw item reports the score the hit is ranked by (after decay, rerank and MMR)
-    return await _hydrated(
-        options, where, [replace(h, raw={**h.raw, "score": h.score}) for h in final], q.as_of
-    )
+    return await _hydrated(options, where, [_with_raw(h, *found[h.id]) for h in final], q.as_of)
 
 
 async def _hydrated(
