@@ -25,6 +25,8 @@ class Hit:
     lines joined by newlines). `score` is the layer's own relevance in [0, 1] (higher is more
     relevant; None when the layer has none). Times are milliseconds since epoch.
     `raw` is the layer item as returned to callers of layer search (JSON-serialisable).
+    `context` is the whole turn when `text` is the one message of it that answers
+    (`engine.retrieval.units`): the packer shows the turn instead when the budget allows.
     """
 
     layer: str
@@ -37,3 +39,4 @@ class Hit:
     access_count: int = 0
     source: str | None = None
     raw: Mapping[str, Any] = field(default_factory=dict)
+    context: str | None = None

@@ -10,6 +10,7 @@ Pipeline of `pack`:
       → fingerprint dedupe                      (§6.4 conflict rule)
       → rank: packing score desc, order asc; keep top 3·max_items
       → greedy select under max_items and the exact character budget
+      → with budget left, an item shown as one message of a turn shows the whole turn
 
 Differences from the reference, on purpose:
 
@@ -177,6 +178,7 @@ def _deduped_candidates(
     max_item_chars: int,
     now_ms: int,
     period: Period | None = None,
+    budget_chars: int | None = None,
 ) -> list[_Candidate]:
     by_fingerprint: dict[str, _Candidate] = {}
     order = 0
@@ -186,6 +188,9 @@ def _deduped_candidates(
             # The mapping key is what totals/omitted count under; label, prior and counts
             # all use that one name even if a hit was filed under another.
             hit = layer_hit if layer_hit.layer == layer else replace(layer_hit, layer=layer)
+            if budget_chars is None and hit.context:
+                # no budget to fill: a turn is shown whole, as without message units
+                hit = replace(hit, text=hit.context, context=None)
             text = truncate(sanitize(hit.text), max_item_chars)
             if not text:
                 continue
@@ -238,6 +243,29 @@ def _select(
     return chosen
 
 
+def _with_context(
+    chosen: list[tuple[_Candidate, str]], budget_chars: int | None, max_item_chars: int
+) -> list[tuple[_Candidate, str]]:
+    """With budget left after the selection, an item shown as one message of a turn shows
+    the whole turn (its neighbours), best item first, as long as the prompt stays within
+    the budget (issue 16: the neighbour for context, when the budget allows)."""
+    if budget_chars is None:
+        return chosen
+    used = len(HEADER) + sum(len(SEPARATOR) + len(_label(c.hit)) + len(text) for c, text in chosen)
+    out: list[tuple[_Candidate, str]] = []
+    for candidate, text in chosen:
+        context = candidate.hit.context
+        if context and text == candidate.text:
+            whole = truncate(sanitize(context), max_item_chars)
+            extra = len(whole) - len(text)
+            if whole and extra > 0 and used + extra <= budget_chars:
+                out.append((candidate, whole))
+                used += extra
+                continue
+        out.append((candidate, text))
+    return out
+
+
 def _render(chosen: Sequence[tuple[_Candidate, str]]) -> str | None:
     if not chosen:
         return None
@@ -288,10 +316,12 @@ def pack(
     terms = content_terms(query)
     anchor = recency_anchor((h.created_at for hits in layers.values() for h in hits), now_ms)
     period = asked_period(query, anchor)
-    candidates = _deduped_candidates(layers, layer_order, terms, max_item_chars, anchor, period)
+    candidates = _deduped_candidates(
+        layers, layer_order, terms, max_item_chars, anchor, period, budget_chars
+    )
     ranked = sorted(candidates, key=lambda candidate: (-candidate.score, candidate.order))
     ranked = ranked[: max(3 * max_items, max_items)]
-    chosen = _select(ranked, max_items, budget_chars)
+    chosen = _with_context(_select(ranked, max_items, budget_chars), budget_chars, max_item_chars)
     prompt = _render(chosen)
 
     items = [

@@ -20,10 +20,10 @@ from engine.records import MemoryRow
 from engine.retrieval.hits import Hit
 from engine.retrieval.layers.graph import hydrate
 from engine.retrieval.layers.query import LayerQuery
-from engine.retrieval.lexical import all_terms, bm25
 from engine.retrieval.ranking import mmr
 from engine.retrieval.relevance import relevance
 from engine.retrieval.rerank.fail_soft import rerank_fail_soft
+from engine.retrieval.units import shown_units
 from engine.scoping import TenantFilter
 
 log = logging.getLogger(__name__)
@@ -120,14 +120,17 @@ async def search_memory(
         as_of=q.as_of,
         terms=q.terms,
     )
-    lexical = bm25(q.terms, [all_terms(row.content) for row, _ in candidates])
+    # a turn's row is judged by its best message and shown as it (engine.retrieval.units)
+    shown = shown_units(q.terms, [row.content for row, _ in candidates])
     hits: list[Hit] = []
     vectors = {}
     found: dict[str, tuple[MemoryRow, float | None]] = {}
-    for (row, cosine), lex in zip(candidates, lexical, strict=True):
-        score = relevance(cosine, lex, q.relevance)
+    for (row, cosine), unit in zip(candidates, shown, strict=True):
+        score = relevance(cosine, unit.lexical, q.relevance)
         if score is not None:
-            hits.append(_hit(options.layer, row, score))
+            hits.append(
+                replace(_hit(options.layer, row, score), text=unit.text, context=unit.context)
+            )
             found[row.vector_id] = (row, cosine)
             if not row.pending:  # MMR compares a pending row by its text
                 vectors[row.vector_id] = row.embedding

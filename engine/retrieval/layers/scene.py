@@ -10,6 +10,7 @@ from engine.retrieval.hits import Hit
 from engine.retrieval.layers.query import LayerQuery
 from engine.retrieval.lexical import all_terms, bm25
 from engine.retrieval.relevance import relevance
+from engine.retrieval.units import shown_units
 
 WORKING_LINES_SHOWN = 5
 SHOWN_TURNS = (WORKING_LINES_SHOWN + 1) // 2
@@ -84,18 +85,20 @@ async def search_scene(store: TranscriptStore, q: LayerQuery) -> list[Hit]:
     candidates: list[tuple[Transcript, str, list[StoredMessage]]] = [
         (t, turn_id, msgs) for t in transcripts for turn_id, msgs in _turns(t) if msgs
     ]
-    lexical = bm25(q.terms, [all_terms(" ".join(m.content for m in c[2])) for c in candidates])
+    turns = ["\n".join(_line(m) for m in c[2]) for c in candidates]
+    shown = shown_units(q.terms, turns)  # judged by its best message, shown as it
     hits: list[Hit] = []
-    for (t, turn_id, msgs), lex in zip(candidates, lexical, strict=True):
+    for (t, turn_id, msgs), unit in zip(candidates, shown, strict=True):
         vectors = [v for v in t.turn_vectors if v.turn_id == turn_id]
-        score = relevance(q.best_turn(vectors), lex, q.relevance)
+        score = relevance(q.best_turn(vectors), unit.lexical, q.relevance)
         if score is None:
             continue
         hits.append(
             Hit(
                 layer="scene",
                 id=f"{t.session_id}#{turn_id}" if turn_id else t.session_id,
-                text="\n".join(_line(m) for m in msgs),
+                text=unit.text,
+                context=unit.context,
                 score=score,
                 created_at=msgs[-1].timestamp,
                 source="transcript",

@@ -1,0 +1,69 @@
+"""Messages as retrieval units: a turn is found as a whole and shown as the message that
+answers, with the rest of the turn as its context when the budget allows (issue 16).
+
+A stored turn's text is one "role: words" line per message (`engine.ingest.turns`: the
+session row's summary, the transcript's turn). Ranking a turn by its best message keeps a
+question's words together ("What book has Omar been reading?" needs "book" and "Omar" in one
+message, not "Omar" as the other speaker's name and "read" in this one), and showing the
+message rather than the pair fits about twice as many distinct memories in a small budget.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from engine.retrieval.lexical import all_terms, bm25
+
+_ROLE_LINE = re.compile(r"^(?:user|assistant|tool|system):", re.IGNORECASE | re.MULTILINE)
+
+
+def messages_of(text: str) -> list[str]:
+    """The message lines of a turn's text, in order: a line opening with "user:",
+    "assistant:", "tool:" or "system:" starts a message, other lines continue it. A text
+    with no such line is one unit."""
+    starts = [m.start() for m in _ROLE_LINE.finditer(text)]
+    if not starts or starts[0] != 0:
+        starts = [0, *starts]
+    bounds = [*starts, len(text)]
+    units = [text[a:b].strip() for a, b in itertools.pairwise(bounds)]
+    return [u for u in units if u]
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """How a turn is ranked and shown. `lexical` is the BM25 relevance of its best
+    message; `text` is that message when it alone holds the query's words (else the whole
+    turn), and `context` the whole turn when `text` is only a part of it."""
+
+    lexical: float
+    text: str
+    context: str | None
+
+
+def shown_units(query_terms: list[str], texts: Sequence[str]) -> list[Shown]:
+    """Each turn text judged by its messages: BM25 over every message of the candidates
+    (the pool's statistics), a turn's lexical relevance that of its best message. A turn
+    is shown as one message only when that message scores above every other message of
+    the turn; a tie (or no match) shows the whole turn."""
+    split = [messages_of(t) for t in texts]
+    flat = [u for units in split for u in units]
+    scores = bm25(query_terms, [all_terms(u) for u in flat])
+    out: list[Shown] = []
+    i = 0
+    for text, units in zip(texts, split, strict=True):
+        own = scores[i : i + len(units)]
+        i += len(units)
+        if not units:
+            out.append(Shown(0.0, text, None))
+            continue
+        best = max(range(len(units)), key=lambda j: own[j])
+        top = own[best]
+        others = [s for j, s in enumerate(own) if j != best]
+        if len(units) > 1 and top > 0 and all(top > s for s in others):
+            out.append(Shown(top, units[best], text))
+        else:
+            out.append(Shown(top, text, None))
+    return out
