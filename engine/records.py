@@ -81,11 +81,23 @@ text; their meaning is searched by the vectors layer (each turn's session row)."
 
 @dataclass(frozen=True, slots=True)
 class StoredMessage:
+    """A message as stored in a transcript. `name` is its speaker's name when the turn gave
+    one (`schemas.events.Message.name`); `said` is how the memory layers show it."""
+
     role: str
     content: str
     timestamp: int
     tool_calls: list[dict[str, Any]] | None = None
     turn_id: str | None = None
+    name: str | None = None
+
+    @property
+    def said(self) -> str:
+        """The words with their speaker's name in front ("Melanie: I went …") when the
+        name is known and the words do not already open with it."""
+        if self.name and not self.content.lstrip().startswith(f"{self.name}:"):
+            return f"{self.name}: {self.content}"
+        return self.content
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,6 +79,7 @@ def turn_messages(event: TurnRecorded) -> list[StoredMessage]:
             timestamp=m.timestamp,
             tool_calls=[c.model_dump() for c in m.tool_calls] if m.tool_calls else None,
             turn_id=event.turn_id,
+            name=m.name,
         )
         for m in event.messages
     ]
@@ -104,7 +105,7 @@ def compact_summary(messages: list[StoredMessage], policy: IngestPolicy = Ingest
     lines = []
     for m in picked[-policy.summary_messages :]:
         limit = 500 if m.role == "tool" else 800
-        lines.append(f"{m.role}: {_collapse(m.content)[:limit]}")
+        lines.append(f"{m.role}: {_collapse(m.said)[:limit]}")
     return "\n".join(lines)[: policy.summary_chars]
 
 
@@ -113,7 +114,7 @@ def working_lines(
 ) -> list[str]:
     """`role: content` lines of the non-blank user/assistant messages, oldest first."""
     return [
-        f"{m.role}: {m.content.strip()}"[: policy.working_line_chars]
+        f"{m.role}: {m.said.strip()}"[: policy.working_line_chars]
         for m in messages
         if m.role in ("user", "assistant") and m.content.strip()
     ]

@@ -269,6 +269,24 @@ async def test_transcript_round_trips_tool_calls(stores: Stores) -> None:
     assert t.summary is None
 
 
+async def test_transcript_round_trips_a_speakers_name(stores: Stores) -> None:
+    named = StoredMessage(role="user", content="I read it", timestamp=T0, name="Melanie")
+    plain = StoredMessage(role="assistant", content="Nice", timestamp=T0 + 1)
+    append = TranscriptAppend(
+        session_id="S1",
+        scope=fields(),
+        turn_id="t1",
+        messages=[named, plain],
+        summary=None,
+        token_count=0,
+        at=T0,
+    )
+    await stores.transcripts.append(append)
+    [t] = await stores.transcripts.recent(where(), 10)
+    assert t.messages == [named, plain]
+    assert [m.said for m in t.messages] == ["Melanie: I read it", "Nice"]
+
+
 async def test_transcript_recent_is_newest_first_and_limited(stores: Stores) -> None:
     for session, at in (("S-old", T0), ("S-new", T0 + 300), ("S-mid", T0 + 200)):
         await stores.transcripts.append(turn(session=session, at=at, scope=fields(thread=session)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.ingest.speakers import spoken
+from engine.ingest.turns import compact_summary, turn_messages, working_lines
 from schemas.inputs import turn_recorded
 
 
@@ -40,3 +41,17 @@ def test_a_message_name_reaches_the_turn_event_and_a_blank_one_is_refused() -> N
     assert event.messages[0].name == "Melanie"
     with pytest.raises(ValueError, match=r"messages\[0\]\.name"):
         turn_recorded({**scope, "messages": [{**messages[0], "name": "  "}]})
+
+
+def test_a_named_message_is_stored_and_shown_with_its_speaker() -> None:
+    scope = {"agentWallet": "0xA", "userAddress": "alice", "threadId": "t"}
+    messages = [
+        {"role": "user", "content": "I read Charlotte's Web", "name": "Melanie"},
+        {"role": "assistant", "content": "Caroline: Lovely book", "name": "Caroline"},
+    ]
+    stored = turn_messages(turn_recorded({**scope, "messages": messages}))
+    assert [m.name for m in stored] == ["Melanie", "Caroline"]
+    assert compact_summary(stored) == (
+        "user: Melanie: I read Charlotte's Web\nassistant: Caroline: Lovely book"
+    )
+    assert working_lines(stored)[0] == "user: Melanie: I read Charlotte's Web"

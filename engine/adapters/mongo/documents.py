@@ -94,6 +94,8 @@ def message_doc(m: StoredMessage) -> Doc:
         doc["toolCalls"] = m.tool_calls
     if m.turn_id is not None:
         doc["turnId"] = m.turn_id
+    if m.name is not None:
+        doc["name"] = m.name
     return doc
 
 
@@ -104,6 +106,7 @@ def message_of(doc: Mapping[str, Any]) -> StoredMessage:
         timestamp=int(doc["timestamp"]),
         tool_calls=doc.get("toolCalls"),
         turn_id=doc.get("turnId"),
+        name=doc.get("name"),
     )
 
 

@@ -20,7 +20,7 @@ _SPACES = re.compile(r"\s+")
 
 
 def _line(m: StoredMessage) -> str:
-    return f"{m.role}: {_SPACES.sub(' ', m.content).strip()}"
+    return f"{m.role}: {_SPACES.sub(' ', m.said).strip()}"
 
 
 async def search_working(store: WorkingStore, q: LayerQuery) -> list[Hit]:
@@ -112,6 +112,7 @@ async def search_scene(store: TranscriptStore, q: LayerQuery) -> list[Hit]:
                     "summary": t.summary,
                     "messages": [
                         {"role": m.role, "content": m.content, "timestamp": m.timestamp}
+                        | ({"name": m.name} if m.name else {})
                         for m in msgs
                     ],
                     "tokenCount": t.token_count,
