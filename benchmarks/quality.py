@@ -14,7 +14,9 @@ session with the same character budgets and a top-k limit of 5 per layer.
 Strategies:
 
 * `mnemostream/budget`: the question with only a budget (no limit, maxItems or thread): the
-  budget shapes the context (issue 16). The others below give limit 5 and maxItems 8.
+  budget shapes the context (issue 16). `mnemostream/fresh`: the same from a new thread of the
+  user's (as an agent asks at the start of a conversation: its working and scene layers are
+  empty). The others below give limit 5 and maxItems 8.
 * `mnemostream/user`: each turn goes through `TurnRecorder.record` (one user per conversation,
   thread = session id, occurredAt = the turn's last message time) into the in-memory stores
   with the local MiniLM embedder; the question goes to `MemorySearch.context` with the user's
@@ -83,8 +85,11 @@ MAX_ITEM_CHARS = 500
 REFERENCE_LAYERS = ("working", "scene", "vectors")
 BUDGET_ONLY = "<only a budget>"
 """`mnemostream/budget`: user scope, the request gives only a budget (issue 16's defaults)."""
+FRESH_THREAD = "<a new thread, only a budget>"
+"""`mnemostream/fresh`: only a budget, asked from a thread with nothing in it yet."""
 STRATEGIES = (
     "mnemostream/budget",
+    "mnemostream/fresh",
     "mnemostream/user",
     "mnemostream/thread",
     "reference/user",
@@ -219,9 +224,11 @@ async def mnemostream(
         "query": q.text,
         "budget": {"maxCharacters": budget},
     }
-    if thread != BUDGET_ONLY:  # the defaults: only a budget, no thread
+    if thread not in (BUDGET_ONLY, FRESH_THREAD):  # the defaults: only a budget
         body.update(limit=LIMIT, maxItems=MAX_ITEMS, maxItemChars=MAX_ITEM_CHARS)
-    if thread not in (None, BUDGET_ONLY):
+    if thread == FRESH_THREAD:
+        body["threadId"] = f"fresh-{q.asked_at_ms}"
+    elif thread not in (None, BUDGET_ONLY):
         body["threadId"] = thread
     reply = await world.search.context(context_request(body), q.asked_at_ms)
     return reply.prompt
@@ -269,6 +276,7 @@ def strategies(conv: Conversation) -> dict[str, Strategy]:
 
     return {
         "mnemostream/budget": bind(mnemostream, BUDGET_ONLY),
+        "mnemostream/fresh": bind(mnemostream, FRESH_THREAD),
         "mnemostream/user": bind(mnemostream, None),
         "mnemostream/thread": bind(mnemostream, latest),
         "reference/user": bind(reference, None),

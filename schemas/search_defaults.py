@@ -17,7 +17,7 @@ MAX_ITEM_CHARS: Final = 500
 """Characters of one packed item (`maxItemChars`)."""
 MAX_ITEM_CHARS_MAX: Final = 2_000
 
-BUDGET_CHARS_PER_HIT: Final = 100
+BUDGET_CHARS_PER_HIT: Final = 60
 """With only a budget (no `limit`), each layer is asked for one hit per this many budget
 characters, between `PER_LAYER_LIMIT` and `BUDGET_MAX_HITS`."""
 BUDGET_MAX_HITS: Final = 60

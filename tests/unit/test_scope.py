@@ -207,10 +207,10 @@ def test_max_items_defaults_to_8_and_is_lowered_to_24(value: object, expected: i
 
 
 @pytest.mark.parametrize(
-    ("budget", "limit"), [(100, 5), (900, 9), (1_800, 18), (4_000, 40), (1_000_000, 60)]
+    ("budget", "limit"), [(100, 5), (900, 15), (1_800, 30), (4_000, 60), (1_000_000, 60)]
 )
 def test_with_only_a_budget_the_budget_shapes_the_context(budget: int, limit: int) -> None:
-    # issue 16: one hit per layer per 100 budget characters (5 to 60, past the 20 a caller
+    # issue 16: one hit per layer per 60 budget characters (5 to 60, past the 20 a caller
     # may ask for), and items until the budget is full (BUDGET_MAX_ITEMS caps a runaway one)
     assert ctx(budget={"maxCharacters": budget}).shape() == (limit, BUDGET_MAX_ITEMS)
 
@@ -218,7 +218,7 @@ def test_with_only_a_budget_the_budget_shapes_the_context(budget: int, limit: in
 def test_counts_given_with_a_budget_are_kept_as_caps() -> None:
     request = ctx(budget={"maxCharacters": 4_000}, limit=3, maxItems=4)
     assert request.shape() == (3, 4)
-    assert ctx(budget={"maxCharacters": 4_000}, maxItems=4).shape() == (40, 4)
+    assert ctx(budget={"maxCharacters": 4_000}, maxItems=4).shape() == (60, 4)
 
 
 @pytest.mark.parametrize(("value", "expected"), [(None, 500), (5000, 2000), (1, 1), (120, 120)])
