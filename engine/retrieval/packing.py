@@ -9,8 +9,9 @@ Pipeline of `pack`:
       → packing_score                           (§6.3), + PERIOD_BOOST in the asked period
       → fingerprint dedupe                      (§6.4 conflict rule)
       → rank: packing score desc, order asc; keep top 3·max_items
-      → greedy select under max_items and the exact character budget
-      → with budget left, an item shown as one message of a turn shows the whole turn
+      → greedy select under max_items and the exact character budget: a turn found by one
+        of its messages is shown whole while it fits, as that message once only it fits
+      → with budget left, an item shown as one message shows the whole turn after all
 
 Differences from the reference, on purpose:
 
@@ -102,6 +103,8 @@ class _Candidate:
     score: float
     char_count: int
     order: int
+    whole: str | None = None
+    """The whole turn when `text` is one message of it (`Hit.context`), as shown."""
 
 
 def _finite_or(value: float | None, default: float) -> float:
@@ -201,6 +204,7 @@ def _deduped_candidates(
                 + (PERIOD_BOOST if period is not None and period.holds(hit.created_at) else 0.0),
                 char_count=len((_label(hit) + text).strip()),
                 order=order,
+                whole=truncate(sanitize(hit.context), max_item_chars) if hit.context else None,
             )
             key = fingerprint(text)
             kept = by_fingerprint.get(key)
@@ -228,6 +232,12 @@ def _select(
         if len(chosen) >= max_items:
             break
         label = _label(candidate.hit)
+        whole = candidate.whole
+        if whole and used + len(SEPARATOR) + len(label) + len(whole) <= budget_chars:
+            # a turn is shown whole while it fits; as its best message once only that does
+            chosen.append((candidate, whole))
+            used += len(SEPARATOR) + len(label) + len(whole)
+            continue
         cost = len(SEPARATOR) + len(label) + len(candidate.text)
         if used + cost <= budget_chars:
             chosen.append((candidate, candidate.text))
