@@ -1,11 +1,13 @@
-"""Messages as retrieval units: a turn is found as a whole and shown as the message that
-answers, with the rest of the turn as its context when the budget allows (issue 16).
+"""Messages as retrieval units: a turn is judged by its best message, and shown as that
+message when the budget has no room for the whole turn (issue 16).
 
 A stored turn's text is one "role: words" line per message (`engine.ingest.turns`: the
 session row's summary, the transcript's turn). Ranking a turn by its best message keeps a
 question's words together ("What book has Omar been reading?" needs "book" and "Omar" in one
-message, not "Omar" as the other speaker's name and "read" in this one), and showing the
-message rather than the pair fits about twice as many distinct memories in a small budget.
+message, not "Omar" as the other speaker's name and "read" in this one), and the message
+alone fits where the pair no longer does. The packer shows a turn whole while it fits: which
+message of a turn answers, the words cannot always tell (an answer often repeats the
+question's words; the statement that matters may share none of them).
 """
 
 from __future__ import annotations
