@@ -27,8 +27,8 @@ Questions (18 per conversation, gold = the ids of the messages that state the an
 * `open-domain` (all 4): "Would Melanie enjoy a hiking trip in the mountains?" → "Yes" (her two
   hiking lines) or "No" (her dislike, one or two lines).
 
-Splits: `tune` and `holdout` are the same generator with different seeds (`SPLIT_SEEDS`), so they
-share no conversation. Same seed, same output, on any machine (string-seeded `random.Random`).
+Splits: `tune`, `holdout` and `blind` are the same generator with different seeds
+(`SPLIT_SEEDS`), so they share no conversation. Same seed, same output, on any machine (string-seeded `random.Random`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ from benchmarks import long_phrases as P
 from benchmarks.datasets import DAY_MS, Message, Session
 from benchmarks.long_facts import Fact, long_date, plan_facts
 
-SPLIT_SEEDS = {"tune": 1601, "holdout": 1602}
+SPLIT_SEEDS = {"tune": 1601, "holdout": 1602, "blind": 1603}
+"""`blind` is run once, after a round of changes was chosen on the other two (issue 16)."""
 CATEGORIES = ("single-hop", "multi-hop", "temporal", "open-domain")
 ROLES = ("user", "assistant")
 MAX_CONVERSATIONS = 20

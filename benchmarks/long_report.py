@@ -197,7 +197,7 @@ async def run(
     """The `long` part of `benchmarks.quality.main`: the split(s) of `args.split`, then the
     side-by-side tables. `--sessions`/`--questions`/`--seed` subsample as for the others."""
     budgets = args.budgets or list(BUDGETS)
-    splits = SPLITS if args.split == "both" else (args.split,)
+    splits = ("tune", "holdout") if args.split == "both" else (args.split,)
     results: dict[str, tuple[dict[tuple[str, int], Tally], Answers]] = {}
     for split in splits:
         full, gold = to_dataset(split, generate(split, args.conversations))

@@ -68,7 +68,7 @@ class Tally:
     """Per question, "recalled/gold" (for --per-question)."""
 
 
-LABEL = re.compile(r"^\[([A-Z]+)\] ", re.MULTILINE)
+LABEL = re.compile(r"^\[([A-Z]+)(?: \d{4}-\d{2}-\d{2})?\] ", re.MULTILINE)
 
 
 def pct(values: Sequence[float], q: float) -> float:
