@@ -28,7 +28,8 @@ Questions (18 per conversation, gold = the ids of the messages that state the an
   hiking lines) or "No" (her dislike, one or two lines).
 
 Splits: `tune`, `holdout` and `blind` are the same generator with different seeds
-(`SPLIT_SEEDS`), so they share no conversation. Same seed, same output, on any machine (string-seeded `random.Random`).
+(`SPLIT_SEEDS`), so they share no conversation. Same seed, same output, on any machine
+(string-seeded `random.Random`).
 """
 
 from __future__ import annotations
