@@ -233,10 +233,11 @@ def _select(
             break
         label = _label(candidate.hit)
         whole = candidate.whole
-        if whole and used + len(SEPARATOR) + len(label) + len(whole) <= budget_chars:
+        whole_cost = len(SEPARATOR) + len(label) + len(whole) if whole else 0
+        if whole and used + whole_cost <= budget_chars:
             # a turn is shown whole while it fits; as its best message once only that does
             chosen.append((candidate, whole))
-            used += len(SEPARATOR) + len(label) + len(whole)
+            used += whole_cost
             continue
         cost = len(SEPARATOR) + len(label) + len(candidate.text)
         if used + cost <= budget_chars:
@@ -254,7 +255,7 @@ def _select(
 
 
 def _with_context(
-    chosen: list[tuple[_Candidate, str]], budget_chars: int | None, max_item_chars: int
+    chosen: list[tuple[_Candidate, str]], budget_chars: int | None
 ) -> list[tuple[_Candidate, str]]:
     """With budget left after the selection, an item shown as one message of a turn shows
     the whole turn (its neighbours), best item first, as long as the prompt stays within
@@ -264,11 +265,10 @@ def _with_context(
     used = len(HEADER) + sum(len(SEPARATOR) + len(_label(c.hit)) + len(text) for c, text in chosen)
     out: list[tuple[_Candidate, str]] = []
     for candidate, text in chosen:
-        context = candidate.hit.context
-        if context and text == candidate.text:
-            whole = truncate(sanitize(context), max_item_chars)
+        whole = candidate.whole
+        if whole and text == candidate.text:
             extra = len(whole) - len(text)
-            if whole and extra > 0 and used + extra <= budget_chars:
+            if extra > 0 and used + extra <= budget_chars:
                 out.append((candidate, whole))
                 used += extra
                 continue
@@ -331,7 +331,7 @@ def pack(
     )
     ranked = sorted(candidates, key=lambda candidate: (-candidate.score, candidate.order))
     ranked = ranked[: max(3 * max_items, max_items)]
-    chosen = _with_context(_select(ranked, max_items, budget_chars), budget_chars, max_item_chars)
+    chosen = _with_context(_select(ranked, max_items, budget_chars), budget_chars)
     prompt = _render(chosen)
 
     items = [

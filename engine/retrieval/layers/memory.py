@@ -23,7 +23,7 @@ from engine.retrieval.layers.query import LayerQuery
 from engine.retrieval.ranking import mmr
 from engine.retrieval.relevance import relevance
 from engine.retrieval.rerank.fail_soft import rerank_fail_soft
-from engine.retrieval.units import shown_units
+from engine.retrieval.units import Shown, shown_units
 from engine.scoping import TenantFilter
 
 log = logging.getLogger(__name__)
@@ -50,15 +50,17 @@ class MemoryLayerOptions:
     """When set, matched entities are hydrated with their first-degree relations."""
 
 
-def _hit(layer: str, row: MemoryRow, score: float) -> Hit:
-    """The candidate as a hit, without its `raw` item (`_with_raw` adds it to the few hits
-    returned: building it for every candidate was a tenth of a request's work)."""
+def _hit(layer: str, row: MemoryRow, score: float, shown: Shown) -> Hit:
+    """The candidate as a hit shown as `shown` (its best message or the whole row), without
+    its `raw` item (`_with_raw` adds it to the few hits returned: building it for every
+    candidate was a tenth of a request's work)."""
     confidence = row.metadata.get("confidence")
     importance = row.metadata.get("importance")
     return Hit(
         layer=layer,
         id=row.vector_id,
-        text=row.content,
+        text=shown.text,
+        context=shown.context,
         score=score,
         created_at=row.created_at,
         confidence=float(confidence) if isinstance(confidence, int | float) else None,
@@ -128,9 +130,7 @@ async def search_memory(
     for (row, cosine), unit in zip(candidates, shown, strict=True):
         score = relevance(cosine, unit.lexical, q.relevance)
         if score is not None:
-            hits.append(
-                replace(_hit(options.layer, row, score), text=unit.text, context=unit.context)
-            )
+            hits.append(_hit(options.layer, row, score, unit))
             found[row.vector_id] = (row, cosine)
             if not row.pending:  # MMR compares a pending row by its text
                 vectors[row.vector_id] = row.embedding
