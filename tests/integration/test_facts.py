@@ -380,11 +380,18 @@ async def test_live_in_lisbon_then_moved_to_porto_end_to_end_with_the_rule_extra
     )
     # the two threads' turns are on different partitions: seeing Porto proves nothing about
     # Lisbon (its turn may be extracted later), so wait until both turns' facts are stored
-    # and their changes have reached the cache before asking anything
+    # and embedded (a new entity's row is found by its vector, which the embeddings group
+    # fills after the facts group wrote it: without that wait the entity line was missing
+    # now and then) and their changes have reached the cache before asking anything
     await drained(
         rt.endpoints.kafka_bootstrap,
         rt.settings.group_prefix,
-        [("extraction", topics.TURNS), ("facts", topics.FACTS), ("invalidation", topics.CHANGED)],
+        [
+            ("extraction", topics.TURNS),
+            ("facts", topics.FACTS),
+            ("embeddings", topics.EMBEDDINGS),
+            ("invalidation", topics.CHANGED),
+        ],
     )
     question = {**scope, "threadId": "elsewhere"}
     now_reply = await client.context("Which city do I live in?", question, layers=["graph"])
