@@ -67,13 +67,18 @@ _NON_WORD = re.compile(r"[\W_]+")
 
 _SYSTEM_PROMPT = """\
 You maintain a long-term memory about one user. Read one conversation turn and write down \
-what it reveals about the user that will still be true and useful in later conversations.
+what it reveals about the user, and about the other people, organisations and places the \
+turn describes, that will still be true and useful in later conversations.
 
 Rules for facts:
 - Each fact is durable, atomic (one piece of information) and standalone: readable without \
 the conversation, e.g. "The user lives in Porto." or "The user's sister is called Ana."
-- Only facts about the user. Skip facts about the assistant, greetings and small talk, how \
-tools were called, guesses and hypotheticals, and summaries that bundle several facts.
+- A fact about the user says "The user" (or the user's name when the turn gives it). A \
+fact about anyone or anything else has its name as the subject: "Melanie read Circe.", \
+"Acme Corp is based in Berlin.". A line "assistant (Name): ..." is a named person \
+speaking: their facts are about them. Skip what an unnamed assistant says about itself, \
+greetings and small talk, how tools were called, guesses and hypotheticals, and summaries \
+that bundle several facts.
 - "type" is exactly one of: {types}. Leave out a fact that fits none of them.
   preference = likes, dislikes, habits and choices; identity = name, age, origin, \
 pronouns, occupation; context = lasting circumstances such as residence, employer, \
@@ -83,15 +88,18 @@ its date when one is given.
 - "confidence" is a number from 0 to 1: how clearly the turn states the fact. Leave out \
 facts below {min_confidence:g}.
 - "slot" names the single-valued attribute the fact sets, so a later fact with the same \
-slot replaces it: "name", "residence", "employer", "job_title", "preference:coffee". Use \
-null for facts that accumulate (skills, events, most relationships).
+slot replaces it: "name", "residence", "employer", "job_title", "preference:coffee"; for a \
+fact about someone other than the user, add "@" and their name in lower case \
+("residence@melanie"). Use null for facts that accumulate (skills, events, most \
+relationships).
 - At most {max_facts} facts, each at most {max_chars} characters. When nothing durable \
 was said, return an empty "facts" list.
 
 Also list the named things the turn mentions (people, places, organisations, pets, \
 projects, tools) as "entities" (at most {max_items}), and the typed links between them as \
-"relations" (at most {max_items}), with relation types in UPPER_SNAKE_CASE. The user is \
-the node "user"; every other relation end must be listed in "entities".
+"relations" (at most {max_items}) between any two of them ("Dana MANAGER_OF user", "Acme \
+Corp BASED_IN Berlin"), with relation types in UPPER_SNAKE_CASE. The user is the node \
+"user"; every other relation end must be listed in "entities".
 
 Answer with one JSON object and nothing else, shaped like:
 {{"facts": [{{"fact": "The user lives in Porto.", "type": "context", "confidence": 0.9, \
@@ -121,14 +129,16 @@ def system_prompt(policy: ExtractionPolicy) -> str:
 
 
 def turn_lines(messages: Sequence[TurnText]) -> list[str]:
-    """`role: text` lines for the last `TURN_MESSAGES` user/assistant messages with text,
-    oldest first; whitespace collapsed and each text cut to `MESSAGE_CHARS` characters."""
+    """`role: text` lines (`role (Name): text` for a named speaker) for the last
+    `TURN_MESSAGES` user/assistant messages with text, oldest first; whitespace collapsed and
+    each text cut to `MESSAGE_CHARS` characters."""
     lines = []
     for message in messages:
         role = message.role.strip().lower()
         text = _collapse(message.content)[:MESSAGE_CHARS]
+        who = f"{role} ({_collapse(message.speaker)})" if message.speaker else role
         if role in _ROLES and text:
-            lines.append(f"{role}: {text}")
+            lines.append(f"{who}: {text}")
     return lines[-TURN_MESSAGES:]
 
 
@@ -137,7 +147,8 @@ def user_prompt(lines: Sequence[str]) -> str:
     turn = "\n".join(lines)
     return (
         f"Conversation turn:\n{turn}\n\n"
-        "Return the durable facts about the user from this turn, with the entities and "
+        "Return the durable facts about the user and the others it describes from this "
+        "turn, with the entities and "
         "relations, as a JSON object."
     )
 

@@ -1,9 +1,11 @@
 """The offline default extractor: English first-person patterns, no model, no I/O.
 
-Only the **user's** messages are read. Assistant messages are ignored on purpose: they echo
-memory recalled before the turn ("since you live in Madrid…"), talk about the assistant
-itself ("I love running too") or guess; reading them would re-extract recalled facts and
-could store an assistant's guess as a fact about the user.
+The **user's** messages are read, and a **named** speaker's on the other side (`speaker`):
+an unnamed assistant is ignored on purpose, since it echoes memory recalled before the turn
+("since you live in Madrid…"), talks about itself ("I love running too") or guesses; reading
+it would re-extract recalled facts and could store a guess as a fact about the user. A named
+speaker's facts are about that speaker ("Melanie read Circe"), with their own graph node and
+slots.
 
 How a message is read:
 
@@ -42,15 +44,16 @@ and relations come only from the facts that remain.
 
 Layout: `lexicon` (word lists, shared regexes), `registry` (`@_rule`, candidates),
 `phrasing` (phrase helpers), the rule families `identity` (identity, residence, work and
-study), `preferences`, `skills`, `relationships` (people and pets), `events` and `context`,
-then `reading` (segments, clauses, guards), `select` (limits, dedupe, slots, entities) and
+study), `preferences`, `skills`, `relationships` (people and pets), `events`, `context` and
+`others` (third parties: organisations, other people, books), then `reading` (segments,
+clauses, guards), `speaker` (whose facts), `select` (limits, dedupe, slots, entities) and
 `extractor` (`extract_sync`, `RuleBasedExtractor`). Underscored names are private to this
 package, shared between its modules.
 
 Registration order matters: rules are tried in the order they are registered, which breaks
 ties between facts said at the same position and so decides which duplicate or slot value
 is kept. The families are therefore imported below explicitly, in the order identity,
-preferences, skills, relationships, events, context (kept out of import sorting).
+preferences, skills, relationships, events, context, others (kept out of import sorting).
 """
 
 # isort: off
@@ -60,6 +63,7 @@ from engine.ingest.extraction.rules import skills
 from engine.ingest.extraction.rules import relationships
 from engine.ingest.extraction.rules import events
 from engine.ingest.extraction.rules import context
+from engine.ingest.extraction.rules import others
 
 # isort: on
 from engine.ingest.extraction.rules.extractor import NAME, RuleBasedExtractor, extract_sync
@@ -67,7 +71,7 @@ from engine.ingest.extraction.rules.phrasing import MAX_OBJECT_WORDS
 from engine.ingest.extraction.rules.reading import HEDGE_FACTOR
 from engine.ingest.extraction.rules.registry import USER
 
-RULE_FAMILIES = (identity, preferences, skills, relationships, events, context)
+RULE_FAMILIES = (identity, preferences, skills, relationships, events, context, others)
 """The rule-family modules in registration order (the order rules are tried)."""
 
 __all__ = [

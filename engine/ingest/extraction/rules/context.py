@@ -60,7 +60,8 @@ def _uses(m: re.Match[str], clause: _Clause) -> list[_Candidate]:
     items = re.sub(r"\s+(?:at|for)\s+work\b.*$", "", _tidy(m.group("x")), flags=_I)
     out = []
     for item in re.split(r",\s*(?:and\s+)?|\s+and\s+", items):
-        tool = _tidy(item)
+        # "Obsidian for my notes": the tool is named before what it is used for
+        tool = _tidy(re.split(r"\s+(?:for|to|on|at|with)\s+", item, maxsplit=1)[0])
         if not _capitalised(tool) or tool.lower() in _NOT_NAMES or len(tool.split()) > 3:
             return []
         text = f"The user uses {tool}{where}"

@@ -1,6 +1,7 @@
-"""The rule-based extractor itself: `extract_sync` reads only the user's messages (not the
-assistant's, which echo recalled memory or guess), proposes facts with the rules and
-selects them; `RuleBasedExtractor` is the `Extractor` port over it."""
+"""The rule-based extractor itself: `extract_sync` reads the user's messages and a named
+speaker's (not an unnamed assistant's, which echo recalled memory or guess), proposes facts
+with the rules, attributes them to their speaker and selects them; `RuleBasedExtractor` is
+the `Extractor` port over it."""
 
 from __future__ import annotations
 
@@ -9,18 +10,20 @@ from collections.abc import Sequence
 from engine.ingest.extraction.rules.reading import _candidates
 from engine.ingest.extraction.rules.registry import _Candidate
 from engine.ingest.extraction.rules.select import _assemble, _select
+from engine.ingest.extraction.rules.speaker import attributed, speaker_of
 from engine.ingest.extraction.types import Extraction, ExtractionPolicy, TurnText
 
 NAME = "rules-v1"
 
 
 def extract_sync(messages: Sequence[TurnText], policy: ExtractionPolicy) -> Extraction:
-    """The facts, entities and relations the user's messages state (pure; see the package
-    docstring for what is read and how facts are selected)."""
+    """The facts, entities and relations the messages state about their speakers (pure;
+    see the package docstring for what is read and how facts are selected)."""
     found: list[_Candidate] = []
     for message in messages:
-        if message.role.strip().lower() == "user":
-            found.extend(_candidates(message.content))
+        speaker = speaker_of(message)
+        if speaker is not None:
+            found.extend(attributed(c, speaker) for c in _candidates(message.content))
     chosen = _select(found, policy)
     return _assemble(chosen)
 

@@ -84,6 +84,8 @@ def _person(word: str) -> str | None:
     name = re.sub(r"'s$", "", word.strip())
     if not name or not _capitalised(name) or name.lower() in _NOT_NAMES:
         return None
+    if name.lower() in ("mr", "mrs", "ms", "dr", "prof", "sir", "miss"):
+        return None  # "my neighbour Mr. Okafor": a title is not a name
     return name if all(c.isalpha() or c in "-'" for c in name) else None
 
 

@@ -62,13 +62,13 @@ def _relative(rel: str, name: str, *, pet: bool) -> _Candidate:
 
 
 @_rule(
-    rf"\bmy\s+(?P<rel>{_REL}|{_PET})\s*,?\s+(?P<name>[^\W\d_][\w'-]*)",
-    rf"\b(?P<name>[^\W\d_][\w'-]*)\s*\(\s*my\s+(?P<rel>{_REL}|{_PET})\s*\)",
-    rf"\bmy\s+(?P<rel>{_REL}|{_PET})(?:'s\s+name\s+is|\s+is\s+(?:named|called))\s+"
+    rf"\b(?:my|our)\s+(?P<rel>{_REL}|{_PET})\s*,?\s+(?P<name>[^\W\d_][\w'-]*)",
+    rf"\b(?P<name>[^\W\d_][\w'-]*)\s*\(\s*(?:my|our)\s+(?P<rel>{_REL}|{_PET})\s*\)",
+    rf"\b(?:my|our)\s+(?P<rel>{_REL}|{_PET})(?:'s\s+name\s+is|\s+is\s+(?:named|called))\s+"
     r"(?P<name>[^\W\d_][\w'-]*)",
 )
 def _named_relative(m: re.Match[str], clause: _Clause) -> list[_Candidate]:
-    """my sister Ana / Juniper (my dog) / my cat is called Miso."""
+    """my sister Ana / Juniper (my dog) / our daughter Ivy / my cat is called Miso."""
     name = _person(m.group("name"))
     if name is None:
         return []

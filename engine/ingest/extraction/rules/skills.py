@@ -37,7 +37,10 @@ def _speaker(text: str, confidence: float, lang: str, *, speaks: bool = True) ->
     return _fact(text, "skill", confidence, None, [target], rels)
 
 
-@_rule(rf"\bI\s+(?:also\s+)?(?P<neg>{_DONT}\s+)?speak\s+{_X}", rf"\bwe\s+speak\s+{_X}")
+@_rule(
+    rf"\bI\s+(?:also\s+|only\s+|just\s+|mostly\s+)?(?P<neg>{_DONT}\s+)?speak\s+{_X}",
+    rf"\bwe\s+speak\s+{_X}",
+)
 def _speaks(m: re.Match[str], clause: _Clause) -> list[_Candidate]:
     """I speak Portuguese and a bit of Spanish: one fact per language of the lexicon,
     stopping at the first item that is not one; "we speak X" only with "at home"/"at work"."""
