@@ -5,17 +5,22 @@ A remembered fact becomes a `source: "fact"` memory row whose id is derived from
 the same fact
 twice (or redelivering the event) keeps one row: the reference never deduplicated this path
 (§16.13). Caller metadata cannot override system keys (§16.27).
+
+The remembered text is also read by the extractor for its entities and relations
+(`remembered_links`, issue 17 §1): "My manager is Dana." is a fact row *and* Dana MANAGER_OF
+user in the graph. The text itself stays the one fact: the extractor's rephrasings of it are
+not stored beside it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.ingest.extraction.types import FACT_TYPES
+from engine.ingest.extraction.types import FACT_TYPES, ExtractionPolicy, Extractor, TurnText
 from engine.ports import Embedder, MemoryStore
 from engine.records import MemoryRow
 from engine.scoping import scope_fields
-from schemas.events import MemoryRemembered
+from schemas.events import EntityItem, FactsExtracted, MemoryRemembered, RelationItem
 from schemas.ids import h32, to_ms
 
 SYSTEM_KEYS = frozenset(
@@ -106,3 +111,25 @@ class Rememberer:
             )
         )
         return FactStored(vector_id, inserted)
+
+
+async def remembered_links(
+    event: MemoryRemembered, extractor: Extractor, policy: ExtractionPolicy
+) -> FactsExtracted | None:
+    """The entities and relations the remembered text names, as a `FactsExtracted`
+    without facts (the remembered row is the fact), or None when it names none. The text is
+    read as the user's words. May raise `DependencyFailed` (a remote extractor)."""
+    found = await extractor.extract([TurnText("user", event.content)], policy)
+    if not found.relations:
+        return None
+    return FactsExtracted(
+        occurred_at=event.occurred_at,
+        scope=event.scope,
+        turn_id=f"remember:{event.event_id}",
+        session_id="remember",
+        extractor=extractor.name,
+        entities=[EntityItem(name=e.name, type=e.type, summary=e.summary) for e in found.entities],
+        relations=[
+            RelationItem(source=r.source, type=r.type, target=r.target) for r in found.relations
+        ],
+    )

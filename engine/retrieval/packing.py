@@ -184,6 +184,8 @@ def _deduped_candidates(
     budget_chars: int | None = None,
 ) -> list[_Candidate]:
     by_fingerprint: dict[str, _Candidate] = {}
+    by_row: dict[tuple[str | None, str], str] = {}
+    """(source, id) of a stored row → the fingerprint its candidate is kept under."""
     order = 0
     # A layer named twice in layer_order would otherwise be summarised twice.
     for layer in dict.fromkeys(layer_order):
@@ -207,9 +209,25 @@ def _deduped_candidates(
                 whole=truncate(sanitize(hit.context), max_item_chars) if hit.context else None,
             )
             key = fingerprint(text)
+            row = (hit.source, hit.id)
+            twin = by_row.get(row)
+            if (
+                twin is not None
+                and twin != key
+                and twin in by_fingerprint
+                and (by_fingerprint[twin].hit.source, by_fingerprint[twin].hit.id) == row
+            ):
+                # one stored row found by two layers (an entity in vectors, and hydrated in
+                # graph): shown once, as the fuller text (issue 17 §1)
+                other = by_fingerprint[twin]
+                if len(other.text) >= len(candidate.text):
+                    order += 1
+                    continue
+                del by_fingerprint[twin]
             kept = by_fingerprint.get(key)
             if kept is None or _beats(candidate, kept):
                 by_fingerprint[key] = candidate
+                by_row[row] = key
             order += 1
     return list(by_fingerprint.values())
 

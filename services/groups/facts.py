@@ -1,12 +1,17 @@
 """facts group: stores what the extraction group read (`FactsExtracted` → facts,
 entities, relations, contradictions resolved; texts without a stored vector are written at
 once and their vectors asked of the `embeddings` group) and explicit remembers (`MemoryRemembered` →
-one deduplicated fact), then announces `MemoryChanged`."""
+one deduplicated fact, and the entities and relations its text names), then announces
+`MemoryChanged`."""
 
 from __future__ import annotations
 
+import logging
+
 from faststream.kafka import KafkaRouter
 
+from engine.errors import DependencyFailed
+from engine.ingest.remember import remembered_links
 from schemas import topics
 from schemas.events import EmbeddingRequested, FactsExtracted, MemoryRemembered, VectorTarget
 from services.runtime import Runtime
@@ -15,13 +20,40 @@ from services.stream.consumers import GroupRouter
 from services.stream.metrics import Metrics
 
 GROUP = "facts"
+log = logging.getLogger(__name__)
 
 
 def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
     group = GroupRouter(GROUP, rt, metrics)
+    wanted = group.router.publisher(topics.EMBEDDINGS)
+
+    async def stored(event: FactsExtracted) -> None:
+        """Store what was extracted; ask the embeddings group for the missing vectors."""
+        found = await rt.facts.store(event)
+        if found.pending:  # the embeddings group fills their vectors
+            targets = [VectorTarget(vector_id=i, text=t) for i, t in found.pending.items()]
+            await wanted.publish(
+                EmbeddingRequested(
+                    occurred_at=event.occurred_at,
+                    scope=event.scope,
+                    model=rt.embedder.model,
+                    targets=targets,
+                ),
+                key=event.scope.agent_wallet.encode(),
+            )
 
     async def remember(event: MemoryRemembered) -> None:
         await rt.rememberer.remember(event)
+        extractor = rt.extractor
+        if extractor is not None:
+            try:
+                links = await remembered_links(event, extractor, rt.extraction_policy)
+            except DependencyFailed as exc:
+                # the fact is stored; only its graph links wait for the next remember
+                log.warning("remember %s: no graph links (%s)", event.event_id, exc)
+                links = None
+            if links is not None:
+                await stored(links)
         await group.changes.announce(event, event.scope, ["graph", "vectors"])
 
     group.on_events(
@@ -32,21 +64,8 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
         part="remember",
     )
 
-    wanted = group.router.publisher(topics.EMBEDDINGS)
-
     async def store(event: FactsExtracted) -> None:
-        stored = await rt.facts.store(event)
-        if stored.pending:  # the embeddings group fills their vectors
-            targets = [VectorTarget(vector_id=i, text=t) for i, t in stored.pending.items()]
-            await wanted.publish(
-                EmbeddingRequested(
-                    occurred_at=event.occurred_at,
-                    scope=event.scope,
-                    model=rt.embedder.model,
-                    targets=targets,
-                ),
-                key=event.scope.agent_wallet.encode(),
-            )
+        await stored(event)
         await group.changes.announce(event, event.scope, ["graph", "vectors"])
 
     group.on_events(topics.FACTS, FactsExtracted, one_by_one(store), name="on_facts_extracted")

@@ -330,28 +330,6 @@ async def test_a_move_replaces_the_old_city_and_as_of_recalls_it(
     assert new["invalidAt"] is None
 
 
-@pytest.fixture
-async def rules_pipeline(
-    stack: Endpoints, minilm: LocalMiniLMEmbedder, unique: Any
-) -> AsyncIterator[tuple[Runtime, MemoryClient]]:
-    settings = make_settings(
-        stack,
-        unique("rules"),
-        group_prefix=unique("rules-g"),
-        extractor="rules",
-        session_timeout_ms=2000,
-        heartbeat_interval_ms=500,
-    )
-    # the topics are shared by the session's tests: start at their ends (see groups_running)
-    await start_at_end(stack.kafka_bootstrap, subscriptions(settings.group_prefix, ["all"]))
-    async with (
-        running_groups(settings, ["all"], embedder=minilm, broker_logs=False) as rt,
-        MemoryClient(stack.kafka_bootstrap, timeout=15) as client,
-    ):
-        yield rt, client
-        await rt.mongo.drop_database(settings.mongo.db)
-
-
 async def test_live_in_lisbon_then_moved_to_porto_end_to_end_with_the_rule_extractor(
     rules_pipeline: tuple[Runtime, MemoryClient],
     now: datetime,

@@ -1,17 +1,27 @@
-"""Graph hydration: a matched entity is shown with its first-degree neighbourhood.
+"""Graph hydration: a matched entity or fact is shown with the links that answer around it.
 
 An entity hit's text becomes, compactly:
 `Juniper (pet): a greyhound — Juniper PET_OF the user; Juniper LIVES_IN Porto`
-(at most `MAX_RELATIONS` links, oldest first; the user node reads "the user").
+(its first-degree links, at most `MAX_RELATIONS`, oldest first; the user node reads "the
+user"). When the entity is one step from the user, the step is shown too, so a chain that
+starts at the user reads whole: `Berlin (place) — Acme Corp BASED_IN Berlin; the user
+WORKS_AT Acme Corp`.
+
+A fact hit that names an entity next to the user gains that entity's other links (issue 17
+§1): "The user works at Acme Corp — Acme Corp BASED_IN Berlin" answers "Where is my
+employer based?", which no single row does. Links already stated by the hit are not
+repeated.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from engine.ingest.facts import USER_NODE, normalise_name
+from engine.ingest.facts import USER_NODE, entity_id, normalise_name
 from engine.ports import RelationStore
-from engine.records import RelationRecord
+from engine.records import RelationRecord, ScopeFields
 from engine.retrieval.hits import Hit
 from engine.scoping import TenantFilter
 
@@ -22,37 +32,102 @@ def _name(name: str) -> str:
     return "the user" if normalise_name(name) == USER_NODE else name
 
 
-def render_links(relations: list[RelationRecord]) -> str:
-    return "; ".join(
-        f"{_name(r.source_name)} {r.type} {_name(r.target_name)}" for r in relations[:MAX_RELATIONS]
-    )
+def _link(r: RelationRecord) -> str:
+    return f"{_name(r.source_name)} {r.type} {_name(r.target_name)}"
+
+
+def render_links(relations: Sequence[RelationRecord]) -> str:
+    return "; ".join(_link(r) for r in relations[:MAX_RELATIONS])
+
+
+def _row_scope(hit: Hit) -> ScopeFields | None:
+    raw = hit.raw
+    agent = raw.get("agentWallet")
+    if not isinstance(agent, str):
+        return None
+    return ScopeFields(agent, raw.get("userAddress"), None, raw.get("mode"), raw.get("haiId"))
+
+
+def _mentions(text: str, name: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE) is not None
+
+
+def _unique(relations: Iterable[RelationRecord]) -> list[RelationRecord]:
+    return list({r.relation_id: r for r in relations}.values())
 
 
 async def hydrate(
     store: RelationStore, where: TenantFilter, hits: list[Hit], as_of: int | None = None
 ) -> list[Hit]:
-    """Entity hits with their relations (valid now, or at `as_of`) and neighbours appended;
-    other hits unchanged."""
-    entity_ids = [h.id for h in hits if h.source == "entity"]
-    if not entity_ids:
+    """Entity and fact hits with the links around them (valid now, or at `as_of`); other
+    hits unchanged. Two reads of the relation store: the links of the hits' entities and of
+    the user node, then the links of the user's neighbours."""
+    if not hits:
         return hits
-    relations = [r for r in await store.around(where, entity_ids) if r.valid_at(as_of)]
+    users = {
+        entity_id(scope, USER_NODE)
+        for h in hits
+        if h.source in ("fact", "entity") and (scope := _row_scope(h)) is not None
+    }
+    entity_ids = [h.id for h in hits if h.source == "entity"]
+    if not entity_ids and not users:
+        return hits
+    first = [r for r in await store.around(where, [*entity_ids, *users]) if r.valid_at(as_of)]
+    # the user's neighbours: an entity one link away from a user node
+    near = {
+        (r.target_id if r.source_id in users else r.source_id): (
+            r.target_name if r.source_id in users else r.source_name
+        )
+        for r in first
+        if (r.source_id in users) != (r.target_id in users)
+    }
+    wanted = [eid for eid in near if eid not in entity_ids]
+    second = [r for r in await store.around(where, wanted) if r.valid_at(as_of)] if wanted else []
+    relations = _unique([*first, *second])
     out: list[Hit] = []
     for hit in hits:
-        if hit.source != "entity":
+        links = _links_of(hit, relations, users, near)
+        if not links:
             out.append(hit)
             continue
-        mine = [r for r in relations if hit.id in (r.source_id, r.target_id)]
-        if not mine:
-            out.append(hit)
-            continue
-        links = render_links(mine)
         raw = {
             **hit.raw,
             "relations": [
-                {"source": r.source_name, "type": r.type, "target": r.target_name}
-                for r in mine[:MAX_RELATIONS]
+                {"source": r.source_name, "type": r.type, "target": r.target_name} for r in links
             ],
         }
-        out.append(replace(hit, text=f"{hit.text} — {links}", raw=raw))
+        out.append(replace(hit, text=f"{hit.text} — {render_links(links)}", raw=raw))
     return out
+
+
+def _links_of(
+    hit: Hit,
+    relations: Sequence[RelationRecord],
+    users: set[str],
+    near: dict[str, str],
+) -> list[RelationRecord]:
+    if hit.source == "entity":
+        mine = [r for r in relations if hit.id in (r.source_id, r.target_id)]
+        # one step back to the user, when this entity hangs off one of the user's neighbours
+        ends = {r.source_id for r in mine} | {r.target_id for r in mine}
+        back = [
+            r
+            for r in relations
+            if r not in mine
+            and (r.source_id in users or r.target_id in users)
+            and ({r.source_id, r.target_id} & ends)
+        ]
+        return _unique([*mine, *back])[:MAX_RELATIONS]
+    if hit.source != "fact":
+        return []
+    text = hit.text
+    named = [eid for eid, name in near.items() if _mentions(text, name)]
+    links = [
+        r
+        for r in relations
+        if (r.source_id in named or r.target_id in named)
+        and r.source_id not in users
+        and r.target_id not in users
+        and not (_mentions(text, r.source_name) and _mentions(text, r.target_name))
+    ]
+    return links[:MAX_RELATIONS]
