@@ -115,3 +115,38 @@ def test_pronouns_nationalities_and_common_nouns_are_not_people() -> None:
     ):
         _, relations, _ = _read(TurnText("user", said))
         assert relations == set(), said
+
+
+def test_third_parties_linked_to_each_other() -> None:
+    cases = {
+        "Marcus works at Tidewater Labs, which is based in Boston": {
+            ("Marcus", "WORKS_AT", "Tidewater Labs"),
+            ("Tidewater Labs", "BASED_IN", "Boston"),
+        },
+        "Fatima manages Jonah on the design team": {("Fatima", "MANAGER_OF", "Jonah")},
+        "Sunita's husband Raj is lovely": {("Raj", "SPOUSE_OF", "Sunita")},
+        "My dad Hector grew up in Seville": {
+            ("Hector", "FATHER_OF", "user"),
+            ("Hector", "FROM", "Seville"),
+        },
+        "Helga uses Ableton for her music": {("Helga", "USES", "Ableton")},
+        "Pancake, my corgi, just turned 4 today": {("Pancake", "PET_OF", "user")},
+        "Hyun-woo, a colleague of mine, runs marathons": {("Hyun-woo", "COLLEAGUE_OF", "user")},
+        "I've been friends with Leah since primary school": {("Leah", "FRIEND_OF", "user")},
+    }
+    for said, expected in cases.items():
+        _, relations, _ = _read(TurnText("user", said))
+        assert relations == expected, said
+
+
+def test_a_named_user_naming_themselves_is_the_user_node() -> None:
+    _, relations, entities = _read(TurnText("user", "and Ola's mum Jadwiga makes pierogi", "Ola"))
+    assert relations == {("Jadwiga", "MOTHER_OF", "user")}
+    assert "Ola" not in entities
+
+
+def test_a_place_is_its_capitalised_words_only() -> None:
+    _, relations, _ = _read(TurnText("user", "Back when I lived in Osaka I ate ramen every day"))
+    assert relations == {("user", "LIVED_IN", "Osaka")}
+    _, relations, _ = _read(TurnText("user", "I moved to Gothenburg in June", "Sven"))
+    assert relations == {("user", "LIVES_IN", "Gothenburg")}

@@ -120,7 +120,8 @@ _NOW = re.compile(
 )
 _PLACE_END = re.compile(
     r"\s+(?:for|since|last|this|next|now|with|before|after|because|until|when|while|and"
-    r"|but|so|right|these|currently|lol|haha|in\s+(?:19|20)\d\d|\d+\s+\w+\s+ago)\b.*$",
+    r"|but|so|right|these|currently|lol|haha|in\s+(?:19|20)\d\d|\d+\s+\w+\s+ago"
+    rf"|(?:in|on|by)\s+(?:early\s+|late\s+|mid[- ])?(?:{_MONTH}))\b.*$",
     _I,
 )
 _CALLED = re.compile(r"\b(?:called|named)\s+(\S.*)$", _I)

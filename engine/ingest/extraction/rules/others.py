@@ -16,6 +16,7 @@ from engine.ingest.extraction.rules.lexicon import (
     _LANGUAGES,
     _NATIONALITIES,
     _NOT_NAMES,
+    _PARTNERS,
     _PET,
     _REL,
     _X,
@@ -36,12 +37,21 @@ _NOT_SUBJECTS = _NOT_NAMES | _words(
 _VERBS = {
     "lives in": "LIVES_IN",
     "moved to": "LIVES_IN",
+    "used to live in": "LIVED_IN",
     "works at": "WORKS_AT",
     "works for": "WORKS_AT",
     "is from": "FROM",
+    "is originally from": "FROM",
+    "grew up in": "FROM",
+    "was born in": "FROM",
     "studies at": "STUDIES_AT",
+    "uses": "USES",
 }
-_VERB = r"(?P<v>lives\s+in|moved\s+to|works\s+(?:at|for)|is\s+from|studies\s+at)"
+_VERB = (
+    r"(?P<v>lives\s+in|moved\s+to|used\s+to\s+live\s+in|works\s+(?:at|for)"
+    r"|is\s+(?:originally\s+)?from|grew\s+up\s+in|was\s+born\s+in|studies\s+at|uses)"
+)
+_KINDS = {"WORKS_AT": "organisation", "STUDIES_AT": "organisation", "USES": "tool"}
 
 
 def _names(phrase: str) -> str | None:
@@ -70,8 +80,8 @@ def _does(person: str, verb: str, phrase: str, clause: _Clause) -> list[_Candida
     target = _proper(phrase, clause)
     if target is None:
         return []
-    kind = "organisation" if _VERBS[verb] in ("WORKS_AT", "STUDIES_AT") else "place"
-    said = "lives in" if verb == "moved to" else verb
+    kind = _KINDS.get(_VERBS[verb], "place")
+    said = {"moved to": "lives in", "is originally from": "is from"}.get(verb, verb)
     text = f"{person} {said} {target}"
     slot = {"LIVES_IN": "residence", "WORKS_AT": "employer"}.get(_VERBS[verb])
     entities = [ExtractedEntity(person, "person"), _entity(target, kind)]
@@ -103,16 +113,68 @@ def _based_in(m: re.Match[str], clause: _Clause) -> list[_Candidate]:
 
 
 @_rule(
+    rf"\b(?P<o>{_ORG})\s*,\s*(?:which|that|who)\s+(?:is|are)\s+"
+    rf"(?:based|headquartered|located)\s+in\s+{_X}"
+)
+def _which_is_based(m: re.Match[str], clause: _Clause) -> list[_Candidate]:
+    """Marcus works at Tidewater Labs, which is based in Boston."""
+    return _based_in(m, clause)
+
+
+@_rule(
     rf"\bmy\s+(?P<rel>{_REL}|{_PET})\s+is\s+(?P<name>{_NAME})\s*$",
     rf"^(?P<name>{_NAME})\s+is\s+my\s+(?P<rel>{_REL}|{_PET})\s*$",
+    rf"\b(?:I'm|I\s+am|I've\s+been|I\s+have\s+been|we're|we've\s+been)\s+(?P<rel>friends)\s+"
+    rf"with\s+(?P<name>{_NAME})",
 )
 def _is_my(m: re.Match[str], clause: _Clause) -> list[_Candidate]:
-    """My manager is Dana / My boss is Dana Smith / Dana is my manager (a whole clause)."""
+    """My manager is Dana / My boss is Dana Smith / Dana is my manager (a whole clause) /
+    Pancake, my corgi / Hyun-woo, a colleague of mine / I've been friends with Leah."""
     name = _names(m.group("name"))
     if name is None:
         return []
     rel = _kin(m.group("rel"))
+    rel = "friend" if rel == "friends" else rel
     return [_relative(rel, name, pet=_is_pet(rel))]
+
+
+@_rule(
+    rf"\b(?P<name>{_NAME})\s*,\s*(?:my|our)\s+(?P<rel>{_REL}|{_PET})\b",
+    rf"\b(?P<name>{_NAME})\s*,\s*(?:a|an|one)\s+(?:old\s+)?(?P<rel>{_REL})\s+of\s+(?:mine|ours)\b",
+    whole_segment=True,
+)
+def _name_then_my(m: re.Match[str], clause: _Clause) -> list[_Candidate]:
+    """Pancake, my corgi, … / Hyun-woo, a colleague of mine, … (the comma would cut the
+    clause, so the whole sentence is read)."""
+    return _is_my(m, clause)
+
+
+@_rule(rf"(?:^|\band\s+)(?P<a>{_NAME})\s+(?:now\s+|still\s+)?manages\s+(?P<b>{_NAME}|me|us)\b")
+def _manages(m: re.Match[str], clause: _Clause) -> list[_Candidate]:
+    """Fatima manages Jonah / Dana manages me."""
+    boss = _names(m.group("a"))
+    under = m.group("b")
+    who = USER if under.lower() in ("me", "us") else _names(under)
+    if boss is None or who is None:
+        return []
+    entities = [ExtractedEntity(boss, "person")]
+    if who != USER:
+        entities.append(ExtractedEntity(who, "person"))
+    text = f"{boss} manages {'the user' if who == USER else who}"
+    return [_fact(text, "relationship", 0.8, None, entities, [(boss, "MANAGER_OF", who)])]
+
+
+@_rule(rf"\b(?P<owner>{_NAME})'s\s+(?P<rel>{_REL})\s*,?\s+(?P<name>{_NAME})\b")
+def _their_relative(m: re.Match[str], clause: _Clause) -> list[_Candidate]:
+    """Sunita's husband Raj / Ola's mum, Jadwiga: a relative of someone else."""
+    owner, name = _names(m.group("owner")), _names(m.group("name"))
+    if owner is None or name is None:
+        return []
+    rel = _kin(m.group("rel"))
+    kind = _PARTNERS.get(rel) or rel.upper().replace(" ", "_").replace("-", "_")
+    people = [ExtractedEntity(owner, "person"), ExtractedEntity(name, "person", f"{owner}'s {rel}")]
+    text = f"{owner}'s {rel} is named {name}"
+    return [_fact(text, "relationship", 0.8, None, people, [(name, f"{kind}_OF", owner)])]
 
 
 @_rule(rf"\bI\s+(?:directly\s+)?report\s+(?:directly\s+)?to\s+(?P<name>{_NAME})")

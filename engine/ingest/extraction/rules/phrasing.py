@@ -20,6 +20,7 @@ from engine.ingest.extraction.rules.lexicon import (
     _PRONOUN,
     _PRONOUNS,
     _WHEN,
+    _words,
 )
 from engine.ingest.extraction.rules.registry import _Clause
 from engine.ingest.extraction.types import ExtractedEntity
@@ -73,10 +74,26 @@ def _proper(phrase: str, clause: _Clause, *, max_words: int = 5) -> str | None:
     if head.lower() in _NOT_PLACES or _DETERMINER.match(text):
         return None
     if _capitalised(head):
-        return text
+        return _capitalised_run(text)
     if clause.lowercase_writer and len(text.split()) <= 3:
         return text.title()
     return None
+
+
+_CONNECTORS = _words("of de da del la le upon on am an der the y and &")
+
+
+def _capitalised_run(text: str) -> str:
+    """The name at the start of `text`: its capitalised words and the connectors between
+    them ("Back when I lived in Osaka I ate…" → "Osaka", "Isle of Skye" stays whole)."""
+    words = text.split()
+    end = 1
+    for i, word in enumerate(words[1:], start=1):
+        if _capitalised(word) and word not in ("I", "I'm", "I've", "I'd", "I'll"):
+            end = i + 1
+        elif word.lower() not in _CONNECTORS:
+            break
+    return " ".join(words[:end])
 
 
 def _person(word: str) -> str | None:

@@ -61,7 +61,20 @@ def attributed(candidate: _Candidate, speaker: Speaker) -> _Candidate:
         return candidate
     entities = tuple(replace(e, summary=_named(e.summary, name)) for e in candidate.entities)
     if speaker.is_user:
-        return replace(candidate, text=_named(candidate.text, name), entities=entities)
+        # the user naming themselves ("Ola's mum Jadwiga" said by Ola) is the user node
+        own = name.casefold()
+        relations = tuple(
+            ExtractedRelation(
+                USER if r.source.casefold() == own else r.source,
+                r.type,
+                USER if r.target.casefold() == own else r.target,
+            )
+            for r in candidate.relations
+        )
+        entities = tuple(e for e in entities if e.name.casefold() != own)
+        return replace(
+            candidate, text=_named(candidate.text, name), entities=entities, relations=relations
+        )
     relations = tuple(
         ExtractedRelation(
             name if r.source == USER else r.source, r.type, name if r.target == USER else r.target

@@ -1,0 +1,196 @@
+"""Relation extraction: precision and recall of the typed links an extractor finds.
+
+    python -m benchmarks.relations                          # the rule extractor, both splits
+    python -m benchmarks.relations --split tune --per-case
+    python -m benchmarks.relations --llm-url http://127.0.0.1:8000/v1 --llm-model M   # the LLM path
+    python -m benchmarks.relations --json
+
+Fixture: `tests/fixtures/relation_sentences.json`, 72 hand-written turns (one message, or
+two named speakers) with the relations a careful annotator would store, written without
+reading the rules: the user's own links (works at, lives in, from, studies at), relatives
+and friends, third parties linked to each other (Dana WORKS_AT Globex, Acme Corp BASED_IN
+Berlin), managers in every word order, tools, books and pets, both speakers named, and
+turns that must give none (questions, hypotheticals, negations, reported speech). Two
+splits of 36: `tune` may be read while changing the rules; `blind` is scored, not read.
+
+A produced relation matches an expected one when source, type and target are equal after
+case folding and dropping a leading "the". The user is the node "user", also when the
+user-role speaker is named (the fixture names them; the graph keeps one node per tenant
+user), so "Ines MANAGER_OF Kemal" said by the user Kemal is expected as "Ines MANAGER_OF
+user". Each expected
+relation is matched at most once. Precision = matched / produced, recall = matched /
+expected, micro-averaged; "silent" counts the turns that must give none and gave none.
+
+The LLM path is the same `OpenAICompatibleExtractor` the pipeline uses, against any server
+speaking the chat-completions protocol (`--llm-url`, `--llm-model`, `--llm-key`); without
+one, only the rules are scored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from engine.adapters.openai_extractor import OpenAICompatibleExtractor
+from engine.ingest.extraction.rules import RuleBasedExtractor
+from engine.ingest.extraction.types import ExtractionPolicy, Extractor, TurnText
+from engine.ingest.speakers import spoken
+
+FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "relation_sentences.json"
+SPLITS = ("tune", "blind")
+
+Link = tuple[str, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    id: str
+    split: str
+    messages: list[TurnText]
+    relations: list[Link]
+
+
+def _node(name: str) -> str:
+    return re.sub(r"^the\s+", "", " ".join(name.casefold().split()))
+
+
+def link(source: str, type_: str, target: str) -> Link:
+    return (_node(source), type_.strip().upper(), _node(target))
+
+
+def load_cases(path: Path = FIXTURE) -> list[Case]:
+    out = []
+    for item in json.loads(path.read_text(encoding="utf-8")):
+        said = [spoken(m["role"], m["content"], m.get("name")) for m in item["messages"]]
+        # the user-role speaker is the tenant's node "user" whatever their name
+        users = {_node(s.name) for s in said if s.role == "user" and s.name}
+        out.append(
+            Case(
+                id=item["id"],
+                split=item["split"],
+                messages=[TurnText(s.role, s.text, s.name) for s in said],
+                relations=[
+                    link(
+                        "user" if _node(r["source"]) in users else r["source"],
+                        r["type"],
+                        "user" if _node(r["target"]) in users else r["target"],
+                    )
+                    for r in item["relations"]
+                ],
+            )
+        )
+    return out
+
+
+@dataclass(slots=True)
+class Tally:
+    matched: int = 0
+    produced: int = 0
+    expected: int = 0
+    silent_ok: int = 0
+    silent: int = 0
+
+    def add(
+        self, produced: Sequence[Link], expected: Sequence[Link]
+    ) -> tuple[set[Link], set[Link]]:
+        got, want = set(produced), list(expected)
+        hits = got & set(want)
+        self.matched += len(hits)
+        self.produced += len(got)
+        self.expected += len(want)
+        if not want:
+            self.silent += 1
+            self.silent_ok += not got
+        return got - hits, set(want) - hits
+
+    def figures(self) -> dict[str, Any]:
+        p = self.matched / self.produced if self.produced else 1.0
+        r = self.matched / self.expected if self.expected else 1.0
+        f1 = 2 * p * r / (p + r) if p + r else 0.0
+        return {
+            "expected": self.expected,
+            "produced": self.produced,
+            "matched": self.matched,
+            "precision": round(p, 3),
+            "recall": round(r, 3),
+            "f1": round(f1, 3),
+            "silent_ok": self.silent_ok,
+            "silent": self.silent,
+        }
+
+
+async def score(
+    extractor: Extractor, cases: Sequence[Case], *, per_case: bool = False
+) -> dict[str, Any]:
+    policy = ExtractionPolicy()
+    tally = Tally()
+    for case in cases:
+        found = await extractor.extract(case.messages, policy)
+        produced = [link(r.source, r.type, r.target) for r in found.relations]
+        extra, missed = tally.add(produced, case.relations)
+        if per_case and (extra or missed):
+            print(f"  {case.id}: missed {sorted(missed)} extra {sorted(extra)}", file=sys.stderr)
+    return tally.figures()
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.relations")
+    parser.add_argument("--fixture", type=Path, default=FIXTURE)
+    parser.add_argument("--split", choices=(*SPLITS, "both"), default="both")
+    parser.add_argument("--per-case", action="store_true", help="misses and extras (stderr)")
+    parser.add_argument("--llm-url", help="an OpenAI-compatible base URL: also score the LLM")
+    parser.add_argument("--llm-model", default="gpt-4o-mini")
+    parser.add_argument("--llm-key", default="")
+    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    return parser.parse_args(argv)
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    cases = load_cases(args.fixture)
+    splits = SPLITS if args.split == "both" else (args.split,)
+    out: dict[str, Any] = {"fixture": args.fixture.name, "extractors": {}}
+    async with httpx.AsyncClient() as http:
+        extractors: dict[str, Extractor] = {"rules": RuleBasedExtractor()}
+        if args.llm_url:
+            extractors["llm"] = OpenAICompatibleExtractor(
+                http, base_url=args.llm_url, api_key=args.llm_key, model=args.llm_model
+            )
+        for name, extractor in extractors.items():
+            out["extractors"][name] = {
+                split: await score(
+                    extractor, [c for c in cases if c.split == split], per_case=args.per_case
+                )
+                for split in splits
+            }
+    return out
+
+
+def main(argv: Sequence[str]) -> None:
+    args = parse_args(argv)
+    figures = asyncio.run(run(args))
+    if args.json:
+        print(json.dumps(figures))
+        return
+    print(f"relation extraction on {figures['fixture']} (exact source, type, target)")
+    print(f"{'extractor':<10}{'split':<7}{'expected':>9}{'produced':>9}{'matched':>8}"
+          f"{'P':>7}{'R':>7}{'F1':>7}{'silent':>8}")  # fmt: skip
+    for name, splits in figures["extractors"].items():
+        for split, f in splits.items():
+            print(
+                f"{name:<10}{split:<7}{f['expected']:>9}{f['produced']:>9}{f['matched']:>8}"
+                f"{f['precision']:>7.3f}{f['recall']:>7.3f}{f['f1']:>7.3f}"
+                f"{f['silent_ok']:>5}/{f['silent']}"
+            )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

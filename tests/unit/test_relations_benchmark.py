@@ -1,0 +1,75 @@
+"""`benchmarks.relations`: the scoring, and the LLM path driven through a local server
+that speaks the chat-completions protocol."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from benchmarks.relations import FIXTURE, Tally, link, load_cases, run
+from tests.support.http_server import Provider, Received, Reply, Responder
+
+CASES = load_cases()
+
+
+def _case_of(request: Received) -> Any:
+    turn = request.json()["messages"][-1]["content"]
+    return next(
+        c for c in CASES if all(" ".join(m.content.split()) in turn for m in c.messages)
+    )
+
+
+def _reply(relations: list[dict[str, str]]) -> Reply:
+    entities = [
+        {"name": n, "type": "thing", "summary": ""}
+        for n in {r[k] for r in relations for k in ("source", "target")} - {"user"}
+    ]
+    content = json.dumps({"facts": [], "entities": entities, "relations": relations})
+    return Reply(
+        body={"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
+    )
+
+
+def _args(url: str) -> argparse.Namespace:
+    return argparse.Namespace(
+        fixture=FIXTURE, split="both", per_case=False, llm_url=url, llm_model="m", llm_key=""
+    )
+
+
+def test_the_fixture_has_both_splits_and_silent_turns() -> None:
+    for split in ("tune", "blind"):
+        chosen = [c for c in CASES if c.split == split]
+        assert len(chosen) >= 30
+        assert any(not c.relations for c in chosen)  # turns that must give none
+
+
+def test_matching_folds_case_and_a_leading_the() -> None:
+    tally = Tally()
+    extra, missed = tally.add(
+        [link("The Acme Corp", "based_in", "berlin")], [link("acme corp", "BASED_IN", "Berlin")]
+    )
+    assert (extra, missed) == (set(), set())
+    assert tally.figures()["recall"] == 1.0
+
+
+@pytest.mark.parametrize("oracle", [True, False])
+async def test_the_llm_path_is_scored_on_what_the_server_answers(
+    provider: Callable[[Responder], Provider], oracle: bool
+) -> None:
+    def respond(request: Received) -> Reply:
+        case = _case_of(request)
+        wanted = [{"source": s, "type": t, "target": o} for s, t, o in case.relations]
+        return _reply(wanted if oracle else [])
+
+    server = provider(respond)
+    figures = await run(_args(server.url + "/v1"))
+    llm = figures["extractors"]["llm"]
+    assert server.received  # the extractor really called the server
+    for split in ("tune", "blind"):
+        assert llm[split]["recall"] == (1.0 if oracle else 0.0)
+        assert llm[split]["silent_ok"] == llm[split]["silent"]
+    assert "rules" in figures["extractors"]
