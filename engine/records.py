@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,21 @@ import numpy.typing as npt
 ACTIVE = "active"
 INACTIVE_STATUSES = ("deleted", "superseded")
 """Rows with these `metadata.status` values are invisible to searches."""
+
+
+def outdated_key(slot: str) -> str:
+    """The key of a slot in a turn row's `metadata.outdated` (no "." or leading "$": a
+    MongoDB field name)."""
+    return slot.replace(".", "_").lstrip("$") or "_"
+
+
+def outdated_since(metadata: Mapping[str, Any]) -> int | None:
+    """When the first fact a turn row stated was replaced (`metadata.outdated`), or None."""
+    marks = metadata.get("outdated")
+    if not isinstance(marks, Mapping):
+        return None
+    times = [v for v in marks.values() if isinstance(v, int) and not isinstance(v, bool)]
+    return min(times) if times else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from itertools import zip_longest
 
 from engine.errors import EmbeddingFailed
 from engine.ingest.remember import fact_hash
-from engine.ingest.turns import PENDING, KnownVectors
+from engine.ingest.turns import PENDING, KnownVectors, session_row_id
 from engine.ports import Embedder, MemoryStore, RelationStore, Vector
 from engine.records import MemoryRow, RelationRecord, ScopeFields
 from engine.scoping import TenantFilter, scope_fields
@@ -199,6 +199,7 @@ class FactWriter:
             "confidence": fact.confidence,
             "extractor": event.extractor,
             "sourceTurnId": event.turn_id,
+            "sourceSessionId": event.session_id,
         }
         if fact.slot:
             metadata["slot"] = fact.slot
@@ -258,6 +259,12 @@ class FactWriter:
             by = successor.vector_id if successor else None
             if (row.invalid_at, row.superseded_by) != (invalid_at, by):
                 await self.memory.set_validity(row.vector_id, invalid_at, by)
+            turn, session = row.metadata.get("sourceTurnId"), row.metadata.get("sourceSessionId")
+            if isinstance(turn, str) and isinstance(session, str):
+                # the turn that said it is not current either once it is replaced (issue 17
+                # §2): retrieval marks it "(until …)" instead of showing it beside the new fact
+                turn_row = session_row_id(fields.agent_wallet, session, turn)
+                await self.memory.set_outdated(turn_row, where, slot, invalid_at)
 
 
 def _or_pending(vector: Vector | None) -> Vector:

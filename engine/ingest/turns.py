@@ -122,7 +122,12 @@ def working_lines(
 
 def session_vector_id(event: TurnRecorded) -> str:
     """Deterministic id of the turn's session row (same turn ⇒ same id)."""
-    return "vec_" + h32(f"{event.scope.agent_wallet}|{event.session_id}|{event.turn_id}|session")
+    return session_row_id(event.scope.agent_wallet, event.session_id, event.turn_id)
+
+
+def session_row_id(agent_wallet: str, session_id: str, turn_id: str) -> str:
+    """The id of the session row of one turn of an agent's session."""
+    return "vec_" + h32(f"{agent_wallet}|{session_id}|{turn_id}|session")
 
 
 def _metadata(event: TurnRecorded, **system: Any) -> dict[str, Any]:

@@ -18,9 +18,7 @@ CASES = load_cases()
 
 def _case_of(request: Received) -> Any:
     turn = request.json()["messages"][-1]["content"]
-    return next(
-        c for c in CASES if all(" ".join(m.content.split()) in turn for m in c.messages)
-    )
+    return next(c for c in CASES if all(" ".join(m.content.split()) in turn for m in c.messages))
 
 
 def _reply(relations: list[dict[str, str]]) -> Reply:

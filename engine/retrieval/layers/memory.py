@@ -12,11 +12,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 
 from engine.decay import DEFAULT_HALF_LIFE_DAYS, recency_anchor
 from engine.errors import DependencyFailed
 from engine.ports import RelationStore, Reranker, VectorIndex
-from engine.records import MemoryRow
+from engine.records import MemoryRow, outdated_since
 from engine.retrieval.hits import Hit
 from engine.retrieval.layers.graph import hydrate
 from engine.retrieval.layers.query import LayerQuery
@@ -50,17 +51,38 @@ class MemoryLayerOptions:
     """When set, matched entities are hydrated with their first-degree relations."""
 
 
-def _hit(layer: str, row: MemoryRow, score: float, shown: Shown) -> Hit:
+OUTDATED_FACTOR = 0.5
+"""A turn whose stated fact was replaced ranks at half its relevance, marked "(until …)"."""
+
+
+def _outdated(row: MemoryRow, as_of: int | None) -> str | None:
+    """ " (until YYYY-MM-DD)" when a fact this turn row stated was replaced by `as_of` (or
+    by now), else None (issue 17 §2: never shown as current beside its replacement)."""
+    since = outdated_since(row.metadata) if row.source == "session" else None
+    if since is None or (as_of is not None and since > as_of):
+        return None
+    try:
+        day = datetime.fromtimestamp(since / 1000, tz=UTC).strftime("%Y-%m-%d")
+    except (OverflowError, OSError, ValueError):
+        return " (outdated)"
+    return f" (until {day})"
+
+
+def _hit(layer: str, row: MemoryRow, score: float, shown: Shown, as_of: int | None = None) -> Hit:
     """The candidate as a hit shown as `shown` (its best message or the whole row), without
     its `raw` item (`_with_raw` adds it to the few hits returned: building it for every
     candidate was a tenth of a request's work)."""
     confidence = row.metadata.get("confidence")
     importance = row.metadata.get("importance")
+    text, context = shown.text, shown.context
+    if "outdated" in row.metadata and (mark := _outdated(row, as_of)) is not None:
+        text, context = text + mark, context + mark if context else None
+        score *= OUTDATED_FACTOR
     return Hit(
         layer=layer,
         id=row.vector_id,
-        text=shown.text,
-        context=shown.context,
+        text=text,
+        context=context,
         score=score,
         created_at=row.created_at,
         confidence=float(confidence) if isinstance(confidence, int | float) else None,
@@ -130,7 +152,7 @@ async def search_memory(
     for (row, cosine), unit in zip(candidates, shown, strict=True):
         score = relevance(cosine, unit.lexical, q.relevance)
         if score is not None:
-            hits.append(_hit(options.layer, row, score, unit))
+            hits.append(_hit(options.layer, row, score, unit, q.as_of))
             found[row.vector_id] = (row, cosine)
             if not row.pending:  # MMR compares a pending row by its text
                 vectors[row.vector_id] = row.embedding

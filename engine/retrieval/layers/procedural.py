@@ -38,7 +38,9 @@ async def search_patterns(store: PatternStore, q: LayerQuery) -> list[Hit]:
     patterns = [
         p
         for p in await store.active(where, 4 * q.limit)
-        if q.keep("patterns", p.view()) and validate_counts(p.execution_count, p.success_rate)[0]
+        if q.keep("patterns", p.view())
+        and validate_counts(p.execution_count, p.success_rate)[0]
+        and q.existed(p.created_at)
     ]
     q = await q.with_vector()
     texts = [pattern_text(p) for p in patterns]
@@ -86,7 +88,11 @@ async def search_archives(store: ArchiveStore, q: LayerQuery) -> list[Hit]:
     where = q.where("archives", durable=True)
     if where is None:
         return []
-    archives = [a for a in await store.active(where, 4 * q.limit) if q.keep("archives", a.view())]
+    archives = [
+        a
+        for a in await store.active(where, 4 * q.limit)
+        if q.keep("archives", a.view()) and q.existed(a.created_at)
+    ]
     q = await q.with_vector()
     texts = [archive_text(a) for a in archives]
     lexical = bm25(q.terms, [all_terms(t) for t in texts])

@@ -54,6 +54,11 @@ class LayerQuery:
         own = self.filters.applies_to(layer)
         return not own or matches(own, view)
 
+    def existed(self, at: int | None) -> bool:
+        """Whether something made at `at` (ms) existed at `as_of`: every layer honours
+        `as_of` (issue 17 §2), so a question about the past never sees a later memory."""
+        return self.as_of is None or (at is not None and at <= self.as_of)
+
     @property
     def terms(self) -> list[str]:
         return terms(self.query)

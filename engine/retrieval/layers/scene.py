@@ -34,7 +34,9 @@ async def search_working(store: WorkingStore, q: LayerQuery) -> list[Hit]:
     if where is None or q.scope.thread_id is None:
         return []
     sessions = [
-        s for s in await store.recent(where, 3 * q.limit) if s.lines and q.keep("working", s.view())
+        s
+        for s in await store.recent(where, 3 * q.limit)
+        if s.lines and q.keep("working", s.view()) and q.existed(s.last_accessed_at)
     ]
     q = await q.with_vector()
     shown_lines = [s.lines[:WORKING_LINES_SHOWN] for s in sessions]
@@ -83,7 +85,10 @@ async def search_scene(store: TranscriptStore, q: LayerQuery) -> list[Hit]:
     transcripts = [t for t in await store.recent(where, 3 * q.limit) if q.keep("scene", t.view())]
     q = await q.with_vector()
     candidates: list[tuple[Transcript, str, list[StoredMessage]]] = [
-        (t, turn_id, msgs) for t in transcripts for turn_id, msgs in _turns(t) if msgs
+        (t, turn_id, msgs)
+        for t in transcripts
+        for turn_id, msgs in _turns(t)
+        if msgs and q.existed(msgs[-1].timestamp)
     ]
     turns = ["\n".join(_line(m) for m in c[2]) for c in candidates]
     shown = shown_units(q.terms, turns)  # judged by its best message, shown as it
