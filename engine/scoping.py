@@ -5,6 +5,10 @@ Rules (they fix reference §16.3 and §16.20):
   keys alike, never lower-cased).
 * `userAddress` matches exactly; a scope without a user sees only rows stored without a
   user (agent-level memory), never every user's rows.
+* Agent knowledge is shared: the memory layers (`TenantFilter.shared_sources`) also admit
+  the agent's user-less rows of source `KNOWLEDGE_SOURCE` for a read by any user of that
+  agent (issue 17 §4). Only those rows: the agent's other user-less memory stays the agent's,
+  another user's rows are never admitted, and `mode` / `haiId` constrain them as any row.
 * `mode` / `haiId` constrain only when the scope sets them; a "global" scope also sees rows
   stored without a mode (SDK calls, knowledge, workflow memory: fixes §16.12, where the
   native runtime's `mode: "global"` hid them all). "local" sees local rows only.
@@ -14,11 +18,16 @@ Rules (they fix reference §16.3 and §16.20):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import quote
 
 from engine.records import ScopeFields
 from schemas.scope import Scope
+
+KNOWLEDGE_SOURCE = "knowledge"
+"""The `source` of knowledge-document rows (`engine.ingest.knowledge`)."""
+SHARED_SOURCES: tuple[str, ...] = (KNOWLEDGE_SOURCE,)
+"""Sources whose user-less rows every user of the agent reads (the memory layers)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +42,9 @@ class TenantFilter:
     thread_id: str | None = None
     shared: bool = False
     """Also admit the agent's user-less rows (agent-wide knowledge such as tool patterns)."""
+    shared_sources: tuple[str, ...] = ()
+    """Also admit the agent's user-less rows of these `source`s (agent knowledge every user
+    of the agent reads). Only rows that carry a source (`memory`) can match them."""
 
     @property
     def modes(self) -> tuple[str | None, ...] | None:
@@ -48,20 +60,39 @@ class TenantFilter:
             return (self.user_address, None)
         return (self.user_address,)
 
-    def admits(self, row: ScopeFields) -> bool:
-        """The in-process twin of the adapters' query filter."""
+    @property
+    def widened(self) -> bool:
+        """Whether the filter admits user-less rows of `shared_sources` beyond `users`."""
+        return bool(self.shared_sources) and None not in self.users
+
+    def exact(self) -> TenantFilter:
+        """This filter without its widenings (`shared`, `shared_sources`): the tenant's own
+        rows only, what edits and deletes address."""
+        if not self.shared and not self.shared_sources:
+            return self
+        return replace(self, shared=False, shared_sources=())
+
+    def admits(self, row: ScopeFields, source: str | None = None) -> bool:
+        """The in-process twin of the adapters' query filter; `source` is the row's (None
+        for records without one, which `shared_sources` never admits)."""
         return (
             row.agent_wallet == self.agent_wallet
-            and row.user_address in self.users
+            and (
+                row.user_address in self.users
+                or (row.user_address is None and source in self.shared_sources)
+            )
             and (self.mode is None or row.mode in (self.modes or ()))
             and (self.hai_id is None or row.hai_id == self.hai_id)
             and (self.thread_id is None or row.thread_id == self.thread_id)
         )
 
 
-def tenant_filter(scope: Scope, *, durable: bool, shared: bool = False) -> TenantFilter:
+def tenant_filter(
+    scope: Scope, *, durable: bool, shared: bool = False, shared_sources: tuple[str, ...] = ()
+) -> TenantFilter:
     """The read filter of a scope; durable layers drop the thread constraint; `shared`
-    also admits the agent's user-less rows (never another user's)."""
+    also admits the agent's user-less rows, `shared_sources` those of these sources (never
+    another user's)."""
     return TenantFilter(
         agent_wallet=scope.agent_wallet,
         user_address=scope.user_address,
@@ -69,6 +100,7 @@ def tenant_filter(scope: Scope, *, durable: bool, shared: bool = False) -> Tenan
         hai_id=scope.hai_id,
         thread_id=None if durable else scope.thread_id,
         shared=shared,
+        shared_sources=shared_sources,
     )
 
 

@@ -160,14 +160,22 @@ def atlas_prefilter(
     include_superseded: bool = False,
 ) -> Doc:
     """The `$vectorSearch.filter`: the tenant (`agentWallet`, `userAddress` with `None` meaning
-    user-less rows only, `mode`/`haiId`/`threadId` when set), active rows only, `source` among
+    user-less rows only, or'ed with the agent's user-less rows of `where.shared_sources` when
+    the filter is widened, `mode`/`haiId`/`threadId` when set), active rows only, `source` among
     `sources` when given, `embeddingModel` when given, then `extra` clauses (values as produced
     by `engine.filters.mongo_clauses`). Clauses are ANDed, so `extra` can only narrow."""
     users = where.users
-    clauses: list[Doc] = [
-        {"agentWallet": {"$eq": where.agent_wallet}},
-        {"userAddress": {"$eq": users[0]} if len(users) == 1 else {"$in": list(users)}},
-    ]
+    user: Doc = {"userAddress": {"$eq": users[0]} if len(users) == 1 else {"$in": list(users)}}
+    if where.widened:
+        # the agent's user-less rows of the shared sources (knowledge) as well
+        shared = {
+            "$and": [
+                {"userAddress": {"$eq": None}},
+                {"source": {"$in": list(where.shared_sources)}},
+            ]
+        }
+        user = {"$or": [user, shared]}
+    clauses: list[Doc] = [{"agentWallet": {"$eq": where.agent_wallet}}, user]
     modes = where.modes
     if modes is not None:
         clauses.append({"mode": {"$eq": modes[0]} if len(modes) == 1 else {"$in": list(modes)}})

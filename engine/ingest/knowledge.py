@@ -2,8 +2,10 @@
 
 A document is cut into overlapping character windows (`chunk`), each stored as one embedded
 `source: "knowledge"` row. An agent-level scope (no user) holds the agent's own (genesis)
-knowledge; a scope with a user holds that user's workspace knowledge. The rows live in the
-`memory` collection, so the vectors layer finds them like any other row of the tenant.
+knowledge, which every user of the agent reads (`engine.scoping.SHARED_SOURCES`: a user's
+vectors layer finds the agent's user-less knowledge rows beside the user's own); a scope with
+a user holds that user's workspace knowledge, which only that user reads. The rows live in
+the `memory` collection, so the vectors layer finds them like any other row of the tenant.
 
 Row ids are derived from the tenant, the document's identity and the chunk, so indexing the
 same document twice (or redelivering the request) stores nothing new and embeds nothing.
@@ -19,7 +21,7 @@ from typing import Any
 
 from engine.ports import Embedder, MemoryStore
 from engine.records import MemoryRow, ScopeFields
-from engine.scoping import scope_fields
+from engine.scoping import KNOWLEDGE_SOURCE, scope_fields
 from schemas.ids import h32
 from schemas.scope import Scope
 
@@ -136,7 +138,7 @@ async def index_document(
                     content=pieces[i],
                     embedding=vector,
                     embedding_model=embedder.model,
-                    source="knowledge",
+                    source=KNOWLEDGE_SOURCE,
                     created_at=at,
                     metadata={**caller, **system, "chunk": i + 1},
                 )

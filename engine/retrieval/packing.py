@@ -5,7 +5,8 @@ Pure and deterministic: the clock comes in as `now_ms` (milliseconds since epoch
 Pipeline of `pack`:
 
     hits (layer_order, then hit order)
-      → sanitize + truncate to max_item_chars   (empty ⇒ skipped)
+      → sanitize + cut to max_item_chars        (empty ⇒ skipped; with a budget, the
+                                                 window that answers, not the head)
       → packing_score                           (§6.3), + PERIOD_BOOST in the asked period
       → fingerprint dedupe                      (§6.4 conflict rule)
       → rank: packing score desc, order asc; keep top 3·max_items
@@ -19,6 +20,11 @@ Differences from the reference, on purpose:
   access_count, so no layer is scored on constants.
 * §16.23 — the budget is the length of the whole prompt string (header and separators
   included) and is never exceeded; there is no 120-character floor.
+* With a budget, a text longer than `max_item_chars` (a 1,400-character knowledge chunk
+  against the default 500) is shown as the window around its sentence that best matches
+  the query (`engine.retrieval.excerpts`), not as its head, which cut the answer out of a
+  chunk found for its fifth sentence (issue 17 §4). Without a budget the head is kept, as
+  in the reference; `max_item_chars` caps an item either way.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from engine.decay import DEFAULT_HALF_LIFE_DAYS, decay_multiplier, recency_anchor
+from engine.retrieval.excerpts import excerpt
 from engine.retrieval.hits import LAYER_PRIORITY, Hit
 from engine.retrieval.lexical import terms as content_terms
 from engine.retrieval.temporal import Period, asked_period
@@ -105,6 +112,8 @@ class _Candidate:
     order: int
     whole: str | None = None
     """The whole turn when `text` is one message of it (`Hit.context`), as shown."""
+    full: str = ""
+    """The sanitised text before the item cap: what a budget cut is taken from."""
 
 
 def _finite_or(value: float | None, default: float) -> float:
@@ -187,6 +196,13 @@ def _deduped_candidates(
     by_row: dict[tuple[str | None, str], str] = {}
     """(source, id) of a stored row → the fingerprint its candidate is kept under."""
     order = 0
+
+    def cut(text: str, max_chars: int) -> str:
+        # with a budget, the part that answers (issue 17 §4); without, the reference's head
+        return (
+            truncate(text, max_chars) if budget_chars is None else excerpt(text, terms, max_chars)
+        )
+
     # A layer named twice in layer_order would otherwise be summarised twice.
     for layer in dict.fromkeys(layer_order):
         for layer_hit in layers.get(layer, ()):
@@ -196,7 +212,8 @@ def _deduped_candidates(
             if budget_chars is None and hit.context:
                 # no budget to fill: a turn is shown whole, as without message units
                 hit = replace(hit, text=hit.context, context=None)
-            text = truncate(sanitize(hit.text), max_item_chars)
+            full = sanitize(hit.text)
+            text = cut(full, max_item_chars)
             if not text:
                 continue
             candidate = _Candidate(
@@ -206,7 +223,8 @@ def _deduped_candidates(
                 + (PERIOD_BOOST if period is not None and period.holds(hit.created_at) else 0.0),
                 char_count=len((_label(hit) + text).strip()),
                 order=order,
-                whole=truncate(sanitize(hit.context), max_item_chars) if hit.context else None,
+                whole=cut(sanitize(hit.context), max_item_chars) if hit.context else None,
+                full=full,
             )
             key = fingerprint(text)
             row = (hit.source, hit.id)
@@ -233,7 +251,10 @@ def _deduped_candidates(
 
 
 def _select(
-    ranked: Sequence[_Candidate], max_items: int, budget_chars: int | None
+    ranked: Sequence[_Candidate],
+    max_items: int,
+    budget_chars: int | None,
+    terms: Sequence[str] = (),
 ) -> list[tuple[_Candidate, str]]:
     """(candidate, text to show) in prompt order, at most `max_items`, fitting the budget.
 
@@ -266,7 +287,8 @@ def _select(
             # the budget exactly, rather than dropping the most relevant memory.
             room = budget_chars - used - len(SEPARATOR) - len(label)
             if room >= MIN_TRUNCATED_TEXT_CHARS:
-                chosen.append((candidate, truncate(candidate.text, room)))
+                # cut from the whole text, so the cut still holds the part that answers
+                chosen.append((candidate, excerpt(candidate.full, terms, room)))
                 break
         # Otherwise skip it and keep scanning: a smaller, lower-ranked item may still fit.
     return chosen
@@ -349,7 +371,7 @@ def pack(
     )
     ranked = sorted(candidates, key=lambda candidate: (-candidate.score, candidate.order))
     ranked = ranked[: max(3 * max_items, max_items)]
-    chosen = _with_context(_select(ranked, max_items, budget_chars), budget_chars)
+    chosen = _with_context(_select(ranked, max_items, budget_chars, terms), budget_chars)
     prompt = _render(chosen)
 
     items = [

@@ -17,7 +17,7 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from engine.errors import InputRejected, NotFound
@@ -150,7 +150,7 @@ class SessionCompressor:
         `createdAt`. NotFound outside `where`; InputRejected for a session with no text."""
         if not where.agent_wallet.strip() or not session_id.strip():
             raise InputRejected("agentWallet and a session id are required")
-        where = replace(where, shared=False)
+        where = where.exact()
         scope, messages = await self._conversation(where, session_id, at)
         if not messages:
             raise InputRejected(f"session {session_id!r} has no user or assistant text")

@@ -148,8 +148,9 @@ class ItemStore(Protocol):
 
 
 def exact(where: TenantFilter) -> TenantFilter:
-    """The filter without the agent-wide widening (`shared`): items match their tenant exactly."""
-    return replace(where, shared=False) if where.shared else where
+    """The filter without the agent-wide widenings (`shared`, `shared_sources`): items match
+    their tenant exactly."""
+    return where.exact()
 
 
 def _checked(where: TenantFilter, vector_id: str) -> TenantFilter:

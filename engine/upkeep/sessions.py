@@ -138,7 +138,7 @@ def _checked(where: TenantFilter, session_id: str) -> TenantFilter:
         raise InputRejected("agentWallet is required")
     if not session_id.strip():
         raise InputRejected("session id is required")
-    return replace(where, shared=False)
+    return where.exact()
 
 
 def _missing(session_id: str) -> NotFound:

@@ -2,7 +2,8 @@
 returns only rows of its own agent and user (reference §16.2, §16.3, §16.12).
 
 A user-less scope sees only user-less rows; a user's scope sees that user's rows, plus the
-agent's user-less (agent-wide) patterns. `mode` / `haiId` constrain when the scope sets them,
+agent's user-less (agent-wide) patterns and, in the vectors layer, the agent's user-less
+knowledge (issue 17 §4). `mode` / `haiId` constrain when the scope sets them,
 `threadId` constrains the thread layers (working, scene).
 """
 
@@ -26,6 +27,7 @@ from engine.adapters.memory import (
     InMemoryTranscriptStore,
     InMemoryWorkingStore,
 )
+from engine.ingest.knowledge import index_document
 from engine.ingest.remember import Rememberer
 from engine.ingest.turns import TurnRecorder
 from engine.records import ArchiveRecord, PatternRecord, ScopeFields
@@ -91,7 +93,9 @@ tenants = st.builds(
 )
 texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=5).map(" ".join)
 writes = st.lists(
-    st.tuples(st.sampled_from(["turn", "fact", "pattern", "archive"]), tenants, texts, texts),
+    st.tuples(
+        st.sampled_from(["turn", "fact", "pattern", "archive", "knowledge"]), tenants, texts, texts
+    ),
     min_size=1,
     max_size=10,
 )
@@ -127,6 +131,8 @@ class World:
     """Item id (fact, session row, pattern, archive, turn) → the tenant that wrote it."""
     facts: list[tuple[Tenant, str, str]] = field(default_factory=list)
     """Inserted facts: (tenant, content, vector id)."""
+    knowledge: set[str] = field(default_factory=set)
+    """Ids of knowledge rows (the agent's user-less ones are read by its every user)."""
 
     def own(self, item_id: str, tenant: Tenant) -> None:
         assert item_id not in self.owners, f"{item_id} written twice"
@@ -173,6 +179,20 @@ async def write(w: World, i: int, kind: str, tenant: Tenant, text: str, other: s
         if fact.inserted:  # else the row is the earlier writer's (same tenant, same text)
             w.own(fact.vector_id, tenant)
             w.facts.append((tenant, text, fact.vector_id))
+    elif kind == "knowledge":
+        memory = w.rememberer.memory
+        for row_id in await index_document(
+            memory,
+            embedder,
+            scope=tenant.fields(),
+            content=f"{text} {other}",
+            key=f"doc{i}",
+            source_format="text",
+            uri=None,
+            at=to_ms(at),
+        ):
+            w.own(row_id, tenant)
+            w.knowledge.add(row_id)
     elif kind == "pattern":
         [vector] = await embedder.embed([text], "document")
         pattern_id = f"pattern{i}"
@@ -214,8 +234,11 @@ async def write(w: World, i: int, kind: str, tenant: Tenant, text: str, other: s
         w.own(archive_id, tenant)
 
 
-def admitted(owner: Tenant, reader: Tenant, thread: str | None, layer: str) -> bool:
-    users = (reader.user, None) if layer == "patterns" and reader.user else (reader.user,)
+def admitted(
+    owner: Tenant, reader: Tenant, thread: str | None, layer: str, knowledge: bool = False
+) -> bool:
+    shared = layer == "patterns" or (layer == "vectors" and knowledge)
+    users = (reader.user, None) if shared and reader.user else (reader.user,)
     return (
         owner.agent == reader.agent
         and owner.user in users
@@ -255,7 +278,7 @@ def check(
     for key in written_by(layer, item_id, text, raw):
         owner = w.owners.get(key)
         assert owner is not None, f"{layer} returned {key!r}, which no write produced"
-        assert admitted(owner, reader, thread, layer), (
+        assert admitted(owner, reader, thread, layer, key in w.knowledge), (
             f"{layer} item {key!r} of {owner} leaked to {reader} (thread {thread})"
         )
     return 1
@@ -267,7 +290,9 @@ def raw_check(w: World, layer: str, raw: dict[str, Any], reader: Tenant, thread:
     if layer == "scene":
         return check(w, layer, "", "", reader, thread, raw)
     if layer in ("graph", "vectors"):
-        assert (raw["agentWallet"], raw["userAddress"]) == (reader.agent, reader.user)
+        users = (reader.user, None) if raw["source"] == "knowledge" else (reader.user,)
+        assert raw["agentWallet"] == reader.agent
+        assert raw["userAddress"] in users
         return check(w, layer, str(raw["id"]), "", reader, thread)
     key = "patternId" if layer == "patterns" else "archiveId"
     return check(w, layer, str(raw[key]), "", reader, thread)
@@ -330,6 +355,32 @@ def test_the_property_sees_hits_when_a_tenant_reads_its_own_writes() -> None:
     ]
     seen = asyncio.run(scenario(stored, [(tenant, tenant.thread, "coffee lisbon morning", 5)]))
     assert seen >= 6  # items and raw hits of every layer were checked, none foreign
+
+
+async def test_every_user_of_an_agent_reads_its_knowledge_and_no_other_agent_does() -> None:
+    w = new_world()
+    agent = Tenant("0xA1", None, None, None, "T1")
+    stored = [
+        ("knowledge", agent, "coffee lisbon morning", "roastery guide"),
+        ("knowledge", Tenant("0xA1", "U2", None, None, "T1"), "coffee lisbon", "my notes"),
+        ("fact", Tenant("0xA1", "U2", None, None, "T1"), "coffee lisbon morning order", ""),
+        ("turn", agent, "coffee lisbon morning", "the agent's own turn"),
+    ]
+    for i, (kind, tenant, text, other) in enumerate(stored):
+        await write(w, i, kind, tenant, text, other)
+    shared = {k for k in w.knowledge if w.owners[k] == agent}
+    query = {"query": "coffee lisbon morning", "layers": ["vectors"], "includeRaw": True}
+    for reader in (
+        Tenant("0xA1", "U1", None, None, "T1"),
+        Tenant("0xA1", "U3", "global", None, "T9"),
+    ):
+        reply = await w.search.context(context_request({**reader.body(), **query}), NOW_MS)
+        assert {i.id for i in reply.items} == shared  # nothing of U2, nor the agent's turn
+        for item in reply.items:
+            check(w, item.layer, str(item.id), item.text, reader, None)
+    foreign = Tenant("0xA2", "U1", None, None, "T1")
+    reply = await w.search.context(context_request({**foreign.body(), **query}), NOW_MS)
+    assert reply.items == []
 
 
 # --- shared thread ids ---------------------------------------------------------------------------

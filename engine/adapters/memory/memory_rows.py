@@ -84,7 +84,7 @@ class InMemoryMemoryStore:
         return [
             row
             for row in self._rows.values()
-            if where.admits(row.scope)
+            if where.admits(row.scope, row.source)
             and row.status not in hidden
             and (sources is None or row.source in sources)
         ]
@@ -114,7 +114,7 @@ class InMemoryMemoryStore:
         return [
             row
             for row in self._rows.values()
-            if where.admits(row.scope)
+            if where.admits(row.scope, row.source)
             and row.source == "fact"
             and row.status != "deleted"
             and row.metadata.get("slot") == slot
@@ -125,7 +125,7 @@ class InMemoryMemoryStore:
         if (
             row is None
             or row.source != "fact"
-            or not where.admits(row.scope)
+            or not where.admits(row.scope, row.source)
             or row.metadata.get("slot") is not None
         ):
             return False

@@ -18,7 +18,7 @@ class InMemorySessionStore:
         self.docs[doc.scope.document_key(doc.session_id)] = doc
 
     def _find(self, where: TenantFilter, session_id: str) -> SessionDocument | None:
-        exact = replace(where, shared=False)
+        exact = where.exact()
         found = [
             d for d in self.docs.values() if d.session_id == session_id and exact.admits(d.scope)
         ]

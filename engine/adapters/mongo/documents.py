@@ -40,12 +40,31 @@ def scope_of(doc: Mapping[str, Any]) -> ScopeFields:
 
 
 def tenant_query(where: TenantFilter) -> Doc:
-    """The Mongo filter of a tenant filter (`userAddress: None` matches user-less rows)."""
+    """The Mongo filter of a tenant filter (`userAddress: None` matches user-less rows).
+
+    A filter widened by `shared_sources` (a user's read of the memory layers) adds
+    `$or: [{agentWallet, userAddress: <user>}, {agentWallet, userAddress: None, source:
+    {$in: shared}}]`: the user's own rows, or the agent's user-less rows of the shared
+    sources (agent knowledge). Each branch names the agent itself, so each is an index scan
+    of the `memory` index on (agentWallet, userAddress, source, metadata.status) whatever
+    the planner does with the outer clauses. The query then holds a top-level `$or`: a
+    caller adding alternatives of its own combines them with `$and`, never by a dict merge
+    that would replace it."""
     users = where.users
-    query: Doc = {
-        "agentWallet": where.agent_wallet,
-        "userAddress": users[0] if len(users) == 1 else {"$in": list(users)},
-    }
+    own: Doc | str | None = users[0] if len(users) == 1 else {"$in": list(users)}
+    agent = where.agent_wallet
+    query: Doc = {"agentWallet": agent}
+    if where.widened:
+        query["$or"] = [
+            {"agentWallet": agent, "userAddress": own},
+            {
+                "agentWallet": agent,
+                "userAddress": None,
+                "source": {"$in": list(where.shared_sources)},
+            },
+        ]
+    else:
+        query["userAddress"] = own
     modes = where.modes
     if modes is not None:
         query["mode"] = modes[0] if len(modes) == 1 else {"$in": list(modes)}

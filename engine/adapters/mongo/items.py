@@ -8,8 +8,6 @@ from a delete between the check and the write. Driver errors become `DependencyF
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from pymongo import DESCENDING, ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
@@ -51,7 +49,7 @@ class MongoItemStore:
     @staticmethod
     def _query(where: TenantFilter, vector_id: str, *, visible: bool) -> Doc:
         # item operations never widen to the agent's user-less rows (`shared`)
-        query = {**tenant_query(replace(where, shared=False)), "_id": vector_id}
+        query = {**tenant_query(where.exact()), "_id": vector_id}
         if visible:
             query["metadata.status"] = {"$ne": "deleted"}
         return query
@@ -88,7 +86,7 @@ class MongoItemStore:
 
     async def newest(self, where: TenantFilter, source: str, limit: int) -> list[MemoryRow]:
         query = {
-            **tenant_query(replace(where, shared=False)),
+            **tenant_query(where.exact()),
             "source": source,
             "metadata.status": {"$nin": list(INACTIVE_STATUSES)},
         }

@@ -50,8 +50,10 @@ class MongoRelationStore:
         ids = list(entity_ids)
         return await self._find(
             {
-                **tenant_query(where),
-                "$or": [{"sourceId": {"$in": ids}}, {"targetId": {"$in": ids}}],
+                "$and": [
+                    tenant_query(where),  # may hold a `$or` of its own: never merged into
+                    {"$or": [{"sourceId": {"$in": ids}}, {"targetId": {"$in": ids}}]},
+                ]
             }
         )
 

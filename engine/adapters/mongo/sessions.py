@@ -10,7 +10,6 @@ edit racing a turn's append loses neither. Driver errors become `DependencyFaile
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -90,7 +89,7 @@ class MongoSessionStore:
     @staticmethod
     def _query(where: TenantFilter, session_id: str) -> Doc:
         # sessions never widen to the agent's user-less documents (`shared`)
-        return {**tenant_query(replace(where, shared=False)), "sessionId": session_id}
+        return {**tenant_query(where.exact()), "sessionId": session_id}
 
     async def _update(self, where: TenantFilter, session_id: str, update: Doc) -> Doc | None:
         try:

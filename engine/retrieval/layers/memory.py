@@ -1,5 +1,8 @@
 """The layers over the `memory` collection: graph (facts) and vectors (every source).
 
+A user's read also finds the agent's user-less knowledge rows (`engine.scoping`: agent
+knowledge is shared by every user of the agent; the agent's other memory is not).
+
 Candidates come from the vector index (exact cosine over the tenant's rows, or Atlas with a
 pre-filter); BM25 over the candidates adds lexical evidence. When ranked, the candidates go
 through temporal decay → rerank (fail-soft) → MMR (λ = 0.7), whose order survives the final
@@ -25,7 +28,7 @@ from engine.retrieval.ranking import mmr
 from engine.retrieval.relevance import relevance
 from engine.retrieval.rerank.fail_soft import rerank_fail_soft
 from engine.retrieval.units import Shown, shown_units
-from engine.scoping import TenantFilter
+from engine.scoping import SHARED_SOURCES, TenantFilter
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +126,12 @@ def _with_raw(hit: Hit, row: MemoryRow, cosine: float | None) -> Hit:
     )
 
 
+def _shared(sources: Sequence[str] | None) -> tuple[str, ...]:
+    """The sources whose user-less rows the layer shows to every user of the agent: agent
+    knowledge, when the layer reads it (issue 17 §4)."""
+    return tuple(s for s in SHARED_SOURCES if sources is None or s in sources)
+
+
 async def search_memory(
     index: VectorIndex, q: LayerQuery, options: MemoryLayerOptions
 ) -> list[Hit]:
@@ -130,7 +139,7 @@ async def search_memory(
     q = await q.with_vector()
     if q.vector is None:
         raise DependencyFailed("no query vector")
-    where = q.where(options.layer, durable=True)
+    where = q.where(options.layer, durable=True, shared_sources=_shared(options.sources))
     if where is None:
         return []
     candidates = await index.search(

@@ -43,10 +43,20 @@ class LayerQuery:
             return self
         return replace(self, vector=await self.pending, pending=None)
 
-    def where(self, layer: str, *, durable: bool, shared: bool = False) -> TenantFilter | None:
+    def where(
+        self,
+        layer: str,
+        *,
+        durable: bool,
+        shared: bool = False,
+        shared_sources: tuple[str, ...] = (),
+    ) -> TenantFilter | None:
         """The layer's read filter with the tenant-path filters folded in; None when the
-        filters contradict the scope (the layer then returns nothing)."""
-        base = tenant_filter(self.scope, durable=durable, shared=shared)
+        filters contradict the scope (the layer then returns nothing). `shared` /
+        `shared_sources`: see `TenantFilter`."""
+        base = tenant_filter(
+            self.scope, durable=durable, shared=shared, shared_sources=shared_sources
+        )
         return narrow(base, self.filters.applies_to(layer))
 
     def keep(self, layer: str, view: Mapping[str, object]) -> bool:
