@@ -98,8 +98,13 @@ def test_an_excerpt_never_exceeds_the_cap_and_quotes_the_text(
     elif cut != truncate(text, cap):
         inner = cut.removeprefix(ELLIPSIS).removesuffix(ELLIPSIS)
         assert inner in text
-        assert cut.startswith(ELLIPSIS) == (not text.startswith(inner))
-        assert cut.endswith(ELLIPSIS) == (not text.endswith(inner))
+        # a cut side is marked: an unmarked side is the text's own start or end (the
+        # excerpt's words may also occur elsewhere, so only that direction is certain)
+        if not cut.startswith(ELLIPSIS):
+            assert text.startswith(inner)
+        if not cut.endswith(ELLIPSIS):
+            assert text.endswith(inner)
+        assert cut.startswith(ELLIPSIS) or cut.endswith(ELLIPSIS)  # something was cut
 
 
 def test_sentence_spans_are_stripped_slices_in_order() -> None:
