@@ -241,7 +241,9 @@ class MemoryRow:
 @dataclass(frozen=True, slots=True)
 class PatternRecord:
     """A procedural pattern (e.g. a repeated tool sequence) of an agent, optionally per user.
-    `success_rate` in [0, 1] comes from tool outcomes; times in ms."""
+    `success_rate` in [0, 1] comes from tool outcomes, over the `known_count` runs whose
+    outcome was reported (`unknown_count` of the `execution_count` runs did not report
+    theirs); times in ms."""
 
     pattern_id: str
     scope: ScopeFields
@@ -258,6 +260,11 @@ class PatternRecord:
     embedding_model: str | None = None
     tags: list[str] = field(default_factory=list)
     status: str = ACTIVE
+    unknown_count: int = 0
+
+    @property
+    def known_count(self) -> int:
+        return self.execution_count - self.unknown_count
 
     def view(self) -> dict[str, Any]:
         meta = {"tags": self.tags, "patternType": self.pattern_type}

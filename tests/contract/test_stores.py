@@ -28,6 +28,8 @@ from engine.adapters.mongo import (
 )
 from engine.adapters.redis_cache import RedisQueryCache
 from engine.errors import DependencyFailed
+from engine.ingest.outcomes import recorded_call
+from engine.ingest.patterns import executions_from_transcript
 from engine.ports import MemoryStore, QueryCache, TranscriptStore, WorkingStore
 from engine.records import (
     MemoryRow,
@@ -268,6 +270,40 @@ async def test_transcript_round_trips_tool_calls(stores: Stores) -> None:
     [t] = await stores.transcripts.recent(where(), 10)
     assert t.messages == [message]
     assert t.summary is None
+
+
+async def test_a_legacy_tool_message_without_a_status_reads_as_unknown(stores: Stores) -> None:
+    # issue 17: a tool call stored without its status (before the status was always written,
+    # or by another writer of the store) was recounted as a success by patterns_extract
+    scope = fields()
+    messages = [
+        StoredMessage(role="user", content="book my flight", timestamp=T0, turn_id="t1"),
+        StoredMessage(
+            role="tool",
+            content="tool:search_flights status:completed result:3 flights",
+            timestamp=T0 + 1,
+            tool_calls=[{"name": "search_flights", "args": {"to": "Lisbon"}}],
+            turn_id="t1",
+        ),
+        StoredMessage(
+            role="tool",
+            content="tool:book_flight",
+            timestamp=T0 + 2,
+            tool_calls=[{"name": "book_flight", "args": {}}],
+            turn_id="t1",
+        ),
+    ]
+    append = TranscriptAppend("S1", scope, "t1", messages, None, 0, T0 + 2)
+    await stores.transcripts.append(append)
+    [transcript] = await stores.transcripts.of_agent("A", T0)
+    assert [recorded_call(m) for m in transcript.messages] == [
+        None,
+        ("search_flights", "completed"),
+        ("book_flight", "unknown"),
+    ]
+    [execution] = executions_from_transcript(transcript)
+    assert execution.seed.steps == ("search_flights", "book_flight")
+    assert execution.succeeded is None  # neither a success nor a failure
 
 
 async def test_transcript_round_trips_a_speakers_name(stores: Stores) -> None:

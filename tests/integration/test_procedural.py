@@ -18,7 +18,7 @@ import pytest
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.adapters.mongo import MongoMemoryStore
 from engine.errors import InputRejected
-from engine.ingest.patterns import promote
+from engine.ingest.skills import promote
 from engine.records import MemoryRow, ScopeFields
 from engine.scoping import TenantFilter
 from engine.upkeep.archives import decrypt_payload, read_archive

@@ -6,7 +6,9 @@ import builtins
 from collections import deque
 from dataclasses import dataclass, field, replace
 
-from engine.ingest.patterns import TURN_IDS_KEPT, PatternSeed, PatternState, Skill, to_record
+from engine.ingest.outcomes import Outcome
+from engine.ingest.patterns import TURN_IDS_KEPT, PatternSeed, PatternState, to_record
+from engine.ingest.skills import Skill
 from engine.ports import PatternStore
 from engine.records import PatternRecord, Vector
 from engine.scoping import TenantFilter
@@ -34,7 +36,7 @@ class InMemoryPatternCounter:
         self._mirror = mirror
 
     async def record_execution(
-        self, pattern: PatternSeed, *, turn_id: str, succeeded: bool, at: int
+        self, pattern: PatternSeed, *, turn_id: str, succeeded: Outcome, at: int
     ) -> bool:
         row = self._rows.get(pattern.pattern_id)
         if row is None:
@@ -54,7 +56,8 @@ class InMemoryPatternCounter:
         row.state = replace(
             row.state,
             executions=row.state.executions + 1,
-            successes=row.state.successes + int(succeeded),
+            successes=row.state.successes + int(succeeded is True),
+            unknown=row.state.unknown + int(succeeded is None),
             last_executed=max(row.state.last_executed, at),
             created_at=min(row.state.created_at, at),
         )
