@@ -272,9 +272,25 @@ class PatternRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class ArchiveSeal:
+    """The sealed fields of an archive at rest (`engine.upkeep.archive_seal`): AES-256-GCM
+    blobs (12-byte nonce, ciphertext, 16-byte tag) under the tenant's key derived from the
+    archive key `key_id`."""
+
+    key_id: str
+    index: bytes
+    """The summary, topics and embedding: what search opens."""
+    content: bytes | None = None
+    """The stored payload; None when a read left it out (search never reads it)."""
+
+
+@dataclass(frozen=True, slots=True)
 class ArchiveRecord:
     """A compressed archive of a tenant's older memory; `summary` and `topics` are what
-    search sees (the payload itself is not searched)."""
+    search sees (the payload itself is not searched).
+
+    A sealed record (`seal` set, as stored when an archive key is configured) has an empty
+    summary, no topics, no embedding and no content: they are inside `seal`."""
 
     archive_id: str
     scope: ScopeFields
@@ -291,6 +307,7 @@ class ArchiveRecord:
     content: str | None = None
     """The stored payload (base64 of gzip of JSON); never searched, read back on demand."""
     ipfs_cid: str | None = None
+    seal: ArchiveSeal | None = None
 
     def view(self) -> dict[str, Any]:
         return {**self.scope.view(), "metadata": self.metadata}

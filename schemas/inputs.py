@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError
 
 from schemas.bounds import ValueOutOfRange, epoch_ms, parse_contract, whole_count
 from schemas.events import (
@@ -46,7 +47,10 @@ E = TypeVar("E", bound=BaseModel)
 def within_message_limit(event: E, label: str) -> E:
     """`event` if its JSON fits in one message (`MAX_MESSAGE_BYTES`), else `ScopeError`: the
     edge never publishes what the broker or a consumer would refuse."""
-    size = len(event.model_dump_json().encode("utf-8"))
+    try:
+        size = len(event.model_dump_json().encode("utf-8"))
+    except PydanticSerializationError:  # a lone surrogate in a field no text check covers
+        raise ScopeError(f"{label} must be valid Unicode (no lone surrogates)") from None
     if size > MAX_MESSAGE_BYTES:
         raise ScopeError(
             f"{label} is {size} bytes as JSON; at most {MAX_MESSAGE_BYTES} bytes are accepted"
