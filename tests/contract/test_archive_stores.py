@@ -27,14 +27,11 @@ from engine.records import ArchiveRecord, MemoryRow, ScopeFields
 from engine.scoping import TenantFilter
 from engine.upkeep.archive_seal import ArchiveKeys, SealedArchiveStore, StoredArchives
 from engine.upkeep.archives import build_archive, embed_archive, read_archive
+from tests.support.mongo import IMPLEMENTATIONS
 
 CANARY = "swordfish-42"
 AGENT = "0xSealed"
 START, END = 1_700_000_000_000, 1_700_604_800_000
-IMPLEMENTATIONS = [
-    pytest.param("memory", id="memory"),
-    pytest.param("mongo", id="mongo", marks=pytest.mark.integration),
-]
 
 
 @dataclass

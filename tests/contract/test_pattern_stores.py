@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from pymongo import AsyncMongoClient
 
 from engine.adapters.memory import InMemoryPatternCounter, InMemoryPatternStore, InMemorySkillStore
 from engine.adapters.mongo import (
@@ -26,17 +25,13 @@ from engine.ingest.skills import SkillStore, promote, skill_id
 from engine.ports import PatternStore
 from engine.records import ScopeFields
 from engine.scoping import TenantFilter
+from tests.support.mongo import IMPLEMENTATIONS, mongo_database
 
 T0 = 1_600_000_000_000
 FLIGHT = ("search_flights", "compare_fares", "book_ticket")
 SCOPE = ScopeFields("0xAgent", "0xUser", "th1", "global", None)
 WHERE = TenantFilter(agent_wallet="0xAgent", user_address="0xUser", mode="global")
 SEED = PatternSeed.of(SCOPE, FLIGHT)
-
-IMPLEMENTATIONS = [
-    pytest.param("memory", id="memory"),
-    pytest.param("mongo", id="mongo", marks=pytest.mark.integration),
-]
 
 
 @dataclass
@@ -55,19 +50,10 @@ async def stores(
         layer = InMemoryPatternStore()
         yield Stores(InMemoryPatternCounter(mirror=layer), InMemorySkillStore(), layer)
         return
-    stack = request.getfixturevalue("stack")
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        stack.mongo_uri, serverSelectionTimeoutMS=10_000
-    )
-    name = unique("db")
-    try:
-        db = client[name]
+    async with mongo_database(request.getfixturevalue("stack"), unique("db")) as db:
         await ensure_schema(db)
         await ensure_pattern_indexes(db)
         yield Stores(MongoPatternCounter(db), MongoSkillStore(db), MongoPatternStore(db))
-    finally:
-        await client.drop_database(name)
-        await client.close()
 
 
 async def run(
@@ -296,17 +282,9 @@ async def test_a_promoted_skill_is_tagged_with_how_it_was_promoted(stores: Store
 
 @pytest.fixture
 async def mongo_db(stack: Any, unique: Callable[[str], str]) -> AsyncIterator[Any]:
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        stack.mongo_uri, serverSelectionTimeoutMS=10_000
-    )
-    name = unique("db")
-    try:
-        db = client[name]
+    async with mongo_database(stack, unique("db")) as db:
         await ensure_schema(db)
         yield db
-    finally:
-        await client.drop_database(name)
-        await client.close()
 
 
 @pytest.mark.integration

@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from pymongo import AsyncMongoClient
 from redis.asyncio import Redis
 
 from engine.adapters.memory import (
@@ -41,15 +40,12 @@ from engine.records import (
     outdated_since,
 )
 from engine.scoping import TenantFilter
+from tests.support.mongo import IMPLEMENTATIONS, mongo_database
 
 T0 = 1_600_000_000_000
 """Milliseconds since epoch; every time below is an offset from it."""
 DAY = 86_400_000
 
-IMPLEMENTATIONS = [
-    pytest.param("memory", id="memory"),
-    pytest.param("mongo", id="mongo", marks=pytest.mark.integration),
-]
 CACHES = [
     pytest.param("memory", id="memory"),
     pytest.param("redis", id="redis", marks=pytest.mark.integration),
@@ -70,18 +66,9 @@ async def stores(
     if request.param == "memory":
         yield Stores(InMemoryTranscriptStore(), InMemoryWorkingStore(), InMemoryMemoryStore())
         return
-    stack = request.getfixturevalue("stack")
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        stack.mongo_uri, serverSelectionTimeoutMS=10_000
-    )
-    name = unique("db")
-    try:
-        db = client[name]
+    async with mongo_database(request.getfixturevalue("stack"), unique("db")) as db:
         await ensure_schema(db)
         yield Stores(MongoTranscriptStore(db), MongoWorkingStore(db), MongoMemoryStore(db))
-    finally:
-        await client.drop_database(name)
-        await client.close()
 
 
 # --- builders ------------------------------------------------------------------------------
