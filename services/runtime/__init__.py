@@ -185,13 +185,20 @@ class Runtime:
             "pinner": self._pinner,
         }
 
-    async def prepare(self, needs: Iterable[Part]) -> None:
-        """Build the named parts now (at start-up, before any consumer runs)."""
+    async def prepare(
+        self, needs: Iterable[Part], progress: Callable[[str], None] | None = None
+    ) -> None:
+        """Build the named parts now (at start-up, before any consumer runs); `progress` is
+        told of each part before it is built (a local model may take a while to load)."""
         wanted = set(needs)
         cells = self._cells()
         for part in sorted(wanted - {"search"}):
+            if progress is not None and not cells[part].built:
+                progress(f"building the {part}")
             cells[part].get()
         if "search" in wanted and self._search is None:
+            if progress is not None:
+                progress("building the search (and its vector index)")
             self._search = await self._build_search()
 
     def built(self) -> frozenset[Part]:
