@@ -1,7 +1,7 @@
 """The result of each admin operation (`AdminRequest.op`), one model per operation.
 
 `AdminReply.result` stays a JSON object on `memory.admin.v1.replies` rather than a union of
-these models: the twelve operations share one reply topic and a reply does not name its
+these models: the thirteen operations share one reply topic and a reply does not name its
 operation, so a union could only be told apart by its keys (`EvalRun` and `JobRecordOut`, for
 instance, share none that is required and unique), and a typed `result` would be serialised
 with every optional field the admin group leaves out (`eventId`, `skill`, …) as `null`,
@@ -80,6 +80,12 @@ class JobRecordOut(AdminResult):
     eventId: str | None = None
 
 
+class JobRecordsResponse(AdminResult):
+    """`jobs.list`: job records, newest first."""
+
+    jobs: list[JobRecordOut]
+
+
 class StatsResponse(AdminResult):
     """reference §13.2 over active rows; times in ms since epoch (null without rows)."""
 
@@ -119,6 +125,7 @@ ADMIN_RESULTS: Mapping[AdminOp, type[AdminResult]] = {
     "skills.list": SkillsResponse,
     "skills.get": SkillResponse,
     "jobs.get": JobRecordOut,
+    "jobs.list": JobRecordsResponse,
     "stats": StatsResponse,
     "evals.run": EvalRun,
     "evals.get": EvalRun,

@@ -35,6 +35,8 @@ from schemas.bounds import Moment, epoch_ms, json_number, out_of_range, parse_co
 from schemas.scope import MAX_ID_CHARS, ScopeError
 
 JobType = Literal["consolidate", "decay_update", "cleanup", "patterns_extract", "archive_create"]
+JobStatus = Literal["running", "completed", "failed"]
+"""A job record's status: `running` until it ends `completed` or `failed`."""
 DAY_MS = 86_400_000
 MAX_DAYS = 36_500.0
 """Upper bound of a day-valued job parameter and of a range's span (100 years)."""

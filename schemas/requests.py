@@ -8,6 +8,7 @@ from pydantic import Field, model_validator
 
 from schemas.bounds import EpochMs
 from schemas.events import Contract
+from schemas.jobs import JobStatus
 from schemas.limits import INT64_MAX, DocumentObject, LargeJsonObject
 from schemas.scope import Id, Scope
 from schemas.search_defaults import (
@@ -196,6 +197,7 @@ AdminOp = Literal[
     "skills.list",
     "skills.get",
     "jobs.get",
+    "jobs.list",
     "stats",
     "evals.run",
     "evals.get",
@@ -209,7 +211,9 @@ AdminOp = Literal[
 class AdminRequest(Contract):
     """One admin operation. `scope` is the caller's tenant: patterns and skills outside it
     are not found; `jobs.get` without a scope reads any job (an unrestricted caller), with
-    one only a job naming that agent; `stats` without `userAddress` counts every user of
+    one only a job naming that agent; `jobs.list` lists the newest `limit` job records,
+    newest first (without a scope every job's, with one only those naming that agent;
+    with `status` only those in it); `stats` without `userAddress` counts every user of
     the agent (counts only, no content); `archives.sync` pins archive `id` of the scope's
     agent (of its user when `userAddress` is set, else of any of the agent's users: it
     answers only `{ipfsHash, pinned}`). `body` is the raw `evals.run` body."""
@@ -223,6 +227,8 @@ class AdminRequest(Contract):
     pattern_type: str | None = Field(default=None, max_length=64)
     min_success_rate: float | None = Field(default=None, ge=0.0, le=1.0)
     category: str | None = Field(default=None, max_length=64)
+    status: JobStatus | None = None
+    """`jobs.list`: only the records in this status."""
     body: LargeJsonObject | None = None
 
 
@@ -250,11 +256,15 @@ class ReliabilityRequest(Contract):
 
 
 class ReliabilityReply(Contract):
-    """`runs` rows counted; `success_rate` in [0, 1]; `avg_quality` the mean numeric quality
-    score of those rows (0.0 when none has one). `error` is set for bad input instead."""
+    """`runs` rows counted (the newest `last` step learnings and evaluations); `graded` those
+    of them with a success value (true or false); `success_rate` in [0, 1] the share of the
+    graded rows that succeeded (0.0 when none is graded: a checkpoint without a success value
+    is not a failed run); `avg_quality` the mean numeric quality score of the counted rows
+    (0.0 when none has one). `error` is set for bad input instead."""
 
     agent: str = ""
     runs: int = 0
+    graded: int = 0
     success_rate: float = 0.0
     avg_quality: float = 0.0
     error: str | None = None

@@ -4,6 +4,10 @@ A workflow run stores its checkpoints (a step's learning, the run's evaluation, 
 context compaction) as `session` memory rows of the workflow's wallet: user = the run's
 user, thread = the run id, no mode (so global reads see them). `reliability` aggregates the
 stored step learnings and evaluations of one agent; it is pure, the caller reads the rows.
+
+Reliability counts graded runs: a checkpoint without a success value was not judged, so it
+is not a failed run (the reference divided by every row, so a step learning stored without
+`success` lowered the agent's rate).
 """
 
 from __future__ import annotations
@@ -65,10 +69,13 @@ class WorkflowCheckpoint:
 
 @dataclass(frozen=True, slots=True)
 class Reliability:
-    """`runs` rows counted; `success_rate` in [0, 1]; `avg_quality` the mean numeric
-    quality score of those rows (0.0 when none has one)."""
+    """`runs` rows counted; `graded` those of them with a success value (`success` a
+    boolean, "true" or "false"); `success_rate` in [0, 1] the share of graded rows that
+    succeeded (0.0 when none is graded); `avg_quality` the mean numeric quality score of
+    the counted rows (0.0 when none has one)."""
 
     runs: int
+    graded: int
     success_rate: float
     avg_quality: float
 
@@ -160,18 +167,26 @@ def _quality(value: object) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _succeeded(value: object) -> bool:
+def _outcome(value: object) -> bool | None:
+    """The success value of a stored row: True for True or "true", False for False or
+    "false", None (not graded) for anything else."""
     # identity, not `in (True, "true")`: 1 and 1.0 compare equal to True
-    return value is True or value == "true"
+    if value is True or value == "true":
+        return True
+    if value is False or value == "false":
+        return False
+    return None
 
 
 def reliability(rows: Sequence[MemoryRow], agent: str, last: int = 50) -> Reliability:
     """Reliability of `agent` over its newest `last` rows (by `created_at`, then id) whose
     `metadata.type` is step_learning or workflow_evaluation and `metadata.agent` is `agent`.
 
-    Success rate = rows whose `success` is True or "true" ÷ rows; average quality = mean of
-    the numeric `qualityScore`s (booleans and non-finite values are not numbers). Zero rows
-    ⇒ all zeros."""
+    Graded = rows whose `success` is True, False, "true" or "false" (`_outcome`); success
+    rate = rows whose `success` is True or "true" ÷ graded rows, so a row without a success
+    value counts as a run but neither as a success nor as a failure. Average quality = mean
+    of the numeric `qualityScore`s of every counted row (booleans and non-finite values are
+    not numbers). No rows, or no graded row, ⇒ a rate of 0.0."""
     mine = [
         row
         for row in rows
@@ -179,13 +194,12 @@ def reliability(rows: Sequence[MemoryRow], agent: str, last: int = 50) -> Reliab
     ]
     mine.sort(key=lambda row: (row.created_at, row.vector_id), reverse=True)
     mine = mine[: max(last, 0)]
-    if not mine:
-        return Reliability(runs=0, success_rate=0.0, avg_quality=0.0)
-    succeeded = sum(1 for row in mine if _succeeded(row.metadata.get("success")))
+    outcomes = [o for row in mine if (o := _outcome(row.metadata.get("success"))) is not None]
     scores = [q for row in mine if (q := _quality(row.metadata.get("qualityScore"))) is not None]
     return Reliability(
         runs=len(mine),
-        success_rate=succeeded / len(mine),
+        graded=len(outcomes),
+        success_rate=sum(outcomes) / len(outcomes) if outcomes else 0.0,
         avg_quality=sum(scores) / len(scores) if scores else 0.0,
     )
 

@@ -81,6 +81,20 @@ class JobStore(Protocol):
         """Records of that type still running, newest first, however old."""
         ...
 
+    async def recent(
+        self, *, agent: str | None = None, status: JobStatus | None = None, limit: int = 20
+    ) -> list[JobRecord]:
+        """The newest `limit` (at least 1) records, newest first (by `created_at`, then job
+        id): with `agent`, only those whose parameters name it (`agentWallet`, or one of
+        `agentWallets`: `names_agent`); with `status`, only those in it."""
+        ...
+
+
+def names_agent(params: Mapping[str, Any], agent: str) -> bool:
+    """Whether a job's parameters name `agent`: as `agentWallet` or among `agentWallets`."""
+    many = params.get("agentWallets")
+    return params.get("agentWallet") == agent or (isinstance(many, list) and agent in many)
+
 
 JobFunction = Callable[[Mapping[str, Any], int], Awaitable[dict[str, Any]]]
 """A job: (parameters, the job's time in milliseconds since epoch) → its result."""

@@ -160,9 +160,10 @@ async def reliability(
     user_address: Annotated[str | None, Query(alias="userAddress", max_length=256)] = None,
     last: Annotated[int, Query(ge=1, description="Default 50, at most 500 (lowered to it).")] = 50,
 ) -> ReliabilityOut:
-    """`{runs, successRate, avgQuality}` of `agent` over the newest `last` step learnings
-    and workflow evaluations of the wallet (and user: without one, only checkpoints stored
-    without a user count)."""
+    """`{runs, graded, successRate, avgQuality}` of `agent` over the newest `last` step
+    learnings and workflow evaluations of the wallet (and user: without one, only checkpoints
+    stored without a user count). `graded` is how many of the `runs` have a success value;
+    `successRate` is over those alone (a checkpoint without one is not a failed run)."""
     scope = query_scope(caller, agent_wallet, user_address)
     reply = await client.reliability(agent, scope, last=at_most(last, 50, 500))
     return camel_view(

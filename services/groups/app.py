@@ -45,6 +45,9 @@ from services.stream.topics import create_topics
 
 log = logging.getLogger(__name__)
 
+Progress = Callable[[str], None]
+"""Told one short line per start-up step (`running_groups`)."""
+
 
 def _warnings_only(record: logging.LogRecord) -> bool:
     return record.levelno >= logging.WARNING
@@ -113,6 +116,49 @@ def resolve_groups(names: Sequence[str]) -> list[str]:
     return chosen
 
 
+class JoinProgress:
+    """Tells `progress` when each named group is ready: all of its subscribers (a group may
+    have several, e.g. search's context, layer and rerank subscribers) have joined their
+    Kafka consumer groups, whose ids are `<group prefix>.<group>[.<part>]`."""
+
+    def __init__(
+        self, rt: Runtime, groups: Sequence[str], subscribers: Sequence[object], progress: Progress
+    ) -> None:
+        self._progress = progress
+        self._groups = list(groups)
+        self._waiting: dict[str, int] = {}
+        for sub in subscribers:
+            group = self._group_of(rt, sub)
+            if group is not None:
+                self._waiting[group] = self._waiting.get(group, 0) + 1
+        self._owner = {id(sub): self._group_of(rt, sub) for sub in subscribers}
+        self._ready = 0
+        for group in self._groups:
+            if group not in self._waiting:  # e.g. extraction without an extractor
+                progress(f"group {group} has nothing to consume with these settings")
+
+    def _group_of(self, rt: Runtime, subscriber: object) -> str | None:
+        group_id = getattr(subscriber, "group_id", None)
+        for group in self._groups:
+            own = rt.group_id(group)
+            if group_id == own or (isinstance(group_id, str) and group_id.startswith(own + ".")):
+                return group
+        return None
+
+    def started(self, subscriber: object) -> None:
+        group = self._owner.get(id(subscriber))
+        if group is None:
+            return
+        self._waiting[group] -= 1
+        if self._waiting[group] == 0:
+            self._ready += 1
+            self._progress(f"group {group} ready ({self._ready}/{len(self._waiting)})")
+
+
+def _quiet(line: str) -> None:
+    """The progress of a caller that asked for none."""
+
+
 @asynccontextmanager
 async def running_groups(
     settings: Settings,
@@ -121,17 +167,24 @@ async def running_groups(
     embedder: Embedder | None = None,
     broker_logs: bool = True,
     http_required: bool = True,
+    progress: Progress | None = None,
 ) -> AsyncIterator[Runtime]:
     """Run the named groups until the context exits. `broker_logs=False` silences
     FastStream's own lifecycle and per-message logs (our handlers still log failures).
+    `progress` is told of each start-up step in one short line (which groups start, the
+    schema, each heavy part, the topics, each group as it has joined), until the context is
+    entered (`mnemostream run` prints them).
 
     With `settings.http_port` set, `/livez`, `/readyz` and `/metrics` (`services.stream.health`)
     are served from before the database is reached until the groups have stopped (if the
     port cannot be bound: OSError, or with `http_required=False` a warning and no endpoints);
     the consumer lag gauge is refreshed every `settings.lag_interval_seconds`."""
     groups = resolve_groups(names)
+    tell = progress or _quiet
+    tell(f"starting {len(groups)} group{'s' if len(groups) > 1 else ''}: {', '.join(groups)}")
     stalls = StallWatch(settings.stall_seconds)
     metrics, readiness = Metrics(), Readiness(stalls)
+    tell(f"connecting; ensuring the database schema of {settings.mongo.db}")
     # health first: /livez answers and /readyz says what is missing during the whole start-up
     async with (
         serving(
@@ -140,10 +193,13 @@ async def running_groups(
             settings.http_port,
             required=http_required,
         ),
-        open_runtime(settings, embedder, needs=needs_of(groups)) as rt,
+        # no parts built inside: prepared below, each step told
+        open_runtime(settings, embedder, needs=()) as rt,
         contextlib.AsyncExitStack() as stack,
     ):
         readiness.schema_ready = True  # open_runtime ensured every collection and index
+        await rt.prepare(needs_of(groups), tell)
+        tell("creating the topics")
         await create_topics(
             rt.endpoints.kafka_bootstrap,
             topics.partitions(settings.kafka.partitions),
@@ -172,7 +228,12 @@ async def running_groups(
             )
         )
         await lag.refresh()  # before the groups join, so a backlog shows as lag at once
-        await start_together(broker)  # the groups join in parallel
+        joins = JoinProgress(rt, groups, broker.subscribers, tell)
+        tell(
+            f"joining {len(broker.subscribers)} Kafka consumer groups "
+            "(each join waits out the broker's rebalance delay)"
+        )
+        await start_together(broker, joins.started)  # the groups join in parallel
         background = [asyncio.create_task(lag.run(), name="consumer-lag")]
         if search.GROUP in groups:
             background.append(

@@ -67,6 +67,7 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
         return ReliabilityReply(
             agent=request.agent,
             runs=result.runs,
+            graded=result.graded,
             success_rate=result.success_rate,
             avg_quality=result.avg_quality,
         )

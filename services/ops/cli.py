@@ -98,7 +98,11 @@ def run(
     log_level: Annotated[str, typer.Option(help="Python log level.")] = "info",
     http_port: HttpPortOption = None,
 ) -> None:
-    """Run consumer groups until SIGINT/SIGTERM."""
+    """Run consumer groups until SIGINT/SIGTERM. Until they are ready, one line per start-up
+    step is printed (the groups starting, the schema, each heavy part, the topics, each
+    group as it has joined), each with the seconds since the command started."""
+    import time
+
     from services.groups.app import resolve_groups, running_groups
 
     setup_logging(log_level)
@@ -107,12 +111,16 @@ def run(
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     settings, explicit = _with_http_port(http_port)
+    began = time.monotonic()
+
+    def progress(line: str) -> None:
+        typer.echo(f"[{time.monotonic() - began:6.1f} s] {line}")
 
     async def serve() -> None:
         stop = stop_on_signals()
         # several group processes on one host cannot all have the default port: the later
         # ones run without the endpoints (logged) instead of failing; a chosen port must bind
-        async with running_groups(settings, chosen, http_required=explicit):
+        async with running_groups(settings, chosen, http_required=explicit, progress=progress):
             console.print(f"[green]ready[/green]: {', '.join(chosen)}")
             await stop.wait()
 

@@ -73,6 +73,8 @@ from services.stream.security import kafka_options, mongo_options, redis_options
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+Progress = Callable[[str], None]
+"""Told of each start-up step (`mnemostream run` prints them)."""
 
 __all__ = [
     "PARTS",
@@ -191,13 +193,16 @@ class Runtime:
             "pinner": self._pinner,
         }
 
-    async def prepare(self, needs: Iterable[Part]) -> None:
-        """Build the named parts now (at start-up, before any consumer runs)."""
-        wanted = set(needs)
-        cells = self._cells()
+    async def prepare(self, needs: Iterable[Part], progress: Progress | None = None) -> None:
+        """Build the named parts now (at start-up, before any consumer runs); `progress` is
+        told of each part before it is built (a local model may take a while to load)."""
+        wanted, cells, say = set(needs), self._cells(), progress or (lambda _: None)
         for part in sorted(wanted - {"search"}):
+            if not cells[part].built:
+                say(f"building the {part}")
             cells[part].get()
         if "search" in wanted and self._search is None:
+            say("building the search (and its vector index)")
             self._search = await self._build_search()
 
     def built(self) -> frozenset[Part]:

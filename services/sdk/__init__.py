@@ -3,9 +3,15 @@
 Modules by concern: `transport` (producer, reply topic, request-reply), `operations` (items,
 sessions, admin, jobs, rerank) and `client` (`MemoryClient`: the agent loop's writes and
 reads, on top of both). The SDK imports `schemas` and the Kafka client only, never `engine`.
+
+Errors: `ScopeError` for a bad input (its subclass `ValueOutOfRange` for a number or a time
+out of its range), raised before anything is published; `RequestFailed` for a reply that
+carries an error; `TimeoutError` for no reply within the timeout.
 """
 
+from schemas.bounds import ValueOutOfRange
+from schemas.scope import ScopeError
 from services.sdk.client import MemoryClient
 from services.sdk.transport import Position, RequestFailed
 
-__all__ = ["MemoryClient", "Position", "RequestFailed"]
+__all__ = ["MemoryClient", "Position", "RequestFailed", "ScopeError", "ValueOutOfRange"]

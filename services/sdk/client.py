@@ -13,8 +13,11 @@
 * Items, sessions, admin, jobs and rerank: `services.sdk.operations.Operations`, whose
   replies are returned with their `not_found` and `error`, not raised.
 
-A number or a time out of its range raises `schemas.bounds.ValueOutOfRange` (a `ScopeError`)
-naming the field: it is never clamped into range or replaced by a default.
+A bad input to a write or a read raises `ScopeError` (`services.sdk.ScopeError`) with a
+one-line message naming the field, before anything is published; a number or a time out of
+its range raises its subclass `ValueOutOfRange` (`reliability(..., last=0)`: "last: Input
+should be greater than or equal to 1"): it is never clamped into range or replaced by a
+default.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from schemas import topics
+from schemas.bounds import parse_contract
 from schemas.callers import checkpoint_recorded, knowledge_submitted
 from schemas.events import (
     KnowledgeSubmitted,
@@ -172,13 +176,14 @@ class MemoryClient(Operations):
     ) -> LayerSearchReply:
         """Raw layer hits (no packing): `limit` (1-20) per layer of `layers` (all when
         None)."""
-        request = LayerSearchRequest.model_validate(
+        request = parse_contract(
+            LayerSearchRequest,
             {
                 "scope": scope_of(scope),
                 "query": query,
                 "limit": limit,
                 **({"layers": list(layers)} if layers else {}),
-            }
+            },
         )
         return checked(await self._ask(topics.LAYER_SEARCH, request, LayerSearchReply, timeout))
 
@@ -192,6 +197,10 @@ class MemoryClient(Operations):
     ) -> ReliabilityReply:
         """Reliability of `agent` over the newest `last` (1-500) step learnings and
         evaluations of `scope` (the workflow wallet as `agentWallet`, and the runs'
-        `userAddress`)."""
-        request = ReliabilityRequest(scope=scope_of(scope), agent=agent, last=last)
+        `userAddress`): `runs` counted, `graded` (those with a success value) and the
+        `success_rate` over the graded ones. `last` outside 1-500 raises `ValueOutOfRange`,
+        an empty `agent` `ScopeError`, before anything is sent."""
+        request = parse_contract(
+            ReliabilityRequest, {"scope": scope_of(scope), "agent": agent, "last": last}
+        )
         return checked(await self._ask(topics.RELIABILITY, request, ReliabilityReply, timeout))

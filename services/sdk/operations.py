@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeAlias
 
 from schemas import topics
 from schemas.events import JobRequested
-from schemas.jobs import JobType, check_job_params
+from schemas.jobs import JobStatus, JobType, check_job_params
 from schemas.requests import (
     AdminOp,
     AdminReply,
@@ -143,12 +143,18 @@ class Operations(Transport):
         pattern_type: str | None = None,
         min_success_rate: float | None = None,
         category: str | None = None,
+        status: JobStatus | None = None,
         body: Mapping[str, Any] | None = None,
         timeout: float | None = None,
     ) -> AdminReply:
         """One `memory.admin.v1` operation: patterns, skills, job records, stats, evals,
         archive pinning (see `AdminRequest` for which op reads which field; `body` is the
-        raw `evals.run` body). Keyed by the scope's agent, else by `op`."""
+        raw `evals.run` body). Keyed by the scope's agent, else by `op`.
+
+        Job records: `admin("jobs.get", {"agentWallet": A} or None, id=JOB_ID)` reads one
+        (`not_found` when it does not exist or does not name A), `admin("jobs.list", scope,
+        status="failed", limit=20)` the newest ones, newest first (`result["jobs"]`; see
+        `schemas.admin.JobRecordsResponse`)."""
         scope_model = None if scope is None else scope_of(scope)
         request = AdminRequest(
             op=op,
@@ -159,6 +165,7 @@ class Operations(Transport):
             pattern_type=pattern_type,
             min_success_rate=min_success_rate,
             category=category,
+            status=status,
             body=body,
         )
         key = scope_model.agent_wallet if scope_model is not None else op

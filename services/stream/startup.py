@@ -10,19 +10,28 @@ together, the joins overlap and the process is ready in about one delay.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import Any
 
 from faststream.kafka import KafkaBroker
 
 __all__ = ["start_together"]
 
 
-async def start_together(broker: KafkaBroker) -> None:
+async def start_together(broker: KafkaBroker, started: Callable[[Any], None] | None = None) -> None:
     """What `broker.start()` does (connect, start every subscriber, then every publisher,
-    mark it running), with the subscribers started concurrently. If one fails to start,
-    the others are still awaited and the first error is raised."""
+    mark it running), with the subscribers started concurrently. `started(subscriber)` is
+    called as each subscriber has started (joined its group), in the order they finish. If
+    one fails to start, the others are still awaited and the first error is raised."""
     await broker.connect()
+
+    async def start(subscriber: Any) -> None:
+        await subscriber.start()
+        if started is not None:
+            started(subscriber)
+
     results = await asyncio.gather(
-        *(subscriber.start() for subscriber in broker.subscribers), return_exceptions=True
+        *(start(subscriber) for subscriber in broker.subscribers), return_exceptions=True
     )
     for result in results:
         if isinstance(result, BaseException):

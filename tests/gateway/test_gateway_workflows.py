@@ -52,7 +52,8 @@ async def test_a_document_is_accepted_with_its_chunk_ids_and_then_searchable(gw:
 async def test_checkpoints_are_accepted_and_reliability_is_read(gw: Gateway) -> None:
     wallet = agent()
     run: dict[str, Any] = {"workflowWallet": wallet, "runId": "r1", "userAddress": "ana"}
-    for step, success in ((1, True), (2, False)):
+    # step 3 carries no success value: a run, but not a failed one (issue 17)
+    for step, success in ((1, True), (2, False), (3, None)):
         r = await gw.http.post(
             f"{PREFIX}/workflows/checkpoints",
             json={
@@ -71,11 +72,12 @@ async def test_checkpoints_are_accepted_and_reliability_is_read(gw: Gateway) -> 
     params = {"agentWallet": wallet, "userAddress": "ana", "agent": "planner"}
     done = await until(
         lambda: gw.http.get(f"{PREFIX}/workflows/reliability", params=params),
-        lambda resp: resp.status_code == 200 and resp.json()["runs"] == 2,
-        "two checkpoints counted",
+        lambda resp: resp.status_code == 200 and resp.json()["runs"] == 3,
+        "three checkpoints counted",
         timeout=BACKLOG_TIMEOUT,
     )
-    assert done.json()["successRate"] == pytest.approx(0.5)
+    assert done.json()["graded"] == 2
+    assert done.json()["successRate"] == pytest.approx(0.5)  # over the graded two, not 1/3
     assert done.json()["avgQuality"] == pytest.approx(0.6)
     nobody = await gw.http.get(
         f"{PREFIX}/workflows/reliability", params={**params, "userAddress": "bea"}

@@ -158,3 +158,36 @@ async def test_admin_stats_count_the_tenants_rows(start: Start) -> None:
     assert reply.result is not None
     assert reply.result["totalTranscripts"] == 1
     assert reply.result["totalVectors"] >= 1
+
+
+async def test_admin_lists_job_records_newest_first_within_the_scope(start: Start) -> None:
+    # issue 17: job records were readable one at a time only (jobs.get)
+    from engine.upkeep.jobs import JobRecord
+    from schemas.admin import JobRecordsResponse, result_of
+
+    tenant = scope()
+    wallet = tenant.agent_wallet
+    async with start(["admin"]) as g:
+        for record in (
+            JobRecord("j1", "decay_update", "completed", 1, {"agentWallet": wallet}, 5),
+            JobRecord("j2", "consolidate", "failed", 2, {"agentWallets": ["0xOther", wallet]}),
+            JobRecord("j3", "cleanup", "completed", 3, {}),
+        ):
+            await g.rt.jobs.finish(record)
+
+        async def listed(**fields: object) -> list[str]:
+            reply = await g.request(
+                AdminRequest(op="jobs.list", **fields), topics.ADMIN, AdminReply
+            )
+            assert reply.error is None, reply.error
+            return [job.jobId for job in result_of(reply, JobRecordsResponse).jobs]
+
+        assert await listed() == ["j3", "j2", "j1"]
+        assert await listed(scope=tenant) == ["j2", "j1"]
+        assert await listed(scope=tenant, status="completed") == ["j1"]
+        assert await listed(status="failed", limit=1) == ["j2"]
+        bad = await g.request(
+            AdminRequest.model_construct(op="jobs.list", status="lost"), topics.ADMIN, AdminReply
+        )
+    assert bad.error is not None
+    assert "status" in bad.error

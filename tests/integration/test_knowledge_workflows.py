@@ -15,6 +15,7 @@ import pytest
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.ingest.knowledge import chunk_ids, rows_scope
 from engine.scoping import TenantFilter
+from schemas.bounds import ValueOutOfRange
 from services.endpoints import Endpoints
 from services.runtime import Runtime
 from services.sdk.client import MemoryClient, Position
@@ -154,7 +155,7 @@ async def test_checkpoints_give_reliability_once_each_and_only_to_their_tenant(
     await processed(rt, client, "workflows")
     scope = {"agentWallet": wallet, "userAddress": "lee"}
     planner = await client.reliability("planner", scope)
-    assert (planner.agent, planner.runs) == ("planner", 3)
+    assert (planner.agent, planner.runs, planner.graded) == ("planner", 3, 3)
     assert planner.success_rate == pytest.approx(2 / 3)
     assert planner.avg_quality == pytest.approx(0.7)
     assert (await client.reliability("planner", scope, last=1)).runs == 1
@@ -179,3 +180,48 @@ async def test_checkpoints_give_reliability_once_each_and_only_to_their_tenant(
     ):
         other = await client.reliability("planner", outsider)
         assert (other.runs, other.success_rate, other.avg_quality) == (0, 0.0, 0.0), outsider
+
+
+async def test_reliability_counts_graded_runs_only(
+    pipeline: tuple[Runtime, MemoryClient],
+) -> None:
+    # issue 17: four evaluations (three succeeded) and a step learning without a success
+    # value read 0.6 (3 of 5); a checkpoint that was never judged is not a failed run
+    rt, client = pipeline
+    wallet = f"0xwf{uuid.uuid4().hex[:10]}"
+    scope = {"agentWallet": wallet, "userAddress": "kai"}
+    at = int(time.time() * 1000)
+    for i, success in enumerate((True, True, False, True)):
+        await client.record_checkpoint(
+            {
+                **scope,
+                "runId": f"run-{i}",
+                "agent": "reviewer",
+                "type": "workflow_evaluation",
+                "goal": f"Review pull request {i}",
+                "success": success,
+                "qualityScore": 0.5 + i / 10,
+                "occurredAt": at + i,
+            }
+        )
+    await client.record_checkpoint(
+        {
+            **scope,
+            "runId": "run-4",
+            "agent": "reviewer",
+            "type": "step_learning",
+            "step": "read the diff",
+            "messages": [{"role": "assistant", "content": "The diff touches the billing code"}],
+            "occurredAt": at + 4,
+        }
+    )
+    await processed(rt, client, "workflows")
+    reviewer = await client.reliability("reviewer", scope)
+    assert (reviewer.runs, reviewer.graded) == (5, 4)
+    assert reviewer.success_rate == pytest.approx(0.75)
+    assert reviewer.avg_quality == pytest.approx((0.5 + 0.6 + 0.7 + 0.8) / 4)
+    # the newest run alone is the ungraded step: a run, and no rate to speak of
+    newest = await client.reliability("reviewer", scope, last=1)
+    assert (newest.runs, newest.graded, newest.success_rate) == (1, 0, 0.0)
+    with pytest.raises(ValueOutOfRange, match="last"):
+        await client.reliability("reviewer", scope, last=0)

@@ -64,3 +64,27 @@ async def test_a_subscriber_that_fails_to_start_fails_the_start_after_the_others
     assert subscribers[2].started
     assert not broker.running
     assert not broker.publishers[0].started
+
+
+async def test_each_group_is_told_ready_once_all_its_subscribers_have_joined() -> None:
+    # issue 17: `run all` printed nothing until every group had joined
+    from services.groups.app import JoinProgress
+    from services.runtime.memory import memory_runtime
+    from services.settings import Settings
+
+    begun: list[str] = []
+    subscribers = [Part(4, begun, name) for name in ("search", "search.layers", "jobs", "x")]
+    for sub in subscribers:
+        sub.group_id = f"mnemo.{sub.name}"  # type: ignore[attr-defined]
+    lines: list[str] = []
+    async with memory_runtime(Settings(group_prefix="mnemo"), needs=()) as rt:
+        joins = JoinProgress(rt, ["search", "jobs", "extraction"], subscribers, lines.append)
+        assert lines == ["group extraction has nothing to consume with these settings"]
+        await asyncio.wait_for(
+            start_together(as_broker(Broker(subscribers, [])), joins.started), 10
+        )
+    ready = sorted(lines[1:])
+    assert ready in (
+        ["group jobs ready (1/2)", "group search ready (2/2)"],
+        ["group jobs ready (2/2)", "group search ready (1/2)"],
+    )

@@ -246,4 +246,10 @@ def test_reliability_request_bounds_and_reply_defaults() -> None:
         with pytest.raises(ValidationError):
             ReliabilityRequest.model_validate({"scope": scope, "agent": "planner", **bad})
     reply = ReliabilityReply()
-    assert (reply.runs, reply.success_rate, reply.avg_quality, reply.error) == (0, 0.0, 0.0, None)
+    assert (reply.runs, reply.graded, reply.success_rate, reply.avg_quality, reply.error) == (
+        0,
+        0,
+        0.0,
+        0.0,
+        None,
+    )

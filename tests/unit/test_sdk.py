@@ -194,3 +194,31 @@ async def test_values_are_validated_by_the_contract_not_coerced() -> None:
     with pytest.raises(ValidationError):
         await client.session("update", "s1", {"agentWallet": "0xA"}, context="one line")  # type: ignore[arg-type]
     assert client.sent == []
+
+
+async def test_read_arguments_out_of_range_raise_the_sdks_input_error() -> None:
+    # issue 17: `reliability(last=0)` raised a raw pydantic ValidationError
+    from services.sdk import ScopeError, ValueOutOfRange
+
+    client = Recording()
+    scope = {"agentWallet": "0xFlow"}
+    for last, bound in ((0, "greater than or equal to 1"), (501, "less than or equal to 500")):
+        with pytest.raises(ValueOutOfRange, match=f"^last: Input should be {bound}$"):
+            await client.reliability("planner", scope, last=last)
+    with pytest.raises(ScopeError, match=r"^agent: ") as refused:
+        await client.reliability("", scope)
+    assert not isinstance(refused.value, ValueOutOfRange)
+    with pytest.raises(ValueOutOfRange, match=r"^limit: "):
+        await client.search_layers("q", scope, limit=0)
+    assert client.sent == []  # refused before anything was published
+    await client.reliability("planner", scope, last=500)
+    assert [topic for topic, _, _ in client.sent] == [topics.RELIABILITY]
+
+
+async def test_admin_lists_jobs_by_status() -> None:
+    client = Recording()
+    await client.admin("jobs.list", {"agentWallet": "0xA"}, status="failed", limit=5)
+    [(topic, request, key)] = client.sent
+    assert (topic, key) == (topics.ADMIN, "0xA")
+    assert isinstance(request, AdminRequest)
+    assert (request.op, request.status, request.limit) == ("jobs.list", "failed", 5)

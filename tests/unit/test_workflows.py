@@ -177,14 +177,29 @@ def test_reliability_worked_example() -> None:
         row(8, type="step_learning", agent="coder", success=True, qualityScore=1.0),
         row(9, agent="planner", success=True, qualityScore=1.0),
     ]
-    # counted: rows 1-6; successes: 1 (True) and 2 ("true"); numeric scores 0.9, 0.6, 0.3
+    # counted: rows 1-6; graded: 1 (True), 2 ("true"), 3 (False) — None, 1 and "TRUE" are no
+    # success value; successes: 1 and 2; numeric scores 0.9, 0.6, 0.3
     result = reliability(rows, "planner")
-    assert result.runs == 6
-    assert result.success_rate == pytest.approx(2 / 6)
+    assert (result.runs, result.graded) == (6, 3)
+    assert result.success_rate == pytest.approx(2 / 3)
     assert result.avg_quality == pytest.approx(0.6)
-    assert reliability(rows, "coder") == Reliability(1, 1.0, 1.0)
-    assert reliability(rows, "nobody") == Reliability(0, 0.0, 0.0)
-    assert reliability([], "planner") == Reliability(0, 0.0, 0.0)
+    assert reliability(rows, "coder") == Reliability(1, 1, 1.0, 1.0)
+    assert reliability(rows, "nobody") == Reliability(0, 0, 0.0, 0.0)
+    assert reliability([], "planner") == Reliability(0, 0, 0.0, 0.0)
+
+
+def test_a_checkpoint_without_a_success_value_is_not_a_failed_run() -> None:
+    # issue 17: four evaluations (three succeeded) and a step learning never judged gave
+    # 3/5 = 0.6; the rate is over the four graded runs
+    rows = [
+        *(row(i, type="workflow_evaluation", agent="planner", success=i != 2) for i in range(4)),
+        row(4, type="step_learning", agent="planner", qualityScore=0.8),
+        row(5, type="step_learning", agent="planner", success="false"),
+    ]
+    assert reliability(rows[:5], "planner") == Reliability(5, 4, 0.75, 0.8)
+    assert reliability(rows, "planner") == Reliability(6, 5, 0.6, 0.8)  # "false" is graded
+    ungraded = [row(9, type="step_learning", agent="planner", success=None)]
+    assert reliability(ungraded, "planner") == Reliability(1, 0, 0.0, 0.0)
 
 
 def test_reliability_uses_the_newest_fifty_rows() -> None:
@@ -220,6 +235,6 @@ async def test_reliability_over_recorded_checkpoints() -> None:
     )
     rows = await memory.active_rows(TenantFilter(WALLET, "U1"), sources=["session"])
     result = reliability(rows, "planner")
-    assert result.runs == 5
-    assert result.success_rate == pytest.approx(3 / 5)
+    assert (result.runs, result.graded) == (5, 4)  # the step stored without success: ungraded
+    assert result.success_rate == pytest.approx(3 / 4)
     assert result.avg_quality == pytest.approx((0.9 + 0.4 + 0.5 + 1.0) / 4)

@@ -8,7 +8,7 @@ from dataclasses import replace
 from engine.adapters.memory.archives import InMemoryArchiveStore
 from engine.adapters.memory.memory_rows import InMemoryMemoryStore
 from engine.records import INACTIVE_STATUSES
-from engine.upkeep.jobs import JobRecord
+from engine.upkeep.jobs import JobRecord, JobStatus, names_agent
 
 
 class InMemoryJobStore:
@@ -42,6 +42,18 @@ class InMemoryJobStore:
     async def running(self, job_type: str) -> list[JobRecord]:
         rows = [r for r in self.records.values() if r.type == job_type and r.status == "running"]
         return sorted(rows, key=lambda r: -r.created_at)
+
+    async def recent(
+        self, *, agent: str | None = None, status: JobStatus | None = None, limit: int = 20
+    ) -> list[JobRecord]:
+        rows = [
+            r
+            for r in self.records.values()
+            if (agent is None or names_agent(r.params, agent))
+            and (status is None or r.status == status)
+        ]
+        rows.sort(key=lambda r: (-r.created_at, r.job_id))
+        return rows[: max(limit, 1)]
 
 
 class InMemoryMaintenanceStore:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict
 
-from pymongo import DESCENDING, UpdateOne
+from pymongo import ASCENDING, DESCENDING, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError, PyMongoError
 
@@ -15,7 +15,7 @@ from engine.adapters.mongo.documents import Doc
 from engine.adapters.mongo.schema import ARCHIVES, JOBS, MEMORY
 from engine.errors import DependencyFailed
 from engine.records import INACTIVE_STATUSES
-from engine.upkeep.jobs import JobRecord
+from engine.upkeep.jobs import JobRecord, JobStatus
 
 
 def _doc(record: JobRecord) -> Doc:
@@ -91,6 +91,22 @@ class MongoJobStore:
         query = {"type": job_type, "status": "running"}
         try:
             docs = await self._col.find(query).sort("createdAt", DESCENDING).to_list(100)
+        except PyMongoError as exc:
+            raise DependencyFailed(f"job read failed: {exc}") from exc
+        return [_record(d) for d in docs]
+
+    async def recent(
+        self, *, agent: str | None = None, status: JobStatus | None = None, limit: int = 20
+    ) -> list[JobRecord]:
+        query: Doc = {}
+        if agent is not None:
+            # an array field matches a query value it contains: agentWallets holds the agent
+            query["$or"] = [{"params.agentWallet": agent}, {"params.agentWallets": agent}]
+        if status is not None:
+            query["status"] = status
+        order = [("createdAt", DESCENDING), ("_id", ASCENDING)]
+        try:
+            docs = await self._col.find(query).sort(order).limit(max(limit, 1)).to_list()
         except PyMongoError as exc:
             raise DependencyFailed(f"job read failed: {exc}") from exc
         return [_record(d) for d in docs]

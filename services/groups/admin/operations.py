@@ -181,6 +181,12 @@ async def _jobs_get(rt: Runtime, request: AdminRequest) -> Result:
     return job_json(record)
 
 
+async def _jobs_list(rt: Runtime, request: AdminRequest) -> Result:
+    agent = request.scope.agent_wallet if request.scope is not None else None
+    found = await rt.jobs.recent(agent=agent, status=request.status, limit=request.limit)
+    return {"jobs": [job_json(record) for record in found]}
+
+
 async def _stats(rt: Runtime, request: AdminRequest) -> Result:
     scope = _scope(request)
     agent, user = scope.agent_wallet, scope.user_address
@@ -225,6 +231,7 @@ OPERATIONS: dict[str, Callable[[Runtime, AdminRequest], Awaitable[Result]]] = {
     "skills.list": _skills_list,
     "skills.get": _skills_get,
     "jobs.get": _jobs_get,
+    "jobs.list": _jobs_list,
     "stats": _stats,
     "evals.run": _evals_run,
     "evals.get": _evals_get,
