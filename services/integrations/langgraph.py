@@ -192,10 +192,12 @@ class MnemoStore(BaseStore):
     # --- rows ------------------------------------------------------------------------------
 
     def item_id(self, namespace: tuple[str, ...], key: str) -> str:
-        """The memory row id of item `key` of `namespace` in this store's tenant."""
+        """The memory row id of item `key` of `namespace` in this store's tenant: the id the
+        facts group gives the remembered anchor (`engine.ingest.remember`)."""
         scope = self.scope
+        text = anchor(namespace, key)
         return "fact_" + fact_hash(
-            scope.agent_wallet, scope.user_address, anchor(namespace, key), scope.mode
+            scope.agent_wallet, scope.user_address, text, scope.mode, scope.hai_id
         )
 
     def _own(self, row: Mapping[str, Any]) -> Record | None:

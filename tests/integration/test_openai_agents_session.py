@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from agents import Agent, ModelResponse, Runner, Usage, function_tool
+from agents import Agent, ModelResponse, Runner, Usage, function_tool, set_tracing_disabled
 from agents.memory import Session
 from agents.models.interface import Model
 from openai.types.responses import (
@@ -25,6 +25,14 @@ from services.sdk.client import MemoryClient
 from services.stream.offsets import wait_processed
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(autouse=True)
+def no_trace_export() -> Any:
+    """The SDK exports traces to OpenAI when a key is set: never from a test (no network)."""
+    set_tracing_disabled(True)
+    yield
+    set_tracing_disabled(False)
 
 
 def said(text: str, item_id: str) -> ResponseOutputMessage:
