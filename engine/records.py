@@ -106,6 +106,8 @@ class StoredMessage:
     tool_calls: list[dict[str, Any]] | None = None
     turn_id: str | None = None
     name: str | None = None
+    raw: str | None = None
+    """The caller's own form of the message (`schemas.events.Message.raw`), kept verbatim."""
 
     @property
     def said(self) -> str:

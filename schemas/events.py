@@ -77,13 +77,17 @@ class Message(Contract):
     """One message of a turn. `timestamp` is milliseconds since epoch. `name` is the
     speaker's name when the caller knows it (as in the chat-completions `name` field):
     "Melanie" for a user who is a named person; None leaves the speaker to its role, or to a
-    leading "Name: " in `content` (`engine.ingest.speakers`)."""
+    leading "Name: " in `content` (`engine.ingest.speakers`). `raw` is the caller's own form
+    of the message (an agent framework's item as JSON text, say), kept verbatim with the
+    transcript and returned by transcript reads so the caller can rebuild its history
+    exactly; the memory layers never show, embed or extract it."""
 
     role: Role
     content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
     timestamp: EpochMs
     name: str | None = Field(default=None, min_length=1, max_length=MAX_SPEAKER_CHARS)
     tool_calls: list[ToolCall] | None = Field(default=None, max_length=MAX_TOOL_CALLS)
+    raw: str | None = Field(default=None, min_length=1, max_length=MAX_CONTENT_CHARS)
 
 
 UNKNOWN_STATUS = "unknown"

@@ -175,6 +175,9 @@ def _messages(data: dict[str, Any], now_ms: int) -> list[Message]:
             name = item.get("name")
             if name is not None and clean_str(name) is None:
                 raise ScopeError(f"messages[{i}].name must be a non-empty string")
+            raw = item.get("raw")
+            if raw is not None and (not isinstance(raw, str) or raw == ""):
+                raise ScopeError(f"messages[{i}].raw must be a non-empty string")
             messages.append(
                 parse_contract(
                     Message,
@@ -184,6 +187,7 @@ def _messages(data: dict[str, Any], now_ms: int) -> list[Message]:
                         "timestamp": _timestamp(item, f"messages[{i}]", now_ms + i),
                         "tool_calls": calls if isinstance(calls, list) else None,
                         "name": clean_str(name) if name is not None else None,
+                        "raw": raw,
                     },
                 )
             )

@@ -110,6 +110,8 @@ class LayerSearchReply(Contract):
     error: str | None = None
 
 
+MAX_TRANSCRIPT_PAGE = 200
+"""Messages of one transcript page at most."""
 MAX_LIST_ITEMS = 200
 """Upper bound on the rows of one item `list`."""
 
@@ -160,10 +162,13 @@ class SessionRequest(Contract):
     with `replace`, replaces each given part wholesale. `compress` (reference §10.9)
     summarises the session's transcript (else its working buffer) into one embedded
     `archive` memory row of the session's own scope, once per content; `model` is the
-    caller's choice of LLM model (the configured one when None; unused without an LLM)."""
+    caller's choice of LLM model (the configured one when None; unused without an LLM).
+    `transcript` reads the session's stored messages in timestamp order, a page at a time:
+    the newest `limit` before position `before` (the end when None), oldest first (see
+    `engine.upkeep.transcripts`)."""
 
     scope: Scope
-    op: Literal["get", "update", "compress"]
+    op: Literal["get", "update", "compress", "transcript"]
     session_id: Id = Field(min_length=1, max_length=600)
     context: list[Annotated[str, Field(max_length=4_000)]] | None = Field(
         default=None, max_length=100
@@ -173,17 +178,25 @@ class SessionRequest(Contract):
     metadata: DocumentObject | None = None
     replace: bool = False
     model: str | None = Field(default=None, min_length=1, max_length=200)
+    limit: int = Field(default=MAX_TRANSCRIPT_PAGE, ge=1, le=MAX_TRANSCRIPT_PAGE)
+    """`transcript` only: messages of the page at most."""
+    before: int | None = Field(default=None, ge=0, le=INT64_MAX)
+    """`transcript` only: the page ends before this position (None: at the end)."""
 
 
 class SessionReply(Contract):
     """`session` is the session after the operation (the reference's row, camelCase, times
     in ms, without turn vectors); for `compress`, `compression` is `{summary,
-    entitiesExtracted, entities, keyFacts, vectorId, stored, summariser}` instead.
+    entitiesExtracted, entities, keyFacts, vectorId, stored, summariser}` instead; for
+    `transcript`, `transcript` is `{sessionId, agentWallet, userAddress, threadId, …,
+    messages: [{role, content, timestamp, turnId?, name?, toolCalls?, raw?}], start, total,
+    summary, createdAt, updatedAt}` (`start` is the first message's position).
     `not_found` is set when nothing matched within the scope (HTTP 404), `error` for bad
     input (400), with `upstream` when the LLM failed (502)."""
 
     session: dict[str, Any] | None = None
     compression: dict[str, Any] | None = None
+    transcript: dict[str, Any] | None = None
     not_found: bool = False
     upstream: bool = False
     error: str | None = None

@@ -81,6 +81,7 @@ def turn_messages(event: TurnRecorded) -> list[StoredMessage]:
             tool_calls=[c.model_dump() for c in m.tool_calls] if m.tool_calls else None,
             turn_id=event.turn_id,
             name=m.name,
+            raw=m.raw,
         )
         for m in event.messages
     ]

@@ -1,9 +1,10 @@
 """The items group's working-session requests: `SessionRequest` on `memory.sessions.v1`
-(read, edit or compress one session within the request's explicit scope), answered with
-`SessionReply`; an edit of what the working layer reads announces `MemoryChanged` for the
-working layer of the session's thread, a compression that stored its summary row for the
-vectors layer of the session's scope. Wired into the items group's router
-(`services.groups.items`) with its own Kafka group id, `<prefix>.items.sessions`."""
+(read, edit or compress one session, or read a page of its transcript, within the
+request's explicit scope), answered with `SessionReply`; an edit of what the working layer
+reads announces `MemoryChanged` for the working layer of the session's thread, a
+compression that stored its summary row for the vectors layer of the session's scope.
+Wired into the items group's router (`services.groups.items`) with its own Kafka group id,
+`<prefix>.items.sessions`."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from engine.upkeep.sessions import (
     session_scope,
     update_session,
 )
+from engine.upkeep.transcripts import TranscriptPage, transcript_page
 from schemas import topics
 from schemas.requests import SessionReply, SessionRequest
 from schemas.scope import first_error
@@ -61,6 +63,13 @@ async def compress(rt: Runtime, request: SessionRequest, at: int) -> Compressed:
     return await compressor.compress(where, request.session_id, at=at, model=request.model)
 
 
+async def transcript(rt: Runtime, request: SessionRequest) -> TranscriptPage:
+    where = tenant_filter(request.scope, durable=True)
+    return await transcript_page(
+        rt.transcripts, where, request.session_id, limit=request.limit, before=request.before
+    )
+
+
 def compressed_reply(done: Compressed) -> SessionReply:
     summary = done.summary
     return SessionReply(
@@ -92,6 +101,9 @@ def wire(group: GroupRouter[Runtime]) -> None:
                 if done.stored:
                     await changes.announce_at(scope_of(done.scope), ["vectors"])
                 return compressed_reply(done)
+            if request.op == "transcript":
+                page = await transcript(rt, request)
+                return SessionReply(transcript=page.json())
             session = await handle(rt, request, at)
         except ValidationError as exc:
             return SessionReply(error=first_error(exc))

@@ -17,6 +17,7 @@ from schemas import topics
 from schemas.events import JobRequested
 from schemas.jobs import JobStatus, JobType, check_job_params
 from schemas.requests import (
+    MAX_TRANSCRIPT_PAGE,
     AdminOp,
     AdminReply,
     AdminRequest,
@@ -111,6 +112,30 @@ class Operations(Transport):
             state=state,
             metadata=metadata,
             replace=replace,
+        )
+        return await self._ask(topics.SESSIONS, request, SessionReply, timeout)
+
+    async def transcript(
+        self,
+        session_id: str,
+        scope: ScopeInput,
+        *,
+        limit: int = MAX_TRANSCRIPT_PAGE,
+        before: int | None = None,
+        timeout: float | None = None,
+    ) -> SessionReply:
+        """A page of session `session_id`'s transcript within `scope` (its agent and exact
+        user): `reply.transcript["messages"]` are the newest `limit` (1-200) messages before
+        position `before` (the end when None), oldest first, each `{role, content,
+        timestamp, turnId?, name?, toolCalls?, raw?}`; `reply.transcript["start"]` is the
+        first one's position (read on with `before=start` until it is 0). A missing or
+        out-of-scope transcript comes back with `not_found=True`."""
+        request = SessionRequest(
+            scope=scope_of(scope),
+            op="transcript",
+            session_id=session_id,
+            limit=limit,
+            before=before,
         )
         return await self._ask(topics.SESSIONS, request, SessionReply, timeout)
 

@@ -26,7 +26,7 @@ from engine.adapters.mongo import (
     ensure_schema,
 )
 from engine.adapters.redis_cache import RedisQueryCache
-from engine.errors import DependencyFailed
+from engine.errors import DependencyFailed, InputRejected, NotFound
 from engine.ingest.outcomes import recorded_call
 from engine.ingest.patterns import executions_from_transcript
 from engine.ports import MemoryStore, QueryCache, TranscriptStore, WorkingStore
@@ -40,6 +40,7 @@ from engine.records import (
     outdated_since,
 )
 from engine.scoping import TenantFilter
+from engine.upkeep.transcripts import transcript_page
 from tests.support.mongo import IMPLEMENTATIONS, mongo_database
 
 T0 = 1_600_000_000_000
@@ -309,6 +310,56 @@ async def test_transcript_round_trips_a_speakers_name(stores: Stores) -> None:
     [t] = await stores.transcripts.recent(where(), 10)
     assert t.messages == [named, plain]
     assert [m.said for m in t.messages] == ["Melanie: I read it", "Nice"]
+
+
+async def test_transcript_keeps_a_messages_raw_form_verbatim(stores: Stores) -> None:
+    """A message's `raw` (an agent framework's own item, issue 18 §3) comes back exactly."""
+    raw = '{"type": "function_call", "call_id": "c1", "arguments": "{\\"city\\": \\"Oslo\\"}"}'
+    kept = StoredMessage(role="assistant", content="[tool call] weather", timestamp=T0, raw=raw)
+    plain = StoredMessage(role="tool", content="sunny", timestamp=T0 + 1)
+    append = TranscriptAppend(
+        session_id="S1",
+        scope=fields(),
+        turn_id="t1",
+        messages=[kept, plain],
+        summary=None,
+        token_count=0,
+        at=T0,
+    )
+    await stores.transcripts.append(append)
+    [t] = await stores.transcripts.recent(where(), 10)
+    assert t.messages == [kept, plain]
+    assert t.messages[0].raw == raw
+
+
+async def test_transcript_pages_read_back_every_message_once_within_the_tenant(
+    stores: Stores,
+) -> None:
+    """`transcript_page` pages backwards by position until `start` is 0, and another tenant
+    (or the agent without the user) finds no transcript at all."""
+    for i in range(7):
+        await stores.transcripts.append(turn(f"t{i}", at=T0 + 10 * i, texts=(f"q{i}", f"a{i}")))
+    read: list[str] = []
+    before: int | None = None
+    while True:
+        page = await transcript_page(stores.transcripts, where(), "S1", limit=3, before=before)
+        assert page.total == 14
+        assert len(page.messages) <= 3
+        read = [m.content for m in page.messages] + read
+        if page.start == 0:
+            break
+        before = page.start
+    assert read == [text for i in range(7) for text in (f"q{i}", f"a{i}")]
+    assert page.json()["messages"][0] == {
+        "role": "user",
+        "content": "q0",
+        "timestamp": T0,
+    }
+    for outsider in (where(user="U2"), where(user=None), where(agent="B")):
+        with pytest.raises(NotFound):
+            await transcript_page(stores.transcripts, outsider, "S1")
+    with pytest.raises(InputRejected):
+        await transcript_page(stores.transcripts, where(), "S1", limit=0)
 
 
 async def test_transcript_recent_is_newest_first_and_limited(stores: Stores) -> None:

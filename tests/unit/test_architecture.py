@@ -206,3 +206,33 @@ def test_no_module_is_over_400_lines() -> None:
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     }
     assert not long, f"split these modules (over {MAX_MODULE_LINES} lines): {long}"
+
+
+OPTIONAL_FRAMEWORKS = frozenset({"langgraph", "langchain_core", "agents", "openai"})
+"""The agent frameworks of the optional extras (`mnemostream[langgraph]`,
+`mnemostream[openai-agents]`): only their adapters may import them (issue 18 §2, §3)."""
+FRAMEWORK_ADAPTERS = frozenset(
+    {"services/integrations/langgraph.py", "services/integrations/openai_agents.py"}
+)
+
+
+def package_modules() -> list[Path]:
+    return sorted(
+        p for top in ("engine", "schemas", "services") for p in (ROOT / top).rglob("*.py")
+    )
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in package_modules() if rel(p) not in FRAMEWORK_ADAPTERS], ids=rel
+)
+def test_only_the_framework_adapters_import_an_optional_framework(path: Path) -> None:
+    bad = [
+        f"{rel(path)}:{line} imports {root}"
+        for line, root in imported_roots(parse(path))
+        if root in OPTIONAL_FRAMEWORKS
+    ]
+    assert bad == []
+
+
+def test_the_framework_adapters_exist_where_the_rule_expects_them() -> None:
+    assert {rel(p) for p in package_modules()} >= FRAMEWORK_ADAPTERS

@@ -376,3 +376,23 @@ def test_compact_summary_honours_the_policy() -> None:
 
 def test_compact_summary_of_system_only_is_empty() -> None:
     assert compact_summary([msg("system", "x")]) == ""
+
+
+def test_a_messages_raw_form_is_stored_verbatim_and_never_shown() -> None:
+    """issue 18 §3: `raw` (an agent framework's own item) reaches the stored message
+    unchanged, stays out of the working lines and the summary, and a non-string one is
+    refused before anything is published."""
+    from engine.ingest.turns import compact_summary, turn_messages, working_lines
+    from schemas.inputs import turn_recorded
+    from schemas.scope import ScopeError
+
+    scope = {"agentWallet": "0xA", "userAddress": "alice", "threadId": "t"}
+    raw = '{"role": "user", "content": "  Hi there  "}'
+    event = turn_recorded({**scope, "messages": [{"role": "user", "content": "Hi", "raw": raw}]})
+    [stored] = turn_messages(event)
+    assert stored.raw == raw
+    assert working_lines([stored]) == ["user: Hi"]
+    assert compact_summary([stored]) == "user: Hi"
+    for bad in ({"k": 1}, "", 3):
+        with pytest.raises(ScopeError, match=r"messages\[0\]\.raw"):
+            turn_recorded({**scope, "messages": [{"role": "user", "content": "Hi", "raw": bad}]})

@@ -115,6 +115,8 @@ def message_doc(m: StoredMessage) -> Doc:
         doc["turnId"] = m.turn_id
     if m.name is not None:
         doc["name"] = m.name
+    if m.raw is not None:
+        doc["raw"] = m.raw
     return doc
 
 
@@ -126,6 +128,7 @@ def message_of(doc: Mapping[str, Any]) -> StoredMessage:
         tool_calls=doc.get("toolCalls"),
         turn_id=doc.get("turnId"),
         name=doc.get("name"),
+        raw=doc.get("raw"),
     )
 
 
