@@ -33,6 +33,7 @@ from engine.adapters.mongo import (
     MongoWorkingStore,
     ensure_schema,
 )
+from engine.adapters.mongo.erasure import MongoUserEraser
 from engine.adapters.mongo.evals import MongoEvalStore
 from engine.adapters.mongo.evals import ensure_indexes as ensure_eval_indexes
 from engine.adapters.mongo.items import MongoItemStore
@@ -365,6 +366,7 @@ async def open_runtime(
             evals=MongoEvalStore(db),
             cache=cache,
             vectors=vectors,
+            eraser=MongoUserEraser(db),
         )
         parts = Parts(
             embedder=model,
