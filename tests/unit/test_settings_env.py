@@ -1,7 +1,8 @@
 """The settings read exactly these environment variables, each into its setting.
 
 `VARIABLES` is the list the flat `Settings` model read before it was grouped into sections
-(issue 14), plus the batch, partition and embedding-stage ones of issue 15; grouping must not
+(issue 14), plus the batch, partition and embedding-stage ones of issue 15 and the MCP
+server's of issue 18; grouping must not
 rename, add or drop one. Each entry carries a probe value: set
 alone (with the companions a valid combination needs), it must show up in the settings, so a
 variable that is documented but no longer read fails here too.
@@ -119,6 +120,11 @@ VARIABLES: dict[str, str] = {
     "REDIS_PASSWORD": "probe-redis-password",
     "REDIS_TLS": "true",
     "REDIS_TLS_CA_FILE": FILE,
+    # issue 18: the MCP server's tenant and bind address
+    "MCP_AGENT": "probe-mcp-agent",
+    "MCP_USER": "probe-mcp-user",
+    "MCP_THREAD": "probe-mcp-thread",
+    "MCP_HOST": "probe-mcp-host",
 }
 
 # what a variable needs beside it to make a valid combination
