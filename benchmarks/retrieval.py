@@ -2,6 +2,7 @@
 
     python -m benchmarks.retrieval                       # from the repo root; own local stack
     python -m benchmarks.retrieval --sizes 1000 10000 --requests 200
+    python -m benchmarks.retrieval --sizes 10000 --json     # one JSON object on stdout
 
 For each size, one tenant gets N memory rows (facts and session summaries, embedded with the
 local MiniLM model: 2,000 distinct sentences, larger sizes reuse their vectors with new
@@ -21,16 +22,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import platform
 import random
+import sys
 import time
 import uuid
 
 import numpy as np
 from pydantic import SecretStr
 
-from benchmarks.pipeline import endpoints, groups_process, line
+from benchmarks.pipeline import endpoints, groups_process, line, pct
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.adapters.mongo import MongoMemoryStore
 from engine.records import MemoryRow, ScopeFields
@@ -190,14 +193,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     args = parser.parse_args()
+    out = sys.stderr if args.json else sys.stdout
+    sizes: dict[str, dict[str, dict[str, float]]] = {}
+    figures: dict[str, object] = {"cpus": os.cpu_count(), "sizes": sizes}
+
+    def report(size: int, where: str, kind: str, values: list[float]) -> None:
+        print(line(f"{size:>6} memories, {where}, cache {kind}", values), file=out)
+        cell = sizes.setdefault(str(size), {})
+        cell[f"{where.replace(' ', '_')}_{kind}"] = {
+            "p50": round(pct(values, 50), 2),
+            "p95": round(pct(values, 95), 2),
+            "p99": round(pct(values, 99), 2),
+        }
+
     embedder = LocalMiniLMEmbedder.load()
     base = sentences(2000)
     vectors = embedder.embed_sync(base)
     print(
         f"mnemostream retrieval benchmark on {platform.machine()}, {os.cpu_count()} CPUs, "
-        f"Python {platform.python_version()}; all six layers; exact vector index"
+        f"Python {platform.python_version()}; all six layers; exact vector index; "
+        f"load average {os.getloadavg()[0]:.1f}",
+        file=out,
     )
+    figures["load_average"] = round(os.getloadavg()[0], 2)
     with endpoints() as ends:
         for size in args.sizes:
             tag = uuid.uuid4().hex[:8]
@@ -211,12 +231,14 @@ def main() -> None:
             agent = f"0xRetrieval{tag}"
             asyncio.run(seed(settings, agent, size, embedder, base, vectors))
             misses, hits = asyncio.run(in_process(settings, agent, args.requests, embedder))
-            print(line(f"{size:>6} memories, in-process, cache miss", misses))
-            print(line(f"{size:>6} memories, in-process, cache hit", hits))
+            report(size, "in-process", "miss", misses)
+            report(size, "in-process", "hit", hits)
             with groups_process(ends, tag, ["search", "invalidation"]):
                 misses, hits = asyncio.run(over_kafka(ends, agent, args.requests))
-            print(line(f"{size:>6} memories, over Kafka, cache miss", misses))
-            print(line(f"{size:>6} memories, over Kafka, cache hit", hits))
+            report(size, "over Kafka", "miss", misses)
+            report(size, "over Kafka", "hit", hits)
+    if args.json:
+        print(json.dumps(figures))
 
 
 if __name__ == "__main__":

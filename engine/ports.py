@@ -234,20 +234,20 @@ class ArchiveStore(Protocol):
 
 
 class ArchiveCids(Protocol):
-    """Where stored archives were pinned (reference §10.2)."""
+    """Where stored archives were pinned (reference §10.2), and which are not yet."""
 
     async def set_cid(self, archive_id: str, cid: str) -> None:
         """Record the IPFS CID of the (encrypted) archive."""
         ...
 
+    async def unpinned(self, archive_id: str) -> ArchiveRecord | None:
+        """The stored archive with its content (sealed as stored) if it has no CID yet;
+        None if it is pinned, has no content or does not exist."""
+        ...
+
 
 class ArchivePinState(Protocol):
     """The pin state of stored archives, read by the pinning paths."""
-
-    async def unpinned_content(self, archive_id: str) -> str | None:
-        """The archive's stored content if it has no CID yet; None if it is pinned, has no
-        content or does not exist."""
-        ...
 
     async def archive_cid(
         self, archive_id: str, agent_wallet: str, user_address: str | None, *, any_user: bool

@@ -241,7 +241,9 @@ class MemoryRow:
 @dataclass(frozen=True, slots=True)
 class PatternRecord:
     """A procedural pattern (e.g. a repeated tool sequence) of an agent, optionally per user.
-    `success_rate` in [0, 1] comes from tool outcomes; times in ms."""
+    `success_rate` in [0, 1] comes from tool outcomes, over the `known_count` runs whose
+    outcome was reported (`unknown_count` of the `execution_count` runs did not report
+    theirs); times in ms."""
 
     pattern_id: str
     scope: ScopeFields
@@ -258,6 +260,11 @@ class PatternRecord:
     embedding_model: str | None = None
     tags: list[str] = field(default_factory=list)
     status: str = ACTIVE
+    unknown_count: int = 0
+
+    @property
+    def known_count(self) -> int:
+        return self.execution_count - self.unknown_count
 
     def view(self) -> dict[str, Any]:
         meta = {"tags": self.tags, "patternType": self.pattern_type}
@@ -265,9 +272,25 @@ class PatternRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class ArchiveSeal:
+    """The sealed fields of an archive at rest (`engine.upkeep.archive_seal`): AES-256-GCM
+    blobs (12-byte nonce, ciphertext, 16-byte tag) under the tenant's key derived from the
+    archive key `key_id`."""
+
+    key_id: str
+    index: bytes
+    """The summary, topics and embedding: what search opens."""
+    content: bytes | None = None
+    """The stored payload; None when a read left it out (search never reads it)."""
+
+
+@dataclass(frozen=True, slots=True)
 class ArchiveRecord:
     """A compressed archive of a tenant's older memory; `summary` and `topics` are what
-    search sees (the payload itself is not searched)."""
+    search sees (the payload itself is not searched).
+
+    A sealed record (`seal` set, as stored when an archive key is configured) has an empty
+    summary, no topics, no embedding and no content: they are inside `seal`."""
 
     archive_id: str
     scope: ScopeFields
@@ -284,6 +307,7 @@ class ArchiveRecord:
     content: str | None = None
     """The stored payload (base64 of gzip of JSON); never searched, read back on demand."""
     ipfs_cid: str | None = None
+    seal: ArchiveSeal | None = None
 
     def view(self) -> dict[str, Any]:
         return {**self.scope.view(), "metadata": self.metadata}

@@ -86,12 +86,21 @@ class Message(Contract):
     tool_calls: list[ToolCall] | None = Field(default=None, max_length=MAX_TOOL_CALLS)
 
 
+UNKNOWN_STATUS = "unknown"
+"""The status of a tool call whose outcome the caller did not report."""
+
+
 class ToolEvent(Contract):
-    """A tool call made during the turn, with its outcome (`status`), for patterns."""
+    """A tool call made during the turn, with its outcome (`status`), for patterns.
+
+    `status` is the caller's word for the outcome: a success word (`completed`, `ok`, …,
+    `engine.ingest.outcomes.SUCCESS_STATUSES`), `unknown` (the default: a call reported
+    without an outcome moves no success rate), or anything else, which counts as a failure.
+    `timestamp` is milliseconds since epoch."""
 
     name: str = Field(min_length=1, max_length=200)
     args: DocumentObject = Field(default_factory=dict)
-    status: str = Field(default="completed", max_length=64)
+    status: str = Field(default=UNKNOWN_STATUS, min_length=1, max_length=64)
     result: str | None = Field(default=None, max_length=MAX_CONTENT_CHARS)
     timestamp: EpochMs
 

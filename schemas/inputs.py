@@ -13,9 +13,17 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError
 
 from schemas.bounds import ValueOutOfRange, epoch_ms, parse_contract, whole_count
-from schemas.events import MemoryRemembered, Message, ToolEvent, TurnRecorded, utc_now
+from schemas.events import (
+    UNKNOWN_STATUS,
+    MemoryRemembered,
+    Message,
+    ToolEvent,
+    TurnRecorded,
+    utc_now,
+)
 from schemas.ids import from_ms as from_ms
 from schemas.ids import h32 as h32
 from schemas.ids import thread_session_id as thread_session_id
@@ -39,7 +47,10 @@ E = TypeVar("E", bound=BaseModel)
 def within_message_limit(event: E, label: str) -> E:
     """`event` if its JSON fits in one message (`MAX_MESSAGE_BYTES`), else `ScopeError`: the
     edge never publishes what the broker or a consumer would refuse."""
-    size = len(event.model_dump_json().encode("utf-8"))
+    try:
+        size = len(event.model_dump_json().encode("utf-8"))
+    except PydanticSerializationError:  # a lone surrogate in a field no text check covers
+        raise ScopeError(f"{label} must be valid Unicode (no lone surrogates)") from None
     if size > MAX_MESSAGE_BYTES:
         raise ScopeError(
             f"{label} is {size} bytes as JSON; at most {MAX_MESSAGE_BYTES} bytes are accepted"
@@ -190,9 +201,16 @@ def _messages(data: dict[str, Any], now_ms: int) -> list[Message]:
 
 
 def _tool_events(data: dict[str, Any], now_ms: int) -> list[ToolEvent]:
-    raw = data.get("toolEvents", data.get("tool_events"))
-    if not isinstance(raw, list):
+    """`toolEvents` (alias `tool_events`): absent or null is none; anything but a list of
+    objects is refused (an object was silently dropped before, issue 17). Each event: `name`
+    (aliases `toolName`, `tool`) required, `args` (alias `input`) an object, `status` a
+    string (absent or blank: `unknown`), `result` (alias `output`) kept when it is text,
+    `timestamp` ms since epoch (default `now + index`)."""
+    key, raw = _present(data, "toolEvents", "tool_events")
+    if raw is None:
         return []
+    if not isinstance(raw, list):
+        raise ScopeError(f"{key} must be a list of tool events, not {_json_type(raw)}")
     events: list[ToolEvent] = []
     for i, item in enumerate(raw):
         if not isinstance(item, dict):
@@ -201,21 +219,37 @@ def _tool_events(data: dict[str, Any], now_ms: int) -> list[ToolEvent]:
         name = name or clean_str(item.get("tool"))
         if name is None:
             raise ScopeError(f"toolEvents[{i}].name is required")
-        args = item.get("args", item.get("input"))
+        args_key, args = _present(item, "args", "input")
+        if args is not None and not isinstance(args, dict):
+            raise ScopeError(f"toolEvents[{i}].{args_key} must be an object")
+        status = item.get("status")
+        if status is not None and not isinstance(status, str):
+            raise ScopeError(f"toolEvents[{i}].status must be a string")
         result = item.get("result", item.get("output"))
         events.append(
             parse_contract(
                 ToolEvent,
                 {
                     "name": name,
-                    "args": args if isinstance(args, dict) else {},
-                    "status": clean_str(item.get("status")) or "completed",
+                    "args": args or {},
+                    "status": clean_str(status) or UNKNOWN_STATUS,
                     "result": result[:TOOL_RESULT_CHARS] if isinstance(result, str) else None,
                     "timestamp": _timestamp(item, f"toolEvents[{i}]", now_ms + i),
                 },
             )
         )
     return events
+
+
+def _json_type(value: object) -> str:
+    """The JSON name of a (decoded JSON) value's type, for messages: "an object", …"""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return "a string"
+    return "a number" if isinstance(value, int | float) else "a list"
 
 
 def turn_recorded(body: object, *, now: datetime | None = None) -> TurnRecorded:

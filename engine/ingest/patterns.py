@@ -1,8 +1,13 @@
-"""Procedural patterns learned from tool outcomes, and their promotion to skills.
+"""Procedural patterns learned from tool outcomes (their promotion to skills:
+`engine.ingest.skills`).
 
 A turn's tool calls, ordered by time, form a *sequence*; every turn with the same sequence
-in the same tenant (agent, user, mode, hai) counts one *execution* of one pattern, and a
-*success* when every call in it succeeded. Counting is idempotent per turn id, so a
+in the same tenant (agent, user, mode, hai) counts one *execution* of one pattern: a
+*success* when every call in it succeeded, a failure when one failed, and *unknown* when no
+call failed but one's outcome was not reported (`engine.ingest.outcomes`). The success rate
+is successes over the executions whose outcome is known, so an unknown outcome counts a run
+but moves no success rate, and validation weighs only known outcomes (issue 17: a tool event
+without a status used to count as a success). Counting is idempotent per turn id, so a
 redelivered or replayed `TurnRecorded` never counts twice.
 
 Fixes of the reference (reference §9, §16.4, §16.19):
@@ -10,9 +15,7 @@ Fixes of the reference (reference §9, §16.4, §16.19):
 * the counter never puts a field in both `$set` and `$setOnInsert` (the reference's write
   always failed on that path conflict);
 * `pattern_id` hashes the whole tenant and the whole sequence (the reference used 8 chars
-  of the wallet, so agents sharing them overwrote each other's patterns);
-* promotion re-validates from the stored counts (never from data the caller sends) and is
-  idempotent: one pattern gives at most one skill.
+  of the wallet, so agents sharing them overwrote each other's patterns).
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal, Protocol
+from typing import Protocol
 
-from engine.errors import InputRejected, NotFound
+from engine.errors import InputRejected
+from engine.ingest.outcomes import Outcome, combined_outcome, outcome, recorded_call
 from engine.records import (
     ACTIVE,
     PatternRecord,
@@ -41,13 +45,6 @@ from schemas.events import TurnRecorded
 PATTERN_TYPE = "tool_sequence"
 TRIGGER_TYPE = "context"
 PATTERN_TAGS = ("tool-sequence", "learned")
-SKILL_TAGS = ("auto-promoted", "pattern")
-
-SUCCESS_STATUSES = frozenset(
-    {"completed", "complete", "success", "succeeded", "successful", "ok", "done"}
-)
-"""Tool statuses that count as success (case-insensitive). Every other status (failed,
-error, timeout, cancelled, pending, …) counts as failure: an unfinished call did not work."""
 
 MIN_EXECUTIONS = 2
 MIN_SUCCESS_RATE = 0.55
@@ -67,18 +64,15 @@ def h32(text: str) -> str:
 @dataclass(frozen=True, slots=True)
 class ToolStep:
     name: str
-    succeeded: bool
-
-
-def succeeded(status: str) -> bool:
-    return status.strip().lower() in SUCCESS_STATUSES
+    succeeded: Outcome
+    """None when the call's outcome is unknown."""
 
 
 def tool_sequence(event: TurnRecorded) -> list[ToolStep]:
     """The turn's tool calls ordered by timestamp (ties keep their order in the event);
     empty when the turn called no tool (then there is no pattern)."""
     ordered = sorted(event.tool_events, key=lambda t: t.timestamp)
-    return [ToolStep(t.name, succeeded(t.status)) for t in ordered]
+    return [ToolStep(t.name, outcome(t.status)) for t in ordered]
 
 
 def pattern_id(scope: ScopeFields, names: Sequence[str]) -> str:
@@ -113,17 +107,19 @@ class PatternSeed:
 
 @dataclass(frozen=True, slots=True)
 class Execution:
-    """One turn's run of a pattern. `at` is the last tool call's timestamp (ms)."""
+    """One turn's run of a pattern. `at` is the last tool call's timestamp (ms);
+    `succeeded` is None when the run's outcome is unknown."""
 
     seed: PatternSeed
     turn_id: str
-    succeeded: bool
+    succeeded: Outcome
     at: int
 
 
 def observe(event: TurnRecorded) -> Execution | None:
     """The pattern execution a turn contains, or None when it called no tool. The turn
-    succeeded when every one of its tool calls did."""
+    failed when one of its tool calls failed, succeeded when every one did, and is unknown
+    otherwise (`engine.ingest.outcomes.combined_outcome`)."""
     steps = tool_sequence(event)
     if not steps:
         return None
@@ -131,29 +127,36 @@ def observe(event: TurnRecorded) -> Execution | None:
     return Execution(
         seed=seed,
         turn_id=event.turn_id,
-        succeeded=all(s.succeeded for s in steps),
+        succeeded=combined_outcome(s.succeeded for s in steps),
         at=max(t.timestamp for t in event.tool_events),
     )
 
 
-def percent(successes: int, executions: int) -> int:
-    """Success in whole percent, half rounded up (the Mongo adapter computes the same)."""
-    return math.floor(successes * 100 / executions + 0.5) if executions else 0
+def percent(successes: int, known: int) -> int:
+    """Success in whole percent of the runs with a known outcome, half rounded up (the Mongo
+    adapter computes the same)."""
+    return math.floor(successes * 100 / known + 0.5) if known else 0
 
 
-def describe(steps: Sequence[str], executions: int, successes: int) -> str:
-    """The searchable summary: the sequence, how often it ran and worked, and its trigger."""
+def describe(steps: Sequence[str], executions: int, successes: int, unknown: int = 0) -> str:
+    """The searchable summary: the sequence, how often it ran and worked (of the runs with
+    a known outcome; `unknown` runs did not report theirs), and its trigger."""
     times = "time" if executions == 1 else "times"
-    return (
-        f"Tool sequence: {' -> '.join(steps)} "
-        f"(used {executions} {times}, {percent(successes, executions)}% successful). "
-        f"Starts with {steps[0]}."
-    )
+    known = executions - unknown
+    parts = [f"used {executions} {times}"]
+    if known:
+        parts.append(f"{percent(successes, known)}% successful")
+    if unknown:
+        outcomes = "outcome" if unknown == 1 else "outcomes"
+        parts.append(f"{outcomes} unknown" if not known else f"{unknown} {outcomes} unknown")
+    return f"Tool sequence: {' -> '.join(steps)} ({', '.join(parts)}). Starts with {steps[0]}."
 
 
 @dataclass(frozen=True, slots=True)
 class PatternState:
-    """A pattern with its counts. Times are ms since epoch, from the turns' tool events."""
+    """A pattern with its counts: `executions` runs, of which `successes` succeeded and
+    `unknown` did not report their outcome. Times are ms since epoch, from the turns' tool
+    events."""
 
     pattern_id: str
     scope: ScopeFields
@@ -163,15 +166,21 @@ class PatternState:
     last_executed: int
     created_at: int
     status: str = ACTIVE
+    unknown: int = 0
+
+    @property
+    def known(self) -> int:
+        """The runs whose outcome is known (succeeded or failed)."""
+        return self.executions - self.unknown
 
     @property
     def success_rate(self) -> float:
-        """successes / executions, in [0, 1]; 0 before the first execution."""
-        return self.successes / self.executions if self.executions else 0.0
+        """successes / known runs, in [0, 1]; 0 while no run's outcome is known."""
+        return self.successes / self.known if self.known else 0.0
 
     @property
     def summary(self) -> str:
-        return describe(self.steps, self.executions, self.successes)
+        return describe(self.steps, self.executions, self.successes, self.unknown)
 
 
 def to_record(state: PatternState) -> PatternRecord:
@@ -186,6 +195,7 @@ def to_record(state: PatternState) -> PatternRecord:
         summary=state.summary,
         success_rate=state.success_rate,
         execution_count=state.executions,
+        unknown_count=state.unknown,
         last_executed=state.last_executed,
         created_at=state.created_at,
         tags=list(PATTERN_TAGS),
@@ -197,11 +207,12 @@ class PatternCounter(Protocol):
     """Execution counts of patterns, keyed by `pattern_id`."""
 
     async def record_execution(
-        self, pattern: PatternSeed, *, turn_id: str, succeeded: bool, at: int
+        self, pattern: PatternSeed, *, turn_id: str, succeeded: Outcome, at: int
     ) -> bool:
-        """Count one execution (and a success if `succeeded`) atomically; creates the
-        pattern on its first execution. Idempotent on `turn_id` (among the last
-        `TURN_IDS_KEPT` turns of the pattern): False when the turn was already counted."""
+        """Count one execution atomically: a success if `succeeded` is True, an unknown
+        outcome if it is None; creates the pattern on its first execution. Idempotent on
+        `turn_id` (among the last `TURN_IDS_KEPT` turns of the pattern): False when the turn
+        was already counted."""
         ...
 
     async def get(self, where: TenantFilter, pattern_id: str) -> PatternState | None:
@@ -237,12 +248,13 @@ class Validation:
     tool_sequence: tuple[str, ...]
 
 
-def validate_counts(executions: int, success_rate: float) -> tuple[bool, float]:
-    """(valid, confidence) of reference §9.2: confidence = min(1, executions/10 × rate);
-    valid = executions ≥ 2 and rate ≥ 0.55 and confidence ≥ 0.2."""
-    confidence = min(1.0, executions / FULL_CONFIDENCE_EXECUTIONS * success_rate)
+def validate_counts(known: int, success_rate: float) -> tuple[bool, float]:
+    """(valid, confidence) of reference §9.2 over the `known` runs (those with a known
+    outcome; a run without one is no evidence): confidence = min(1, known/10 × rate);
+    valid = known ≥ 2 and rate ≥ 0.55 and confidence ≥ 0.2."""
+    confidence = min(1.0, known / FULL_CONFIDENCE_EXECUTIONS * success_rate)
     valid = (
-        executions >= MIN_EXECUTIONS
+        known >= MIN_EXECUTIONS
         and success_rate >= MIN_SUCCESS_RATE
         and confidence >= MIN_CONFIDENCE
     )
@@ -250,112 +262,20 @@ def validate_counts(executions: int, success_rate: float) -> tuple[bool, float]:
 
 
 def validate(state: PatternState | None) -> Validation:
-    """The §9.2 validation of a stored pattern; an unknown pattern is all zero / invalid."""
+    """The §9.2 validation of a stored pattern (`occurrences` counts every run, the rest
+    only the runs with a known outcome); an unknown pattern is all zero / invalid."""
     if state is None:
         return Validation(False, 0.0, 0, 0.0, ())
-    valid, confidence = validate_counts(state.executions, state.success_rate)
+    valid, confidence = validate_counts(state.known, state.success_rate)
     return Validation(valid, confidence, state.executions, state.success_rate, state.steps)
-
-
-@dataclass(frozen=True, slots=True)
-class Skill:
-    """A validated pattern promoted to a reusable procedure (reference §9.3). Times in ms."""
-
-    skill_id: str
-    pattern_id: str
-    scope: ScopeFields
-    name: str
-    description: str
-    tools: tuple[str, ...]
-    success_rate: float
-    confidence: float
-    created_at: int
-    category: str = "learned"
-    usage_count: int = 0
-    creator: str = "system"
-    tags: tuple[str, ...] = SKILL_TAGS
-
-    @property
-    def max_steps(self) -> int:
-        return max(3, len(self.tools))
-
-
-def skill_id(pattern_id: str) -> str:
-    """Deterministic: one pattern gives at most one skill."""
-    return "skill_" + h32(pattern_id)
-
-
-class SkillStore(Protocol):
-    """Promoted skills, keyed by `skill_id`."""
-
-    async def promote(self, skill: Skill) -> bool:
-        """Store the skill unless one with its id exists; True if stored now."""
-        ...
-
-    async def get(self, where: TenantFilter, skill_id: str) -> Skill | None: ...
-
-    async def list(self, where: TenantFilter, limit: int) -> builtins.list[Skill]:
-        """Skills the filter admits: success rate↓, usage↓, created↓."""
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class PromotionResult:
-    status: Literal["promoted", "already_promoted", "invalid"]
-    validation: Validation
-    skill: Skill | None = None
-
-    @property
-    def promoted(self) -> bool:
-        return self.status == "promoted"
-
-
-async def promote(
-    patterns: PatternCounter,
-    skills: SkillStore,
-    where: TenantFilter,
-    pattern_id: str,
-    name: str,
-    *,
-    at: int,
-) -> PromotionResult:
-    """Promote a pattern of the tenant to a skill, validating it from the stored counts
-    (never from what the caller claims, §16.19). Raises `NotFound` for a pattern the filter
-    does not admit and `InputRejected` for a blank name; an invalid pattern is refused
-    (`status="invalid"`); a second promotion returns the existing skill unchanged."""
-    clean = name.strip()
-    if not clean:
-        raise InputRejected("skill name must not be blank")
-    state = await patterns.get(where, pattern_id)
-    if state is None:
-        raise NotFound(f"no pattern {pattern_id} in this scope")
-    check = validate(state)
-    if not check.valid:
-        return PromotionResult("invalid", check)
-    skill = Skill(
-        skill_id=skill_id(state.pattern_id),
-        pattern_id=state.pattern_id,
-        scope=state.scope,
-        name=clean,
-        description=f"learned from pattern {state.pattern_id}: {state.summary}",
-        tools=state.steps,
-        success_rate=state.success_rate,
-        confidence=check.confidence,
-        created_at=at,
-    )
-    if await skills.promote(skill):
-        return PromotionResult("promoted", check, skill)
-    existing = await skills.get(where, skill.skill_id)
-    return PromotionResult("already_promoted", check, existing or skill)
-
-
-_STATUS = re.compile(r"\bstatus:(\S+)")
 
 
 def executions_from_transcript(transcript: Transcript) -> list[Execution]:
     """The pattern executions a stored transcript holds, one per turn with tool messages
     (for `patterns_extract`, the full recount used to repair counts). A tool message is
-    `tool:<name> status:<status> …` with `toolCalls[0].name` (see `engine.ingest.turns`)."""
+    `tool:<name> status:<status> …` with `toolCalls[0].name` (see `engine.ingest.outcomes`);
+    one stored without a status (a legacy or imported transcript) is an unknown outcome,
+    never a success."""
     turns: dict[str, list[StoredMessage]] = {}
     for m in transcript.messages:
         if m.role == "tool" and m.turn_id:
@@ -364,18 +284,16 @@ def executions_from_transcript(transcript: Transcript) -> list[Execution]:
     for turn_id, messages in turns.items():
         messages.sort(key=lambda m: m.timestamp)
         names: list[str] = []
-        ok = True
+        outcomes: list[Outcome] = []
         for m in messages:
-            calls = m.tool_calls or []
-            name = calls[0].get("name") if calls else None
-            if not isinstance(name, str) or not name:
-                continue
-            names.append(name)
-            found = _STATUS.search(m.content)
-            ok = ok and succeeded(found.group(1) if found else "completed")
+            call = recorded_call(m)
+            if call is not None:
+                names.append(call[0])
+                outcomes.append(outcome(call[1]))
         if names:
             seed = PatternSeed.of(transcript.scope, names)
-            out.append(Execution(seed, turn_id, ok, max(m.timestamp for m in messages)))
+            at = max(m.timestamp for m in messages)
+            out.append(Execution(seed, turn_id, combined_outcome(outcomes), at))
     return out
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.ingest.patterns import Skill
+from engine.ingest.skills import Skill
 
 
 def skill_view(s: Skill) -> dict[str, Any]:
@@ -27,6 +27,7 @@ def skill_view(s: Skill) -> dict[str, Any]:
         "successRate": s.success_rate,
         "usageCount": s.usage_count,
         "creator": s.creator,
+        "promotion": s.promotion,
         "agents": [s.scope.agent_wallet],
         "tags": list(s.tags),
         "createdAt": s.created_at,

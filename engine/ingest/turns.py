@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from engine.ingest.dates import with_resolved_dates
+from engine.ingest.outcomes import tool_content
 from engine.ports import Embedder, MemoryStore, TranscriptStore, Vector, WorkingStore
 from engine.records import (
     MemoryRow,
@@ -84,13 +85,10 @@ def turn_messages(event: TurnRecorded) -> list[StoredMessage]:
         for m in event.messages
     ]
     for tool in event.tool_events:
-        content = f"tool:{tool.name} status:{tool.status}"
-        if tool.result:
-            content += f" result:{tool.result[:2000]}"
         merged.append(
             StoredMessage(
                 role="tool",
-                content=content,
+                content=tool_content(tool.name, tool.status, tool.result),
                 timestamp=tool.timestamp,
                 tool_calls=[{"name": tool.name, "args": dict(tool.args)}],
                 turn_id=event.turn_id,

@@ -199,8 +199,10 @@ def mmr(
     similarity: Similarity | None = None,
     *,
     vectors: Mapping[str, npt.ArrayLike] | None = None,
+    keep: int | None = None,
 ) -> list[Hit]:
-    """Maximal marginal relevance: the hits in pick order, with scores consistent with it.
+    """Maximal marginal relevance: the hits in pick order, with scores consistent with it
+    (only the first `keep` when given: the rest are not rescored, a layer returns `limit`).
 
     Relevance is the score itself when every score lies in [0, 1] (our layers' relevances
     do), else the min–max normalised score (1.0 for all when scores are equal). Each step
@@ -223,7 +225,7 @@ def mmr(
     lam = min(1.0, max(0.0, lam))
     ordered = _sorted_by_score(hits)
     if len(ordered) <= 1 or lam == 1.0:
-        return ordered
+        return ordered if keep is None else ordered[: max(keep, 0)]
     head, tail = ordered[:MMR_EXACT_LIMIT], ordered[MMR_EXACT_LIMIT:]
 
     raw = np.array([_score(h) for h in ordered], dtype=np.float64)
@@ -246,6 +248,8 @@ def mmr(
 
     result: list[Hit] = []
     previous = math.inf
+    if keep is not None:
+        picked, unit_scores = picked[: max(keep, 0)], unit_scores[: max(keep, 0)]
     for hit, unit_score in zip(picked, unit_scores, strict=True):
         score = min(base + unit_score * span, previous)
         previous = score

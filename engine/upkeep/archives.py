@@ -14,7 +14,9 @@ user of an agent together, with full embeddings, and pinned it unencrypted to pu
   the same job yields the same id (idempotent `ArchiveStore.insert_if_absent`; the job takes
   its window from its own time, never from the clock) and reveals neither the wallet nor the
   user (the reference's id embedded the agent wallet);
-* the payload is sealed with AES-256-GCM before it leaves the process (`encrypt_payload`).
+* the payload is sealed with AES-256-GCM before it leaves the process (`encrypt_payload`),
+  and, with an archive key configured, the stored archive is sealed at rest too
+  (`engine.upkeep.archive_seal`).
 
 Stored content = base64(gzip(JSON)); gzip runs with `mtime=0` so equal inputs give
 byte-identical content. Search reads only an archive's `summary` and `topics`
@@ -30,7 +32,6 @@ import binascii
 import gzip
 import hashlib
 import json
-import os
 import re
 import zlib
 from collections import Counter
@@ -39,19 +40,13 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
 from engine.errors import InputRejected
 from engine.ports import Embedder
 from engine.records import INACTIVE_STATUSES, ArchiveRecord, MemoryRow, ScopeFields, Vector
 from engine.retrieval.layers.procedural import archive_text
 from engine.retrieval.lexical import all_terms, stem
+from engine.upkeep.archive_seal import aes_open, aes_seal
 
-ENCRYPTION = "AES-256-GCM"
-KEY_BYTES = 32
-NONCE_BYTES = 12
-TAG_BYTES = 16
 TOPIC_COUNT = 8
 KEY_FACT_COUNT = 3
 KEY_FACT_CHARS = 160
@@ -226,21 +221,13 @@ def encrypt_payload(content: bytes, key: bytes, *, archive_id: str) -> bytes:
     """AES-256-GCM: a fresh random 12-byte nonce, then ciphertext and 16-byte tag. The
     archive id is the associated data, so a blob only opens under the id it was sealed for.
     `key` must be 32 bytes."""
-    aead = AESGCM(_check_key(key))
-    nonce = os.urandom(NONCE_BYTES)
-    return nonce + aead.encrypt(nonce, content, archive_id.encode())
+    return aes_seal(key, content, archive_id.encode())
 
 
 def decrypt_payload(blob: bytes, key: bytes, *, archive_id: str) -> bytes:
     """The content sealed by `encrypt_payload`. A wrong key, a wrong archive id or a
     tampered or truncated blob raises `InputRejected` (retrying cannot help)."""
-    aead = AESGCM(_check_key(key))
-    if len(blob) < NONCE_BYTES + TAG_BYTES:
-        raise InputRejected("encrypted archive is truncated")
-    try:
-        return aead.decrypt(blob[:NONCE_BYTES], blob[NONCE_BYTES:], archive_id.encode())
-    except InvalidTag as exc:
-        raise InputRejected("encrypted archive does not open with this key and id") from exc
+    return aes_open(key, blob, archive_id.encode(), "encrypted archive")
 
 
 def top_topics(rows: Sequence[MemoryRow], limit: int = TOPIC_COUNT) -> list[str]:
@@ -328,12 +315,6 @@ def _entry(row: MemoryRow) -> dict[str, Any]:
     }
 
 
-def _check_key(key: bytes) -> bytes:
-    if len(key) != KEY_BYTES:
-        raise InputRejected(f"an {ENCRYPTION} key is {KEY_BYTES} bytes, not {len(key)}")
-    return key
-
-
 def _confidence(row: MemoryRow) -> float:
     value = row.metadata.get("confidence")
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
@@ -344,8 +325,11 @@ def _by_count(item: tuple[str, int]) -> tuple[int, str]:
 
 
 def _plural(source: str, n: int) -> str:
+    """ "facts", "entities", "sessions"; a count of one, or an uncountable source, as is."""
     if n == 1 or source in _UNCOUNTABLE or source.endswith("s"):
         return source
+    if source.endswith("y") and source[-2:-1] not in ("a", "e", "i", "o", "u", ""):
+        return source[:-1] + "ies"
     return source + "s"
 
 

@@ -105,10 +105,16 @@ class MessageBody(LooseBody):
 
 
 class ToolEventBody(LooseBody):
+    """One tool call of the turn; its `status` feeds the patterns' success rates."""
+
     name: str | None = Field(default=None, description="Required (aliases toolName, tool).")
-    args: dict[str, Any] | None = None
-    status: str | None = None
-    result: str | None = None
+    args: dict[str, Any] | None = Field(default=None, description="Alias input. Default {}.")
+    status: str | None = Field(
+        default=None,
+        description="completed/ok/success/… count as success, unknown (the default when "
+        "absent) moves no success rate, any other word is a failure.",
+    )
+    result: str | None = Field(default=None, description="Alias output; first 2000 chars kept.")
     timestamp: EpochMs | None = Field(default=None, description="ms since epoch.")
 
 
@@ -118,7 +124,9 @@ class TurnBody(ScopeBody):
     messages: list[MessageBody] | None = None
     userMessage: str | None = None
     assistantMessage: str | None = None
-    toolEvents: list[ToolEventBody] | None = None
+    toolEvents: list[ToolEventBody] | None = Field(
+        default=None, description="A list of tool events (an object is refused), at most 200."
+    )
     sessionId: str | None = None
     turnId: str | None = None
     contextId: str | None = None

@@ -1,11 +1,10 @@
 """Pinning stored archives to IPFS, always encrypted (reference §10.2, fixing §16.6): the
 `archive_create` job pins what it archived, and the admin group's `archives.sync` pins one
 archive on request (`POST /api/memory/archives/{id}/sync`). Both need Pinata credentials
-*and* `MNEMOSTREAM_ARCHIVE_ENCRYPTION_KEY` (`services.runtime.build_pinner`)."""
+*and* `MNEMOSTREAM_ARCHIVE_ENCRYPTION_KEY` (`services.runtime.build_pinner`); the stored
+archive is read opened (`engine.upkeep.archive_seal`) and sealed again for IPFS."""
 
 from __future__ import annotations
-
-import base64
 
 from engine.errors import InputRejected, NotFound
 from engine.upkeep.archives import encrypt_payload
@@ -18,16 +17,17 @@ NOT_CONFIGURED = (
 
 
 async def pin_if_unpinned(rt: Runtime, archive_id: str) -> bool:
-    """Pin the stored archive, sealed with AES-256-GCM (the archive id as associated data),
-    unless it already has a CID; store the CID. False when pinning is not configured, the
-    archive is pinned already or has no content. Pinata failures raise `DependencyFailed`."""
-    if rt.pinner is None or rt.settings.archive.encryption_key is None:
+    """Pin the stored archive, sealed with AES-256-GCM under the current archive key (the
+    archive id as associated data), unless it already has a CID; store the CID. False when
+    pinning is not configured, the archive is pinned already or has no content. Pinata
+    failures raise `DependencyFailed`."""
+    keys = rt.archive_keys
+    if rt.pinner is None or keys is None:
         return False
-    content = await rt.maintenance.unpinned_content(archive_id)
-    if content is None:
+    found = await rt.archives.unpinned(archive_id)  # opened: the store seals it at rest
+    if found is None or found.content is None:
         return False
-    key = base64.b64decode(rt.settings.archive.encryption_key.get_secret_value())
-    blob = encrypt_payload(content.encode(), key, archive_id=archive_id)
+    blob = encrypt_payload(found.content.encode(), keys.current, archive_id=archive_id)
     cid = await rt.pinner.pin_archive(archive_id, blob)
     await rt.archives.set_cid(archive_id, cid)
     return True
@@ -47,7 +47,7 @@ async def sync_archive(
         raise NotFound(f"no archive {archive_id} in this scope")
     if found[0] is not None:
         return {"ipfsHash": found[0], "pinned": False}
-    if rt.pinner is None or rt.settings.archive.encryption_key is None:
+    if rt.pinner is None or rt.archive_keys is None:
         raise InputRejected(NOT_CONFIGURED)
     pinned = await pin_if_unpinned(rt, archive_id)
     after = await rt.maintenance.archive_cid(archive_id, agent_wallet, None, any_user=True)

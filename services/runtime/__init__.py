@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import httpx
@@ -54,10 +54,12 @@ from engine.ports import ArchivePinner, Embedder, Reranker, VectorIndex
 from engine.retrieval.search import MemorySearch, SearchPolicy
 from engine.retrieval.usage import AccessRecorder
 from engine.retrieval.vector_index import ExactVectorIndex
+from engine.upkeep.archive_seal import ArchiveKeys, SealedArchiveStore
 from engine.upkeep.compression import Summariser
 from services.endpoints import Endpoints, NotConfigured, read_endpoints
 from services.runtime.parts import PARTS, Lazy, NotPrepared, Part, Parts, Stores
 from services.runtime.providers import (
+    archive_keys,
     build_embedder,
     build_extractor,
     build_pinner,
@@ -111,6 +113,10 @@ class Runtime:
         kafka_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.settings = settings
+        self.archive_keys: ArchiveKeys | None = archive_keys(settings)
+        """The archive keys (None: archives are stored in clear), `engine.upkeep.archive_seal`."""
+        # every archive is sealed on its way into the store and opened on its way out
+        stores = replace(stores, archives=SealedArchiveStore(stores.archives, self.archive_keys))
         self.stores = stores
         self.parts = parts
         self.clients = clients

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Generic, Literal, Protocol, TypeVar, get_args
 
 from engine.ingest.extraction.types import Extractor
-from engine.ingest.patterns import PatternCounter, SkillStore
+from engine.ingest.patterns import PatternCounter
+from engine.ingest.skills import SkillStore
 from engine.ports import (
     ArchiveCids,
     ArchivePinner,

@@ -5,6 +5,7 @@ uses it (`services.runtime.Runtime`); and the engine's policies read from the se
 from __future__ import annotations
 
 import httpx
+from pydantic import SecretStr
 
 from engine.adapters.http_embedder import HttpEmbedder
 from engine.adapters.memory import HashingEmbedder
@@ -18,9 +19,11 @@ from engine.ports import ArchivePinner, Embedder
 from engine.retrieval.relevance import RelevancePolicy
 from engine.retrieval.rerank import Reranker
 from engine.retrieval.search import SearchPolicy
+from engine.upkeep.archive_seal import ArchiveKeys
 from engine.upkeep.compression import RuleSummariser, Summariser
 from services.endpoints import NotConfigured
 from services.settings import Settings
+from services.settings.pipeline import archive_key_bytes
 
 
 def build_embedder(settings: Settings, http: httpx.AsyncClient) -> Embedder:
@@ -109,6 +112,24 @@ def build_summariser(settings: Settings, http: httpx.AsyncClient) -> Summariser:
         api_key=key,
         model=extraction.llm_model,
         timeout=extraction.llm_timeout_seconds,
+    )
+
+
+def archive_keys(settings: Settings) -> ArchiveKeys | None:
+    """The archive keys (the current one seals, previous ones only open), or None when no
+    archive key is set: archives are then stored in clear. The settings checked the keys."""
+    archive = settings.archive
+    if archive.encryption_key is None:
+        return None
+
+    def raw(key: SecretStr) -> bytes:
+        value = archive_key_bytes(key)
+        if value is None:  # the settings refuse such a key; a copy made unvalidated did not
+            raise NotConfigured("an archive key is not base64 of 32 bytes")
+        return value
+
+    return ArchiveKeys(
+        raw(archive.encryption_key), [raw(k) for k in archive.previous_encryption_keys]
     )
 
 

@@ -1,11 +1,15 @@
-"""The sections of the pipeline's other workers: fact extraction, and the archives pinned to
-IPFS."""
+"""The sections of the pipeline's other workers: fact extraction, and the archives (sealed at
+rest with their keys, pinned to IPFS)."""
 
 from __future__ import annotations
 
-from typing import Literal
+import base64
+import binascii
+import json
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import NoDecode
 
 from services.settings.base import Section
 
@@ -59,14 +63,27 @@ class ExtractionSettings(Section):
 
 
 class ArchiveSettings(Section):
-    """Session archives: their encryption key and the Pinata (IPFS) credentials."""
+    """Archives: their encryption keys and the Pinata (IPFS) credentials."""
 
     encryption_key: SecretStr | None = Field(
         default=None,
         validation_alias="archive_encryption_key",
         description=(
-            "Base64 of a 32-byte AES-256-GCM key; archives are pinned only encrypted. "
-            "Archives are pinned to IPFS only when it and Pinata credentials are set."
+            "Base64 of a 32-byte AES-256-GCM key. When set, every archive is stored sealed "
+            "(its summary, topics, embedding and payload, under a key per agent and user "
+            "derived from it, its key id on the document), and archives are pinned to IPFS "
+            "only encrypted; unset, archives are stored in clear and never pinned. "
+            "Archives are pinned only when it and Pinata credentials are set."
+        ),
+    )
+    previous_encryption_keys: Annotated[list[SecretStr], NoDecode] = Field(
+        default_factory=list,
+        validation_alias="archive_previous_encryption_keys",
+        description=(
+            "Keys that sealed archives before the current one (comma-separated or a JSON "
+            "list, base64 of 32 bytes each): they open the archives sealed under their key "
+            "ids and never seal. Key rotation: make the new key current and list the old one "
+            "here. Needs the current key."
         ),
     )
     pinata_jwt: SecretStr | None = Field(
@@ -85,3 +102,52 @@ class ArchiveSettings(Section):
         validation_alias="pinata_base_url",
         description="Pinata API base URL.",
     )
+
+    @field_validator("encryption_key", mode="before")
+    @classmethod
+    def _blank_key_is_unset(cls, value: Any) -> Any:
+        """An empty variable (as compose passes an unset one) means no key."""
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("previous_encryption_keys", mode="before")
+    @classmethod
+    def _split_keys(cls, value: Any) -> Any:
+        """`a,b` or `["a", "b"]` from the environment; blank entries are dropped."""
+        if isinstance(value, str):
+            text = value.strip()
+            value = json.loads(text) if text.startswith("[") else text.split(",")
+        if isinstance(value, list):
+            return [v.strip() if isinstance(v, str) else v for v in value if v != ""]
+        return value
+
+    @model_validator(mode="after")
+    def _check_keys(self) -> ArchiveSettings:
+        """Every key is base64 of 32 bytes; previous keys need a current one (the values
+        never appear in the message)."""
+        if self.encryption_key is not None and archive_key_bytes(self.encryption_key) is None:
+            raise ValueError(f"MNEMOSTREAM_ARCHIVE_ENCRYPTION_KEY {_KEY_FORMAT}")
+        for n, key in enumerate(self.previous_encryption_keys, 1):
+            if archive_key_bytes(key) is None:
+                raise ValueError(
+                    f"MNEMOSTREAM_ARCHIVE_PREVIOUS_ENCRYPTION_KEYS: key {n} {_KEY_FORMAT}"
+                )
+        if self.previous_encryption_keys and self.encryption_key is None:
+            raise ValueError(
+                "MNEMOSTREAM_ARCHIVE_PREVIOUS_ENCRYPTION_KEYS needs "
+                "MNEMOSTREAM_ARCHIVE_ENCRYPTION_KEY: previous keys open archives, the current "
+                "key seals them"
+            )
+        return self
+
+
+_KEY_FORMAT = "must be base64 of 32 bytes (e.g. `openssl rand -base64 32`)"
+ARCHIVE_KEY_BYTES = 32
+
+
+def archive_key_bytes(key: SecretStr) -> bytes | None:
+    """The 32 bytes of a base64 archive key, or None when it is not that."""
+    try:
+        raw = base64.b64decode(key.get_secret_value().strip(), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return raw if len(raw) == ARCHIVE_KEY_BYTES else None

@@ -58,16 +58,12 @@ from engine.records import (
     WorkingSession,
 )
 from engine.scoping import TenantFilter
+from tests.support.mongo import IMPLEMENTATIONS, mongo_database
 
 T0 = 1_600_000_000_000
 """Milliseconds since epoch for transcripts and rows (no TTL on them)."""
 DAY = 86_400_000
 MODEL = "test-model"
-
-IMPLEMENTATIONS = [
-    pytest.param("memory", id="memory"),
-    pytest.param("mongo", id="mongo", marks=pytest.mark.integration),
-]
 
 
 @dataclass
@@ -90,13 +86,7 @@ async def stores(
             InMemoryVectorStore(),
         )
         return
-    stack = request.getfixturevalue("stack")
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        stack.mongo_uri, serverSelectionTimeoutMS=10_000
-    )
-    name = unique("db")
-    try:
-        db = client[name]
+    async with mongo_database(request.getfixturevalue("stack"), unique("db")) as db:
         await ensure_schema(db)
         yield Stores(
             MongoTranscriptStore(db),
@@ -104,9 +94,6 @@ async def stores(
             MongoMemoryStore(db),
             MongoVectorStore(db),
         )
-    finally:
-        await client.drop_database(name)
-        await client.close()
 
 
 # --- builders ------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from engine.errors import InputRejected
-from engine.ingest.patterns import PatternSeed, Skill, skill_id
+from engine.ingest.patterns import PatternSeed
+from engine.ingest.skills import Skill, skill_id
 from engine.records import (
     ArchiveRecord,
     MemoryRow,

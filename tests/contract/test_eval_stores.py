@@ -7,20 +7,15 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from pymongo import AsyncMongoClient
 
 from engine.adapters.memory.evals import InMemoryEvalStore
 from engine.adapters.mongo.evals import MongoEvalStore, ensure_indexes
 from engine.eval_records import CaseResult, EvalCase, EvalRun, ItemVerdict
 from engine.evals.harness import score
 from engine.ports import EvalStore
+from tests.support.mongo import IMPLEMENTATIONS, mongo_database
 
 T0 = 1_600_000_000_000
-
-IMPLEMENTATIONS = [
-    pytest.param("memory", id="memory"),
-    pytest.param("mongo", id="mongo", marks=pytest.mark.integration),
-]
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)
@@ -30,19 +25,10 @@ async def store(
     if request.param == "memory":
         yield InMemoryEvalStore()
         return
-    stack = request.getfixturevalue("stack")
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        stack.mongo_uri, serverSelectionTimeoutMS=10_000
-    )
-    name = unique("db")
-    try:
-        db = client[name]
+    async with mongo_database(request.getfixturevalue("stack"), unique("db")) as db:
         await ensure_indexes(db)
         await ensure_indexes(db)  # idempotent
         yield MongoEvalStore(db)
-    finally:
-        await client.drop_database(name)
-        await client.close()
 
 
 def a_run(run_id: str, agent: str = "0xA", at: int = T0, user: str | None = "u1") -> EvalRun:

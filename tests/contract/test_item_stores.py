@@ -28,6 +28,7 @@ from engine.upkeep.items import (
     resolve_conflict,
     update_item,
 )
+from tests.support.mongo import IMPLEMENTATIONS, mongo_database
 
 T0 = 1_600_000_000_000
 AGENT, USER = "0xAgentA", "0xUserU"
@@ -35,11 +36,6 @@ USER_ROW = ScopeFields(AGENT, USER, "t1", "global", None)
 AGENT_ROW = ScopeFields(AGENT, None, None, None, None)
 MINE = TenantFilter(AGENT, USER)
 AGENT_ONLY = TenantFilter(AGENT, None)
-
-IMPLEMENTATIONS = [
-    pytest.param("memory", id="memory"),
-    pytest.param("mongo", id="mongo", marks=pytest.mark.integration),
-]
 
 
 @dataclass
@@ -57,22 +53,13 @@ async def stores(
         store = InMemoryItemStore()
         yield Stores(store, store)
         return
-    stack = request.getfixturevalue("stack")
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        stack.mongo_uri, serverSelectionTimeoutMS=10_000
-    )
-    name = unique("db")
-    try:
-        db = client[name]
+    async with mongo_database(request.getfixturevalue("stack"), unique("db")) as db:
         await ensure_schema(db)
 
         async def raw(vector_id: str) -> dict[str, Any] | None:
             return await db[MEMORY].find_one({"_id": vector_id})
 
         yield Stores(MongoMemoryStore(db), MongoItemStore(db), raw)
-    finally:
-        await client.drop_database(name)
-        await client.close()
 
 
 @pytest.fixture

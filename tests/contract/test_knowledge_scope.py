@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from pymongo import AsyncMongoClient
 
 from engine.adapters.atlas_vectors import atlas_prefilter
 from engine.adapters.memory import HashingEmbedder
@@ -32,16 +31,12 @@ from engine.retrieval.vector_index import ExactVectorIndex
 from engine.scoping import SHARED_SOURCES, TenantFilter, tenant_filter
 from engine.upkeep.items import ItemStore, delete_item, get_item
 from schemas.scope import Scope
+from tests.support.mongo import IMPLEMENTATIONS, mongo_database
 
 T0 = 1_600_000_000_000
 A, B = "0xKnowA", "0xKnowB"
 EMBEDDER = HashingEmbedder(64)
 QUERY = "What is the gate code?"
-
-IMPLEMENTATIONS = [
-    pytest.param("memory", id="memory"),
-    pytest.param("mongo", id="mongo", marks=pytest.mark.integration),
-]
 
 
 @dataclass
@@ -58,18 +53,9 @@ async def stores(
         store = InMemoryItemStore()
         yield Stores(store, store)
         return
-    stack = request.getfixturevalue("stack")
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        stack.mongo_uri, serverSelectionTimeoutMS=10_000
-    )
-    name = unique("db")
-    try:
-        db = client[name]
+    async with mongo_database(request.getfixturevalue("stack"), unique("db")) as db:
         await ensure_schema(db)
         yield Stores(MongoMemoryStore(db), MongoItemStore(db))
-    finally:
-        await client.drop_database(name)
-        await client.close()
 
 
 def fields(agent: str, user: str | None) -> ScopeFields:
@@ -189,12 +175,7 @@ async def test_the_mongo_and_atlas_filters_agree_with_admits_on_the_server(
 ) -> None:
     """`tenant_query` and the Atlas pre-filter (run as a `$match`) select on the server what
     `TenantFilter.admits` selects in process, for plain and widened filters alike."""
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        stack.mongo_uri, serverSelectionTimeoutMS=10_000
-    )
-    name = unique("db")
-    try:
-        db = client[name]
+    async with mongo_database(stack, unique("db")) as db:
         await ensure_schema(db)
         stores = Stores(MongoMemoryStore(db), MongoItemStore(db))
         await seeded(stores)
@@ -215,6 +196,3 @@ async def test_the_mongo_and_atlas_filters_agree_with_admits_on_the_server(
                 atlas = atlas_prefilter(where, sources=None)
                 matched = {d["_id"] async for d in db[MEMORY].find(atlas)}
                 assert mql == matched == wanted, (reader, widen)
-    finally:
-        await client.drop_database(name)
-        await client.close()

@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from pymongo import AsyncMongoClient
 
 from engine.adapters.memory import InMemoryPatternCounter, InMemoryPatternStore, InMemorySkillStore
 from engine.adapters.mongo import (
@@ -21,29 +20,18 @@ from engine.adapters.mongo import (
     ensure_pattern_indexes,
     ensure_schema,
 )
-from engine.ingest.patterns import (
-    PatternCounter,
-    PatternSeed,
-    SkillStore,
-    describe,
-    promote,
-    skill_id,
-    validate,
-)
+from engine.ingest.patterns import PatternCounter, PatternSeed, describe, validate
+from engine.ingest.skills import SkillStore, promote, skill_id
 from engine.ports import PatternStore
 from engine.records import ScopeFields
 from engine.scoping import TenantFilter
+from tests.support.mongo import IMPLEMENTATIONS, mongo_database
 
 T0 = 1_600_000_000_000
 FLIGHT = ("search_flights", "compare_fares", "book_ticket")
 SCOPE = ScopeFields("0xAgent", "0xUser", "th1", "global", None)
 WHERE = TenantFilter(agent_wallet="0xAgent", user_address="0xUser", mode="global")
 SEED = PatternSeed.of(SCOPE, FLIGHT)
-
-IMPLEMENTATIONS = [
-    pytest.param("memory", id="memory"),
-    pytest.param("mongo", id="mongo", marks=pytest.mark.integration),
-]
 
 
 @dataclass
@@ -62,19 +50,10 @@ async def stores(
         layer = InMemoryPatternStore()
         yield Stores(InMemoryPatternCounter(mirror=layer), InMemorySkillStore(), layer)
         return
-    stack = request.getfixturevalue("stack")
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        stack.mongo_uri, serverSelectionTimeoutMS=10_000
-    )
-    name = unique("db")
-    try:
-        db = client[name]
+    async with mongo_database(request.getfixturevalue("stack"), unique("db")) as db:
         await ensure_schema(db)
         await ensure_pattern_indexes(db)
         yield Stores(MongoPatternCounter(db), MongoSkillStore(db), MongoPatternStore(db))
-    finally:
-        await client.drop_database(name)
-        await client.close()
 
 
 async def run(
@@ -244,3 +223,95 @@ async def test_the_steps_embedding_is_stored_once_and_the_layer_sees_it(stores: 
     np.testing.assert_allclose(record.embedding, vector)
     assert record.embedding_model == "m1"
     assert record.execution_count == 2
+
+
+# --- issue 17: unknown outcomes and how a skill was promoted ---------------------------------
+# each test below failed before: there was no unknown outcome (a run without a status was a
+# success), and every skill was tagged "auto-promoted"
+
+
+async def test_an_unknown_outcome_counts_a_run_but_moves_no_success_rate(stores: Stores) -> None:
+    c = stores.counter
+    await run(c, SEED, [True, False, True])
+    assert await c.record_execution(SEED, turn_id="u1", succeeded=None, at=T0 + 10)
+    assert await c.record_execution(SEED, turn_id="u2", succeeded=None, at=T0 + 11)
+    assert not await c.record_execution(SEED, turn_id="u2", succeeded=None, at=T0 + 11)
+    state = await c.get(WHERE, SEED.pattern_id)
+    assert state is not None
+    assert (state.executions, state.successes, state.unknown) == (5, 2, 2)
+    assert state.success_rate == pytest.approx(2 / 3)
+    assert state.last_executed == T0 + 11
+    [listed] = await c.list(WHERE, 10)
+    assert listed == state
+    [record] = await stores.layer.active(WHERE, 10)
+    assert (record.execution_count, record.unknown_count) == (5, 2)
+    assert record.success_rate == pytest.approx(2 / 3)
+    assert record.summary == state.summary == describe(FLIGHT, 5, 2, 2)
+    assert "67% successful, 2 outcomes unknown" in record.summary
+
+
+async def test_runs_that_all_reported_no_outcome_have_no_success_rate(stores: Stores) -> None:
+    for i in range(12):
+        await stores.counter.record_execution(SEED, turn_id=f"u{i}", succeeded=None, at=T0 + i)
+    state = await stores.counter.get(WHERE, SEED.pattern_id)
+    assert state is not None
+    assert (state.executions, state.successes, state.unknown, state.success_rate) == (
+        12,
+        0,
+        12,
+        0.0,
+    )
+    assert not validate(state).valid
+    [record] = await stores.layer.active(WHERE, 10)
+    assert record.success_rate == 0.0
+    assert record.summary == describe(FLIGHT, 12, 0, 12)
+    assert "(used 12 times, outcomes unknown)" in record.summary
+    refused = await promote(stores.counter, stores.skills, WHERE, SEED.pattern_id, "b", at=T0)
+    assert refused.status == "invalid"
+
+
+async def test_a_promoted_skill_is_tagged_with_how_it_was_promoted(stores: Stores) -> None:
+    await run(stores.counter, SEED, [True] * 4)
+    done = await promote(stores.counter, stores.skills, WHERE, SEED.pattern_id, "book", at=T0)
+    assert done.skill is not None
+    [stored] = await stores.skills.list(WHERE, 10)
+    assert stored == done.skill
+    assert stored.tags == ("pattern", "promoted", "manual")
+    assert (stored.promotion, stored.creator) == ("manual", "caller")
+
+
+@pytest.fixture
+async def mongo_db(stack: Any, unique: Callable[[str], str]) -> AsyncIterator[Any]:
+    async with mongo_database(stack, unique("db")) as db:
+        await ensure_schema(db)
+        yield db
+
+
+@pytest.mark.integration
+async def test_a_pattern_counted_before_unknown_outcomes_reads_and_counts_on(mongo_db: Any) -> None:
+    counter = MongoPatternCounter(mongo_db)
+    await run(counter, SEED, [True, True, False])
+    await mongo_db["patterns"].update_one({"_id": SEED.pattern_id}, {"$unset": {"unknownCount": 1}})
+    state = await counter.get(WHERE, SEED.pattern_id)
+    assert state is not None
+    assert (state.executions, state.successes, state.unknown) == (3, 2, 0)
+    assert await counter.record_execution(SEED, turn_id="u", succeeded=None, at=T0 + 9)
+    state = await counter.get(WHERE, SEED.pattern_id)
+    assert state is not None
+    assert (state.executions, state.successes, state.unknown) == (4, 2, 1)
+    assert state.success_rate == pytest.approx(2 / 3)
+
+
+@pytest.mark.integration
+async def test_a_skill_stored_as_auto_promoted_reads_as_a_manual_promotion(mongo_db: Any) -> None:
+    counter, skills = MongoPatternCounter(mongo_db), MongoSkillStore(mongo_db)
+    await run(counter, SEED, [True] * 4)
+    done = await promote(counter, skills, WHERE, SEED.pattern_id, "book", at=T0)
+    assert done.skill is not None
+    legacy = {"tags": ["auto-promoted", "pattern"], "creator": "system"}
+    await mongo_db["skills"].update_one(
+        {"_id": done.skill.skill_id}, {"$set": legacy, "$unset": {"promotion": 1}}
+    )
+    [skill] = await skills.list(WHERE, 10)
+    assert skill == done.skill
+    assert skill.tags == ("pattern", "promoted", "manual")

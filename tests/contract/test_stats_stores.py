@@ -6,15 +6,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
-from typing import Any
 
 import pytest
-from pymongo import AsyncMongoClient
 
 from engine.adapters.memory import InMemoryMemoryStore, InMemoryTranscriptStore
 from engine.adapters.mongo import MongoMemoryStore, MongoTranscriptStore, ensure_schema
 from engine.ports import MemoryStatsReader, MemoryStore, TranscriptCounter, TranscriptStore
 from tests.contract.test_stores import IMPLEMENTATIONS, T0, fields, memory_row, turn
+from tests.support.mongo import mongo_database
 
 
 @dataclass
@@ -33,19 +32,10 @@ async def stores(
         memory, transcripts = InMemoryMemoryStore(), InMemoryTranscriptStore()
         yield StatsStores(memory, memory, transcripts, transcripts)
         return
-    stack = request.getfixturevalue("stack")
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        stack.mongo_uri, serverSelectionTimeoutMS=10_000
-    )
-    name = unique("db")
-    try:
-        db = client[name]
+    async with mongo_database(request.getfixturevalue("stack"), unique("db")) as db:
         await ensure_schema(db)
         mongo_memory, mongo_transcripts = MongoMemoryStore(db), MongoTranscriptStore(db)
         yield StatsStores(mongo_memory, mongo_memory, mongo_transcripts, mongo_transcripts)
-    finally:
-        await client.drop_database(name)
-        await client.close()
 
 
 async def test_stats_of_an_agent_without_rows_are_zero(stores: StatsStores) -> None:

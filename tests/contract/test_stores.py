@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from pymongo import AsyncMongoClient
 from redis.asyncio import Redis
 
 from engine.adapters.memory import (
@@ -28,6 +27,8 @@ from engine.adapters.mongo import (
 )
 from engine.adapters.redis_cache import RedisQueryCache
 from engine.errors import DependencyFailed
+from engine.ingest.outcomes import recorded_call
+from engine.ingest.patterns import executions_from_transcript
 from engine.ports import MemoryStore, QueryCache, TranscriptStore, WorkingStore
 from engine.records import (
     MemoryRow,
@@ -39,15 +40,12 @@ from engine.records import (
     outdated_since,
 )
 from engine.scoping import TenantFilter
+from tests.support.mongo import IMPLEMENTATIONS, mongo_database
 
 T0 = 1_600_000_000_000
 """Milliseconds since epoch; every time below is an offset from it."""
 DAY = 86_400_000
 
-IMPLEMENTATIONS = [
-    pytest.param("memory", id="memory"),
-    pytest.param("mongo", id="mongo", marks=pytest.mark.integration),
-]
 CACHES = [
     pytest.param("memory", id="memory"),
     pytest.param("redis", id="redis", marks=pytest.mark.integration),
@@ -68,18 +66,9 @@ async def stores(
     if request.param == "memory":
         yield Stores(InMemoryTranscriptStore(), InMemoryWorkingStore(), InMemoryMemoryStore())
         return
-    stack = request.getfixturevalue("stack")
-    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-        stack.mongo_uri, serverSelectionTimeoutMS=10_000
-    )
-    name = unique("db")
-    try:
-        db = client[name]
+    async with mongo_database(request.getfixturevalue("stack"), unique("db")) as db:
         await ensure_schema(db)
         yield Stores(MongoTranscriptStore(db), MongoWorkingStore(db), MongoMemoryStore(db))
-    finally:
-        await client.drop_database(name)
-        await client.close()
 
 
 # --- builders ------------------------------------------------------------------------------
@@ -268,6 +257,40 @@ async def test_transcript_round_trips_tool_calls(stores: Stores) -> None:
     [t] = await stores.transcripts.recent(where(), 10)
     assert t.messages == [message]
     assert t.summary is None
+
+
+async def test_a_legacy_tool_message_without_a_status_reads_as_unknown(stores: Stores) -> None:
+    # issue 17: a tool call stored without its status (before the status was always written,
+    # or by another writer of the store) was recounted as a success by patterns_extract
+    scope = fields()
+    messages = [
+        StoredMessage(role="user", content="book my flight", timestamp=T0, turn_id="t1"),
+        StoredMessage(
+            role="tool",
+            content="tool:search_flights status:completed result:3 flights",
+            timestamp=T0 + 1,
+            tool_calls=[{"name": "search_flights", "args": {"to": "Lisbon"}}],
+            turn_id="t1",
+        ),
+        StoredMessage(
+            role="tool",
+            content="tool:book_flight",
+            timestamp=T0 + 2,
+            tool_calls=[{"name": "book_flight", "args": {}}],
+            turn_id="t1",
+        ),
+    ]
+    append = TranscriptAppend("S1", scope, "t1", messages, None, 0, T0 + 2)
+    await stores.transcripts.append(append)
+    [transcript] = await stores.transcripts.of_agent("A", T0)
+    assert [recorded_call(m) for m in transcript.messages] == [
+        None,
+        ("search_flights", "completed"),
+        ("book_flight", "unknown"),
+    ]
+    [execution] = executions_from_transcript(transcript)
+    assert execution.seed.steps == ("search_flights", "book_flight")
+    assert execution.succeeded is None  # neither a success nor a failure
 
 
 async def test_transcript_round_trips_a_speakers_name(stores: Stores) -> None:

@@ -81,6 +81,12 @@ async def test_patterns_and_skills_from_recorded_turns(gw: Gateway) -> None:
     skill = await gw.http.get(f"{PREFIX}/skills/{skill_id}", params=scope)
     assert skill.status_code == 200
     assert skill.json()["skill"]["name"] == "Book a flight"
+    # issue 17: a skill promoted at a caller's request was tagged "auto-promoted"
+    assert skill.json()["skill"]["tags"] == ["pattern", "promoted", "manual"]
+    assert (skill.json()["skill"]["promotion"], skill.json()["skill"]["creator"]) == (
+        "manual",
+        "caller",
+    )
     assert skill.json()["skill"]["spawnConfig"]["tools"] == ["search_flights", "book_ticket"]
     assert (await gw.http.get(f"{PREFIX}/skills/skill_nope", params=scope)).status_code == 404
 

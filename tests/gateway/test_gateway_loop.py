@@ -114,6 +114,9 @@ async def test_recorded_turn_is_accepted_and_reaches_working_memory(gw: Gateway)
     )
 
 
+TURN = {"agentWallet": "0xa", "threadId": "t", "userMessage": "a", "assistantMessage": "b"}
+
+
 @pytest.mark.parametrize(
     ("path", "body", "message"),
     [
@@ -149,6 +152,21 @@ async def test_recorded_turn_is_accepted_and_reaches_working_memory(gw: Gateway)
             "/turns/record",
             {"agentWallet": "0xa", "threadId": "t", "messages": "nope"},
             "messages: ",
+        ),
+        (
+            "/turns/record",
+            {**TURN, "toolEvents": {"name": "search_flights", "status": "completed"}},
+            "toolEvents: ",
+        ),
+        (  # issue 17: the loop route accepted the object and dropped it (202)
+            "/loop",
+            {"step": "post_turn", **TURN, "toolEvents": {"name": "search_flights"}},
+            "toolEvents must be a list of tool events, not an object",
+        ),
+        (
+            "/loop",
+            {"step": "post_turn", **TURN, "toolEvents": [{"name": "t", "args": "Lisbon"}]},
+            "toolEvents[0].args must be an object",
         ),
         ("/remember", {"agentWallet": "0xa"}, "content is required"),
         ("/remember", {"agentWallet": "0xa", "content": 42}, "content: "),

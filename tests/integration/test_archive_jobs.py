@@ -17,8 +17,10 @@ import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.adapters.mongo import MongoMemoryStore
+from engine.adapters.mongo.archives import archive_record
 from engine.errors import DependencyFailed
 from engine.records import MemoryRow, ScopeFields
+from engine.upkeep.archive_seal import open_archive
 from engine.upkeep.archives import decrypt_payload, read_archive
 from engine.upkeep.jobs import run_job
 from services.endpoints import Endpoints
@@ -108,6 +110,16 @@ async def archive_docs(rt: Runtime) -> list[dict[str, Any]]:
     return await col.find({}).sort("_id", 1).to_list(length=None)
 
 
+def stored_content(rt: Runtime, doc: dict[str, Any]) -> str:
+    """The archive's payload as stored (base64 of gzip of JSON), opened with the runtime's
+    archive keys: the document itself holds it sealed."""
+    assert "content" not in doc
+    assert doc["sealed"]["keyId"]
+    content = open_archive(archive_record(doc), rt.archive_keys).content
+    assert content is not None
+    return content
+
+
 async def test_rerunning_a_job_yields_the_same_archives_and_inserts_nothing_new(
     archiving: tuple[Runtime, PinataStub, Provider, bytes],
     at: int,
@@ -164,7 +176,7 @@ async def test_a_pin_that_failed_is_repaired_when_the_job_is_retried(
     assert len(pinata.received) == 2
     content = pinata.received[-1].json()["pinataContent"]
     blob = base64.b64decode(content["payload"])
-    assert decrypt_payload(blob, key, archive_id=doc["_id"]).decode() == doc["content"]
+    assert decrypt_payload(blob, key, archive_id=doc["_id"]).decode() == stored_content(rt, doc)
 
 
 async def test_a_pin_failure_fails_the_attempt_not_the_archive(
@@ -209,7 +221,7 @@ async def test_rows_with_a_mode_or_hai_are_archived_per_tenant_scope_fixes_16_6(
     assert result["inserted"] == len(docs) == 6
     by_tenant = {
         (d["userAddress"], d.get("mode"), d.get("haiId")): sorted(
-            e["vectorId"] for e in read_archive(d["content"])["entries"]
+            e["vectorId"] for e in read_archive(stored_content(rt, d))["entries"]
         )
         for d in docs
     }

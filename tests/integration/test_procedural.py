@@ -1,6 +1,7 @@
 """Procedural memory and archives on the real stack: patterns emerge from tool outcomes and
 become searchable, a failing sequence never validates, promotion is idempotent, the recount
-job repairs counts, archives round-trip per user and are pinned only encrypted."""
+job repairs counts, archives round-trip per user, are sealed at rest and pinned only
+encrypted, and a sealed archive still answers a question about its content."""
 
 from __future__ import annotations
 
@@ -12,15 +13,18 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import bson
 import numpy as np
 import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.adapters.mongo import MongoMemoryStore
+from engine.adapters.mongo.archives import archive_record
 from engine.errors import InputRejected
-from engine.ingest.patterns import promote
+from engine.ingest.skills import promote
 from engine.records import MemoryRow, ScopeFields
 from engine.scoping import TenantFilter
+from engine.upkeep.archive_seal import open_archive
 from engine.upkeep.archives import decrypt_payload, read_archive
 from services.endpoints import Endpoints
 from services.groups.app import running_groups
@@ -211,13 +215,18 @@ async def test_archives_round_trip_per_user_and_are_pinned_only_encrypted(
         d["userAddress"]: d
         for d in await rt.mongo[rt.settings.mongo.db]["archives"].find({}).to_list(length=None)
     }
-    ana = read_archive(docs["ana"]["content"])
+    for doc in docs.values():  # sealed at rest: nothing of the rows is readable in MongoDB
+        assert b"kitchen" not in bson.encode(doc)
+        assert b"Kiwi" not in bson.encode(doc)
+    opened = {user: open_archive(archive_record(d), rt.archive_keys) for user, d in docs.items()}
+    assert opened["ana"].content is not None
+    ana = read_archive(opened["ana"].content)
     assert sorted(e["vectorId"] for e in ana["entries"]) == ["ana-0", "ana-1", "ana-2"]
     assert [e["content"] for e in ana["entries"] if e["vectorId"] == "ana-1"] == [mine[1].content]
     assert "Kiwi" not in json.dumps(ana)  # never another user's rows
     assert docs["ana"]["ipfsCid"] == "bafy-test-cid"
     assert docs["ana"]["metadata"]["entryCount"] == 3
-    assert "kitchen" in docs["ana"]["topics"]
+    assert "kitchen" in opened["ana"].topics
 
     pinned: list[Received] = pinata.received
     assert len(pinned) == 2
@@ -232,3 +241,45 @@ async def test_archives_round_trip_per_user_and_are_pinned_only_encrypted(
     assert read_archive(plain.decode())["archiveId"] == content["archiveId"]
     with pytest.raises(InputRejected):
         decrypt_payload(blob, os.urandom(32), archive_id=content["archiveId"])
+
+
+async def test_a_sealed_archive_answers_a_question_about_its_content_through_the_sdk(
+    stack_rt: tuple[Runtime, MemoryClient, Provider, bytes],
+    now_ms: int,
+    unique: Callable[[str], str],
+) -> None:
+    """Issue 17 §3: with the archive key set the job stores the archive sealed, and the
+    search group (which opens it) still finds it for a question about what it holds."""
+    rt, client, _, _ = stack_rt
+    agent = unique("0xSealed")
+    store = MongoMemoryStore(rt.mongo[rt.settings.mongo.db])
+    said = [
+        "The user's storage unit code is swordfish-42.",
+        "The user keeps winter tyres in the storage unit.",
+    ]
+    for i, text in enumerate(said):
+        await store.insert_if_absent(row(agent, f"unit-{i}", "ana", text, 1 + i, now_ms))
+    job = await run_and_wait(rt, client, "archive_create", agentWallet=agent, windowDays=7)
+    assert job["status"] == "completed", job
+    [archive_id] = job["result"]["archives"]
+    doc = await rt.mongo[rt.settings.mongo.db]["archives"].find_one({"_id": archive_id})
+    assert doc is not None
+    assert b"swordfish" not in bson.encode(doc)  # sealed at rest (the check of the contract
+    assert b"storage" not in bson.encode(doc)  # suite, tests/contract/test_archive_stores.py)
+
+    reply = await client.context(
+        "What is the code of my storage unit?",
+        {"agentWallet": agent, "userAddress": "ana"},
+        layers=["archives"],
+    )
+
+    assert reply.error is None
+    prompt = reply.prompt or ""
+    assert "[ARCHIVES " in prompt
+    assert "swordfish-42" in prompt  # opened by the search group, found by its content
+    other = await client.context(
+        "What is the code of my storage unit?",
+        {"agentWallet": agent, "userAddress": "ben"},
+        layers=["archives"],
+    )
+    assert "swordfish" not in (other.prompt or "")  # another user's archive stays theirs

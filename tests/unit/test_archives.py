@@ -235,6 +235,20 @@ def test_summary_of_a_single_session() -> None:
     )
 
 
+def test_summary_counts_entities_not_entitys() -> None:
+    payload = build(
+        [
+            row("e1", "Lisbon (place): where the user lives", source="entity"),
+            row("e2", "Porto (place): where the user lived", source="entity"),
+            row("a1", "Planned the week.", source="agent_loop"),
+            row("a2", "Planned the month.", source="agent_loop"),
+        ]
+    )
+
+    assert "(agent_loops 2, entities 2)" in payload.record.summary
+    assert "entitys" not in payload.record.summary
+
+
 async def test_an_archive_is_found_by_what_it_is_about() -> None:
     embedder = HashingEmbedder()
     payload = await embed_archive(build(lisbon_rows()), embedder)

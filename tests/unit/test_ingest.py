@@ -163,7 +163,7 @@ async def test_tool_events_become_tool_messages_with_tool_calls(engine: Engine) 
         ("user", "weather?", None),
         (
             "tool",
-            "tool:weather status:completed result:sunny",
+            "tool:weather status:unknown result:sunny",  # reported without a status
             [{"name": "weather", "args": {"city": "Lisbon"}}],
         ),
         ("tool", "tool:noop status:failed", [{"name": "noop", "args": {}}]),

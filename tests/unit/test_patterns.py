@@ -7,22 +7,24 @@ import pytest
 from engine.adapters.memory import InMemoryPatternStore
 from engine.adapters.memory.pattern_counts import InMemoryPatternCounter, InMemorySkillStore
 from engine.errors import InputRejected, NotFound
+from engine.ingest.outcomes import recorded_call
 from engine.ingest.patterns import (
     PatternSeed,
     PatternState,
     ToolStep,
     describe,
+    executions_from_transcript,
     observe,
     pattern_id,
-    promote,
     record_turn,
-    skill_id,
     to_record,
     tool_sequence,
     validate,
     validate_counts,
 )
-from engine.records import ScopeFields
+from engine.ingest.skill_view import skill_view
+from engine.ingest.skills import promote, skill_id
+from engine.records import ScopeFields, StoredMessage, Transcript
 from engine.scoping import TenantFilter
 from schemas.events import Message, ToolEvent, TurnRecorded
 from schemas.scope import Scope
@@ -78,9 +80,11 @@ def test_sequence_is_ordered_by_timestamp_with_outcomes() -> None:
         ("error", False),
         ("timeout", False),
         ("pending", False),
+        ("unknown", None),
+        ("Unknown ", None),
     ],
 )
-def test_status_words(status: str, ok: bool) -> None:
+def test_status_words(status: str, ok: bool | None) -> None:
     assert tool_sequence(turn("t", [("x", status, 0)])) == [ToolStep("x", ok)]
 
 
@@ -102,6 +106,96 @@ def test_observe_takes_tenant_without_thread_and_last_time() -> None:
     failed = observe(turn("t3", [("a", "ok", 0), ("b", "error", 1)]))
     assert failed is not None
     assert not failed.succeeded
+
+
+# issue 17: a tool event reported without a status counted as a success before; each test
+# below failed on that code
+
+
+def test_a_turn_with_an_unknown_outcome_and_no_failure_is_unknown() -> None:
+    unknown = observe(turn("t1", [("a", "ok", 0), ("b", "unknown", 1)]))
+    assert unknown is not None
+    assert unknown.succeeded is None
+    failed = observe(turn("t2", [("a", "unknown", 0), ("b", "error", 1)]))
+    assert failed is not None
+    assert failed.succeeded is False  # a known failure outweighs an unknown outcome
+    [step] = tool_sequence(turn("t3", [("a", ToolEvent(name="a", timestamp=T0).status, 0)]))
+    assert step == ToolStep("a", None)  # the contract's default status
+
+
+def test_unknown_outcomes_count_runs_but_move_no_success_rate() -> None:
+    seed = PatternSeed.of(ScopeFields("a", "u", None, "global", None), FLIGHT)
+    state = PatternState(seed.pattern_id, seed.scope, seed.steps, 5, 2, T0, T0, unknown=2)
+    assert state.known == 3
+    assert state.success_rate == pytest.approx(2 / 3)
+    assert to_record(state).unknown_count == 2
+    assert to_record(state).success_rate == pytest.approx(2 / 3)
+    nothing_known = PatternState(seed.pattern_id, seed.scope, seed.steps, 4, 0, T0, T0, unknown=4)
+    assert nothing_known.success_rate == 0.0
+
+
+def test_validation_weighs_only_runs_with_a_known_outcome() -> None:
+    seed = PatternSeed.of(ScopeFields("a", "u", None, "global", None), FLIGHT)
+    # one success and nine unreported runs: one known run is not a pattern
+    state = PatternState(seed.pattern_id, seed.scope, seed.steps, 10, 1, T0, T0, unknown=9)
+    check = validate(state)
+    assert not check.valid
+    assert check.confidence == pytest.approx(0.1)
+    assert check.occurrences == 10
+    assert check.success_rate == 1.0
+
+
+def test_summary_says_how_many_outcomes_are_unknown() -> None:
+    assert describe(FLIGHT, 5, 2, 2) == (
+        "Tool sequence: search_flights -> compare_fares -> book_ticket "
+        "(used 5 times, 67% successful, 2 outcomes unknown). Starts with search_flights."
+    )
+    assert "(used 4 times, 100% successful, 1 outcome unknown)" in describe(("a",), 4, 3, 1)
+    assert "(used 1 time, outcome unknown)" in describe(("a",), 1, 0, 1)
+    assert "(used 3 times, outcomes unknown)" in describe(("a",), 3, 0, 3)
+
+
+def stored(turn_id: str, name: str, content: str, at: int) -> StoredMessage:
+    return StoredMessage(
+        role="tool",
+        content=content,
+        timestamp=at,
+        tool_calls=[{"name": name, "args": {}}],
+        turn_id=turn_id,
+    )
+
+
+def test_a_stored_tool_message_without_a_status_is_an_unknown_outcome() -> None:
+    scope = ScopeFields("a", "u", None, "global", None)
+    transcript = Transcript(
+        session_id="s",
+        scope=scope,
+        messages=[
+            StoredMessage(role="user", content="book it", timestamp=T0, turn_id="t1"),
+            stored("t1", "search_flights", "tool:search_flights status:completed", T0 + 1),
+            stored("t1", "book_flight", "tool:book_flight", T0 + 2),  # legacy: no status
+            stored("t2", "search_flights", "tool:search_flights status:ok result:3", T0 + 3),
+            stored("t2", "book_flight", "booked, status:ok", T0 + 4),  # another shape
+            stored("t3", "search_flights", "tool:search_flights status:ok", T0 + 5),
+            stored("t3", "book_flight", "tool:book_flight status:failed result:status:ok", T0 + 6),
+            stored("t4", "search_flights", "tool:search_flights status:done", T0 + 7),
+            stored("t4", "book_flight", "tool:book_flight status:completed", T0 + 8),
+        ],
+        summary=None,
+        token_count=0,
+        created_at=T0,
+        updated_at=T0,
+    )
+    runs = {r.turn_id: r for r in executions_from_transcript(transcript)}
+    assert {t: r.succeeded for t, r in runs.items()} == {
+        "t1": None,
+        "t2": None,
+        "t3": False,
+        "t4": True,
+    }
+    assert runs["t1"].seed.steps == ("search_flights", "book_flight")
+    assert recorded_call(transcript.messages[2]) == ("book_flight", "unknown")
+    assert recorded_call(transcript.messages[0]) is None  # not a tool call
 
 
 def test_pattern_id_covers_full_tenant_and_sequence() -> None:
@@ -208,6 +302,20 @@ async def test_pattern_emerges_from_repeated_successes() -> None:
     assert record.success_rate == 1.0
 
 
+async def test_turns_without_statuses_do_not_make_a_pattern_reliable() -> None:
+    counter = InMemoryPatternCounter()
+    await record_turn(counter, flight_turn("ok"))
+    await record_turn(counter, flight_turn("failed", status="failed"))
+    for i in range(3):  # reported without a status: the contract's default
+        tools = [ToolEvent(name=n, timestamp=T0 + j) for j, n in enumerate(FLIGHT)]
+        await record_turn(counter, flight_turn(f"u{i}").model_copy(update={"tool_events": tools}))
+    [state] = await counter.list(WHERE, 10)
+    assert (state.executions, state.successes, state.unknown) == (5, 1, 3)
+    assert state.success_rate == 0.5  # not 4/5: an unknown outcome is not a success
+    assert not validate(state).valid
+    assert "3 outcomes unknown" in state.summary
+
+
 async def test_failing_sequence_does_not_validate() -> None:
     counter = InMemoryPatternCounter()
     for i in range(10):
@@ -250,6 +358,27 @@ async def test_promotion_is_idempotent() -> None:
     assert again.status == "already_promoted"
     assert again.skill == first.skill
     assert await skills.list(WHERE, 10) == [first.skill]
+
+
+async def test_a_skill_says_how_it_was_promoted() -> None:
+    # issue 17: a skill promoted at a caller's request was tagged "auto-promoted"
+    counter, skills = InMemoryPatternCounter(), InMemorySkillStore()
+    for i in range(4):
+        await record_turn(counter, flight_turn(f"t{i}"))
+    [state] = await counter.list(WHERE, 10)
+    done = await promote(counter, skills, WHERE, state.pattern_id, "book a flight", at=T0)
+    assert done.skill is not None
+    assert done.skill.promotion == "manual"
+    assert done.skill.tags == ("pattern", "promoted", "manual")
+    assert done.skill.creator == "caller"
+    view = skill_view(done.skill)
+    assert view["tags"] == ["pattern", "promoted", "manual"]
+    assert (view["promotion"], view["creator"]) == ("manual", "caller")
+    assert "auto-promoted" not in str(view)
+    other = InMemorySkillStore()
+    auto = await promote(counter, other, WHERE, state.pattern_id, "x", at=T0, how="automatic")
+    assert auto.skill is not None
+    assert (auto.skill.tags, auto.skill.creator) == (("pattern", "promoted", "automatic"), "system")
 
 
 async def test_promotion_of_invalid_pattern_is_refused() -> None:

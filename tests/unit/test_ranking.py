@@ -261,3 +261,15 @@ def test_mmr_is_a_permutation_whose_scores_follow_its_order(
         lo = min(h.score or 0.0 for h in hits)
         hi = max(h.score or 0.0 for h in hits)
         assert all(min(lo, 0.0) - 1e-12 <= (h.score or 0.0) <= hi + 1e-12 for h in ranked)
+
+
+@given(
+    st.lists(st.floats(0.0, 1.0), min_size=0, max_size=30),
+    st.integers(0, 35),
+    st.sampled_from([0.0, 0.5, 0.7, 1.0]),
+)
+def test_mmr_keep_is_the_head_of_the_full_order(scores: list[float], keep: int, lam: float) -> None:
+    """`keep` only spares rescoring the hits a layer drops: the kept ones are the first
+    `keep` of the full MMR order, scores included."""
+    hits = [hit(f"h{i}", s, text=f"text {i % 4} words {i}") for i, s in enumerate(scores)]
+    assert mmr(hits, lam, keep=keep) == mmr(hits, lam)[:keep]

@@ -9,7 +9,7 @@ import pytest
 
 from schemas import inputs
 from schemas.bounds import MAX_TIME_MS, ValueOutOfRange
-from schemas.events import TurnRecorded
+from schemas.events import ToolEvent, TurnRecorded
 from schemas.requests import ALL_LAYERS
 from schemas.scope import Scope, ScopeError
 from schemas.search_defaults import BUDGET_MAX_ITEMS
@@ -379,8 +379,62 @@ def test_tool_event_without_name_is_rejected(event: dict[str, Any]) -> None:
 def test_tool_event_name_aliases(key: str) -> None:
     event = inputs.turn_recorded(pair(toolEvents=[{key: "search"}]), now=NOW)
     assert event.tool_events[0].name == "search"
-    assert event.tool_events[0].status == "completed"
+    assert event.tool_events[0].status == "unknown"
     assert event.tool_events[0].timestamp == NOW_MS
+
+
+# issue 17: each of these failed before — an object was dropped silently, a missing or blank
+# status read as "completed", args of the wrong type became {}
+
+
+@pytest.mark.parametrize(
+    ("tools", "kind"),
+    [
+        ({"name": "search_flights", "status": "completed"}, "an object"),
+        ("search_flights", "a string"),
+        (3, "a number"),
+        (True, "a boolean"),
+    ],
+)
+def test_tool_events_that_are_not_a_list_are_refused(tools: object, kind: str) -> None:
+    with pytest.raises(
+        ScopeError, match=rf"^toolEvents must be a list of tool events, not {kind}$"
+    ):
+        inputs.turn_recorded(pair(toolEvents=tools), now=NOW)
+    with pytest.raises(ScopeError, match=r"^tool_events must be a list"):
+        inputs.turn_recorded(pair(tool_events=tools), now=NOW)
+
+
+def test_absent_or_null_tool_events_are_none() -> None:
+    assert inputs.turn_recorded(pair(), now=NOW).tool_events == []
+    assert inputs.turn_recorded(pair(toolEvents=None), now=NOW).tool_events == []
+    assert inputs.turn_recorded(pair(toolEvents=[]), now=NOW).tool_events == []
+
+
+@pytest.mark.parametrize("status", [None, "", "   "])
+def test_a_tool_event_without_a_status_is_unknown(status: str | None) -> None:
+    tool: dict[str, Any] = {"name": "search_flights"}
+    if status is not None:
+        tool["status"] = status
+    [event] = inputs.turn_recorded(pair(toolEvents=[tool]), now=NOW).tool_events
+    assert event.status == "unknown"
+    assert ToolEvent(name="t", timestamp=NOW_MS).status == "unknown"  # the contract's default
+
+
+@pytest.mark.parametrize(
+    ("tool", "message"),
+    [
+        ({"name": "t", "args": ["Lisbon"]}, r"^toolEvents\[0\]\.args must be an object$"),
+        ({"name": "t", "input": "Lisbon"}, r"^toolEvents\[0\]\.input must be an object$"),
+        ({"name": "t", "status": True}, r"^toolEvents\[0\]\.status must be a string$"),
+        ({"name": "t", "status": {"ok": 1}}, r"^toolEvents\[0\]\.status must be a string$"),
+    ],
+)
+def test_a_tool_event_field_of_the_wrong_type_is_refused(
+    tool: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ScopeError, match=message):
+        inputs.turn_recorded(pair(toolEvents=[tool]), now=NOW)
 
 
 def test_tool_event_result_is_cut_to_2000_chars() -> None:

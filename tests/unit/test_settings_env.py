@@ -1,11 +1,11 @@
 """The settings read exactly these environment variables, each into its setting.
 
 `VARIABLES` is the list the flat `Settings` model read before it was grouped into sections
-(issue 14), plus the batch, partition and embedding-stage ones of issue 15 and the MCP
-server's of issue 18; grouping must not
-rename, add or drop one. Each entry carries a probe value: set
-alone (with the companions a valid combination needs), it must show up in the settings, so a
-variable that is documented but no longer read fails here too.
+(issue 14), plus the batch, partition and embedding-stage ones of issue 15, the previous
+archive keys of issue 17 and the MCP server's of issue 18; grouping must not rename, add or
+drop one. Each entry carries a probe value: set alone (with the companions a valid combination
+needs), it must show up in the settings, so a variable that is documented but no longer read
+fails here too.
 """
 
 from __future__ import annotations
@@ -78,7 +78,8 @@ VARIABLES: dict[str, str] = {
     "FACT_MAX_PER_TURN": "13",
     "FACT_MIN_CONFIDENCE": "0.67",
     "FACT_MAX_CHARS": "241",
-    "ARCHIVE_ENCRYPTION_KEY": "probe-archive-key",
+    "ARCHIVE_ENCRYPTION_KEY": "cHJvYmUtYXJjaGl2ZS1rZXktb2YtMzItYnl0ZXMhISE=",  # base64 of 32 bytes
+    "ARCHIVE_PREVIOUS_ENCRYPTION_KEYS": "cHJvYmUtcHJldmlvdXMta2V5LW9mLTMyLWJ5dGVzISE=",
     "PINATA_JWT": "probe-pinata-jwt",
     "PINATA_API_KEY": "probe-pinata-key",
     "PINATA_API_SECRET": "probe-pinata-secret",
@@ -145,6 +146,9 @@ COMPANIONS: dict[str, dict[str, str]] = {
     "MONGO_PASSWORD": {"MONGO_USERNAME": "u"},
     "REDIS_USERNAME": {"REDIS_PASSWORD": "p"},
     "REDIS_TLS_CA_FILE": {"REDIS_TLS": "true"},
+    "ARCHIVE_PREVIOUS_ENCRYPTION_KEYS": {
+        "ARCHIVE_ENCRYPTION_KEY": "cHJvYmUtYXJjaGl2ZS1rZXktb2YtMzItYnl0ZXMhISE="
+    },
 }
 
 

@@ -1,4 +1,5 @@
-"""In-memory `ArchiveStore` (unit tests, the contract suite's twin)."""
+"""In-memory `ArchiveStore` (unit tests, the contract suite's twin). It keeps the records it
+is given: a sealed record (`engine.upkeep.archive_seal`) stays sealed here."""
 
 from __future__ import annotations
 
@@ -39,3 +40,15 @@ class InMemoryArchiveStore:
         found = self._rows.get(archive_id)
         if found is not None:
             self._rows[archive_id] = replace(found, ipfs_cid=cid)
+
+    async def unpinned(self, archive_id: str) -> ArchiveRecord | None:
+        """`ArchiveCids.unpinned`: the stored record if it has content and no CID yet."""
+        found = self._rows.get(archive_id)
+        if found is None or found.ipfs_cid:
+            return None
+        content = found.content if found.seal is None else found.seal.content
+        return found if content is not None else None
+
+    def records(self) -> list[ArchiveRecord]:
+        """Every stored record, as stored (tests dump them)."""
+        return list(self._rows.values())

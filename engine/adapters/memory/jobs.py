@@ -45,16 +45,10 @@ class InMemoryJobStore:
 
 
 class InMemoryMaintenanceStore:
-    """Maintenance over an `InMemoryMemoryStore`'s rows. `unpinned` holds the content of
-    stored archives that have no IPFS CID yet, by archive id (`InMemoryArchiveStore` keeps
-    no pin state), for `unpinned_content`."""
+    """Maintenance over an `InMemoryMemoryStore`'s rows."""
 
     def __init__(self, memory: InMemoryMemoryStore) -> None:
         self._memory = memory
-        self.unpinned: dict[str, str] = {}
-
-    async def unpinned_content(self, archive_id: str) -> str | None:
-        return self.unpinned.get(archive_id)
 
     async def users_of(self, agent: str) -> list[str | None]:
         users = {r.scope.user_address for r in self._memory.rows() if r.scope.agent_wallet == agent}
@@ -98,12 +92,6 @@ class InMemoryArchiveMaintenance(InMemoryMaintenanceStore):
     def __init__(self, memory: InMemoryMemoryStore, archives: InMemoryArchiveStore) -> None:
         super().__init__(memory)
         self._archives = archives
-
-    async def unpinned_content(self, archive_id: str) -> str | None:
-        found = self._archives.record(archive_id)
-        if found is None or found.ipfs_cid:
-            return None
-        return found.content
 
     async def archive_cid(
         self, archive_id: str, agent_wallet: str, user_address: str | None, *, any_user: bool

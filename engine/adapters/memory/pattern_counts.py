@@ -7,7 +7,9 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 
 from engine.adapters.memory.erasure import drop_user
-from engine.ingest.patterns import TURN_IDS_KEPT, PatternSeed, PatternState, Skill, to_record
+from engine.ingest.outcomes import Outcome
+from engine.ingest.patterns import TURN_IDS_KEPT, PatternSeed, PatternState, to_record
+from engine.ingest.skills import Skill
 from engine.ports import PatternStore
 from engine.records import PatternRecord, Vector
 from engine.scoping import TenantFilter
@@ -38,7 +40,7 @@ class InMemoryPatternCounter:
         return len(drop_user(self._rows, lambda r: r.state.scope, agent_wallet, user_address))
 
     async def record_execution(
-        self, pattern: PatternSeed, *, turn_id: str, succeeded: bool, at: int
+        self, pattern: PatternSeed, *, turn_id: str, succeeded: Outcome, at: int
     ) -> bool:
         row = self._rows.get(pattern.pattern_id)
         if row is None:
@@ -58,7 +60,8 @@ class InMemoryPatternCounter:
         row.state = replace(
             row.state,
             executions=row.state.executions + 1,
-            successes=row.state.successes + int(succeeded),
+            successes=row.state.successes + int(succeeded is True),
+            unknown=row.state.unknown + int(succeeded is None),
             last_executed=max(row.state.last_executed, at),
             created_at=min(row.state.created_at, at),
         )

@@ -101,18 +101,6 @@ class MongoMaintenanceStore:
         self._col = db[MEMORY]
         self._archives = db[ARCHIVES]
 
-    async def unpinned_content(self, archive_id: str) -> str | None:
-        """The stored content of the archive if it has no IPFS CID yet (its pin failed or
-        never ran); None if it is pinned, has no content, or does not exist."""
-        try:
-            doc = await self._archives.find_one({"_id": archive_id}, {"ipfsCid": 1, "content": 1})
-        except PyMongoError as exc:
-            raise DependencyFailed(f"archive read failed: {exc}") from exc
-        if doc is None or doc.get("ipfsCid"):
-            return None
-        content = doc.get("content")
-        return content if isinstance(content, str) else None
-
     async def archive_cid(
         self, archive_id: str, agent_wallet: str, user_address: str | None, *, any_user: bool
     ) -> tuple[str | None] | None:

@@ -1,13 +1,15 @@
 """MongoDB `PatternCounter`.
 
 The counter writes the `patterns` collection that `MongoPatternStore.active` (the patterns
-layer) reads, in the same document shape, plus `successCount` and `turnIds`. Each execution
+layer) reads, in the same document shape, plus `successCount`, `unknownCount` (runs that did
+not report their outcome; absent in a document counted before issue 17, when there were
+none, so it reads as 0) and `turnIds`. Each execution
 is ONE update with an aggregation pipeline, so the counts, `successRate` and `summary` never
 disagree, even under concurrent turns: the first stage increments and fills insert-only
 fields with `$ifNull` (a pipeline has no `$setOnInsert`, and no field is written twice,
 unlike the reference's `$set` + `$setOnInsert` conflict, §16.4); the second stage derives
-`successRate` and `summary` from the new counts (the same text as
-`engine.ingest.patterns.describe`).
+`successRate` (over the runs with a known outcome) and `summary` from the new counts (the
+same text as `engine.ingest.patterns.describe`).
 
 Idempotency is the transcript append's: the filter `turnIds: {$ne: turnId}` matches no
 document once the turn is counted, so the upsert collides on `_id` (DuplicateKeyError).
@@ -28,6 +30,7 @@ from pymongo.errors import DuplicateKeyError, PyMongoError
 from engine.adapters.mongo.documents import Doc, scope_doc, scope_of, tenant_query, vector
 from engine.adapters.mongo.schema import PATTERNS
 from engine.errors import DependencyFailed
+from engine.ingest.outcomes import Outcome
 from engine.ingest.patterns import (
     PATTERN_TAGS,
     PATTERN_TYPE,
@@ -51,7 +54,7 @@ def _once(name: str, value: Any) -> Doc:
     return {"$ifNull": [f"${name}", _lit(value)]}
 
 
-def _pipeline(pattern: PatternSeed, turn_id: str, succeeded: bool, at: int) -> list[Doc]:
+def _pipeline(pattern: PatternSeed, turn_id: str, succeeded: Outcome, at: int) -> list[Doc]:
     static = {
         "patternId": pattern.pattern_id,
         **scope_doc(pattern.scope),
@@ -65,7 +68,8 @@ def _pipeline(pattern: PatternSeed, turn_id: str, succeeded: bool, at: int) -> l
     }
     counts: Doc = {
         "executionCount": {"$add": [{"$ifNull": ["$executionCount", 0]}, 1]},
-        "successCount": {"$add": [{"$ifNull": ["$successCount", 0]}, int(succeeded)]},
+        "successCount": {"$add": [{"$ifNull": ["$successCount", 0]}, int(succeeded is True)]},
+        "unknownCount": {"$add": [{"$ifNull": ["$unknownCount", 0]}, int(succeeded is None)]},
         # the earliest execution, not the first one processed: turns of different
         # sessions arrive in any order, and a replay must give the same document
         "createdAt": {"$min": ["$createdAt", _lit(at)]},
@@ -78,32 +82,56 @@ def _pipeline(pattern: PatternSeed, turn_id: str, succeeded: bool, at: int) -> l
             ]
         },
     }
+    return [
+        {"$set": {**{k: _once(k, v) for k, v in static.items()}, **counts}},
+        {"$set": _derived(pattern)},
+    ]
+
+
+def _derived(pattern: PatternSeed) -> Doc:
+    """`successRate` and `summary` from the new counts: the rate over the runs with a known
+    outcome (0 without one), the text of `describe`. Divisions are by at least 1, so no
+    branch fails whichever the server evaluates."""
+    known_count = {"$subtract": ["$executionCount", "$unknownCount"]}
+    per_known = {"$max": [known_count, 1]}
     percent = {
         "$toInt": {
             "$floor": {
                 "$add": [
-                    {"$divide": [{"$multiply": ["$successCount", 100]}, "$executionCount"]},
+                    {"$divide": [{"$multiply": ["$successCount", 100]}, per_known]},
                     0.5,
                 ]
             }
         }
     }
-    derived: Doc = {
-        "successRate": {"$divide": ["$successCount", "$executionCount"]},
+    unknown = {
+        "$cond": [
+            {"$eq": [known_count, 0]},
+            {"$cond": [{"$eq": ["$unknownCount", 1]}, ", outcome unknown", ", outcomes unknown"]},
+            {
+                "$concat": [
+                    ", ",
+                    {"$toString": "$unknownCount"},
+                    {"$cond": [{"$eq": ["$unknownCount", 1]}, " outcome", " outcomes"]},
+                    " unknown",
+                ]
+            },
+        ]
+    }
+    known = {"$gt": [known_count, 0]}
+    return {
+        "successRate": {"$cond": [known, {"$divide": ["$successCount", per_known]}, 0.0]},
         "summary": {
             "$concat": [
                 _lit(f"Tool sequence: {' -> '.join(pattern.steps)} (used "),
                 {"$toString": "$executionCount"},
-                {"$cond": [{"$eq": ["$executionCount", 1]}, " time, ", " times, "]},
-                {"$toString": percent},
-                _lit(f"% successful). Starts with {pattern.trigger}."),
+                {"$cond": [{"$eq": ["$executionCount", 1]}, " time", " times"]},
+                {"$cond": [known, {"$concat": [", ", {"$toString": percent}, "% successful"]}, ""]},
+                {"$cond": [{"$gt": ["$unknownCount", 0]}, unknown, ""]},
+                _lit(f"). Starts with {pattern.trigger}."),
             ]
         },
     }
-    return [
-        {"$set": {**{k: _once(k, v) for k, v in static.items()}, **counts}},
-        {"$set": derived},
-    ]
 
 
 def _state_of(d: Mapping[str, Any]) -> PatternState:
@@ -113,6 +141,7 @@ def _state_of(d: Mapping[str, Any]) -> PatternState:
         steps=tuple(s["action"] for s in sorted(d.get("steps", []), key=lambda s: s["order"])),
         executions=int(d.get("executionCount", 0)),
         successes=int(d.get("successCount", 0)),
+        unknown=int(d.get("unknownCount", 0)),
         last_executed=int(d["lastExecuted"]),
         created_at=int(d["createdAt"]),
         status=d.get("status", ACTIVE),
@@ -124,7 +153,7 @@ class MongoPatternCounter:
         self._col: AsyncCollection[Doc] = db[PATTERNS]
 
     async def record_execution(
-        self, pattern: PatternSeed, *, turn_id: str, succeeded: bool, at: int
+        self, pattern: PatternSeed, *, turn_id: str, succeeded: Outcome, at: int
     ) -> bool:
         pipeline = _pipeline(pattern, turn_id, succeeded, at)
         query = {"_id": pattern.pattern_id, "turnIds": {"$ne": turn_id}}

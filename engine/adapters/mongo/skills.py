@@ -1,5 +1,9 @@
 """MongoDB `SkillStore`: the `skills` collection, keyed by `skillId` (a promotion is an
-insert, so a skill is stored once)."""
+insert, so a skill is stored once).
+
+A skill stored before issue 17 has no `promotion` and is tagged `auto-promoted`: it reads as
+a manual promotion (tags `pattern`, `promoted`, `manual`; creator `caller`), since a
+caller's request was the only way either this code or the reference ever promoted one."""
 
 from __future__ import annotations
 
@@ -15,8 +19,8 @@ from pymongo.errors import DuplicateKeyError, PyMongoError
 from engine.adapters.mongo.documents import Doc, scope_of, tenant_query
 from engine.adapters.mongo.schema import SKILLS
 from engine.errors import DependencyFailed
-from engine.ingest.patterns import SKILL_TAGS, Skill
 from engine.ingest.skill_view import skill_view
+from engine.ingest.skills import PROMOTIONS, Promotion, Skill
 from engine.scoping import TenantFilter
 
 
@@ -40,9 +44,16 @@ def _skill_of(d: Mapping[str, Any]) -> Skill:
         created_at=int(d["createdAt"]),
         category=d.get("category", "learned"),
         usage_count=int(d.get("usageCount", 0)),
-        creator=d.get("creator", "system"),
-        tags=tuple(d.get("tags") or SKILL_TAGS),
+        promotion=_promotion(d.get("promotion")),
     )
+
+
+def _promotion(value: object) -> Promotion:
+    """The stored `promotion`; `manual` when absent (a skill stored before issue 17)."""
+    for known in PROMOTIONS:
+        if value == known:
+            return known
+    return "manual"
 
 
 class MongoSkillStore:

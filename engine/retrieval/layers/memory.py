@@ -180,7 +180,7 @@ async def search_memory(
         log=log,
     )
     log.debug("layer %s rerank: %s", options.layer, outcome)
-    final = mmr(ranked, options.mmr_lambda, vectors=vectors)[: q.limit]
+    final = mmr(ranked, options.mmr_lambda, vectors=vectors, keep=q.limit)
     # the raw item reports the score the hit is ranked by (after decay, rerank and MMR)
     return await _hydrated(options, where, [_with_raw(h, *found[h.id]) for h in final], q.as_of)
 

@@ -16,12 +16,11 @@ from engine.ingest.patterns import (
     PATTERN_TYPE,
     TRIGGER_TYPE,
     PatternState,
-    Skill,
     Validation,
-    promote,
     validate,
 )
 from engine.ingest.skill_view import skill_view
+from engine.ingest.skills import Skill, promote
 from engine.records import ScopeFields
 from engine.scoping import tenant_filter
 from engine.upkeep.jobs import JobRecord
@@ -51,7 +50,8 @@ def _scope_json(scope: ScopeFields) -> Result:
 
 
 def pattern_json(p: PatternState) -> Result:
-    """A pattern as reference §2.4 shows it, plus `successCount` (success is measured)."""
+    """A pattern as reference §2.4 shows it, plus `successCount` (success is measured) and
+    `unknownCount` (runs that reported no outcome; `successRate` is over the others)."""
     return {
         "patternId": p.pattern_id,
         **_scope_json(p.scope),
@@ -62,6 +62,7 @@ def pattern_json(p: PatternState) -> Result:
         "successRate": p.success_rate,
         "executionCount": p.executions,
         "successCount": p.successes,
+        "unknownCount": p.unknown,
         "lastExecuted": p.last_executed,
         "createdAt": p.created_at,
         "status": p.status,
