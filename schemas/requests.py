@@ -103,9 +103,14 @@ class LayerSearchRequest(Contract):
 
 
 class LayerSearchReply(Contract):
+    """`layers`: each layer's items as the layer returns them; `items`: every hit of every
+    layer in one list, best first by the layer's score (in [0, 1], higher is more
+    relevant; unscored hits last)."""
+
     query: str = ""
     layers: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     totals: dict[str, int] = Field(default_factory=dict)
+    items: list[ContextItem] = Field(default_factory=list)
     cached: bool = False
     error: str | None = None
 
@@ -120,14 +125,19 @@ class ItemRequest(Contract):
     """One item operation, always within an explicit scope (agent, and user when the item
     is a user's): an item outside it is reported as not found. `list` (no `id`) answers the
     scope's `limit` newest active facts, newest first (a scope without a user: the agent's
-    user-less facts only)."""
+    user-less facts only); with `as_of`, the facts true at that time. `forget` (no `id`)
+    erases every record of the scope's user (`engine.upkeep.erasure`; refused without a
+    `userAddress`) and answers the counts in `ItemReply.erased`."""
 
     scope: Scope
-    op: Literal["get", "update", "delete", "resolve", "list"]
+    op: Literal["get", "update", "delete", "resolve", "list", "forget"]
     id: Id | None = Field(default=None, min_length=1, max_length=200)
-    """Required by every op but `list`."""
+    """Required by every op but `list` and `forget`."""
     limit: int = Field(default=50, ge=1, le=MAX_LIST_ITEMS)
     """`list` only: how many rows at most."""
+    as_of: EpochMs | None = None
+    """`list` only: list the facts valid then (ms since epoch), a fact replaced since
+    included; None lists the current ones."""
     content: str | None = Field(default=None, max_length=4_000)
     metadata: DocumentObject | None = None
     retention: str | None = Field(default=None, max_length=32)
@@ -140,18 +150,20 @@ class ItemRequest(Contract):
 
     @model_validator(mode="after")
     def _id_unless_list(self) -> ItemRequest:
-        if self.op != "list" and self.id is None:
+        if self.op not in ("list", "forget") and self.id is None:
             raise ValueError("id is required")
         return self
 
 
 class ItemReply(Contract):
     """`items` are the rows after the operation (without embeddings); `not_found` is set
-    when nothing matched within the scope (HTTP 404), `error` for bad input (400)."""
+    when nothing matched within the scope (HTTP 404), `error` for bad input (400);
+    `erased` (`forget` only) counts what was removed, by kind."""
 
     items: list[dict[str, Any]] = Field(default_factory=list)
     not_found: bool = False
     error: str | None = None
+    erased: dict[str, int] | None = None
 
 
 class SessionRequest(Contract):

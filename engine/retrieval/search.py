@@ -286,12 +286,28 @@ class MemorySearch:
         result = await self.search(
             request.scope, request.query, request.layers, request.limit, now_ms, request.as_of
         )
+        every = [h for hits in result.hits.values() for h in hits]
+        # best first across layers (each layer's score is its own relevance in [0, 1]);
+        # unscored hits last, each layer's order kept among equals (a stable sort)
+        every.sort(key=lambda h: -1.0 if h.score is None else -h.score)
         return LayerSearchReply(
             query=request.query,
             layers={k: [dict(h.raw) for h in v] for k, v in result.hits.items()},
             totals={k: len(v) for k, v in result.hits.items()},
+            items=[_item(h) for h in every],
             cached=result.cached,
         )
+
+
+def _item(hit: Hit) -> ContextItem:
+    return ContextItem(
+        layer=hit.layer,
+        text=hit.text,
+        id=hit.id,
+        score=hit.score,
+        source=hit.source,
+        created_at=hit.created_at,
+    )
 
 
 async def invalidate(cache: QueryCache, scope: Scope, policy: SearchPolicy | None = None) -> int:

@@ -141,9 +141,13 @@ class ItemStore(Protocol):
         None."""
         ...
 
-    async def newest(self, where: TenantFilter, source: str, limit: int) -> list[MemoryRow]:
-        """At most `limit` active rows (not deleted, not superseded) of `source` the filter
-        admits, newest `createdAt` first (ties: larger id first)."""
+    async def newest(
+        self, where: TenantFilter, source: str, limit: int, as_of: int | None = None
+    ) -> list[MemoryRow]:
+        """At most `limit` rows of `source` the filter admits, newest `createdAt` first (ties:
+        larger id first): without `as_of` the active ones (not deleted, not superseded);
+        with it (ms) those valid then (`MemoryRow.valid_at`: created by then and not
+        replaced yet, a row replaced later included; deleted rows never)."""
         ...
 
 
@@ -174,14 +178,17 @@ async def get_item(store: ItemStore, where: TenantFilter, vector_id: str) -> Mem
     return row
 
 
-async def newest_facts(store: ItemStore, where: TenantFilter, limit: int) -> list[MemoryRow]:
+async def newest_facts(
+    store: ItemStore, where: TenantFilter, limit: int, as_of: int | None = None
+) -> list[MemoryRow]:
     """The tenant's `limit` newest active facts, newest first (the reference's listing also
-    returned deleted and superseded ones: a deleted memory must not come back)."""
+    returned deleted and superseded ones: a deleted memory must not come back); with `as_of`
+    (ms), the facts that were true then, one replaced since included."""
     if not where.agent_wallet.strip():
         raise InputRejected("agentWallet is required")
     if limit < 1:
         raise InputRejected("limit must be at least 1")
-    return await store.newest(exact(where), "fact", limit)
+    return await store.newest(exact(where), "fact", limit, as_of)
 
 
 async def _embed(embedder: Embedder, content: str) -> Embedded:

@@ -331,11 +331,13 @@ class RememberAccepted(Answer):
 
 
 class LayerSearchResponse(LayerSearchReply):
-    """The search group's `LayerSearchReply` in camelCase."""
+    """The search group's `LayerSearchReply` in camelCase (the reference's `{query, layers,
+    totals}`: the ranked `items` are the SDK's)."""
 
     model_config = CAMEL
 
     error: None = Field(default=None, exclude=True)
+    items: list[ContextItem] = Field(default_factory=list, exclude=True)
 
 
 class ItemResponse(Answer):

@@ -1,6 +1,7 @@
-"""items group: answers `ItemRequest` (get, update, soft/hard delete, resolve a conflict)
-within the request's explicit scope, and announces `MemoryChanged` for every change; also
-working-session requests (`services.groups.sessions`, on `memory.sessions.v1`)."""
+"""items group: answers `ItemRequest` (get, update, soft/hard delete, resolve a conflict,
+list facts, forget a user) within the request's explicit scope, and announces `MemoryChanged`
+for every change (a forgotten user's: every layer); also working-session requests
+(`services.groups.sessions`, on `memory.sessions.v1`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pydantic import ValidationError
 from engine.errors import InputRejected, MemoryError_, NotFound
 from engine.records import MemoryRow
 from engine.scoping import tenant_filter
+from engine.upkeep.erasure import forget_user
 from engine.upkeep.items import (
     changed_layers,
     changed_scope,
@@ -25,8 +27,8 @@ from engine.upkeep.items import (
     update_item,
 )
 from schemas import topics
-from schemas.requests import ItemReply, ItemRequest
-from schemas.scope import first_error
+from schemas.requests import ALL_LAYERS, ItemReply, ItemRequest
+from schemas.scope import Scope, first_error
 from services.groups import sessions
 from services.runtime import Runtime
 from services.stream.consumers import EXPIRED, GroupRouter, expired
@@ -60,7 +62,7 @@ async def handle(rt: Runtime, request: ItemRequest) -> list[MemoryRow]:
     at = int(time.time() * 1000)
     store, embedder = rt.items, rt.embedder
     if request.op == "list":
-        return await newest_facts(store, where, request.limit)
+        return await newest_facts(store, where, request.limit, request.as_of)
     if request.id is None:  # checked by the contract; narrows the type
         raise InputRejected("id is required")
     if request.op == "get":
@@ -100,12 +102,23 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
     group = GroupRouter(GROUP, rt, metrics)
     sessions.wire(group)
 
+    async def forget(scope: Scope) -> ItemReply:
+        erased = await forget_user(rt.stores.eraser, tenant_filter(scope, durable=True))
+        # the whole user, whatever thread, mode or hai the request named
+        user = Scope.model_validate(
+            {"agentWallet": scope.agent_wallet, "userAddress": scope.user_address}
+        )
+        await group.changes.announce_at(user, list(ALL_LAYERS))
+        return ItemReply(erased=erased)
+
     @group.replier(topics.ITEMS)
     async def on_item_request(message: KafkaMessage) -> ItemReply:
         if expired(message):
             return ItemReply(error=EXPIRED)
         try:
             request = ItemRequest.model_validate_json(message.body)
+            if request.op == "forget":
+                return await forget(request.scope)
             rows = await handle(rt, request)
         except ValidationError as exc:
             return ItemReply(error=first_error(exc))

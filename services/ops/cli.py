@@ -12,6 +12,7 @@ import signal
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 from typer.core import TyperArgument, TyperCommand
 
 from schemas import topics
@@ -239,6 +240,60 @@ def gateway(
         port=port or settings.gateway.port,
         log_level=log_level.lower(),
     )
+
+
+@app.command()
+def mcp(
+    http: Annotated[
+        int | None,
+        typer.Option(
+            "--http",
+            metavar="PORT",
+            min=1,
+            max=65535,
+            help="Serve streamable HTTP on this port (at /mcp, host MNEMOSTREAM_MCP_HOST) "
+            "with the gateway's credentials, instead of stdio.",
+        ),
+    ] = None,
+    agent: Annotated[
+        str | None, typer.Option(help="The agentWallet of every tool (MNEMOSTREAM_MCP_AGENT).")
+    ] = None,
+    user: Annotated[
+        str | None, typer.Option(help="The userAddress of every tool (MNEMOSTREAM_MCP_USER).")
+    ] = None,
+    thread: Annotated[
+        str | None, typer.Option(help="The threadId turns go to (MNEMOSTREAM_MCP_THREAD).")
+    ] = None,
+    log_level: Annotated[str, typer.Option(help="Python log level (to stderr).")] = "warning",
+) -> None:
+    """Serve the memory as MCP tools (remember, record_turn, recall, search_memory, forget,
+    list_facts) over stdio, or over HTTP with --http PORT. The tenant is the configured one
+    (--agent, --user), over HTTP confined by the caller's gateway credential; no tool
+    argument can name another. Needs the extra: pip install 'mnemostream[mcp]'."""
+    errors = Console(stderr=True)  # over stdio, stdout is the protocol's alone
+    try:
+        from services.mcp.server import serve_http, serve_stdio, tenancy_of
+    except ImportError as exc:
+        errors.print(
+            f"[red]the MCP server needs its extra[/red]: pip install 'mnemostream[mcp]' ({exc})"
+        )
+        raise typer.Exit(2) from None
+    from services.endpoints import NotConfigured
+    from services.gateway import GatewayNotSecured
+    from services.mcp.tenancy import Refused
+
+    setup_logging(log_level)
+    settings = Settings()
+    try:
+        tenancy = tenancy_of(settings, agent=agent, user=user, thread=thread)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    served = serve_stdio(settings, tenancy) if http is None else serve_http(settings, tenancy, http)
+    try:
+        asyncio.run(served)
+    except (Refused, GatewayNotSecured, NotConfigured) as exc:
+        errors.print(f"[red]refusing to start[/red]: {exc}")
+        raise typer.Exit(2) from None
 
 
 app.command(context_settings=BENCH_CONTEXT)(bench)

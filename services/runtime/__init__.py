@@ -5,9 +5,8 @@ A `Runtime` holds the stores, typed on the engine's ports, and the heavy parts (
 reranker, extractor, summariser, archive pinner, search) as builders: a part is built when a
 group first uses it, or up front by `Runtime.prepare` for the parts the process's groups
 declare (`services.groups.app.NEEDS`), so the invalidation group never loads an embedder.
-Its parts are defined in `services.runtime.parts`. Two builds: `open_runtime` (MongoDB, Redis,
-the configured providers) and `services.runtime.memory.memory_runtime` (the in-memory
-adapters, for the fast test tier).
+Parts: `services.runtime.parts`. Two builds: `open_runtime` (MongoDB, Redis, the configured
+providers) and `services.runtime.memory.memory_runtime` (in-memory adapters, the fast tier).
 """
 
 from __future__ import annotations
@@ -33,6 +32,7 @@ from engine.adapters.mongo import (
     MongoWorkingStore,
     ensure_schema,
 )
+from engine.adapters.mongo.erasure import MongoUserEraser
 from engine.adapters.mongo.evals import MongoEvalStore
 from engine.adapters.mongo.evals import ensure_indexes as ensure_eval_indexes
 from engine.adapters.mongo.items import MongoItemStore
@@ -73,8 +73,7 @@ from services.stream.security import kafka_options, mongo_options, redis_options
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-Progress = Callable[[str], None]
-"""Told of each start-up step (`mnemostream run` prints them)."""
+Progress = Callable[[str], None]  # told of each start-up step (`mnemostream run` prints them)
 
 __all__ = [
     "PARTS",
@@ -376,6 +375,7 @@ async def open_runtime(
             evals=MongoEvalStore(db),
             cache=cache,
             vectors=vectors,
+            eraser=MongoUserEraser(db),
         )
         parts = Parts(
             embedder=model,

@@ -24,6 +24,7 @@ from engine.adapters.memory import (
     InMemoryVectorStore,
     InMemoryWorkingSessions,
 )
+from engine.adapters.memory.erasure import Droppable, InMemoryUserEraser
 from engine.ingest.extraction.rules import RuleBasedExtractor
 from engine.ingest.extraction.types import Extractor
 from engine.ports import ArchivePinner, Embedder, Reranker, VectorIndex
@@ -36,18 +37,31 @@ from services.settings import Settings
 def memory_stores() -> Stores:
     """Fresh, empty in-memory stores sharing rows as the MongoDB collections do."""
     memory = InMemoryItemStore()
+    transcripts = InMemoryTranscriptStore()
     working = InMemoryWorkingSessions()
+    relations = InMemoryRelationStore()
     pattern_layer = InMemoryPatternStore()
+    patterns = InMemoryPatternCounter(mirror=pattern_layer)
+    skills = InMemorySkillStore()
     archives = InMemoryArchiveStore()
+    kinds: dict[str, Droppable] = {
+        "memory": memory,
+        "transcripts": transcripts,
+        "working": working,
+        "relations": relations,
+        "patterns": pattern_layer,
+        "archives": archives,
+        "skills": skills,
+    }
     return Stores(
-        transcripts=InMemoryTranscriptStore(),
+        transcripts=transcripts,
         working=working,
         memory=memory,
         items=memory,
-        relations=InMemoryRelationStore(),
+        relations=relations,
         pattern_layer=pattern_layer,
-        patterns=InMemoryPatternCounter(mirror=pattern_layer),
-        skills=InMemorySkillStore(),
+        patterns=patterns,
+        skills=skills,
         archives=archives,
         maintenance=InMemoryArchiveMaintenance(memory, archives),
         jobs=InMemoryJobStore(),
@@ -55,6 +69,8 @@ def memory_stores() -> Stores:
         evals=InMemoryEvalStore(),
         cache=InMemoryQueryCache(),
         vectors=InMemoryVectorStore(),
+        # the counter's rows are the patterns layer's (one collection in MongoDB)
+        eraser=InMemoryUserEraser(kinds, also=(patterns,)),
     )
 
 

@@ -31,6 +31,7 @@ from engine.ports import (
 )
 from engine.retrieval.rerank import Reranker
 from engine.upkeep.compression import SessionTranscripts, Summariser
+from engine.upkeep.erasure import UserEraser
 from engine.upkeep.items import ItemStore
 from engine.upkeep.jobs import JobStore
 from engine.upkeep.maintenance import MaintenanceStore
@@ -84,6 +85,8 @@ class Stores:
     cache: QueryCache
     vectors: VectorStore
     """Durable document vectors by content (`engine.embedding_store`)."""
+    eraser: UserEraser
+    """Forgets a user: their records in every store above (`engine.upkeep.erasure`)."""
 
 
 @dataclass(frozen=True, slots=True)

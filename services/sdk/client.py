@@ -172,16 +172,19 @@ class MemoryClient(Operations):
         *,
         layers: Sequence[str] | None = None,
         limit: int = PER_LAYER_LIMIT,
+        as_of: int | None = None,
         timeout: float | None = None,
     ) -> LayerSearchReply:
         """Raw layer hits (no packing): `limit` (1-20) per layer of `layers` (all when
-        None)."""
+        None), each layer's in `reply.layers` and all of them ranked in `reply.items`; with
+        `as_of` (milliseconds since epoch), what was true then."""
         request = parse_contract(
             LayerSearchRequest,
             {
                 "scope": scope_of(scope),
                 "query": query,
                 "limit": limit,
+                "as_of": as_of,
                 **({"layers": list(layers)} if layers else {}),
             },
         )

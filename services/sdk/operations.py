@@ -79,11 +79,27 @@ class Operations(Transport):
         return await self._ask(topics.ITEMS, request, ItemReply, timeout)
 
     async def newest_items(
-        self, scope: ScopeInput, *, limit: int = 50, timeout: float | None = None
+        self,
+        scope: ScopeInput,
+        *,
+        limit: int = 50,
+        as_of: int | None = None,
+        timeout: float | None = None,
     ) -> ItemReply:
         """The scope's `limit` (1-200) newest active facts, newest first (`list` on
-        `memory.items.v1`); a scope without `userAddress` reads only user-less facts."""
-        request = ItemRequest(scope=scope_of(scope), op="list", limit=limit)
+        `memory.items.v1`); a scope without `userAddress` reads only user-less facts. With
+        `as_of` (milliseconds since epoch), the facts that were true then, one replaced
+        since included (its `invalidAt` says when it stopped being true)."""
+        request = ItemRequest(scope=scope_of(scope), op="list", limit=limit, as_of=as_of)
+        return await self._ask(topics.ITEMS, request, ItemReply, timeout)
+
+    async def forget_user(self, scope: ScopeInput, *, timeout: float | None = None) -> ItemReply:
+        """Erase every record of the scope's user of its agent (`forget` on
+        `memory.items.v1`; see `engine.upkeep.erasure`): memory items, transcripts, working
+        buffers, relations, patterns, archives and skills, whatever their thread. The
+        agent's user-less rows and other users' are kept; a scope without `userAddress`
+        comes back with an `error`. `reply.erased` counts what was removed, by kind."""
+        request = ItemRequest(scope=scope_of(scope), op="forget")
         return await self._ask(topics.ITEMS, request, ItemReply, timeout)
 
     async def session(

@@ -1,11 +1,12 @@
 """One `Settings` object, read once from the environment (prefix `MNEMOSTREAM_`).
 
 The settings are grouped in sections — `kafka`, `mongo`, `redis`, `embedding`, `search`,
-`extraction`, `archive`, `gateway` — with the process-wide ones at the top level. Each setting
-keeps its flat environment variable (`settings.kafka.bootstrap` is `MNEMOSTREAM_KAFKA_BOOTSTRAP`,
-`settings.search.workers` is `MNEMOSTREAM_SEARCH_WORKERS`), and `Settings(...)` accepts the same
-flat names as keywords (`Settings(kafka_bootstrap=…, mongo_db=…)`), or a section whole
-(`Settings(kafka=KafkaSettings(...))`). How: `services.settings.base`.
+`extraction`, `archive`, `gateway`, `mcp` — with the process-wide ones at the top level. Each
+setting keeps its flat environment variable (`settings.kafka.bootstrap` is
+`MNEMOSTREAM_KAFKA_BOOTSTRAP`, `settings.search.workers` is `MNEMOSTREAM_SEARCH_WORKERS`), and
+`Settings(...)` accepts the same flat names as keywords (`Settings(kafka_bootstrap=…,
+mongo_db=…)`), or a section whole (`Settings(kafka=KafkaSettings(...))`). How:
+`services.settings.base`.
 
 The engine never sees this object: the composition root (`services.runtime`) hands it plain
 values.
@@ -32,6 +33,7 @@ from services.settings.gateway import (
     GatewaySettings,
     TenantKey,
 )
+from services.settings.mcp import McpSettings
 from services.settings.pipeline import ArchiveSettings, ExtractionSettings
 from services.settings.retrieval import EmbeddingSettings, SearchSettings
 from services.settings.stores import KafkaSettings, MongoSettings, RedisSettings, security_problems
@@ -44,6 +46,7 @@ __all__ = [
     "ExtractionSettings",
     "GatewaySettings",
     "KafkaSettings",
+    "McpSettings",
     "MongoSettings",
     "RedisSettings",
     "SearchSettings",
@@ -160,6 +163,7 @@ class Settings(BaseSettings):
     )
     archive: ArchiveSettings = Field(default_factory=ArchiveSettings, description="Archives.")
     gateway: GatewaySettings = Field(default_factory=GatewaySettings, description="Gateway.")
+    mcp: McpSettings = Field(default_factory=McpSettings, description="MCP server.")
 
     @classmethod
     def settings_customise_sources(

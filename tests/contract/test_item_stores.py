@@ -295,3 +295,41 @@ async def test_newest_facts_are_active_in_scope_newest_first_fixes_16_3(
     # no user: the agent's user-less facts only, never every user's (§16.3)
     only_agent = await newest_facts(stores.items, AGENT_ONLY, 10)
     assert [r.vector_id for r in only_agent] == ["agent-level"]
+
+
+async def test_newest_facts_as_of_lists_what_was_true_then(
+    stores: Stores, embedder: HashingEmbedder
+) -> None:
+    await seed(stores, "paris", "I live in Paris", at=T0)
+    await seed(stores, "lisbon", "I live in Lisbon", at=T0 + 100)
+    await seed(stores, "cat", "I have a cat", at=T0 + 10)
+    await seed(stores, "dog", "I have a dog", at=T0 + 20)
+    await seed(stores, "session", "a turn", at=T0 + 5, source="session")
+    # Lisbon replaced Paris at T0 + 100; the dog was deleted at T0 + 30
+    await resolve_conflict(
+        stores.items,
+        embedder,
+        MINE,
+        "paris",
+        resolution="supersede",
+        winning_id="lisbon",
+        at=T0 + 100,
+    )
+    await delete_item(stores.items, MINE, "dog", at=T0 + 30)
+
+    def ids(rows: list[MemoryRow]) -> list[str]:
+        return [r.vector_id for r in rows]
+
+    assert ids(await newest_facts(stores.items, MINE, 10)) == ["lisbon", "cat"]
+    assert ids(await newest_facts(stores.items, MINE, 10, T0 + 50)) == ["cat", "paris"]
+    [then] = await newest_facts(stores.items, MINE, 1, T0 + 50)
+    assert (then.vector_id, then.invalid_at, then.superseded_by) == ("cat", None, None)
+    # the replaced fact says until when it was true, and what replaced it
+    paris = (await newest_facts(stores.items, MINE, 10, T0 + 99))[-1]
+    assert (paris.vector_id, paris.invalid_at, paris.superseded_by) == ("paris", T0 + 100, "lisbon")
+    # at the replacement itself, the new fact holds; before anything was said, nothing
+    assert ids(await newest_facts(stores.items, MINE, 10, T0 + 100)) == ["lisbon", "cat"]
+    assert ids(await newest_facts(stores.items, MINE, 10, T0 - 1)) == []
+    # a deleted fact is never listed, not even for a time it was true
+    assert "dog" not in ids(await newest_facts(stores.items, MINE, 10, T0 + 25))
+    assert ids(await newest_facts(stores.items, AGENT_ONLY, 10, T0 + 50)) == []

@@ -123,6 +123,55 @@ async def test_an_item_is_read_updated_and_deleted_within_its_scope(start: Start
     assert {c.producer for c in g.changes} == {"facts", "items"}
 
 
+async def test_forget_erases_the_user_and_announces_it_list_as_of_reads_the_past(
+    start: Start,
+) -> None:
+    alice = scope()
+    bob = scope(alice.agent_wallet, userAddress="bob")
+    async with start(["transcripts", "facts", "items", "invalidation", "search"]) as g:
+        for tenant in (alice, bob):
+            await g.publish(turn(tenant, "My dog is called Rex.", "Nice name."), topics.TURNS)
+            await g.publish(MemoryRemembered(scope=tenant, content="I drink tea."), topics.REMEMBER)
+        [fact] = (
+            await g.request(ItemRequest(scope=alice, op="list"), topics.ITEMS, ItemReply)
+        ).items
+        past = await g.request(
+            ItemRequest(scope=alice, op="list", as_of=fact["createdAt"] - 1),
+            topics.ITEMS,
+            ItemReply,
+        )
+        assert past.items == []
+        ranked = await g.request(
+            LayerSearchRequest(scope=alice, query="what is my dog called?"),
+            topics.LAYER_SEARCH,
+            LayerSearchReply,
+        )
+        assert sum(ranked.totals.values()) == len(ranked.items) > 0
+        scores = [i.score for i in ranked.items if i.score is not None]
+        assert scores == sorted(scores, reverse=True)
+
+        erased = await g.request(ItemRequest(scope=alice, op="forget"), topics.ITEMS, ItemReply)
+        assert erased.error is None
+        assert erased.erased is not None
+        assert (erased.erased["memory"], erased.erased["transcripts"]) == (2, 1)  # fact, turn
+        after = await g.request(
+            ContextRequest(scope=alice, query="what is my dog called?"), topics.SEARCH, ContextReply
+        )
+        assert "Rex" not in (after.prompt or "")
+        kept = await g.request(
+            ContextRequest(scope=bob, query="what is my dog called?"), topics.SEARCH, ContextReply
+        )
+        assert "Rex" in (kept.prompt or "")
+        no_user = await g.request(
+            ItemRequest(scope=scope(alice.agent_wallet, userAddress=""), op="forget"),
+            topics.ITEMS,
+            ItemReply,
+        )
+        assert "needs a userAddress" in (no_user.error or "")
+    forgotten = [c for c in g.changes if c.producer == "items"]
+    assert [(c.scope.user_address, len(c.layers)) for c in forgotten] == [("alice", 6)]
+
+
 async def test_a_working_session_is_read_edited_and_compressed(start: Start) -> None:
     tenant = scope()
     async with start(["transcripts", "items"]) as g:

@@ -1,10 +1,11 @@
 """The settings read exactly these environment variables, each into its setting.
 
 `VARIABLES` is the list the flat `Settings` model read before it was grouped into sections
-(issue 14), plus the batch, partition and embedding-stage ones of issue 15 and the previous
-archive keys of issue 17; grouping must not rename, add or drop one. Each entry carries a probe
-value: set alone (with the companions a valid combination needs), it must show up in the
-settings, so a variable that is documented but no longer read fails here too.
+(issue 14), plus the batch, partition and embedding-stage ones of issue 15, the previous
+archive keys of issue 17 and the MCP server's of issue 18; grouping must not rename, add or
+drop one. Each entry carries a probe value: set alone (with the companions a valid combination
+needs), it must show up in the settings, so a variable that is documented but no longer read
+fails here too.
 """
 
 from __future__ import annotations
@@ -120,6 +121,11 @@ VARIABLES: dict[str, str] = {
     "REDIS_PASSWORD": "probe-redis-password",
     "REDIS_TLS": "true",
     "REDIS_TLS_CA_FILE": FILE,
+    # issue 18: the MCP server's tenant and bind address
+    "MCP_AGENT": "probe-mcp-agent",
+    "MCP_USER": "probe-mcp-user",
+    "MCP_THREAD": "probe-mcp-thread",
+    "MCP_HOST": "probe-mcp-host",
 }
 
 # what a variable needs beside it to make a valid combination

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from engine.adapters.memory.erasure import drop_user
 from engine.records import INACTIVE_STATUSES, ArchiveRecord
 from engine.scoping import TenantFilter
 
@@ -12,6 +13,9 @@ from engine.scoping import TenantFilter
 class InMemoryArchiveStore:
     def __init__(self) -> None:
         self._rows: dict[str, ArchiveRecord] = {}
+
+    def drop_user(self, agent_wallet: str, user_address: str) -> int:
+        return len(drop_user(self._rows, lambda r: r.scope, agent_wallet, user_address))
 
     async def insert_if_absent(self, archive: ArchiveRecord) -> bool:
         if archive.archive_id in self._rows:

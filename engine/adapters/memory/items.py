@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from engine.adapters.memory.memory_rows import InMemoryMemoryStore
-from engine.records import INACTIVE_STATUSES, MemoryRow
+from engine.records import MemoryRow
 from engine.scoping import TenantFilter
 from engine.upkeep.items import RowPatch, apply_patch, exact, soft_delete_patch
 
@@ -39,12 +39,14 @@ class InMemoryItemStore(InMemoryMemoryStore):
             return None
         return self._rows.pop(vector_id)
 
-    async def newest(self, where: TenantFilter, source: str, limit: int) -> list[MemoryRow]:
+    async def newest(
+        self, where: TenantFilter, source: str, limit: int, as_of: int | None = None
+    ) -> list[MemoryRow]:
         admitted = exact(where)
         rows = [
             r
             for r in self._rows.values()
-            if r.source == source and r.status not in INACTIVE_STATUSES and admitted.admits(r.scope)
+            if r.source == source and r.valid_at(as_of) and admitted.admits(r.scope)
         ]
         rows.sort(key=lambda r: (r.created_at, r.vector_id), reverse=True)
         return rows[:limit]

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from engine.adapters.memory.erasure import drop_user
 from engine.ports import VectorStats
 from engine.records import INACTIVE_STATUSES, MemoryRow, Vector, outdated_key
 from engine.scoping import TenantFilter
@@ -22,6 +23,9 @@ class InMemoryMemoryStore:
 
     def row(self, vector_id: str) -> MemoryRow | None:
         return self._rows.get(vector_id)
+
+    def drop_user(self, agent_wallet: str, user_address: str) -> int:
+        return len(drop_user(self._rows, lambda r: r.scope, agent_wallet, user_address))
 
     def put(self, row: MemoryRow) -> None:
         self._rows[row.vector_id] = row

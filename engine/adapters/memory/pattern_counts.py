@@ -6,6 +6,7 @@ import builtins
 from collections import deque
 from dataclasses import dataclass, field, replace
 
+from engine.adapters.memory.erasure import drop_user
 from engine.ingest.outcomes import Outcome
 from engine.ingest.patterns import TURN_IDS_KEPT, PatternSeed, PatternState, to_record
 from engine.ingest.skills import Skill
@@ -34,6 +35,9 @@ class InMemoryPatternCounter:
     def __init__(self, mirror: PatternStore | None = None) -> None:
         self._rows: dict[str, _Counted] = {}
         self._mirror = mirror
+
+    def drop_user(self, agent_wallet: str, user_address: str) -> int:
+        return len(drop_user(self._rows, lambda r: r.state.scope, agent_wallet, user_address))
 
     async def record_execution(
         self, pattern: PatternSeed, *, turn_id: str, succeeded: Outcome, at: int
@@ -87,6 +91,9 @@ class InMemoryPatternCounter:
 class InMemorySkillStore:
     def __init__(self) -> None:
         self._rows: dict[str, Skill] = {}
+
+    def drop_user(self, agent_wallet: str, user_address: str) -> int:
+        return len(drop_user(self._rows, lambda s: s.scope, agent_wallet, user_address))
 
     async def promote(self, skill: Skill) -> bool:
         if skill.skill_id in self._rows:

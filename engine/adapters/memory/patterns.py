@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engine.adapters.memory.erasure import drop_user
 from engine.records import INACTIVE_STATUSES, PatternRecord
 from engine.scoping import TenantFilter
 
@@ -9,6 +10,9 @@ from engine.scoping import TenantFilter
 class InMemoryPatternStore:
     def __init__(self) -> None:
         self._rows: dict[str, PatternRecord] = {}
+
+    def drop_user(self, agent_wallet: str, user_address: str) -> int:
+        return len(drop_user(self._rows, lambda r: r.scope, agent_wallet, user_address))
 
     async def upsert(self, pattern: PatternRecord) -> None:
         self._rows[pattern.pattern_id] = pattern

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from engine.adapters.memory.erasure import drop_user
 from engine.records import RelationRecord
 from engine.scoping import TenantFilter
 
@@ -12,6 +13,9 @@ from engine.scoping import TenantFilter
 class InMemoryRelationStore:
     def __init__(self) -> None:
         self._rows: dict[str, RelationRecord] = {}
+
+    def drop_user(self, agent_wallet: str, user_address: str) -> int:
+        return len(drop_user(self._rows, lambda r: r.scope, agent_wallet, user_address))
 
     async def insert_if_absent(self, relation: RelationRecord) -> bool:
         if relation.relation_id in self._rows:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from engine.adapters.memory.erasure import drop_user
 from engine.adapters.memory.turn_vectors import attach_turn_vectors
 from engine.records import (
     TRANSCRIPT_TURN_VECTORS,
@@ -19,6 +20,12 @@ class InMemoryTranscriptStore:
     def __init__(self) -> None:
         self._docs: dict[str, Transcript] = {}
         self._turns: dict[str, set[str]] = {}
+
+    def drop_user(self, agent_wallet: str, user_address: str) -> int:
+        keys = drop_user(self._docs, lambda d: d.scope, agent_wallet, user_address)
+        for key in keys:
+            self._turns.pop(key, None)
+        return len(keys)
 
     async def append(self, turn: TranscriptAppend) -> bool:
         key = turn.scope.document_key(turn.session_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from engine.adapters.memory.erasure import drop_user
 from engine.adapters.memory.turn_vectors import attach_turn_vectors
 from engine.records import TurnVectorFill, WorkingAppend, WorkingSession
 from engine.scoping import TenantFilter
@@ -16,6 +17,12 @@ class InMemoryWorkingStore:
     def __init__(self) -> None:
         self._docs: dict[str, WorkingSession] = {}
         self._turns: dict[str, list[str]] = {}
+
+    def drop_user(self, agent_wallet: str, user_address: str) -> int:
+        keys = drop_user(self._docs, lambda d: d.scope, agent_wallet, user_address)
+        for key in keys:
+            self._turns.pop(key, None)
+        return len(keys)
 
     async def append(self, lines: WorkingAppend, keep: int) -> bool:
         key = lines.scope.document_key(lines.session_id)

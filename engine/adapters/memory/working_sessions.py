@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from engine.adapters.memory.erasure import drop_user
 from engine.adapters.memory.sessions import InMemorySessionStore
 from engine.adapters.memory.working import InMemoryWorkingStore
 from engine.records import WorkingAppend
@@ -18,6 +19,12 @@ class InMemoryWorkingSessions(InMemoryWorkingStore):
     def __init__(self) -> None:
         super().__init__()
         self.sessions = InMemorySessionStore()
+
+    def drop_user(self, agent_wallet: str, user_address: str) -> int:
+        buffers = super().drop_user(agent_wallet, user_address)
+        sessions = drop_user(self.sessions.docs, lambda d: d.scope, agent_wallet, user_address)
+        # one document per session in MongoDB: a session edited but never appended to counts
+        return max(buffers, len(sessions))
 
     async def append(self, lines: WorkingAppend, keep: int) -> bool:
         if not await super().append(lines, keep):

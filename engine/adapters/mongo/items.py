@@ -42,6 +42,22 @@ def patch_update(patch: RowPatch) -> Doc:
     return {"$set": sets}
 
 
+def _valid_at(as_of: int | None) -> Doc:
+    """The query of `MemoryRow.valid_at(as_of)`: active rows without `as_of`; with it, rows
+    created by then that were not replaced yet (`invalidAt` later), or, never replaced, are
+    still active (deleted rows never)."""
+    inactive = {"$nin": list(INACTIVE_STATUSES)}
+    if as_of is None:
+        return {"metadata.status": inactive}
+    return {
+        "createdAt": {"$lte": as_of},
+        "$or": [
+            {"invalidAt": None, "metadata.status": inactive},
+            {"invalidAt": {"$gt": as_of}, "metadata.status": {"$ne": "deleted"}},
+        ],
+    }
+
+
 class MongoItemStore:
     def __init__(self, db: AsyncDatabase[Doc]) -> None:
         self._col: AsyncCollection[Doc] = db[MEMORY]
@@ -84,12 +100,10 @@ class MongoItemStore:
             raise DependencyFailed(f"memory item delete failed: {exc}") from exc
         return None if doc is None else row_of(doc)
 
-    async def newest(self, where: TenantFilter, source: str, limit: int) -> list[MemoryRow]:
-        query = {
-            **tenant_query(where.exact()),
-            "source": source,
-            "metadata.status": {"$nin": list(INACTIVE_STATUSES)},
-        }
+    async def newest(
+        self, where: TenantFilter, source: str, limit: int, as_of: int | None = None
+    ) -> list[MemoryRow]:
+        query = {**tenant_query(where.exact()), "source": source, **_valid_at(as_of)}
         try:
             cursor = self._col.find(query).sort([("createdAt", DESCENDING), ("_id", DESCENDING)])
             docs = await cursor.limit(limit).to_list(length=limit)

@@ -1,0 +1,48 @@
+"""`UserEraser` on MongoDB: one `delete_many` per collection on the exact tenant
+(`agentWallet` and `userAddress` equal), so the agent's user-less rows and other users' rows
+never match. Collections are erased one after the other; a driver error stops the erasure
+(`DependencyFailed`) and a retry finishes it (what went is gone; deleting again is a no-op)."""
+
+from __future__ import annotations
+
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import PyMongoError
+
+from engine.adapters.mongo.documents import Doc
+from engine.adapters.mongo.schema import (
+    ARCHIVES,
+    MEMORY,
+    PATTERNS,
+    RELATIONS,
+    SESSIONS,
+    SKILLS,
+    TRANSCRIPTS,
+)
+from engine.errors import DependencyFailed
+
+COLLECTIONS = {
+    "memory": MEMORY,
+    "transcripts": TRANSCRIPTS,
+    "working": SESSIONS,
+    "relations": RELATIONS,
+    "patterns": PATTERNS,
+    "archives": ARCHIVES,
+    "skills": SKILLS,
+}
+"""The collection of each erased kind (`engine.upkeep.erasure.ERASED_KINDS`)."""
+
+
+class MongoUserEraser:
+    def __init__(self, db: AsyncDatabase[Doc]) -> None:
+        self._db = db
+
+    async def erase_user(self, agent_wallet: str, user_address: str) -> dict[str, int]:
+        query = {"agentWallet": agent_wallet, "userAddress": user_address}
+        counts: dict[str, int] = {}
+        for kind, name in COLLECTIONS.items():
+            try:
+                result = await self._db[name].delete_many(query)
+            except PyMongoError as exc:
+                raise DependencyFailed(f"erasing the user's {kind} failed: {exc}") from exc
+            counts[kind] = result.deleted_count
+        return counts

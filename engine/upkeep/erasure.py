@@ -1,0 +1,59 @@
+"""Forgetting a user: every stored record of one user of one agent, removed for good.
+
+`forget_user` is the erasure behind the MCP `forget` tool (and `MemoryClient.forget_user`):
+it removes, not soft-deletes, everything the stream wrote for the user (`ERASED_KINDS`): the
+`memory` rows (facts, remembered notes, turn vectors, the user's knowledge, archive rows),
+transcripts, working buffers and sessions, relations, patterns, archives and skills. It is
+confined to the exact tenant: the agent's user-less rows (agent knowledge every user reads),
+another user's and another agent's are never touched, and a call without a user is refused,
+so it cannot erase an agent's own memory by omission.
+
+Not erased, by design: the Kafka log (its retention applies; a `replay` rebuilds from what it
+still holds, as it does for item deletes), content-addressed document vectors (keyed by a
+hash of the text, not by tenant), job and eval records (the agent's operations), and archives
+already pinned to IPFS (encrypted; the local record goes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from engine.errors import InputRejected
+from engine.scoping import TenantFilter
+
+ERASED_KINDS = (
+    "memory",
+    "transcripts",
+    "working",
+    "relations",
+    "patterns",
+    "archives",
+    "skills",
+)
+"""What an erasure counts, in this order (`UserEraser.erase_user`)."""
+
+
+class UserEraser(Protocol):
+    """Removes one user's records from every store."""
+
+    async def erase_user(self, agent_wallet: str, user_address: str) -> Mapping[str, int]:
+        """Remove every record of `user_address` of `agent_wallet` (whatever its thread,
+        mode or hai) and nothing else; how many of each of `ERASED_KINDS` were removed."""
+        ...
+
+
+async def forget_user(eraser: UserEraser, where: TenantFilter) -> dict[str, int]:
+    """Erase the user of `where` (its thread, mode and hai are ignored: the whole user);
+    the counts of `ERASED_KINDS`, every kind present. `InputRejected` without an agent or
+    without a user (its widenings, `shared`, are ignored: only the user's own rows go)."""
+    if not where.agent_wallet.strip():
+        raise InputRejected("agentWallet is required")
+    user = where.user_address
+    if user is None or not user.strip():
+        raise InputRejected(
+            "forgetting a user's memory needs a userAddress: the agent's own memory is "
+            "never erased this way"
+        )
+    counts = await eraser.erase_user(where.agent_wallet, user)
+    return {kind: int(counts.get(kind, 0)) for kind in ERASED_KINDS}
