@@ -201,9 +201,11 @@ AdminOp = Literal[
     "evals.get",
     "evals.list",
     "archives.sync",
+    "memory.browse",
+    "graph.browse",
 ]
 """The reads, the one promotion and the archive pin of `memory.admin.v1` (reference §9,
-§10.2, §10.6, §12, §13)."""
+§10.2, §10.6, §12, §13), and the console's views of a tenant's memory."""
 
 
 class AdminRequest(Contract):
@@ -212,7 +214,10 @@ class AdminRequest(Contract):
     one only a job naming that agent; `stats` without `userAddress` counts every user of
     the agent (counts only, no content); `archives.sync` pins archive `id` of the scope's
     agent (of its user when `userAddress` is set, else of any of the agent's users: it
-    answers only `{ipfsHash, pinned}`). `body` is the raw `evals.run` body."""
+    answers only `{ipfsHash, pinned}`). `memory.browse` lists the scope's newest stored rows
+    (of `source` only, when set; replaced facts included) and `graph.browse` its entities
+    and their relations, both for the exact tenant (no user: the agent's user-less rows).
+    `body` is the raw `evals.run` body."""
 
     op: AdminOp
     scope: Scope | None = None
@@ -223,6 +228,8 @@ class AdminRequest(Contract):
     pattern_type: str | None = Field(default=None, max_length=64)
     min_success_rate: float | None = Field(default=None, ge=0.0, le=1.0)
     category: str | None = Field(default=None, max_length=64)
+    source: str | None = Field(default=None, min_length=1, max_length=64)
+    """`memory.browse`: only rows of this source (`fact`, `entity`, `session`, …)."""
     body: LargeJsonObject | None = None
 
 

@@ -141,9 +141,17 @@ class ItemStore(Protocol):
         None."""
         ...
 
-    async def newest(self, where: TenantFilter, source: str, limit: int) -> list[MemoryRow]:
-        """At most `limit` active rows (not deleted, not superseded) of `source` the filter
-        admits, newest `createdAt` first (ties: larger id first)."""
+    async def newest(
+        self,
+        where: TenantFilter,
+        source: str | None,
+        limit: int,
+        *,
+        include_superseded: bool = False,
+    ) -> list[MemoryRow]:
+        """At most `limit` active rows (not deleted, not superseded) of `source` (None: of
+        every source) the filter admits, newest `createdAt` first (ties: larger id first);
+        `include_superseded` adds the replaced ones (deleted rows never)."""
         ...
 
 
@@ -182,6 +190,20 @@ async def newest_facts(store: ItemStore, where: TenantFilter, limit: int) -> lis
     if limit < 1:
         raise InputRejected("limit must be at least 1")
     return await store.newest(exact(where), "fact", limit)
+
+
+async def recent_items(
+    store: ItemStore, where: TenantFilter, *, source: str | None, limit: int
+) -> list[MemoryRow]:
+    """The tenant's `limit` newest rows of `source` (None: of every source), newest first,
+    for looking at what a memory holds: replaced facts included (their `invalid_at` and
+    `superseded_by` say when and by what), deleted rows never. Exact tenant: a filter
+    without a user reads only the agent's user-less rows."""
+    if not where.agent_wallet.strip():
+        raise InputRejected("agentWallet is required")
+    if limit < 1:
+        raise InputRejected("limit must be at least 1")
+    return await store.newest(exact(where), source, limit, include_superseded=True)
 
 
 async def _embed(embedder: Embedder, content: str) -> Embedded:

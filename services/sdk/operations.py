@@ -143,12 +143,14 @@ class Operations(Transport):
         pattern_type: str | None = None,
         min_success_rate: float | None = None,
         category: str | None = None,
+        source: str | None = None,
         body: Mapping[str, Any] | None = None,
         timeout: float | None = None,
     ) -> AdminReply:
         """One `memory.admin.v1` operation: patterns, skills, job records, stats, evals,
-        archive pinning (see `AdminRequest` for which op reads which field; `body` is the
-        raw `evals.run` body). Keyed by the scope's agent, else by `op`."""
+        archive pinning, the console's views of a tenant's rows and graph (see
+        `AdminRequest` for which op reads which field; `body` is the raw `evals.run` body).
+        Keyed by the scope's agent, else by `op`."""
         scope_model = None if scope is None else scope_of(scope)
         request = AdminRequest(
             op=op,
@@ -159,6 +161,7 @@ class Operations(Transport):
             pattern_type=pattern_type,
             min_success_rate=min_success_rate,
             category=category,
+            source=source,
             body=body,
         )
         key = scope_model.agent_wallet if scope_model is not None else op

@@ -39,12 +39,20 @@ class InMemoryItemStore(InMemoryMemoryStore):
             return None
         return self._rows.pop(vector_id)
 
-    async def newest(self, where: TenantFilter, source: str, limit: int) -> list[MemoryRow]:
+    async def newest(
+        self,
+        where: TenantFilter,
+        source: str | None,
+        limit: int,
+        *,
+        include_superseded: bool = False,
+    ) -> list[MemoryRow]:
         admitted = exact(where)
+        hidden = ("deleted",) if include_superseded else INACTIVE_STATUSES
         rows = [
             r
             for r in self._rows.values()
-            if r.source == source and r.status not in INACTIVE_STATUSES and admitted.admits(r.scope)
+            if source in (None, r.source) and r.status not in hidden and admitted.admits(r.scope)
         ]
         rows.sort(key=lambda r: (r.created_at, r.vector_id), reverse=True)
         return rows[:limit]

@@ -84,12 +84,18 @@ class MongoItemStore:
             raise DependencyFailed(f"memory item delete failed: {exc}") from exc
         return None if doc is None else row_of(doc)
 
-    async def newest(self, where: TenantFilter, source: str, limit: int) -> list[MemoryRow]:
-        query = {
-            **tenant_query(where.exact()),
-            "source": source,
-            "metadata.status": {"$nin": list(INACTIVE_STATUSES)},
-        }
+    async def newest(
+        self,
+        where: TenantFilter,
+        source: str | None,
+        limit: int,
+        *,
+        include_superseded: bool = False,
+    ) -> list[MemoryRow]:
+        hidden = ["deleted"] if include_superseded else list(INACTIVE_STATUSES)
+        query: Doc = {**tenant_query(where.exact()), "metadata.status": {"$nin": hidden}}
+        if source is not None:
+            query["source"] = source
         try:
             cursor = self._col.find(query).sort([("createdAt", DESCENDING), ("_id", DESCENDING)])
             docs = await cursor.limit(limit).to_list(length=limit)
