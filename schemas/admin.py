@@ -1,7 +1,7 @@
 """The result of each admin operation (`AdminRequest.op`), one model per operation.
 
 `AdminReply.result` stays a JSON object on `memory.admin.v1.replies` rather than a union of
-these models: the thirteen operations share one reply topic and a reply does not name its
+these models: the operations share one reply topic and a reply does not name its
 operation, so a union could only be told apart by its keys (`EvalRun` and `JobRecordOut`, for
 instance, share none that is required and unique), and a typed `result` would be serialised
 with every optional field the admin group leaves out (`eventId`, `skill`, …) as `null`,
@@ -117,6 +117,19 @@ class EvalRuns(AdminResult):
     runs: list[EvalRun]
 
 
+class MemoryRows(AdminResult):
+    """`memory.browse`: stored rows, newest first (`services.groups.admin.browse.row_json`)."""
+
+    rows: list[dict[str, Any]]
+
+
+class EntityGraph(AdminResult):
+    """`graph.browse`: entities (rows of source `entity`) and the relations touching them."""
+
+    entities: list[dict[str, Any]]
+    relations: list[dict[str, Any]]
+
+
 ADMIN_RESULTS: Mapping[AdminOp, type[AdminResult]] = {
     "patterns.list": PatternsResponse,
     "patterns.get": PatternResponse,
@@ -131,6 +144,8 @@ ADMIN_RESULTS: Mapping[AdminOp, type[AdminResult]] = {
     "evals.get": EvalRun,
     "evals.list": EvalRuns,
     "archives.sync": ArchiveSynced,
+    "memory.browse": MemoryRows,
+    "graph.browse": EntityGraph,
 }
 """The model of each operation's `AdminReply.result`."""
 

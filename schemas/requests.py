@@ -228,9 +228,11 @@ AdminOp = Literal[
     "evals.get",
     "evals.list",
     "archives.sync",
+    "memory.browse",
+    "graph.browse",
 ]
 """The reads, the one promotion and the archive pin of `memory.admin.v1` (reference §9,
-§10.2, §10.6, §12, §13)."""
+§10.2, §10.6, §12, §13), and the console's views of a tenant's memory."""
 
 
 class AdminRequest(Contract):
@@ -241,7 +243,10 @@ class AdminRequest(Contract):
     with `status` only those in it); `stats` without `userAddress` counts every user of
     the agent (counts only, no content); `archives.sync` pins archive `id` of the scope's
     agent (of its user when `userAddress` is set, else of any of the agent's users: it
-    answers only `{ipfsHash, pinned}`). `body` is the raw `evals.run` body."""
+    answers only `{ipfsHash, pinned}`). `memory.browse` lists the scope's newest stored rows
+    (of `source` only, when set; replaced facts included) and `graph.browse` its entities
+    and their relations, both for the exact tenant (no user: the agent's user-less rows).
+    `body` is the raw `evals.run` body."""
 
     op: AdminOp
     scope: Scope | None = None
@@ -254,6 +259,8 @@ class AdminRequest(Contract):
     category: str | None = Field(default=None, max_length=64)
     status: JobStatus | None = None
     """`jobs.list`: only the records in this status."""
+    source: str | None = Field(default=None, min_length=1, max_length=64)
+    """`memory.browse`: only rows of this source (`fact`, `entity`, `session`, …)."""
     body: LargeJsonObject | None = None
 
 

@@ -142,12 +142,17 @@ class ItemStore(Protocol):
         ...
 
     async def newest(
-        self, where: TenantFilter, source: str, limit: int, as_of: int | None = None
+        self,
+        where: TenantFilter,
+        source: str | None,
+        limit: int,
+        as_of: int | None = None,
+        *,
+        include_superseded: bool = False,
     ) -> list[MemoryRow]:
-        """At most `limit` rows of `source` the filter admits, newest `createdAt` first (ties:
-        larger id first): without `as_of` the active ones (not deleted, not superseded);
-        with it (ms) those valid then (`MemoryRow.valid_at`: created by then and not
-        replaced yet, a row replaced later included; deleted rows never)."""
+        """At most `limit` rows of `source` (None: any) the filter admits, newest first
+        (ties: larger id first): the active ones (`include_superseded`: and the replaced), or
+        with `as_of` (ms) those valid then (`MemoryRow.valid_at`; deleted rows never)."""
         ...
 
 
@@ -189,6 +194,20 @@ async def newest_facts(
     if limit < 1:
         raise InputRejected("limit must be at least 1")
     return await store.newest(exact(where), "fact", limit, as_of)
+
+
+async def recent_items(
+    store: ItemStore, where: TenantFilter, *, source: str | None, limit: int
+) -> list[MemoryRow]:
+    """The tenant's `limit` newest rows of `source` (None: of every source), newest first,
+    for looking at what a memory holds: replaced facts included (their `invalid_at` and
+    `superseded_by` say when and by what), deleted rows never. Exact tenant: a filter
+    without a user reads only the agent's user-less rows."""
+    if not where.agent_wallet.strip():
+        raise InputRejected("agentWallet is required")
+    if limit < 1:
+        raise InputRejected("limit must be at least 1")
+    return await store.newest(exact(where), source, limit, include_superseded=True)
 
 
 async def _embed(embedder: Embedder, content: str) -> Embedded:

@@ -1,6 +1,7 @@
 """The HTTP gateway's app factory: the reference's `/api/memory/...` routes (reference §13)
 in front of the Kafka services. Writes publish events; reads are request-reply. Liveness,
-readiness and metrics: `services.gateway.probes`."""
+readiness and metrics: `services.gateway.probes`; the memory console's pages under
+`/console`: `services.gateway.console`."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from fastapi.openapi.utils import get_openapi
 from services.endpoints import NotConfigured, read_endpoints
 from services.gateway import (
     compat,
+    console,
     errors,
     items,
     loop,
@@ -34,6 +36,8 @@ from services.settings import Settings
 from services.stream.security import kafka_options
 
 PREFIX = "/api/memory"
+CONSOLE = "/console"
+"""The memory console's pages (`services.gateway.console`), same credentials as the API."""
 
 
 def kafka_bootstrap(settings: Settings) -> str:
@@ -123,6 +127,11 @@ def create_app(settings: Settings, client: MemoryClient | None = None) -> FastAP
     # GET /api/memory/{agentWallet} matches any one segment: included after every other route
     app.include_router(compat.listing, prefix=PREFIX)
     metrics.routes.add(compat.listing.routes, PREFIX)
+    app.state.console = console.ConsoleKafka(
+        lambda: kafka_bootstrap(settings), settings.group_prefix, kafka_options(settings)
+    )
+    app.include_router(console.router, prefix=CONSOLE)
+    metrics.routes.add(console.router.routes, CONSOLE)
 
     _document_errors(app)
 

@@ -185,12 +185,14 @@ class Operations(Transport):
         min_success_rate: float | None = None,
         category: str | None = None,
         status: JobStatus | None = None,
+        source: str | None = None,
         body: Mapping[str, Any] | None = None,
         timeout: float | None = None,
     ) -> AdminReply:
         """One `memory.admin.v1` operation: patterns, skills, job records, stats, evals,
-        archive pinning (see `AdminRequest` for which op reads which field; `body` is the
-        raw `evals.run` body). Keyed by the scope's agent, else by `op`.
+        archive pinning, the console's views of a tenant's rows and graph (see
+        `AdminRequest` for which op reads which field; `body` is the raw `evals.run` body).
+        Keyed by the scope's agent, else by `op`.
 
         Job records: `admin("jobs.get", {"agentWallet": A} or None, id=JOB_ID)` reads one
         (`not_found` when it does not exist or does not name A), `admin("jobs.list", scope,
@@ -207,6 +209,7 @@ class Operations(Transport):
             min_success_rate=min_success_rate,
             category=category,
             status=status,
+            source=source,
             body=body,
         )
         key = scope_model.agent_wallet if scope_model is not None else op

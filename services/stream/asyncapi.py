@@ -21,6 +21,7 @@ from faststream.specification import AsyncAPI
 from pydantic import BaseModel
 
 from schemas import topics
+from schemas.dead_letters import DeadLetter
 from schemas.events import (
     EmbeddingRequested,
     FactsExtracted,
@@ -47,7 +48,7 @@ from schemas.requests import (
     SessionReply,
     SessionRequest,
 )
-from services.stream.dlq import DeadLetter
+from services.stream.readers import READERS
 
 VERSION = "1.0.0"
 
@@ -62,24 +63,30 @@ class Channel:
     """Request-reply: the contract sent to the request's `reply_to` topic."""
 
 
-CHANNELS: tuple[Channel, ...] = (
-    Channel(topics.TURNS, TurnRecorded, ("transcripts", "extraction", "patterns")),
-    Channel(topics.REMEMBER, MemoryRemembered, ("facts.remember",)),
-    Channel(topics.FACTS, FactsExtracted, ("facts",)),
-    Channel(topics.CHANGED, MemoryChanged, ("invalidation",)),
-    Channel(topics.SEARCH, ContextRequest, ("search",), ContextReply),
-    Channel(topics.LAYER_SEARCH, LayerSearchRequest, ("search.layers",), LayerSearchReply),
-    Channel(topics.RERANK, RerankRequest, ("search.rerank",), RerankReply),
-    Channel(topics.ITEMS, ItemRequest, ("items",), ItemReply),
-    Channel(topics.SESSIONS, SessionRequest, ("items.sessions",), SessionReply),
-    Channel(topics.ADMIN, AdminRequest, ("admin",), AdminReply),
-    Channel(topics.KNOWLEDGE, KnowledgeSubmitted, ("knowledge",)),
-    Channel(topics.WORKFLOWS, WorkflowCheckpointRecorded, ("workflows",)),
-    Channel(topics.RELIABILITY, ReliabilityRequest, ("workflows.reliability",), ReliabilityReply),
-    Channel(topics.JOBS, JobRequested, ("jobs",)),
-    Channel(topics.EMBEDDINGS, EmbeddingRequested, ("embeddings",)),
-    Channel(topics.DLQ, DeadLetter, ()),
+_PAYLOADS: tuple[tuple[str, type[BaseModel], type[BaseModel] | None], ...] = (
+    (topics.TURNS, TurnRecorded, None),
+    (topics.REMEMBER, MemoryRemembered, None),
+    (topics.FACTS, FactsExtracted, None),
+    (topics.CHANGED, MemoryChanged, None),
+    (topics.SEARCH, ContextRequest, ContextReply),
+    (topics.LAYER_SEARCH, LayerSearchRequest, LayerSearchReply),
+    (topics.RERANK, RerankRequest, RerankReply),
+    (topics.ITEMS, ItemRequest, ItemReply),
+    (topics.SESSIONS, SessionRequest, SessionReply),
+    (topics.ADMIN, AdminRequest, AdminReply),
+    (topics.KNOWLEDGE, KnowledgeSubmitted, None),
+    (topics.WORKFLOWS, WorkflowCheckpointRecorded, None),
+    (topics.RELIABILITY, ReliabilityRequest, ReliabilityReply),
+    (topics.JOBS, JobRequested, None),
+    (topics.EMBEDDINGS, EmbeddingRequested, None),
+    (topics.DLQ, DeadLetter, None),
 )
+
+CHANNELS: tuple[Channel, ...] = tuple(
+    Channel(topic, payload, READERS[topic], reply) for topic, payload, reply in _PAYLOADS
+)
+"""Every topic, its contract, the groups reading it (`services.stream.readers`) and its
+reply contract."""
 
 
 def _describe(channel: Channel) -> str:

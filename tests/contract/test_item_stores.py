@@ -16,7 +16,7 @@ from engine.adapters.memory import HashingEmbedder
 from engine.adapters.memory.items import InMemoryItemStore
 from engine.adapters.mongo import MEMORY, MongoMemoryStore, ensure_schema
 from engine.adapters.mongo.items import MongoItemStore
-from engine.errors import DependencyFailed, NotFound
+from engine.errors import DependencyFailed, InputRejected, NotFound
 from engine.ports import MemoryStore
 from engine.records import MemoryRow, ScopeFields
 from engine.scoping import TenantFilter
@@ -25,6 +25,7 @@ from engine.upkeep.items import (
     delete_item,
     get_item,
     newest_facts,
+    recent_items,
     resolve_conflict,
     update_item,
 )
@@ -333,3 +334,32 @@ async def test_newest_facts_as_of_lists_what_was_true_then(
     # a deleted fact is never listed, not even for a time it was true
     assert "dog" not in ids(await newest_facts(stores.items, MINE, 10, T0 + 25))
     assert ids(await newest_facts(stores.items, AGENT_ONLY, 10, T0 + 50)) == []
+
+
+async def test_recent_items_show_replaced_facts_of_every_source_never_deleted_ones(
+    stores: Stores, embedder: HashingEmbedder
+) -> None:
+    for n in range(3):
+        await seed(stores, f"f{n}", f"fact number {n}", at=T0 + n)
+    await seed(stores, "turn", "a session row", at=T0 + 99, source="session")
+    await seed(stores, "agent-level", "the agent's own fact", AGENT_ROW, at=T0 + 50)
+    await seed(stores, "other", "another user's", ScopeFields(AGENT, "0xO", None, None, None))
+    await delete_item(stores.items, MINE, "f0", at=T0 + 10)
+    await resolve_conflict(
+        stores.items, embedder, MINE, "f1", resolution="supersede", winning_id="f2", at=T0 + 11
+    )
+
+    every = await recent_items(stores.items, MINE, source=None, limit=10)
+    assert [r.vector_id for r in every] == ["turn", "f2", "f1"]  # f0 deleted: never shown
+    replaced = every[2]
+    assert (replaced.status, replaced.invalid_at, replaced.superseded_by) == (
+        "superseded",
+        T0 + 11,
+        "f2",
+    )
+    facts = await recent_items(stores.items, MINE, source="fact", limit=1)
+    assert [r.vector_id for r in facts] == ["f2"]
+    only_agent = await recent_items(stores.items, AGENT_ONLY, source=None, limit=10)
+    assert [r.vector_id for r in only_agent] == ["agent-level"]
+    with pytest.raises(InputRejected):
+        await recent_items(stores.items, TenantFilter(" ", None), source=None, limit=1)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from engine.adapters.memory.memory_rows import InMemoryMemoryStore
-from engine.records import MemoryRow
+from engine.records import INACTIVE_STATUSES, MemoryRow
 from engine.scoping import TenantFilter
 from engine.upkeep.items import RowPatch, apply_patch, exact, soft_delete_patch
 
@@ -40,13 +40,22 @@ class InMemoryItemStore(InMemoryMemoryStore):
         return self._rows.pop(vector_id)
 
     async def newest(
-        self, where: TenantFilter, source: str, limit: int, as_of: int | None = None
+        self,
+        where: TenantFilter,
+        source: str | None,
+        limit: int,
+        as_of: int | None = None,
+        *,
+        include_superseded: bool = False,
     ) -> list[MemoryRow]:
         admitted = exact(where)
+        hidden = ("deleted",) if include_superseded else INACTIVE_STATUSES
         rows = [
             r
             for r in self._rows.values()
-            if r.source == source and r.valid_at(as_of) and admitted.admits(r.scope)
+            if source in (None, r.source)
+            and (r.valid_at(as_of) if as_of is not None else r.status not in hidden)
+            and admitted.admits(r.scope)
         ]
         rows.sort(key=lambda r: (r.created_at, r.vector_id), reverse=True)
         return rows[:limit]

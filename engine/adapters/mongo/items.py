@@ -101,9 +101,19 @@ class MongoItemStore:
         return None if doc is None else row_of(doc)
 
     async def newest(
-        self, where: TenantFilter, source: str, limit: int, as_of: int | None = None
+        self,
+        where: TenantFilter,
+        source: str | None,
+        limit: int,
+        as_of: int | None = None,
+        *,
+        include_superseded: bool = False,
     ) -> list[MemoryRow]:
-        query = {**tenant_query(where.exact()), "source": source, **_valid_at(as_of)}
+        hidden = ["deleted"] if include_superseded else list(INACTIVE_STATUSES)
+        query: Doc = {**tenant_query(where.exact())}
+        query |= _valid_at(as_of) if as_of is not None else {"metadata.status": {"$nin": hidden}}
+        if source is not None:
+            query["source"] = source
         try:
             cursor = self._col.find(query).sort([("createdAt", DESCENDING), ("_id", DESCENDING)])
             docs = await cursor.limit(limit).to_list(length=limit)

@@ -28,6 +28,7 @@ from schemas.jobs import job_agents
 from schemas.requests import AdminRequest
 from schemas.scope import Scope
 from services.groups import evals
+from services.groups.admin.browse import graph_browse, memory_browse
 from services.groups.archive_pins import sync_archive
 from services.runtime import Runtime
 
@@ -237,5 +238,7 @@ OPERATIONS: dict[str, Callable[[Runtime, AdminRequest], Awaitable[Result]]] = {
     "evals.get": _evals_get,
     "evals.list": _evals_list,
     "archives.sync": _archives_sync,
+    "memory.browse": memory_browse,
+    "graph.browse": graph_browse,
 }
 """Every `AdminOp`, bound to the engine call that answers it."""
