@@ -35,6 +35,7 @@ from engine.adapters.mongo import (
 )
 from engine.adapters.mongo.evals import MongoEvalStore
 from engine.adapters.mongo.evals import ensure_indexes as ensure_eval_indexes
+from engine.adapters.mongo.history import MongoItemHistory
 from engine.adapters.mongo.items import MongoItemStore
 from engine.adapters.mongo.jobs import MongoJobStore, MongoMaintenanceStore
 from engine.adapters.mongo.pattern_counts import MongoPatternCounter
@@ -132,6 +133,7 @@ class Runtime:
         self.sessions = stores.sessions
         self.evals = stores.evals
         self.cache = stores.cache
+        self.history = stores.history
         self.extraction_policy: ExtractionPolicy = extraction_policy(settings)
         self.search_policy: SearchPolicy = search_policy(settings)
         self.ingest_policy: IngestPolicy = ingest_policy(settings)
@@ -142,9 +144,11 @@ class Runtime:
         self._summariser = Lazy(self._built("summariser", parts.summariser))
         self._pinner = Lazy(self._built("pinner", parts.pinner))
         self._recorder = Lazy(self._turn_recorder)
-        self._rememberer = Lazy(lambda: Rememberer(stores.memory, self.embedder))
+        self._rememberer = Lazy(lambda: Rememberer(stores.memory, self.embedder, stores.history))
         self._facts = Lazy(
-            lambda: FactWriter(stores.memory, stores.relations, self.embedder, self._known())
+            lambda: FactWriter(
+                stores.memory, stores.relations, self.embedder, self._known(), stores.history
+            )
         )
         self._search: MemorySearch | None = None
 
@@ -371,6 +375,7 @@ async def open_runtime(
             evals=MongoEvalStore(db),
             cache=cache,
             vectors=vectors,
+            history=MongoItemHistory(db),
         )
         parts = Parts(
             embedder=model,

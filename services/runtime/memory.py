@@ -13,6 +13,7 @@ from engine.adapters.memory import (
     InMemoryArchiveMaintenance,
     InMemoryArchiveStore,
     InMemoryEvalStore,
+    InMemoryItemHistory,
     InMemoryItemStore,
     InMemoryJobStore,
     InMemoryPatternCounter,
@@ -55,6 +56,7 @@ def memory_stores() -> Stores:
         evals=InMemoryEvalStore(),
         cache=InMemoryQueryCache(),
         vectors=InMemoryVectorStore(),
+        history=InMemoryItemHistory(),
     )
 
 

@@ -17,6 +17,7 @@ from engine.ports import (
     ArchiveStore,
     Embedder,
     EvalStore,
+    ItemHistory,
     MemoryStatsReader,
     MemoryStore,
     PatternStore,
@@ -84,6 +85,8 @@ class Stores:
     cache: QueryCache
     vectors: VectorStore
     """Durable document vectors by content (`engine.embedding_store`)."""
+    history: ItemHistory
+    """Every change of the long-term items (`engine.history`)."""
 
 
 @dataclass(frozen=True, slots=True)

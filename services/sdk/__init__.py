@@ -1,11 +1,13 @@
 """The Python SDK: `MemoryClient` publishes events and asks request-reply questions over Kafka.
 
 Modules by concern: `transport` (producer, reply topic, request-reply), `operations` (items,
-sessions, admin, jobs, rerank) and `client` (`MemoryClient`: the agent loop's writes and
-reads, on top of both). The SDK imports `schemas` and the Kafka client only, never `engine`.
+sessions, admin, jobs, rerank, item history), `waits` (which consumer groups a write goes
+through, for read-your-writes) and `client` (`MemoryClient`: the agent loop's writes and
+reads, on top of them). The SDK imports `schemas` and the Kafka client only, never `engine`.
 """
 
 from services.sdk.client import MemoryClient
 from services.sdk.transport import Position, RequestFailed
+from services.stream.progress import NotProcessed
 
-__all__ = ["MemoryClient", "Position", "RequestFailed"]
+__all__ = ["MemoryClient", "NotProcessed", "Position", "RequestFailed"]

@@ -20,12 +20,12 @@ from engine.errors import DependencyFailed, NotFound
 from engine.ports import MemoryStore
 from engine.records import MemoryRow, ScopeFields
 from engine.scoping import TenantFilter
+from engine.upkeep.conflicts import resolve_conflict
 from engine.upkeep.items import (
     ItemStore,
     delete_item,
     get_item,
     newest_facts,
-    resolve_conflict,
     update_item,
 )
 
