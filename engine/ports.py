@@ -15,6 +15,7 @@ from engine.eval_records import EvalRun
 from engine.filters import NO_FILTERS, Filters
 from engine.records import (
     ArchiveRecord,
+    ItemChange,
     MemoryRow,
     PatternRecord,
     RelationRecord,
@@ -156,6 +157,33 @@ class MemoryStore(Protocol):
         `slot` fact that a later one replaced at `at` (`metadata.outdated[slot]`; None: that
         fact is current). The row stays searchable: retrieval shows it as outdated after the
         earliest such time. True if the row was found."""
+        ...
+
+
+class ItemHistory(Protocol):
+    """Every change of the long-term items (`ItemChange`), kept apart from the items: the
+    history of an item outlives it (a purge is its last entry). Reads are confined to the
+    item's own tenant."""
+
+    async def record(self, changes: Sequence[ItemChange]) -> None:
+        """Keep each change; a change kept already (the same `change_id`: its cause was
+        handled again) is kept once, as first recorded."""
+        ...
+
+    async def of_item(
+        self, where: TenantFilter, item_id: str, limit: int
+    ) -> builtins.list[ItemChange]:
+        """The newest `limit` changes of `item_id` whose item scope the filter admits
+        exactly (agent, user — None: user-less items only —, mode, HAI id; `shared` and
+        `shared_sources` are ignored), oldest first: by `at`, then in the order they were
+        recorded. Empty when there are none (or they are another tenant's)."""
+        ...
+
+    async def forget(self, where: TenantFilter, item_ids: Sequence[str]) -> int:
+        """Erase what the changes of these items (of the filter's exact tenant) said: their
+        old and new texts and the caller-given parts of their details
+        (`engine.history.SPOKEN_DETAILS`); each keeps its kind, time, cause, actor and the
+        rest of its details, marked `details.forgotten`. How many changes were touched."""
         ...
 
 

@@ -241,6 +241,40 @@ class MemoryRow:
 
 
 @dataclass(frozen=True, slots=True)
+class Cause:
+    """Why a long-term item changed. `kind`: "event" (an event a consumer group handled;
+    `id` is its event id), "request" (an item request; `id` is its correlation id) or "job"
+    (a maintenance job; `id` is `<type>@<job time>`). `name` says what (the event's
+    contract, `item.update`, the job type), `actor` who (the requesting credential or
+    client, `extractor:<name>`, `agent` for an explicit remember, `job`)."""
+
+    kind: str
+    id: str
+    name: str
+    actor: str
+
+
+@dataclass(frozen=True, slots=True)
+class ItemChange:
+    """One change of a long-term item (a `memory` row), kept apart from the row
+    (`engine.ports.ItemHistory`; the kinds: `engine.history.CHANGE_KINDS`).
+    `scope` is the item's (history is confined to the item's tenant); `at` is when it
+    changed (ms since epoch: the cause's time); `old_content` / `new_content` the text
+    before and after when the change touched it (a creation has only the new, a purge only
+    the old); `details` what else changed (status, metadata keys, validity)."""
+
+    change_id: str
+    item_id: str
+    scope: ScopeFields
+    kind: str
+    at: int
+    cause: Cause
+    old_content: str | None = None
+    new_content: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class PatternRecord:
     """A procedural pattern (e.g. a repeated tool sequence) of an agent, optionally per user.
     `success_rate` in [0, 1] comes from tool outcomes, over the `known_count` runs whose

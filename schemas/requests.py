@@ -127,17 +127,22 @@ class ItemRequest(Contract):
     scope's `limit` newest active facts, newest first (a scope without a user: the agent's
     user-less facts only); with `as_of`, the facts true at that time. `forget` (no `id`)
     erases every record of the scope's user (`engine.upkeep.erasure`; refused without a
-    `userAddress`) and answers the counts in `ItemReply.erased`."""
+    `userAddress`) and answers the counts in `ItemReply.erased`. `restore` makes a
+    soft-deleted item visible again; `history` answers the item's changes
+    (`ItemReply.history`, its newest `limit`, oldest first), also of a deleted or purged item.
+    `actor` names the requester in the item history (the gateway sets it from the credential;
+    an SDK client from its own `actor`)."""
 
     scope: Scope
-    op: Literal["get", "update", "delete", "resolve", "list", "forget"]
+    op: Literal["get", "update", "delete", "resolve", "list", "forget", "restore", "history"]
     id: Id | None = Field(default=None, min_length=1, max_length=200)
     """Required by every op but `list` and `forget`."""
     limit: int = Field(default=50, ge=1, le=MAX_LIST_ITEMS)
-    """`list` only: how many rows at most."""
+    """`list` and `history` only: how many rows or entries at most."""
     as_of: EpochMs | None = None
     """`list` only: list the facts valid then (ms since epoch), a fact replaced since
     included; None lists the current ones."""
+    actor: str | None = Field(default=None, min_length=1, max_length=200)
     content: str | None = Field(default=None, max_length=4_000)
     metadata: DocumentObject | None = None
     retention: str | None = Field(default=None, max_length=32)
@@ -156,11 +161,15 @@ class ItemRequest(Contract):
 
 
 class ItemReply(Contract):
-    """`items` are the rows after the operation (without embeddings); `not_found` is set
-    when nothing matched within the scope (HTTP 404), `error` for bad input (400);
-    `erased` (`forget` only) counts what was removed, by kind."""
+    """`items` are the rows after the operation (without embeddings; for `history`, the item
+    as it is now, none when it is deleted or purged); `history` the item's changes, oldest
+    first: `{id, itemId, kind, at, cause: {kind, id, name}, actor, oldContent, newContent,
+    details}` (kinds and details: `engine.history`); `not_found` is set when nothing
+    matched within the scope (HTTP 404), `error` for bad input (400); `erased` (`forget`
+    only) counts what was removed, by kind."""
 
     items: list[dict[str, Any]] = Field(default_factory=list)
+    history: list[dict[str, Any]] = Field(default_factory=list)
     not_found: bool = False
     error: str | None = None
     erased: dict[str, int] | None = None

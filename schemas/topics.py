@@ -1,4 +1,7 @@
-"""Every Kafka topic name and its partition count. No other module spells a topic name.
+"""Every Kafka topic name, its partition count and the partition keys of the events on it. No
+other module spells a topic name; publishers key their events with the functions here, so a
+reader that waits for a group's progress on an event's partition
+(`services.stream.progress`) finds the partition the event went to.
 
 Partition counts are explicit because the local broker gives auto-created topics 4 partitions
 (docs/operations.md#local-servers); `services.stream.topics.create_topics` creates these before any
@@ -80,6 +83,24 @@ def partitions(at_least: int) -> dict[str, int]:
         topic: max(count, at_least) if topic in SCALED else count
         for topic, count in PARTITIONS.items()
     }
+
+
+def thread_key(thread_id: str | None) -> str:
+    """The key of a thread's `EmbeddingRequested` on `EMBEDDINGS` (the empty string for
+    texts of no thread)."""
+    return thread_id or ""
+
+
+def agent_key(agent_wallet: str) -> str:
+    """The key of an agent's `MemoryChanged` on `CHANGED` (and of the facts group's
+    `EmbeddingRequested` on `EMBEDDINGS`)."""
+    return agent_wallet
+
+
+def tenant_key(agent_wallet: str, user_address: str | None) -> str:
+    """agent|user: the key of a tenant's events on `REMEMBER`, `FACTS` and `KNOWLEDGE`, so
+    one tenant's writes stay in order."""
+    return f"{agent_wallet}|{user_address or ''}"
 
 
 def reply_topic(client_id: str) -> str:

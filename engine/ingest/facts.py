@@ -26,10 +26,11 @@ from dataclasses import dataclass, field
 from itertools import zip_longest
 
 from engine.errors import EmbeddingFailed
+from engine.history import change, validity
 from engine.ingest.remember import fact_hash
 from engine.ingest.turns import PENDING, KnownVectors, session_row_id
-from engine.ports import Embedder, MemoryStore, RelationStore, Vector
-from engine.records import MemoryRow, RelationRecord, ScopeFields
+from engine.ports import Embedder, ItemHistory, MemoryStore, RelationStore, Vector
+from engine.records import Cause, ItemChange, MemoryRow, RelationRecord, ScopeFields
 from engine.scoping import TenantFilter, scope_fields
 from schemas.events import EntityItem, FactItem, FactsExtracted
 from schemas.ids import h32, to_ms
@@ -78,6 +79,13 @@ class FactWriter:
     known: KnownVectors | None = None
     """With it (the deferred embedding stage), a text with no stored vector is written at
     once with a pending vector (`FactsStored.pending`); without it, it is embedded first."""
+    history: ItemHistory | None = None
+    """Where the facts' and entities' creation, return and validity changes are recorded
+    (None: not recorded), caused by the `FactsExtracted` event."""
+
+    async def _note(self, changes: list[ItemChange]) -> None:
+        if self.history is not None and changes:
+            await self.history.record(changes)
 
     async def _vectors(self, texts: list[str]) -> list[Vector | None]:
         if not texts:
@@ -97,6 +105,8 @@ class FactWriter:
         at = to_ms(event.occurred_at)
         scope = event.scope
         fields = scope_fields(scope)
+        cause = Cause("event", event.event_id, "FactsExtracted", f"extractor:{event.extractor}")
+        notes: list[ItemChange] = []
         facts = {
             "fact_"
             + fact_hash(scope.agent_wallet, scope.user_address, f.text, scope.mode, scope.hai_id): f
@@ -107,8 +117,9 @@ class FactWriter:
             status = await self.memory.status_of(vid)
             if status is None:
                 new_facts[vid] = f
-            elif status == "deleted":  # re-stated after a delete: it returns (fixes §16.13)
-                await self.memory.revive(vid, at)
+            elif status == "deleted" and await self.memory.revive(vid, at):
+                # re-stated after a delete: it returns (fixes §16.13)
+                notes.append(change(vid, fields, "restored", cause, at, details={"restated": True}))
         entities = {
             entity_id(fields, e.name): e
             for e in event.entities
@@ -135,6 +146,19 @@ class FactWriter:
                 inserted.add(row.vector_id)
                 if row.pending:
                     pending[row.vector_id] = row.content
+                details = {"source": row.source, "sourceTurnId": event.turn_id}
+                notes.append(
+                    change(
+                        row.vector_id,
+                        fields,
+                        "created",
+                        cause,
+                        at,
+                        new=row.content,
+                        details=details,
+                    )
+                )
+        await self._note(notes)
         tenant = self._tenant(fields)
         for vid, fact in facts.items():
             # A row this event did not write may lack the slot: the same fact remembered
@@ -163,7 +187,7 @@ class FactWriter:
             )
         slots = sorted({f.slot for f in event.facts if f.slot})
         for slot in slots:
-            await self.resolve_slot(fields, slot)
+            await self.resolve_slot(fields, slot, cause=cause, at=at)
         kinds = sorted(
             {
                 (entity_id(fields, r.source), r.type)
@@ -245,8 +269,12 @@ class FactWriter:
             hai_id=fields.hai_id,
         )
 
-    async def resolve_slot(self, fields: ScopeFields, slot: str) -> None:
-        """Recompute the validity chain of one slot of one tenant (see the module doc)."""
+    async def resolve_slot(
+        self, fields: ScopeFields, slot: str, *, cause: Cause | None = None, at: int = 0
+    ) -> None:
+        """Recompute the validity chain of one slot of one tenant (see the module doc); each
+        row whose validity changed is recorded as `superseded` (with its interval and
+        successor) or `reinstated`, caused by `cause` at `at`, when both are given."""
         where = self._tenant(fields)
         rows = [
             r
@@ -254,17 +282,23 @@ class FactWriter:
             if r.scope.mode == fields.mode and r.scope.hai_id == fields.hai_id
         ]
         rows.sort(key=lambda r: (r.created_at, r.vector_id))
+        notes: list[ItemChange] = []
         for row, successor in zip_longest(rows, rows[1:]):  # the newest: successor None
             invalid_at = successor.created_at if successor else None
             by = successor.vector_id if successor else None
             if (row.invalid_at, row.superseded_by) != (invalid_at, by):
                 await self.memory.set_validity(row.vector_id, invalid_at, by)
+                if cause is not None:
+                    kind = "reinstated" if invalid_at is None else "superseded"
+                    details = {**validity(row, invalid_at, by), "slot": slot}
+                    notes.append(change(row.vector_id, row.scope, kind, cause, at, details=details))
             turn, session = row.metadata.get("sourceTurnId"), row.metadata.get("sourceSessionId")
             if isinstance(turn, str) and isinstance(session, str):
                 # the turn that said it is not current either once it is replaced (issue 17
                 # §2): retrieval marks it "(until …)" instead of showing it beside the new fact
                 turn_row = session_row_id(fields.agent_wallet, session, turn)
                 await self.memory.set_outdated(turn_row, where, slot, invalid_at)
+        await self._note(notes)
 
 
 def _or_pending(vector: Vector | None) -> Vector:

@@ -19,8 +19,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from engine.history import Ledger, change
 from engine.ports import Embedder, MemoryStore
-from engine.records import MemoryRow, ScopeFields
+from engine.records import ItemChange, MemoryRow, ScopeFields
 from engine.scoping import KNOWLEDGE_SOURCE, scope_fields
 from schemas.ids import h32
 from schemas.scope import Scope
@@ -102,6 +103,7 @@ async def index_document(
     uri: str | None,
     at: int,
     metadata: Mapping[str, Any] | None = None,
+    ledger: Ledger | None = None,
 ) -> list[str]:
     """Store `content` as chunked `knowledge` rows under `scope`; returns the row ids in
     chunk order (new and already stored alike; empty when the content is blank).
@@ -110,7 +112,8 @@ async def index_document(
     epoch) is the rows' creation time. Only chunks not stored yet are embedded (as
     "document", in batches of `EMBED_BATCH`). Row metadata is the caller's `metadata` plus
     `{scope, type: "knowledge", key, sourceFormat, uri, chunk: 1-based, chunks: n}` (`key`
-    and `uri` only when given), the system keys winning.
+    and `uri` only when given), the system keys winning. Each new chunk is recorded as
+    `created` in the `ledger`.
     """
     pieces = chunk(content)
     document = document_id(content, key, uri)
@@ -127,11 +130,12 @@ async def index_document(
         system["key"] = key
     if uri is not None:
         system["uri"] = uri
+    created: list[ItemChange] = []
     for first in range(0, len(missing), EMBED_BATCH):
         batch = missing[first : first + EMBED_BATCH]
         vectors = await embedder.embed([pieces[i] for i in batch], "document")
         for i, vector in zip(batch, vectors, strict=True):
-            await memory.insert_if_absent(
+            inserted = await memory.insert_if_absent(
                 MemoryRow(
                     vector_id=ids[i],
                     scope=scope,
@@ -143,6 +147,15 @@ async def index_document(
                     metadata={**caller, **system, "chunk": i + 1},
                 )
             )
+            if inserted and ledger is not None:
+                details = {"source": KNOWLEDGE_SOURCE, "chunk": i + 1, "chunks": len(pieces)}
+                created.append(
+                    change(
+                        ids[i], scope, "created", ledger.cause, at, new=pieces[i], details=details
+                    )
+                )
+    if ledger is not None:
+        await ledger.note(created)
     return ids
 
 

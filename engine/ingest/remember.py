@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine.history import change
 from engine.ingest.extraction.types import FACT_TYPES, ExtractionPolicy, Extractor, TurnText
-from engine.ports import Embedder, MemoryStore
-from engine.records import MemoryRow
+from engine.ports import Embedder, ItemHistory, MemoryStore
+from engine.records import Cause, MemoryRow
 from engine.scoping import scope_fields
 from schemas.events import EntityItem, FactsExtracted, MemoryRemembered, RelationItem
 from schemas.ids import h32, to_ms
@@ -60,10 +61,16 @@ class FactStored:
     inserted: bool
 
 
+REMEMBERED_BY = "agent"
+"""The actor of an explicit remember in the item history: the agent that said it."""
+
+
 @dataclass(slots=True)
 class Rememberer:
     memory: MemoryStore
     embedder: Embedder
+    history: ItemHistory | None = None
+    """Where the facts' creation and return are recorded (None: not recorded)."""
 
     async def remember(self, event: MemoryRemembered) -> FactStored:
         scope = event.scope
@@ -71,11 +78,18 @@ class Rememberer:
             scope.agent_wallet, scope.user_address, event.content, scope.mode, scope.hai_id
         )
         vector_id = "fact_" + digest
+        at = to_ms(event.occurred_at)
+        cause = Cause("event", event.event_id, "MemoryRemembered", REMEMBERED_BY)
+        fields = scope_fields(scope)
         status = await self.memory.status_of(vector_id)
         if status == "deleted":  # remembered again after a delete: it returns (fixes §16.13)
-            return FactStored(
-                vector_id, await self.memory.revive(vector_id, to_ms(event.occurred_at))
-            )
+            revived = await self.memory.revive(vector_id, at)
+            if revived and self.history is not None:
+                restated = change(
+                    vector_id, fields, "restored", cause, at, details={"restated": True}
+                )
+                await self.history.record([restated])
+            return FactStored(vector_id, revived)
         if status is not None:
             return FactStored(vector_id, inserted=False)
         [embedding] = await self.embedder.embed([event.content], "document")
@@ -101,15 +115,21 @@ class Rememberer:
         inserted = await self.memory.insert_if_absent(
             MemoryRow(
                 vector_id=vector_id,
-                scope=scope_fields(scope),
+                scope=fields,
                 content=event.content,
                 embedding=embedding,
                 embedding_model=self.embedder.model,
                 source="fact",
-                created_at=to_ms(event.occurred_at),
+                created_at=at,
                 metadata=metadata,
             )
         )
+        if inserted and self.history is not None:
+            details = {"source": "fact", "type": event.type}
+            created = change(
+                vector_id, fields, "created", cause, at, new=event.content, details=details
+            )
+            await self.history.record([created])
         return FactStored(vector_id, inserted)
 
 

@@ -1,5 +1,6 @@
-"""Item lifecycle: get, update, delete and resolve one row of the `memory` collection
-(reference §11), always within an explicit tenant.
+"""Item lifecycle: get, update, delete and restore one row of the `memory` collection
+(reference §11; conflicts are resolved in `engine.upkeep.conflicts`), always within an explicit
+tenant.
 
 Scope (fixes §16.3): every operation takes a `TenantFilter`. The agent is required; the user
 matches exactly, and a filter without a user reaches user-less (agent-level) rows only; the
@@ -11,10 +12,15 @@ Visibility: soft-deleted rows are gone for every operation except a hard delete 
 purges them). Superseded rows stay visible to `get_item` and editable, so a user can see and
 correct history (the reference hid them, §11).
 
-Decay: a soft delete sets `decayScore = 0` for good. Any decay or cleanup job must filter
+Decay: a soft delete sets `decayScore = 0`. Any decay or cleanup job must filter
 `metadata.status != "deleted"` (see `DECAY_SKIPS`) so it never raises a deleted row's score
-again (the reference's hourly decay rewrote every row, §16.16). Only a re-stated fact
+again (the reference's hourly decay rewrote every row, §16.16). Only a restore
+(`restore_item`, which gives it back the decay of its age) or a re-stated fact
 (`MemoryStore.revive`) brings a deleted row back.
+
+History: given a `Ledger` (`engine.history`), every mutating function records what it
+changed, with the ledger's cause (an update with the old and new text, a delete, a purge, a
+restore, a supersede or merge with the validity it set).
 
 Results: every mutating function returns the rows it changed (the row after the change; for a
 hard delete the row as it was), so the caller can publish `MemoryChanged` for each row's
@@ -27,20 +33,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
+from engine.decay import DEFAULT_HALF_LIFE_DAYS, decay_multiplier
 from engine.errors import InputRejected, NotFound
+from engine.history import Ledger, of_row
+from engine.history import validity as validity_details
 from engine.ingest.remember import SYSTEM_KEYS as REMEMBER_SYSTEM_KEYS
 from engine.ports import Embedder, Vector
-from engine.records import INACTIVE_STATUSES, MemoryRow
+from engine.records import MemoryRow
 from engine.scoping import TenantFilter, scope_of
 from schemas.scope import Scope
 
 EDITABLE_STATUSES = ("active", "archived", "superseded")
 """The statuses a caller may set with `update_item` ("deleted" only through `delete_item`)."""
 
-Resolution = Literal["supersede", "keep", "merge", "ignore"]
-RESOLUTIONS: tuple[Resolution, ...] = ("supersede", "keep", "merge", "ignore")
 
 DECAY_SKIPS = ("deleted",)
 """Statuses a decay update must never touch (a deleted row keeps `decayScore = 0`)."""
@@ -52,6 +59,7 @@ SYSTEM_KEYS = REMEMBER_SYSTEM_KEYS | {
     "contextId",
     "sessionId",
     "deletedAt",
+    "restoredAt",
     "supersededAt",
     "conflictResolution",
     "conflictResolvedAt",
@@ -67,8 +75,6 @@ SYSTEM_KEYS = REMEMBER_SYSTEM_KEYS | {
 }
 """Metadata keys the system owns (§16.27): caller metadata naming them is ignored. Status,
 retention and confidence are set through their own arguments instead."""
-
-MERGE_SEPARATOR = "\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +147,17 @@ class ItemStore(Protocol):
         None."""
         ...
 
+    async def get_deleted(self, where: TenantFilter, vector_id: str) -> MemoryRow | None:
+        """The soft-deleted row the filter admits, or None (also for a visible row)."""
+        ...
+
+    async def restore(
+        self, where: TenantFilter, vector_id: str, patch: RowPatch
+    ) -> MemoryRow | None:
+        """Apply `patch` atomically to the soft-deleted row the filter admits, only while it
+        is still deleted; the row after, or None."""
+        ...
+
     async def newest(
         self,
         where: TenantFilter,
@@ -162,7 +179,8 @@ def exact(where: TenantFilter) -> TenantFilter:
     return where.exact()
 
 
-def _checked(where: TenantFilter, vector_id: str) -> TenantFilter:
+def checked(where: TenantFilter, vector_id: str) -> TenantFilter:
+    """The exact filter of an item operation; InputRejected without an agent or an id."""
     if not where.agent_wallet.strip():
         raise InputRejected("agentWallet is required")
     if not vector_id.strip():
@@ -170,47 +188,22 @@ def _checked(where: TenantFilter, vector_id: str) -> TenantFilter:
     return exact(where)
 
 
-def _missing(vector_id: str) -> NotFound:
+def missing(vector_id: str) -> NotFound:
+    """The error of an item that is absent or outside the caller's tenant (one message)."""
     return NotFound(f"memory item {vector_id!r} not found")
 
 
 async def get_item(store: ItemStore, where: TenantFilter, vector_id: str) -> MemoryRow:
     """The row, superseded ones included (history stays readable). NotFound when the row is
     absent, soft-deleted or outside `where`."""
-    row = await store.get(_checked(where, vector_id), vector_id)
+    row = await store.get(checked(where, vector_id), vector_id)
     if row is None:
-        raise _missing(vector_id)
+        raise missing(vector_id)
     return row
 
 
-async def newest_facts(
-    store: ItemStore, where: TenantFilter, limit: int, as_of: int | None = None
-) -> list[MemoryRow]:
-    """The tenant's `limit` newest active facts, newest first (the reference's listing also
-    returned deleted and superseded ones: a deleted memory must not come back); with `as_of`
-    (ms), the facts that were true then, one replaced since included."""
-    if not where.agent_wallet.strip():
-        raise InputRejected("agentWallet is required")
-    if limit < 1:
-        raise InputRejected("limit must be at least 1")
-    return await store.newest(exact(where), "fact", limit, as_of)
-
-
-async def recent_items(
-    store: ItemStore, where: TenantFilter, *, source: str | None, limit: int
-) -> list[MemoryRow]:
-    """The tenant's `limit` newest rows of `source` (None: of every source), newest first,
-    for looking at what a memory holds: replaced facts included (their `invalid_at` and
-    `superseded_by` say when and by what), deleted rows never. Exact tenant: a filter
-    without a user reads only the agent's user-less rows."""
-    if not where.agent_wallet.strip():
-        raise InputRejected("agentWallet is required")
-    if limit < 1:
-        raise InputRejected("limit must be at least 1")
-    return await store.newest(exact(where), source, limit, include_superseded=True)
-
-
-async def _embed(embedder: Embedder, content: str) -> Embedded:
+async def embed(embedder: Embedder, content: str) -> Embedded:
+    """New content with its embedding (as a document)."""
     [vector] = await embedder.embed([content], "document")
     return Embedded(content, vector, embedder.model)
 
@@ -246,8 +239,11 @@ async def update_item(
     confidence: float | None = None,
     status: str | None = None,
     at: int,
+    ledger: Ledger | None = None,
 ) -> MemoryRow:
-    """Edit a visible row; returns it after the change (`updatedAt = at`).
+    """Edit a visible row; returns it after the change (`updatedAt = at`), recorded as
+    `updated` (old and new text when the content changed, the metadata keys set with their
+    previous values) in the `ledger`.
 
     - `content` is trimmed; only when it differs from the stored content is it re-embedded
       (input type "document") and stored with the embedder's model (the dimension follows
@@ -259,7 +255,7 @@ async def update_item(
       "active"/"archived" clear `invalidAt`/`supersededBy`.
 
     Raises InputRejected (bad input, checked before any read) or NotFound (not visible)."""
-    where = _checked(where, vector_id)
+    where = checked(where, vector_id)
     sets = _edits(metadata, retention, confidence, status)
     new_content = None if content is None else content.strip()
     if new_content == "":
@@ -268,9 +264,21 @@ async def update_item(
     validity = None if status is None else _status_change(row, status, at)
     text = None
     if new_content is not None and new_content != row.content:
-        text = await _embed(embedder, new_content)
+        text = await embed(embedder, new_content)
     patch = RowPatch(at=at, text=text, metadata=sets, validity=validity)
-    return _must(await store.update(where, vector_id, patch), vector_id)
+    after = must(await store.update(where, vector_id, patch), vector_id)
+    if ledger is not None:
+        details: dict[str, Any] = {
+            "set": sets,
+            "previous": {key: row.metadata.get(key) for key in sets},
+        }
+        if validity is not None:
+            details.update(validity_details(row, *validity))
+        old, new = (row.content, text.content) if text is not None else (None, None)
+        await ledger.note(
+            [of_row(after, "updated", ledger.cause, at, old=old, new=new, details=details)]
+        )
+    return after
 
 
 def _edits(
@@ -297,95 +305,71 @@ def _edits(
 
 
 async def delete_item(
-    store: ItemStore, where: TenantFilter, vector_id: str, *, hard: bool = False, at: int
+    store: ItemStore,
+    where: TenantFilter,
+    vector_id: str,
+    *,
+    hard: bool = False,
+    at: int,
+    ledger: Ledger | None = None,
 ) -> MemoryRow:
     """Soft (default): status "deleted", `metadata.deletedAt = at`, `decayScore = 0`; the row
     then behaves as missing (a second soft delete is NotFound) and decay jobs must skip it
     (`DECAY_SKIPS`). Hard: the row is removed, soft-deleted ones included. Returns the row
-    after a soft delete, the removed row after a hard one. NotFound when not visible."""
-    where = _checked(where, vector_id)
+    after a soft delete, the removed row after a hard one. NotFound when not visible.
+    Recorded as `deleted` (soft) or `purged` (hard: the texts of its history are erased, it
+    said nothing any more, `Ledger.purged`)."""
+    where = checked(where, vector_id)
     if hard:
         row = await store.hard_delete(where, vector_id)
     else:
         row = await store.soft_delete(where, vector_id, at)
-    return _must(row, vector_id)
+    done = must(row, vector_id)
+    if ledger is not None and hard:
+        await ledger.purged([(done.vector_id, done.scope)], at)
+    elif ledger is not None:
+        await ledger.note([of_row(done, "deleted", ledger.cause, at)])
+    return done
 
 
-async def resolve_conflict(
+async def restore_item(
     store: ItemStore,
-    embedder: Embedder,
     where: TenantFilter,
     vector_id: str,
     *,
-    resolution: str,
-    winning_id: str | None = None,
-    reason: str | None = None,
     at: int,
-) -> list[MemoryRow]:
-    """Settle a conflict about row `vector_id` (the loser for supersede/merge). Every
-    resolution records `conflictResolution`, `conflictResolvedAt = at` and, when given,
-    `winningMemoryId` and `conflictReason` in the row's metadata.
-
-    - "keep" / "ignore": only that record; status and validity are unchanged.
-    - "supersede": `winning_id` required; the row becomes status "superseded",
-      `supersededBy = winning_id`, `invalidAt = at`. The winner is not touched.
-    - "merge": `winning_id` required; the loser's trimmed content is appended to the
-      winner's on a new line (skipped when the winner's content already contains it), the
-      winner is re-embedded when its content changed and gets the loser's id appended to
-      `metadata.mergedFrom`; then the loser is superseded as above. The winner is written
-      first: if the second write fails the loser stays current (a duplicate, never a loss).
-
-    A given `winning_id` must be a visible, current (not superseded) row of the same `where`,
-    other than `vector_id`, else NotFound / InputRejected; supersede and merge also need a
-    current loser. Returns the changed rows: the loser, then the winner for merge."""
-    where = _checked(where, vector_id)
-    if resolution not in RESOLUTIONS:
-        raise InputRejected(f"resolution must be one of {', '.join(RESOLUTIONS)}")
-    if resolution in ("supersede", "merge") and winning_id is None:
-        raise InputRejected(f"{resolution} needs a winning id")
-    if winning_id is not None and winning_id == vector_id:
-        raise InputRejected("a row cannot win against itself")
-    row = await get_item(store, where, vector_id)
-    winner = await get_item(store, where, winning_id) if winning_id is not None else None
-    if winner is not None and winner.status in INACTIVE_STATUSES:
-        raise InputRejected("the winning row is superseded")
-    record: dict[str, Any] = {"conflictResolution": resolution, "conflictResolvedAt": at}
-    if winning_id is not None:
-        record["winningMemoryId"] = winning_id
-    if reason is not None and reason.strip():
-        record["conflictReason"] = reason.strip()
-    if winner is None or resolution in ("keep", "ignore"):
-        return [
-            _must(await store.update(where, vector_id, RowPatch(at, metadata=record)), vector_id)
-        ]
-    if row.status in INACTIVE_STATUSES:
-        raise InputRejected("the row is already superseded")
-    changed: list[MemoryRow] = []
-    if resolution == "merge":
-        patch = await _merged(embedder, winner, row, at)
-        changed.append(_must(await store.update(where, winner.vector_id, patch), winner.vector_id))
-    loser = RowPatch(
+    half_life_days: float = DEFAULT_HALF_LIFE_DAYS,
+    ledger: Ledger | None = None,
+) -> MemoryRow:
+    """Make a soft-deleted row visible again: status "superseded" when it had been replaced
+    before it was deleted (its validity is kept), else "active"; `metadata.restoredAt = at`,
+    `deletedAt` cleared, and the decay of its age back (`decay_multiplier`, 1 when pinned).
+    Returns the row after; recorded as `restored`. NotFound when there is no deleted row in
+    `where` (a purged one cannot come back); InputRejected when the row is not deleted."""
+    where = checked(where, vector_id)
+    row = await store.get_deleted(where, vector_id)
+    if row is None:
+        if await store.get(where, vector_id) is not None:
+            raise InputRejected(f"memory item {vector_id!r} is not deleted")
+        raise missing(vector_id)
+    status = "superseded" if row.invalid_at is not None else "active"
+    pinned = row.metadata.get("retention") == "pinned"
+    decay = 1.0 if pinned else decay_multiplier(row.created_at, at, half_life_days)
+    patch = RowPatch(
         at,
-        metadata={**record, "status": "superseded"},
-        validity=(at, winner.vector_id),
+        metadata={"status": status, "deletedAt": None, "restoredAt": at},
+        decay_score=decay,
     )
-    return [_must(await store.update(where, vector_id, loser), vector_id), *changed]
+    after = must(await store.restore(where, vector_id, patch), vector_id)
+    if ledger is not None:
+        await ledger.note([of_row(after, "restored", ledger.cause, at, details={"status": status})])
+    return after
 
 
-async def _merged(embedder: Embedder, winner: MemoryRow, loser: MemoryRow, at: int) -> RowPatch:
-    addition = loser.content.strip()
-    text = None
-    if addition and addition not in winner.content:
-        text = await _embed(embedder, winner.content.rstrip() + MERGE_SEPARATOR + addition)
-    merged_from = winner.metadata.get("mergedFrom")
-    history = list(merged_from) if isinstance(merged_from, list) else []
-    return RowPatch(at, text=text, metadata={"mergedFrom": [*history, loser.vector_id]})
-
-
-def _must(row: MemoryRow | None, vector_id: str) -> MemoryRow:
+def must(row: MemoryRow | None, vector_id: str) -> MemoryRow:
     """`row`, or NotFound (also when the row was deleted between a read and a write)."""
     if row is None:
-        raise _missing(vector_id)
+        raise missing(vector_id)
     return row
 
 

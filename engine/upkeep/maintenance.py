@@ -11,6 +11,9 @@ with its bugs fixed).
 * **cleanup** deletes rows older than the cutoff whose decay fell below the floor, unless
   pinned, plus tombstones (soft-deleted rows) older than the cutoff. Transcripts are kept: the
   log and the transcripts are the source of truth everything else is rebuilt from.
+
+Given a `Ledger` (`engine.history`), consolidate records each row it supersedes and
+cleanup each row it purges, caused by the job.
 """
 
 from __future__ import annotations
@@ -21,9 +24,18 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from engine.decay import DEFAULT_HALF_LIFE_DAYS, MS_PER_DAY, decay_multiplier
+from engine.history import Ledger, of_row, validity
 from engine.ports import MemoryStore
-from engine.records import MemoryRow
+from engine.records import MemoryRow, ScopeFields
 from engine.scoping import TenantFilter
+
+
+@dataclass(frozen=True, slots=True)
+class Purged:
+    """A row a cleanup removed: its id and tenant (for its history)."""
+
+    vector_id: str
+    scope: ScopeFields
 
 
 class MaintenanceStore(Protocol):
@@ -37,9 +49,9 @@ class MaintenanceStore(Protocol):
         """Write decay scores, only on rows that are still active and not pinned."""
         ...
 
-    async def purge(self, cutoff: int, min_decay: float) -> int:
+    async def purge(self, cutoff: int, min_decay: float) -> list[Purged]:
         """Delete unpinned rows created before `cutoff` with decay below `min_decay`, and
-        soft-deleted rows created before `cutoff`. Returns how many."""
+        soft-deleted rows created before `cutoff`. Returns the rows deleted."""
         ...
 
 
@@ -56,8 +68,15 @@ def fingerprint(row: MemoryRow) -> str:
 
 
 async def consolidate(
-    memory: MemoryStore, maintenance: MaintenanceStore, agent: str
+    memory: MemoryStore,
+    maintenance: MaintenanceStore,
+    agent: str,
+    *,
+    ledger: Ledger | None = None,
+    at: int = 0,
 ) -> Consolidated:
+    """Supersede the older duplicates of each tenant of `agent` by the newest (see the module
+    doc); each is recorded in the `ledger` as `superseded` at `at` (the job's time)."""
     users = await maintenance.users_of(agent)
     superseded = 0
     for user in users:
@@ -73,6 +92,14 @@ async def consolidate(
             for older in same[1:]:
                 await memory.set_validity(older.vector_id, newest.created_at, newest.vector_id)
                 superseded += 1
+                if ledger is not None:
+                    details = {
+                        **validity(older, newest.created_at, newest.vector_id),
+                        "reason": "duplicate",
+                    }
+                    await ledger.note(
+                        [of_row(older, "superseded", ledger.cause, at, details=details)]
+                    )
     return Consolidated(len(users), superseded)
 
 
@@ -112,6 +139,16 @@ async def decay_update(
 
 
 async def cleanup(
-    maintenance: MaintenanceStore, *, now: int, older_than_days: float = 90, min_decay: float = 0.2
+    maintenance: MaintenanceStore,
+    *,
+    now: int,
+    older_than_days: float = 90,
+    min_decay: float = 0.2,
+    ledger: Ledger | None = None,
 ) -> int:
-    return await maintenance.purge(int(now - older_than_days * MS_PER_DAY), min_decay)
+    """Purge (see the module doc); how many rows. Each is recorded in the `ledger` as
+    `purged` at `now`, and what its history said is erased (`Ledger.purged`)."""
+    purged = await maintenance.purge(int(now - older_than_days * MS_PER_DAY), min_decay)
+    if ledger is not None:
+        await ledger.purged([(p.vector_id, p.scope) for p in purged], now)
+    return len(purged)

@@ -94,6 +94,10 @@ def create_app(settings: Settings, client: MemoryClient | None = None) -> FastAP
             kafka_bootstrap(settings),
             timeout=settings.request_timeout_seconds,
             kafka_options=kafka_options(settings),
+            group_prefix=settings.group_prefix,
+            deferred_embeddings=settings.embedding.deferred,
+            wait_timeout=settings.request_timeout_seconds,
+            actor="gateway",
         ) as own:
             app.state.client = own
             yield

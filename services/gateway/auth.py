@@ -80,6 +80,17 @@ class Principal:
     def operator(self) -> bool:
         return self.agent is None
 
+    @property
+    def actor(self) -> str:
+        """Who this caller is in the item history: `jwt:<sub>` for a token with a subject,
+        else the kind of credential with its tenant (`tenant_key:<agent>[/<user>]`,
+        `operator_key`, `anonymous`)."""
+        if self.kind == "jwt" and self.subject:
+            return f"jwt:{self.subject}"
+        if self.agent is None:
+            return self.kind
+        return f"{self.kind}:{self.agent}" + (f"/{self.user}" if self.user else "")
+
     def fill(self, data: dict[str, Any]) -> None:
         """Give a loose input that names no agent (user) the credential's own."""
         if self.agent is not None and not _names(data, AGENT_KEYS):

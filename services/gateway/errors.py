@@ -16,7 +16,9 @@ whose fault it is:
 * 502 - a provider the memory service called on the caller's behalf failed (the reranker of
   POST /rerank, the LLM of POST /sessions/{id}/compress); documented on those routes only;
 * 504 - the memory service did not answer in time (request-reply over Kafka); counted in
-  `mnemostream_gateway_upstream_timeouts_total`.
+  `mnemostream_gateway_upstream_timeouts_total`. A write with `wait=true` that is not
+  processed in time is 504 too, with a message naming the consumer group that is behind (the
+  write was accepted: it is not to be sent again).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from engine.errors import InputRejected, NotFound
 from schemas.bounds import OUT_OF_RANGE_TYPES, ValueOutOfRange, is_out_of_range
 from schemas.scope import ScopeError, first_error
 from services.gateway.metrics import GatewayMetrics
-from services.sdk.client import RequestFailed
+from services.sdk.client import NotProcessed, RequestFailed
 
 log = logging.getLogger(__name__)
 
@@ -135,9 +137,14 @@ def install(app: FastAPI) -> None:
             metrics.timed_out(request.scope)
         return _body(504, "the memory service did not answer in time; retry later")
 
+    async def not_processed(request: Request, exc: Exception) -> JSONResponse:
+        log.warning("a waited write was not processed in time: %s", exc)
+        return _body(504, f"{exc} (the write was accepted: do not send it again)")
+
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(RequestValidationError, invalid)
     for kind in (ScopeError, InputRejected, RequestFailed, ValidationError):
         app.add_exception_handler(kind, rejected)
     app.add_exception_handler(NotFound, not_found)
     app.add_exception_handler(TimeoutError, timed_out)
+    app.add_exception_handler(NotProcessed, not_processed)

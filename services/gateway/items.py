@@ -3,7 +3,8 @@
 Every item operation runs inside the caller's explicit scope: `agentWallet` is required (a
 token limited to one agent fills it in) and a scope without `userAddress` reaches only
 agent-level items (fixes §16.3, where get/update/delete worked by id alone). An item outside
-the scope is 404, exactly like a missing one.
+the scope is 404, exactly like a missing one. Every change is kept in the item's history
+(`GET /items/{id}/history`) with the caller's credential as its actor.
 """
 
 from __future__ import annotations
@@ -27,16 +28,22 @@ from services.gateway.deps import (
     raw,
 )
 from services.gateway.errors import ERRORS, NOT_FOUND
-from services.gateway.limits import StrictJsonRoute
-from services.gateway.models import (
+from services.gateway.item_models import (
     ConflictResolved,
     ItemDeleted,
-    ItemPatchBody,
+    ItemHistoryResponse,
     ItemResponse,
+    ItemRestored,
     ItemUpdated,
+    ItemValidity,
+)
+from services.gateway.limits import StrictJsonRoute
+from services.gateway.models import (
+    ItemPatchBody,
     LayerSearchBody,
     LayerSearchResponse,
     ResolveBody,
+    ScopeBody,
 )
 
 router = APIRouter(tags=["items"], responses=ERRORS, route_class=StrictJsonRoute)
@@ -111,6 +118,7 @@ async def update_item(
         retention=data.get("retention"),
         confidence=data.get("confidence"),
         status=data.get("status"),
+        actor=caller.actor,
     )
     return ItemUpdated(updated=True, item=item_rows(reply)[0])
 
@@ -126,8 +134,47 @@ async def delete_item(
 ) -> ItemDeleted:
     """Soft delete (status `deleted`, hidden everywhere) or, with `hardDelete=true`, remove."""
     scope = query_scope(caller, agent_wallet, user_address)
-    rows = item_rows(await client.item("delete", id, scope, hard=hard_delete))
+    reply = await client.item("delete", id, scope, hard=hard_delete, actor=caller.actor)
+    rows = item_rows(reply)
     return ItemDeleted(deleted=True, hardDeleted=hard_delete, item=rows[0] if rows else None)
+
+
+@router.post("/items/{id}/restore", response_model=ItemRestored, responses=NOT_FOUND)
+async def restore_item(id: ItemId, body: ScopeBody, client: Client, caller: Caller) -> ItemRestored:
+    """Bring a soft-deleted item back (active, or superseded when it had been replaced):
+    `{restored, item}`; 404 when there is no deleted item with this id in the scope (a
+    hard-deleted one cannot come back), 400 when it is not deleted."""
+    scope = body_scope(caller, raw(body))
+    reply = await client.item("restore", id, scope, actor=caller.actor)
+    return ItemRestored(restored=True, item=item_rows(reply)[0])
+
+
+@router.get("/items/{id}/history", response_model=ItemHistoryResponse, responses=NOT_FOUND)
+async def item_history(
+    id: ItemId,
+    client: Client,
+    caller: Caller,
+    agent_wallet: AgentQuery = None,
+    user_address: UserQuery = None,
+    limit: Annotated[int | None, Query(ge=1, description="At most 200 (the newest).")] = None,
+) -> ItemHistoryResponse:
+    """Every change of the item, oldest first: `{itemId, item, validity, history}` — `item`
+    as it is now (null when deleted or purged), `validity` its interval (`validFrom`,
+    `invalidAt`, `supersededBy`), `history` the entries (`kind`, `at`, `cause`, `actor`,
+    `oldContent`, `newContent`, `details`). Another tenant's item is 404, like a missing
+    one."""
+    scope = query_scope(caller, agent_wallet, user_address)
+    reply = await client.history(id, scope, limit=at_most(limit, 200, 200))
+    rows = item_rows(reply)
+    item = rows[0] if rows else None
+    validity = None
+    if item is not None:
+        validity = ItemValidity(
+            validFrom=item.get("createdAt"),
+            invalidAt=item.get("invalidAt"),
+            supersededBy=item.get("supersededBy"),
+        )
+    return ItemHistoryResponse(itemId=id, item=item, validity=validity, history=reply.history)
 
 
 @router.post("/conflicts/{id}/resolve", response_model=ConflictResolved, responses=NOT_FOUND)
@@ -151,5 +198,6 @@ async def resolve_conflict(
         resolution=resolution,
         winning_id=data.get("winningMemoryId"),
         reason=data.get("reason"),
+        actor=caller.actor,
     )
     return ConflictResolved(resolved=True, memoryId=id, items=item_rows(reply))

@@ -1,12 +1,19 @@
 """The canonical loop (reference §13.1): pre_turn is request-reply over Kafka; post_turn and
 remember are validated here and published, answering 202 with the ids of what will be
-written (the consumer groups write it; nothing is stored before the answer)."""
+written (the consumer groups write it; nothing is stored before the answer).
+
+Read-your-writes: with `?wait=true` a write answers 200 with `visible: true` once the consumer
+groups have stored it and told the query cache (`MemoryClient.wait_turn`, following their
+committed offsets), so the caller's next pre_turn sees it; after `waitTimeout` seconds
+(default: the gateway's `request_timeout_seconds`) it answers 504 naming the group that is
+behind. The write was accepted either way: it is not to be sent again."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Query, Response
 
 from engine.filters import parse_filters
 from engine.ingest.remember import fact_hash
@@ -45,6 +52,32 @@ STEPS = {
 """Accepted `step`/`op` values of POST /loop and the step each one means."""
 
 
+WaitFlag = Annotated[
+    bool,
+    Query(description="Answer once the write is stored and visible to pre_turn (200)."),
+]
+WaitTimeout = Annotated[
+    float | None,
+    Query(
+        alias="waitTimeout",
+        gt=0,
+        le=300,
+        description="Seconds to wait with `wait=true` (default: the request timeout); then 504.",
+    ),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """A write's read-your-writes option: `wait` for it, for at most `timeout` seconds."""
+
+    wait: bool = False
+    timeout: float | None = None
+
+
+NO_WAIT = Wait()
+
+
 def context_response(reply: ContextReply) -> ContextResponse:
     return camel_view(
         ContextResponse, reply, workflow=Workflow(step="pre_turn", next=["post_turn", "remember"])
@@ -61,13 +94,19 @@ async def assemble(
     return context_response(await client.request_context(request))
 
 
-async def record(client: sdk.MemoryClient, caller: Principal, data: dict[str, Any]) -> TurnAccepted:
-    """post_turn: validate (400), check the tenant (403), publish the `TurnRecorded`."""
+async def record(
+    client: sdk.MemoryClient, caller: Principal, data: dict[str, Any], wait: Wait = NO_WAIT
+) -> TurnAccepted:
+    """post_turn: validate (400), check the tenant (403), publish the `TurnRecorded`; with
+    `wait`, wait until it is visible (`NotProcessed`, 504, when it is not in time)."""
     body_scope(caller, data)
     event = turn_recorded(data)
     at = await client.publish_turn(event)
+    if wait.wait:
+        await client.wait_turn(event, at, timeout=wait.timeout)
     return TurnAccepted(
         workflow=Workflow(step="post_turn", next=["pre_turn", "remember"]),
+        visible=wait.wait,
         eventId=event.event_id,
         sessionId=event.session_id,
         threadId=event.thread_id,
@@ -77,17 +116,21 @@ async def record(client: sdk.MemoryClient, caller: Principal, data: dict[str, An
 
 
 async def remember(
-    client: sdk.MemoryClient, caller: Principal, data: dict[str, Any]
+    client: sdk.MemoryClient, caller: Principal, data: dict[str, Any], wait: Wait = NO_WAIT
 ) -> RememberAccepted:
-    """remember: validate (400), check the tenant (403), publish the `MemoryRemembered`.
-    `memory.id` is the fact's item id: remembering the same fact again names the same item."""
+    """remember: validate (400), check the tenant (403), publish the `MemoryRemembered`
+    (with `wait`, as `record`). `memory.id` is the fact's item id: remembering the same fact
+    again names the same item."""
     body_scope(caller, data)
     event = memory_remembered(data)
     at = await client.publish_remember(event)
+    if wait.wait:
+        await client.wait_remembered(event, at, timeout=wait.timeout)
     s = event.scope
     item_id = "fact_" + fact_hash(s.agent_wallet, s.user_address, event.content, s.mode, s.hai_id)
     return RememberAccepted(
         workflow=Workflow(step="remember", next=["pre_turn", "post_turn"]),
+        visible=wait.wait,
         eventId=event.event_id,
         memory=RememberedMemory(
             id=item_id,
@@ -95,6 +138,7 @@ async def remember(
             type=event.type,
             retention=event.retention,
             confidence=event.confidence,
+            status="stored" if wait.wait else "queued",
         ),
         position=Position.of(at),
     )
@@ -106,17 +150,42 @@ async def assemble_context(body: ContextBody, client: Client, caller: Caller) ->
     return await assemble(client, caller, raw(body))
 
 
-@router.post("/turns/record", response_model=TurnAccepted, status_code=202)
-async def record_turn(body: TurnBody, client: Client, caller: Caller) -> TurnAccepted:
+WAITED: dict[int | str, dict[str, Any]] = {
+    200: {"description": "With `wait=true`: stored and visible to pre_turn."}
+}
+
+
+@router.post("/turns/record", response_model=TurnAccepted, status_code=202, responses=WAITED)
+async def record_turn(
+    body: TurnBody,
+    response: Response,
+    client: Client,
+    caller: Caller,
+    wait: WaitFlag = False,
+    wait_timeout: WaitTimeout = None,
+) -> TurnAccepted:
     """post_turn: accepted for asynchronous processing (transcript, working memory, turn
-    vector, facts, patterns are written by the consumer groups)."""
-    return await record(client, caller, raw(body))
+    vector, facts, patterns are written by the consumer groups); with `wait=true`, answered
+    200 once the turn is visible to pre_turn."""
+    if wait:
+        response.status_code = 200
+    return await record(client, caller, raw(body), Wait(wait, wait_timeout))
 
 
-@router.post("/remember", response_model=RememberAccepted, status_code=202)
-async def remember_fact(body: RememberBody, client: Client, caller: Caller) -> RememberAccepted:
-    """remember: an explicit fact, accepted for asynchronous storage."""
-    return await remember(client, caller, raw(body))
+@router.post("/remember", response_model=RememberAccepted, status_code=202, responses=WAITED)
+async def remember_fact(
+    body: RememberBody,
+    response: Response,
+    client: Client,
+    caller: Caller,
+    wait: WaitFlag = False,
+    wait_timeout: WaitTimeout = None,
+) -> RememberAccepted:
+    """remember: an explicit fact, accepted for asynchronous storage; with `wait=true`,
+    answered 200 once it is stored and visible."""
+    if wait:
+        response.status_code = 200
+    return await remember(client, caller, raw(body), Wait(wait, wait_timeout))
 
 
 @router.post(
@@ -125,9 +194,15 @@ async def remember_fact(body: RememberBody, client: Client, caller: Caller) -> R
     responses={202: {"model": TurnAccepted | RememberAccepted, "description": "A write step."}},
 )
 async def loop(
-    body: LoopBody, response: Response, client: Client, caller: Caller
+    body: LoopBody,
+    response: Response,
+    client: Client,
+    caller: Caller,
+    wait: WaitFlag = False,
+    wait_timeout: WaitTimeout = None,
 ) -> ContextResponse | TurnAccepted | RememberAccepted:
-    """One loop step by name (`step` or `op`): pre_turn answers 200, the writes 202."""
+    """One loop step by name (`step` or `op`): pre_turn answers 200, the writes 202 (200 with
+    `wait=true`, once visible)."""
     data = raw(body)
     name = data.pop("step", None)
     alias = data.pop("op", None)
@@ -136,7 +211,7 @@ async def loop(
         raise ScopeError("step must be pre_turn, post_turn, or remember")
     if step == "pre_turn":
         return await assemble(client, caller, data)
-    response.status_code = 202
+    response.status_code = 200 if wait else 202
     if step == "post_turn":
-        return await record(client, caller, data)
-    return await remember(client, caller, data)
+        return await record(client, caller, data, Wait(wait, wait_timeout))
+    return await remember(client, caller, data, Wait(wait, wait_timeout))

@@ -297,11 +297,13 @@ class Position(Answer):
 
 class TurnAccepted(Answer):
     """reference §7.1's answer for an asynchronous write: the ids, `accepted: true`, and no
-    `stored` / `vectorId` (they are written later by the consumer groups)."""
+    `stored` / `vectorId` (they are written later by the consumer groups). `visible` is true
+    when the caller asked to `wait` and the turn is stored and visible to pre_turn."""
 
     workflow: Workflow
     success: bool = True
     accepted: bool = True
+    visible: bool = False
     eventId: str
     sessionId: str
     threadId: str
@@ -315,7 +317,9 @@ class RememberedMemory(Answer):
     type: str
     retention: str | None = None
     confidence: float
-    status: Literal["queued"] = "queued"
+    status: Literal["queued", "stored"] = Field(
+        default="queued", description="`stored` once it is visible (with `wait=true`)."
+    )
 
 
 class RememberAccepted(Answer):
@@ -325,6 +329,7 @@ class RememberAccepted(Answer):
     workflow: Workflow
     success: bool = True
     accepted: bool = True
+    visible: bool = False
     eventId: str
     memory: RememberedMemory
     position: Position | None = None
@@ -338,27 +343,6 @@ class LayerSearchResponse(LayerSearchReply):
 
     error: None = Field(default=None, exclude=True)
     items: list[ContextItem] = Field(default_factory=list, exclude=True)
-
-
-class ItemResponse(Answer):
-    item: dict[str, Any]
-
-
-class ItemUpdated(Answer):
-    updated: bool
-    item: dict[str, Any]
-
-
-class ItemDeleted(Answer):
-    deleted: bool
-    hardDeleted: bool
-    item: dict[str, Any] | None = None
-
-
-class ConflictResolved(Answer):
-    resolved: bool
-    memoryId: str
-    items: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class SessionResponse(Answer):

@@ -31,7 +31,7 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
         with extraction_timer(metrics, rt.settings.extraction.extractor):
             found = await extract_turn(event, extractor, rt.extraction_policy)
         if found is not None:
-            key = f"{event.scope.agent_wallet}|{event.scope.user_address or ''}"
+            key = topics.tenant_key(event.scope.agent_wallet, event.scope.user_address)
             await facts.publish(found, key=key.encode())
 
     group.on_events(topics.TURNS, TurnRecorded, one_by_one(extract), name="on_turn_extract")

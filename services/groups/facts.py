@@ -39,7 +39,7 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
                     model=rt.embedder.model,
                     targets=targets,
                 ),
-                key=event.scope.agent_wallet.encode(),
+                key=topics.agent_key(event.scope.agent_wallet).encode(),
             )
 
     async def remember(event: MemoryRemembered) -> None:

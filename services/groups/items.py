@@ -1,12 +1,15 @@
-"""items group: answers `ItemRequest` (get, update, soft/hard delete, resolve a conflict,
-list facts, forget a user) within the request's explicit scope, and announces `MemoryChanged`
-for every change (a forgotten user's: every layer); also working-session requests
+"""items group: answers `ItemRequest` (get, update, soft/hard delete, restore, resolve a
+conflict, list facts, an item's history, forget a user) within the request's explicit scope,
+records every change in the item history (caused by the request: its correlation id,
+`item.<op>`, the request's `actor`) and announces `MemoryChanged` for every change (a
+forgotten user's: every layer); also working-session requests
 (`services.groups.sessions`, on `memory.sessions.v1`)."""
 
 from __future__ import annotations
 
 import logging
 import time
+import uuid
 from typing import Any
 
 from faststream.kafka import KafkaRouter
@@ -14,18 +17,20 @@ from faststream.kafka.annotations import KafkaMessage
 from pydantic import ValidationError
 
 from engine.errors import InputRejected, MemoryError_, NotFound
-from engine.records import MemoryRow
+from engine.history import Ledger, item_history
+from engine.records import Cause, ItemChange, MemoryRow
 from engine.scoping import tenant_filter
+from engine.upkeep.conflicts import resolve_conflict
 from engine.upkeep.erasure import forget_user
 from engine.upkeep.items import (
     changed_layers,
     changed_scope,
     delete_item,
     get_item,
-    newest_facts,
-    resolve_conflict,
+    restore_item,
     update_item,
 )
+from engine.upkeep.listings import newest_facts
 from schemas import topics
 from schemas.requests import ALL_LAYERS, ItemReply, ItemRequest
 from schemas.scope import Scope, first_error
@@ -36,6 +41,8 @@ from services.stream.metrics import Metrics
 
 GROUP = "items"
 log = logging.getLogger(__name__)
+UNNAMED_ACTOR = "unknown"
+"""The actor of a request that names none."""
 
 
 def _public(row: MemoryRow) -> dict[str, Any]:
@@ -57,10 +64,49 @@ def _public(row: MemoryRow) -> dict[str, Any]:
     }
 
 
-async def handle(rt: Runtime, request: ItemRequest) -> list[MemoryRow]:
+def _change(c: ItemChange) -> dict[str, Any]:
+    return {
+        "id": c.change_id,
+        "itemId": c.item_id,
+        "kind": c.kind,
+        "at": c.at,
+        "cause": {"kind": c.cause.kind, "id": c.cause.id, "name": c.cause.name},
+        "actor": c.cause.actor,
+        "oldContent": c.old_content,
+        "newContent": c.new_content,
+        "details": c.details,
+    }
+
+
+def cause_of(request: ItemRequest, correlation_id: str | None) -> Cause:
+    """The cause of a request's changes: the request (its correlation id, else a new id)."""
+    return Cause(
+        "request",
+        correlation_id or uuid.uuid4().hex,
+        f"item.{request.op}",
+        request.actor or UNNAMED_ACTOR,
+    )
+
+
+async def history(rt: Runtime, request: ItemRequest) -> ItemReply:
+    """The item's history within the request's scope, with the item as it is now."""
+    if request.id is None:  # checked by the contract; narrows the type
+        raise InputRejected("id is required")
+    where = tenant_filter(request.scope, durable=True)
+    try:
+        current: MemoryRow | None = await get_item(rt.items, where, request.id)
+    except NotFound:
+        current = None
+    view = await item_history(rt.history, current, where, request.id, limit=request.limit)
+    rows = [] if view.item is None else [_public(view.item)]
+    return ItemReply(items=rows, history=[_change(c) for c in view.changes])
+
+
+async def handle(rt: Runtime, request: ItemRequest, cause: Cause) -> list[MemoryRow]:
     where = tenant_filter(request.scope, durable=True)
     at = int(time.time() * 1000)
     store, embedder = rt.items, rt.embedder
+    ledger = Ledger(rt.history, cause)
     if request.op == "list":
         return await newest_facts(store, where, request.limit, request.as_of)
     if request.id is None:  # checked by the contract; narrows the type
@@ -80,10 +126,20 @@ async def handle(rt: Runtime, request: ItemRequest) -> list[MemoryRow]:
                 confidence=request.confidence,
                 status=request.status,
                 at=at,
+                ledger=ledger,
             )
         ]
     if request.op == "delete":
-        return [await delete_item(store, where, request.id, hard=request.hard, at=at)]
+        return [
+            await delete_item(store, where, request.id, hard=request.hard, at=at, ledger=ledger)
+        ]
+    if request.op == "restore":
+        half_life = rt.settings.search.half_life_days
+        return [
+            await restore_item(
+                store, where, request.id, at=at, half_life_days=half_life, ledger=ledger
+            )
+        ]
     if request.resolution is None:
         raise InputRejected("resolution is required (supersede, keep, merge or ignore)")
     return await resolve_conflict(
@@ -95,6 +151,7 @@ async def handle(rt: Runtime, request: ItemRequest) -> list[MemoryRow]:
         winning_id=request.winning_id,
         reason=request.reason,
         at=at,
+        ledger=ledger,
     )
 
 
@@ -119,7 +176,9 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
             request = ItemRequest.model_validate_json(message.body)
             if request.op == "forget":
                 return await forget(request.scope)
-            rows = await handle(rt, request)
+            if request.op == "history":
+                return await history(rt, request)
+            rows = await handle(rt, request, cause_of(request, message.correlation_id))
         except ValidationError as exc:
             return ItemReply(error=first_error(exc))
         except NotFound as exc:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from faststream.kafka import KafkaRouter
 
+from engine.history import Ledger
 from engine.ingest.knowledge import index_document, rows_scope
+from engine.records import Cause
 from schemas import topics
 from schemas.events import KnowledgeSubmitted
 from schemas.ids import to_ms
@@ -35,6 +37,9 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
             uri=event.uri,
             at=to_ms(event.occurred_at),
             metadata=event.metadata,
+            ledger=Ledger(
+                rt.history, Cause("event", event.event_id, "KnowledgeSubmitted", "agent")
+            ),
         )
         await group.changes.announce(event, event.scope.tenant(), ["vectors"])
 

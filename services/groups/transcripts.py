@@ -62,7 +62,7 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
         stored = await rt.recorder.record_many(events)
         requests = vector_requests(events, stored, rt.embedder.model)
         await asyncio.gather(
-            *(wanted.publish(r, key=(r.thread_id or "").encode()) for r in requests)
+            *(wanted.publish(r, key=topics.thread_key(r.thread_id).encode()) for r in requests)
         )
         changes = Changes()
         for event in events:

@@ -22,25 +22,9 @@ from pymongo import AsyncMongoClient
 from redis.asyncio import Redis
 
 from engine.adapters.atlas_vectors import AtlasVectorIndex, ensure_vector_index
-from engine.adapters.mongo import (
-    MEMORY,
-    MongoArchiveStore,
-    MongoMemoryStore,
-    MongoPatternStore,
-    MongoRelationStore,
-    MongoTranscriptStore,
-    MongoWorkingStore,
-    ensure_schema,
-)
-from engine.adapters.mongo.erasure import MongoUserEraser
-from engine.adapters.mongo.evals import MongoEvalStore
+from engine.adapters.mongo import MEMORY, MongoMemoryStore, ensure_schema
 from engine.adapters.mongo.evals import ensure_indexes as ensure_eval_indexes
-from engine.adapters.mongo.items import MongoItemStore
-from engine.adapters.mongo.jobs import MongoJobStore, MongoMaintenanceStore
-from engine.adapters.mongo.pattern_counts import MongoPatternCounter
 from engine.adapters.mongo.schema import ensure_pattern_indexes
-from engine.adapters.mongo.sessions import MongoSessionStore
-from engine.adapters.mongo.skills import MongoSkillStore
 from engine.adapters.mongo.vectors import MongoVectorStore
 from engine.adapters.redis_cache import RedisQueryCache
 from engine.embedding_cache import CachedEmbedder
@@ -56,6 +40,7 @@ from engine.retrieval.vector_index import ExactVectorIndex
 from engine.upkeep.archive_seal import ArchiveKeys, SealedArchiveStore
 from engine.upkeep.compression import Summariser
 from services.endpoints import Endpoints, NotConfigured, read_endpoints
+from services.runtime.mongo_stores import mongo_stores
 from services.runtime.parts import PARTS, Lazy, NotPrepared, Part, Parts, Stores
 from services.runtime.providers import (
     archive_keys,
@@ -133,6 +118,7 @@ class Runtime:
         self.sessions = stores.sessions
         self.evals = stores.evals
         self.cache = stores.cache
+        self.history = stores.history
         self.extraction_policy: ExtractionPolicy = extraction_policy(settings)
         self.search_policy: SearchPolicy = search_policy(settings)
         self.ingest_policy: IngestPolicy = ingest_policy(settings)
@@ -143,9 +129,11 @@ class Runtime:
         self._summariser = Lazy(self._built("summariser", parts.summariser))
         self._pinner = Lazy(self._built("pinner", parts.pinner))
         self._recorder = Lazy(self._turn_recorder)
-        self._rememberer = Lazy(lambda: Rememberer(stores.memory, self.embedder))
+        self._rememberer = Lazy(lambda: Rememberer(stores.memory, self.embedder, stores.history))
         self._facts = Lazy(
-            lambda: FactWriter(stores.memory, stores.relations, self.embedder, self._known())
+            lambda: FactWriter(
+                stores.memory, stores.relations, self.embedder, self._known(), stores.history
+            )
         )
         self._search: MemorySearch | None = None
 
@@ -359,24 +347,7 @@ async def open_runtime(
                 return AtlasVectorIndex(db[MEMORY])
             return ExactVectorIndex(memory, max_tenants=settings.search.vector_cache_tenants)
 
-        stores = Stores(
-            transcripts=MongoTranscriptStore(db),
-            working=MongoWorkingStore(db),
-            memory=memory,
-            items=MongoItemStore(db),
-            relations=MongoRelationStore(db),
-            pattern_layer=MongoPatternStore(db),
-            patterns=MongoPatternCounter(db),
-            skills=MongoSkillStore(db),
-            archives=MongoArchiveStore(db),
-            maintenance=MongoMaintenanceStore(db),
-            jobs=MongoJobStore(db),
-            sessions=MongoSessionStore(db),
-            evals=MongoEvalStore(db),
-            cache=cache,
-            vectors=vectors,
-            eraser=MongoUserEraser(db),
-        )
+        stores = mongo_stores(db, memory=memory, cache=cache, vectors=vectors)
         parts = Parts(
             embedder=model,
             reranker=lambda: build_reranker(settings, http),

@@ -13,6 +13,7 @@ from engine.adapters.memory import (
     InMemoryArchiveMaintenance,
     InMemoryArchiveStore,
     InMemoryEvalStore,
+    InMemoryItemHistory,
     InMemoryItemStore,
     InMemoryJobStore,
     InMemoryPatternCounter,
@@ -71,6 +72,7 @@ def memory_stores() -> Stores:
         vectors=InMemoryVectorStore(),
         # the counter's rows are the patterns layer's (one collection in MongoDB)
         eraser=InMemoryUserEraser(kinds, also=(patterns,)),
+        history=InMemoryItemHistory(),
     )
 
 

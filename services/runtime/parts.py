@@ -17,6 +17,7 @@ from engine.ports import (
     ArchiveStore,
     Embedder,
     EvalStore,
+    ItemHistory,
     MemoryStatsReader,
     MemoryStore,
     PatternStore,
@@ -87,6 +88,8 @@ class Stores:
     """Durable document vectors by content (`engine.embedding_store`)."""
     eraser: UserEraser
     """Forgets a user: their records in every store above (`engine.upkeep.erasure`)."""
+    history: ItemHistory
+    """Every change of the long-term items (`engine.history`)."""
 
 
 @dataclass(frozen=True, slots=True)

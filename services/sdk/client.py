@@ -6,6 +6,12 @@
   reference's message and nothing is published), publish, and return the published event
   once the broker acknowledged it. Each `publish_*(event)` publishes an event validated
   already.
+* Read-your-writes — `record_turn(..., wait=True)` and `remember(..., wait=True)` return once
+  the write is stored and visible to pre_turn; `wait_processed(turn_id, groups=[...])` waits
+  for other consumer groups (facts, patterns) of a turn this client published. Both follow
+  the groups' committed offsets (`services.sdk.waits`, `services.stream.progress`) and raise
+  `NotProcessed` (a `TimeoutError` naming the group that is behind) when the time is up; the
+  write is published all the same and must not be sent again.
 * Reads — `context(...)` (pre_turn), `search_layers(...)` and `reliability(...)` — are
   request-reply (`services.sdk.transport`): a reply with an error (bad filters included,
   which the search group checks) raises `RequestFailed`; no reply within the timeout raises
@@ -22,6 +28,7 @@ default.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -48,8 +55,13 @@ from schemas.search_defaults import PER_LAYER_LIMIT
 from schemas.transcripts import transcript_turns
 from services.sdk.operations import Operations
 from services.sdk.transport import Position, RequestFailed, ScopeInput, checked, scope_of
+from services.sdk.waits import remember_paths, settled, turn_paths, visible_groups
+from services.stream.progress import NotProcessed
 
-__all__ = ["MemoryClient", "Position", "RequestFailed"]
+__all__ = ["MemoryClient", "NotProcessed", "Position", "RequestFailed"]
+
+KEPT_POSITIONS = 10_000
+"""How many of its newest turns a client remembers the positions of (`wait_processed`)."""
 
 
 def _body(body: Mapping[str, Any]) -> object:
@@ -60,23 +72,92 @@ def _body(body: Mapping[str, Any]) -> object:
 
 def _tenant_key(scope: Scope) -> str:
     """agent|user: one tenant's writes stay in order."""
-    return f"{scope.agent_wallet}|{scope.user_address or ''}"
+    return topics.tenant_key(scope.agent_wallet, scope.user_address)
 
 
 class MemoryClient(Operations):
     """Async context manager: `async with MemoryClient(bootstrap) as client: ...`; one
     instance per process is enough (it is concurrency-safe)."""
 
-    async def record_turn(self, body: Mapping[str, Any]) -> TurnRecorded:
+    _positions: OrderedDict[str, tuple[TurnRecorded, Position]] | None = None
+    """The newest turns this client published, by turn id (made on the first publish)."""
+
+    def _wait_seconds(self, timeout: float | None) -> float:
+        """A wait's timeout: the call's (positive, else ValueError) or the client's."""
+        if timeout is None:
+            return self.wait_timeout
+        if not timeout > 0:  # NaN included
+            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        return timeout
+
+    async def record_turn(
+        self, body: Mapping[str, Any], *, wait: bool = False, timeout: float | None = None
+    ) -> TurnRecorded:
         """post_turn: the reference body (`agentWallet`, `threadId`, `messages` or
-        `userMessage` + `assistantMessage`, `toolEvents`, …)."""
+        `userMessage` + `assistantMessage`, `toolEvents`, …). With `wait`, returns once the
+        turn is stored, its vector filled (deferred embedding) and the query cache told, so
+        the next `context(...)` sees it; `NotProcessed` after `timeout` seconds (default:
+        the client's `wait_timeout`)."""
         event = turn_recorded(_body(body))
-        await self.publish_turn(event)
+        seconds = self._wait_seconds(timeout)  # a bad timeout is refused before publishing
+        at = await self.publish_turn(event)
+        if wait:
+            await self.wait_turn(event, at, timeout=seconds)
         return event
 
     async def publish_turn(self, event: TurnRecorded) -> Position:
         """Publish a validated turn, keyed by its thread session (one thread, one order)."""
-        return await self.publish(topics.TURNS, event, event.session_id)
+        at = await self.publish(topics.TURNS, event, event.session_id)
+        if self._positions is None:
+            self._positions = OrderedDict()
+        self._positions[event.turn_id] = (event, at)
+        self._positions.move_to_end(event.turn_id)
+        while len(self._positions) > KEPT_POSITIONS:
+            self._positions.popitem(last=False)
+        return at
+
+    async def wait_processed(
+        self,
+        turn_id: str,
+        groups: Sequence[str] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> None:
+        """Wait until each consumer group of `groups` has handled the turn `turn_id` (one
+        this client published: `ValueError` for another), then until the invalidation
+        group has applied what they announced, so pre_turn and the layer search see their
+        writes. `groups`: any of `transcripts`, `embeddings` (the turn's vectors),
+        `extraction`, `facts` (its extracted facts stored, and their vectors), `patterns`;
+        default: those that make the turn visible to pre_turn (`record_turn(wait=True)`).
+        `NotProcessed` after `timeout` seconds (default: the client's `wait_timeout`)."""
+        found = None if self._positions is None else self._positions.get(turn_id)
+        if found is None:
+            raise ValueError(
+                f"turn {turn_id!r} was not published by this client (or too long ago): "
+                "only its own turns' positions are known"
+            )
+        event, at = found
+        await self.wait_turn(event, at, groups, timeout=timeout)
+
+    async def wait_turn(
+        self,
+        event: TurnRecorded,
+        at: Position,
+        groups: Sequence[str] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> None:
+        """`wait_processed` for a turn published at `at` (by any client, e.g. the position
+        a gateway answered with)."""
+        chosen = visible_groups(self.deferred_embeddings) if groups is None else groups
+        await self.progress.wait(
+            self.group_prefix,
+            (at.topic, at.partition, at.offset),
+            turn_paths(event, chosen, deferred=self.deferred_embeddings),
+            settled(event.scope),
+            timeout=self._wait_seconds(timeout),
+            what=f"turn {event.turn_id}",
+        )
 
     async def index_transcript(self, body: Mapping[str, Any]) -> list[TurnRecorded]:
         """reference §13.3 `transcripts/index`: a whole transcript (`sessionId`, `threadId`,
@@ -88,12 +169,32 @@ class MemoryClient(Operations):
             await self.publish_turn(turn)
         return turns
 
-    async def remember(self, body: Mapping[str, Any]) -> MemoryRemembered:
+    async def remember(
+        self, body: Mapping[str, Any], *, wait: bool = False, timeout: float | None = None
+    ) -> MemoryRemembered:
         """remember: an explicit fact (`content`, `type`, … and the scope) for the tenant's
-        durable memory."""
+        durable memory. With `wait`, returns once the fact is stored and visible (as
+        `record_turn`'s `wait`)."""
         event = memory_remembered(_body(body))
-        await self.publish_remember(event)
+        seconds = self._wait_seconds(timeout)  # a bad timeout is refused before publishing
+        at = await self.publish_remember(event)
+        if wait:
+            await self.wait_remembered(event, at, timeout=seconds)
         return event
+
+    async def wait_remembered(
+        self, event: MemoryRemembered, at: Position, *, timeout: float | None = None
+    ) -> None:
+        """Wait until the remember published at `at` is stored and visible; `NotProcessed`
+        after `timeout` seconds (default: the client's `wait_timeout`)."""
+        await self.progress.wait(
+            self.group_prefix,
+            (at.topic, at.partition, at.offset),
+            remember_paths(event, deferred=self.deferred_embeddings),
+            settled(event.scope),
+            timeout=self._wait_seconds(timeout),
+            what=f"remember {event.event_id}",
+        )
 
     async def publish_remember(self, event: MemoryRemembered) -> Position:
         """Publish a validated remember, keyed by agent|user (one tenant's facts in order)."""

@@ -33,7 +33,7 @@ from services.sdk.transport import Position, ScopeInput, Transport, scope_of
 
 __all__ = ["ItemOp", "Operations", "SessionOp"]
 
-ItemOp: TypeAlias = Literal["get", "update", "delete", "resolve"]
+ItemOp: TypeAlias = Literal["get", "update", "delete", "restore", "resolve"]
 SessionOp: TypeAlias = Literal["get", "update"]
 
 
@@ -56,12 +56,15 @@ class Operations(Transport):
         resolution: str | None = None,
         winning_id: str | None = None,
         reason: str | None = None,
+        actor: str | None = None,
         timeout: float | None = None,
     ) -> ItemReply:
-        """get / update / delete / resolve one memory item within `scope` (see
+        """get / update / delete / restore / resolve one memory item within `scope` (see
         `ItemRequest`: `update` takes content, metadata, retention, confidence and status,
-        `delete` takes `hard`, `resolve` takes resolution, winning_id and reason). A missing
-        or out-of-scope item comes back with `not_found=True`."""
+        `delete` takes `hard`, `restore` brings a soft-deleted item back, `resolve` takes
+        resolution, winning_id and reason). A missing or out-of-scope item comes back with
+        `not_found=True`. Each change is kept in the item's history (`history`) with
+        `actor` (default: the client's `actor`) as who made it."""
         request = ItemRequest(
             scope=scope_of(scope),
             op=op,
@@ -75,7 +78,26 @@ class Operations(Transport):
             resolution=resolution,
             winning_id=winning_id,
             reason=reason,
+            actor=actor or self.actor,
         )
+        return await self._ask(topics.ITEMS, request, ItemReply, timeout)
+
+    async def history(
+        self,
+        item_id: str,
+        scope: ScopeInput,
+        *,
+        limit: int = 200,
+        timeout: float | None = None,
+    ) -> ItemReply:
+        """The history of one memory item within `scope`: `reply.history`, its newest
+        `limit` (1-200) changes, oldest first — `{id, itemId, kind, at, cause: {kind, id,
+        name}, actor, oldContent, newContent, details}`, kinds `created`, `updated`,
+        `superseded` (its validity interval and successor in `details`), `reinstated`,
+        `merged`, `resolved`, `deleted`, `purged`, `restored` — and `reply.items`, the item
+        as it is now (empty when deleted or purged: the history stays). Another tenant's
+        item (or one that never existed) comes back with `not_found=True`."""
+        request = ItemRequest(scope=scope_of(scope), op="history", id=item_id, limit=limit)
         return await self._ask(topics.ITEMS, request, ItemReply, timeout)
 
     async def newest_items(

@@ -7,6 +7,9 @@
   within the timeout raises `TimeoutError`.
 * Replies are read by one background task from the start of the reply topic, without a
   consumer group, and matched to their waiting request by `correlation_id`.
+* Waits for the consumer groups' progress on a published write (read-your-writes) read their
+  committed offsets through one `services.stream.progress.Progress`, started on the first
+  wait.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from schemas.requests import (
     SessionRequest,
 )
 from schemas.scope import Scope
+from services.stream.progress import Progress
 from services.stream.topics import create_topics
 
 __all__ = [
@@ -102,11 +106,27 @@ class Transport:
         client_id: str | None = None,
         kafka_options: Mapping[str, Any] = PLAINTEXT,
         partitions: int = 8,
+        group_prefix: str = "mnemostream",
+        deferred_embeddings: bool = True,
+        wait_timeout: float = 10.0,
+        actor: str | None = None,
     ) -> None:
         """`timeout`: seconds a request waits for its reply unless the call says otherwise.
         `kafka_options`: aiokafka security arguments
         (`services.stream.security.kafka_options`). `partitions`: the scaled topics' count
-        when this client is the first to create them (the `kafka.partitions` setting)."""
+        when this client is the first to create them (the `kafka.partitions` setting).
+
+        Read-your-writes (`wait=True`, `wait_processed`) needs the deployment's
+        `group_prefix` (the `group_prefix` setting: its consumer groups are
+        `<prefix>.<group>`) and whether it defers embedding (`embedding.deferred`: then a
+        turn is visible once the `embeddings` group filled its vector too);
+        `wait_timeout`: seconds a wait lasts unless the call says otherwise. `actor` names
+        this client in the item history of the changes it requests (default
+        `sdk:<client id>`)."""
+        if not group_prefix.strip():
+            raise ValueError("group_prefix must not be blank")
+        if wait_timeout <= 0:
+            raise ValueError("wait_timeout must be positive")
         self._bootstrap = bootstrap
         self._partitions = partitions
         self._kafka_options = kafka_options
@@ -119,6 +139,11 @@ class Transport:
         self._reader: asyncio.Task[None] | None = None
         self._pending: dict[str, asyncio.Future[bytes]] = {}
         self.last_position: Position | None = None
+        self.group_prefix = group_prefix
+        self.deferred_embeddings = deferred_embeddings
+        self.wait_timeout = wait_timeout
+        self.actor = actor or f"sdk:{self.client_id}"
+        self.progress = Progress(bootstrap, kafka_options=kafka_options)
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -171,6 +196,7 @@ class Transport:
             await self._consumer.stop()
         if self._producer is not None:
             await self._producer.stop()
+        await self.progress.close()
         self._reader = self._consumer = self._producer = None
 
     async def _read_replies(self) -> None:

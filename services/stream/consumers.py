@@ -327,7 +327,7 @@ class ChangeAnnouncer:
                 cause_event_id=cause.event_id,
                 producer=self._producer,
             ),
-            key=scope.agent_wallet.encode(),
+            key=topics.agent_key(scope.agent_wallet).encode(),
         )
 
     async def announce_all(self, changes: Changes) -> None:
@@ -341,7 +341,7 @@ class ChangeAnnouncer:
         """Announce a change made now by a request (not caused by an event)."""
         await self._publisher.publish(
             MemoryChanged(scope=scope, layers=layers, producer=self._producer),
-            key=scope.agent_wallet.encode(),
+            key=topics.agent_key(scope.agent_wallet).encode(),
         )
 
 

@@ -20,15 +20,14 @@ from engine.errors import DependencyFailed, InputRejected, NotFound
 from engine.ports import MemoryStore
 from engine.records import MemoryRow, ScopeFields
 from engine.scoping import TenantFilter
+from engine.upkeep.conflicts import resolve_conflict
 from engine.upkeep.items import (
     ItemStore,
     delete_item,
     get_item,
-    newest_facts,
-    recent_items,
-    resolve_conflict,
     update_item,
 )
+from engine.upkeep.listings import newest_facts, recent_items
 from tests.support.mongo import IMPLEMENTATIONS, mongo_database
 
 T0 = 1_600_000_000_000

@@ -32,6 +32,8 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("GET", "/items/x?agentWallet=0xa", None),
     ("PATCH", "/items/x", BODY),
     ("DELETE", "/items/x?agentWallet=0xa", None),
+    ("POST", "/items/x/restore", BODY),
+    ("GET", "/items/x/history?agentWallet=0xa", None),
     ("POST", "/conflicts/x/resolve", {**BODY, "resolution": "keep"}),
     ("GET", "/sessions/x/working?agentWallet=0xa", None),
     ("PATCH", "/sessions/x/working", BODY),

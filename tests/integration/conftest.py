@@ -34,7 +34,12 @@ async def rules_pipeline(
     await start_at_end(stack.kafka_bootstrap, subscriptions(settings.group_prefix, ["all"]))
     async with (
         running_groups(settings, ["all"], embedder=minilm, broker_logs=False) as rt,
-        MemoryClient(stack.kafka_bootstrap, timeout=15) as client,
+        MemoryClient(
+            stack.kafka_bootstrap,
+            timeout=15,
+            group_prefix=settings.group_prefix,
+            deferred_embeddings=settings.embedding.deferred,
+        ) as client,
     ):
         yield rt, client
         await rt.mongo.drop_database(settings.mongo.db)

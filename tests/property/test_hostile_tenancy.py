@@ -49,7 +49,8 @@ from engine.ports import MemoryStore, TranscriptStore, WorkingStore
 from engine.retrieval.search import MemorySearch
 from engine.retrieval.vector_index import ExactVectorIndex
 from engine.scoping import tenant_filter
-from engine.upkeep.items import ItemStore, newest_facts
+from engine.upkeep.items import ItemStore
+from engine.upkeep.listings import newest_facts
 from engine.upkeep.sessions import SessionStore
 from schemas.ids import thread_session_id, to_ms
 from schemas.inputs import memory_remembered, turn_recorded

@@ -93,7 +93,12 @@ async def groups_running(
         await start_at_end(stack.kafka_bootstrap, subscriptions(config.group_prefix, groups))
     async with (
         running_groups(config, groups, embedder=minilm, broker_logs=False) as rt,
-        MemoryClient(stack.kafka_bootstrap, timeout=15) as client,
+        MemoryClient(
+            stack.kafka_bootstrap,
+            timeout=15,
+            group_prefix=config.group_prefix,
+            deferred_embeddings=config.embedding.deferred,
+        ) as client,
     ):
         yield rt, client
         await rt.mongo.drop_database(config.mongo.db)

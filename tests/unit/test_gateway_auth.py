@@ -402,6 +402,8 @@ def test_openapi_documents_every_route_with_errors_and_security() -> None:
         ("get", "/api/memory/items/{id}"),
         ("patch", "/api/memory/items/{id}"),
         ("delete", "/api/memory/items/{id}"),
+        ("post", "/api/memory/items/{id}/restore"),
+        ("get", "/api/memory/items/{id}/history"),
         ("post", "/api/memory/conflicts/{id}/resolve"),
         ("get", "/api/memory/sessions/{id}/working"),
         ("patch", "/api/memory/sessions/{id}/working"),

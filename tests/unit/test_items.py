@@ -14,12 +14,12 @@ from engine.errors import InputRejected, NotFound
 from engine.ports import InputType, Vector
 from engine.records import MemoryRow, ScopeFields
 from engine.scoping import TenantFilter
+from engine.upkeep.conflicts import resolve_conflict
 from engine.upkeep.items import (
     changed_layers,
     changed_scope,
     delete_item,
     get_item,
-    resolve_conflict,
     update_item,
 )
 

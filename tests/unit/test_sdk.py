@@ -143,6 +143,7 @@ async def test_item_session_and_admin_keywords_build_their_contracts() -> None:
                     "id": "m1",
                     "resolution": "keep",
                     "reason": "dup",
+                    "actor": client.actor,
                 }
             ).model_dump_json(),
             "0xA",
@@ -222,3 +223,48 @@ async def test_admin_lists_jobs_by_status() -> None:
     assert (topic, key) == (topics.ADMIN, "0xA")
     assert isinstance(request, AdminRequest)
     assert (request.op, request.status, request.limit) == ("jobs.list", "failed", 5)
+
+
+async def test_history_and_restore_build_their_requests_with_the_actor() -> None:
+    client = Recording()
+    client.actor = "sdk:tester"
+    scope = {"agentWallet": "0xA", "userAddress": "bob"}
+    await client.history("fact_1", scope, limit=20)
+    await client.item("restore", "fact_1", scope)
+    await client.item("delete", "fact_1", scope, actor="someone-else")
+    [(t1, history, k1), (_, restore, _), (_, delete, _)] = client.sent
+    assert (t1, k1) == (topics.ITEMS, "0xA")
+    assert isinstance(history, ItemRequest)
+    assert (history.op, history.id, history.limit) == ("history", "fact_1", 20)
+    assert isinstance(restore, ItemRequest)
+    assert isinstance(delete, ItemRequest)
+    assert (restore.op, restore.actor) == ("restore", "sdk:tester")
+    assert delete.actor == "someone-else"
+
+
+async def test_waiting_for_a_turn_this_client_did_not_publish_is_refused() -> None:
+    client = Recording()
+    with pytest.raises(ValueError, match="not published by this client"):
+        await client.wait_processed("turn-never-seen", ["facts"])
+
+
+def test_a_blank_group_prefix_or_a_wait_timeout_below_zero_is_refused() -> None:
+    with pytest.raises(ValueError, match="group_prefix"):
+        MemoryClient("unused:9092", group_prefix=" ")
+    with pytest.raises(ValueError, match="wait_timeout"):
+        MemoryClient("unused:9092", wait_timeout=0)
+
+
+@pytest.mark.parametrize("timeout", [0, -1.0, float("nan")])
+def test_a_wait_timeout_that_is_not_positive_is_refused(timeout: float) -> None:
+    with pytest.raises(ValueError, match="timeout must be a positive number"):
+        MemoryClient("unused:9092")._wait_seconds(timeout)
+
+
+async def test_a_bad_wait_timeout_publishes_nothing() -> None:
+    client = MemoryClient("unused:9092")  # never started: a publish would raise RuntimeError
+    body = {"agentWallet": "0xA", "threadId": "t", "userMessage": "a", "assistantMessage": "b"}
+    with pytest.raises(ValueError, match="timeout"):
+        await client.record_turn(body, wait=True, timeout=0)
+    with pytest.raises(ValueError, match="timeout"):
+        await client.remember({"agentWallet": "0xA", "content": "x"}, wait=True, timeout=-2)

@@ -8,6 +8,7 @@ from engine.adapters.memory.archives import InMemoryArchiveStore
 from engine.adapters.memory.cache import InMemoryQueryCache
 from engine.adapters.memory.embedder import HashingEmbedder
 from engine.adapters.memory.evals import InMemoryEvalStore
+from engine.adapters.memory.history import InMemoryItemHistory
 from engine.adapters.memory.items import InMemoryItemStore
 from engine.adapters.memory.jobs import (
     InMemoryArchiveMaintenance,
@@ -30,6 +31,7 @@ __all__ = [
     "InMemoryArchiveMaintenance",
     "InMemoryArchiveStore",
     "InMemoryEvalStore",
+    "InMemoryItemHistory",
     "InMemoryItemStore",
     "InMemoryJobStore",
     "InMemoryMaintenanceStore",

@@ -39,6 +39,21 @@ class InMemoryItemStore(InMemoryMemoryStore):
             return None
         return self._rows.pop(vector_id)
 
+    async def get_deleted(self, where: TenantFilter, vector_id: str) -> MemoryRow | None:
+        row = self._rows.get(vector_id)
+        if row is None or row.status != "deleted" or not exact(where).admits(row.scope):
+            return None
+        return row
+
+    async def restore(
+        self, where: TenantFilter, vector_id: str, patch: RowPatch
+    ) -> MemoryRow | None:
+        row = await self.get_deleted(where, vector_id)
+        if row is None:
+            return None
+        self._rows[vector_id] = apply_patch(row, patch)
+        return self._rows[vector_id]
+
     async def newest(
         self,
         where: TenantFilter,

@@ -9,6 +9,7 @@ from engine.adapters.memory.archives import InMemoryArchiveStore
 from engine.adapters.memory.memory_rows import InMemoryMemoryStore
 from engine.records import INACTIVE_STATUSES
 from engine.upkeep.jobs import JobRecord, JobStatus, names_agent
+from engine.upkeep.maintenance import Purged
 
 
 class InMemoryJobStore:
@@ -82,9 +83,9 @@ class InMemoryMaintenanceStore:
                 changed += 1
         return changed
 
-    async def purge(self, cutoff: int, min_decay: float) -> int:
+    async def purge(self, cutoff: int, min_decay: float) -> list[Purged]:
         doomed = [
-            r.vector_id
+            Purged(r.vector_id, r.scope)
             for r in self._memory.rows()
             if r.created_at < cutoff
             and (
@@ -92,9 +93,9 @@ class InMemoryMaintenanceStore:
                 or r.status == "deleted"
             )
         ]
-        for vid in doomed:
-            self._memory.drop(vid)
-        return len(doomed)
+        for row in doomed:
+            self._memory.drop(row.vector_id)
+        return doomed
 
 
 class InMemoryArchiveMaintenance(InMemoryMaintenanceStore):

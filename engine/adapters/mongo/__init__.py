@@ -17,6 +17,7 @@ collection, docs/operations.md#local-servers; it is good practice anyway).
 | `sessions` | `MongoSessionStore` | `sessions` (reads and edits) |
 | `memory_rows` | `MongoMemoryStore` | `memory` |
 | `items` | `MongoItemStore` | `memory` (single rows) |
+| `history` | `MongoItemHistory` | `memory_history` (every change of an item) |
 | `relations` | `MongoRelationStore` | `relations` |
 | `patterns` | `MongoPatternStore` | `patterns` (layer reads) |
 | `pattern_counts` | `MongoPatternCounter` | `patterns` (per-turn counts) |
@@ -31,6 +32,7 @@ from engine.adapters.mongo.archives import MongoArchiveStore
 from engine.adapters.mongo.documents import Doc, tenant_query
 from engine.adapters.mongo.evals import EVALS, MongoEvalStore
 from engine.adapters.mongo.evals import ensure_indexes as ensure_eval_indexes
+from engine.adapters.mongo.history import MongoItemHistory
 from engine.adapters.mongo.items import MongoItemStore
 from engine.adapters.mongo.jobs import MongoJobStore, MongoMaintenanceStore
 from engine.adapters.mongo.memory_rows import MongoMemoryStore, row_of
@@ -40,6 +42,7 @@ from engine.adapters.mongo.relations import MongoRelationStore
 from engine.adapters.mongo.schema import (
     ARCHIVES,
     EMBEDDINGS,
+    HISTORY,
     INDEXES,
     JOBS,
     MEMORY,
@@ -65,6 +68,7 @@ __all__ = [
     "ARCHIVES",
     "EMBEDDINGS",
     "EVALS",
+    "HISTORY",
     "INDEXES",
     "JOBS",
     "MEMORY",
@@ -78,6 +82,7 @@ __all__ = [
     "Doc",
     "MongoArchiveStore",
     "MongoEvalStore",
+    "MongoItemHistory",
     "MongoItemStore",
     "MongoJobStore",
     "MongoMaintenanceStore",

@@ -63,11 +63,13 @@ class MongoItemStore:
         self._col: AsyncCollection[Doc] = db[MEMORY]
 
     @staticmethod
-    def _query(where: TenantFilter, vector_id: str, *, visible: bool) -> Doc:
+    def _query(where: TenantFilter, vector_id: str, *, visible: bool | None) -> Doc:
+        """The row within the tenant: visible (not soft-deleted), soft-deleted only
+        (`visible=False`) or either (None)."""
         # item operations never widen to the agent's user-less rows (`shared`)
         query = {**tenant_query(where.exact()), "_id": vector_id}
-        if visible:
-            query["metadata.status"] = {"$ne": "deleted"}
+        if visible is not None:
+            query["metadata.status"] = {"$ne": "deleted"} if visible else "deleted"
         return query
 
     async def get(self, where: TenantFilter, vector_id: str) -> MemoryRow | None:
@@ -95,9 +97,29 @@ class MongoItemStore:
 
     async def hard_delete(self, where: TenantFilter, vector_id: str) -> MemoryRow | None:
         try:
-            doc = await self._col.find_one_and_delete(self._query(where, vector_id, visible=False))
+            doc = await self._col.find_one_and_delete(self._query(where, vector_id, visible=None))
         except PyMongoError as exc:
             raise DependencyFailed(f"memory item delete failed: {exc}") from exc
+        return None if doc is None else row_of(doc)
+
+    async def get_deleted(self, where: TenantFilter, vector_id: str) -> MemoryRow | None:
+        try:
+            doc = await self._col.find_one(self._query(where, vector_id, visible=False))
+        except PyMongoError as exc:
+            raise DependencyFailed(f"memory item read failed: {exc}") from exc
+        return None if doc is None else row_of(doc)
+
+    async def restore(
+        self, where: TenantFilter, vector_id: str, patch: RowPatch
+    ) -> MemoryRow | None:
+        try:
+            doc = await self._col.find_one_and_update(
+                self._query(where, vector_id, visible=False),
+                patch_update(patch),
+                return_document=ReturnDocument.AFTER,
+            )
+        except PyMongoError as exc:
+            raise DependencyFailed(f"memory item restore failed: {exc}") from exc
         return None if doc is None else row_of(doc)
 
     async def newest(

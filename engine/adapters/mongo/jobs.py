@@ -11,11 +11,16 @@ from pymongo import ASCENDING, DESCENDING, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError, PyMongoError
 
-from engine.adapters.mongo.documents import Doc
+from engine.adapters.mongo.documents import Doc, scope_of
 from engine.adapters.mongo.schema import ARCHIVES, JOBS, MEMORY
 from engine.errors import DependencyFailed
 from engine.records import INACTIVE_STATUSES
 from engine.upkeep.jobs import JobRecord, JobStatus
+from engine.upkeep.maintenance import Purged
+
+PURGE_BATCH = 500
+"""Rows deleted per request by a cleanup."""
+_PURGED_FIELDS = {"agentWallet": 1, "userAddress": 1, "threadId": 1, "mode": 1, "haiId": 1}
 
 
 def _doc(record: JobRecord) -> Doc:
@@ -167,7 +172,7 @@ class MongoMaintenanceStore:
             raise DependencyFailed(f"decay update failed: {exc}") from exc
         return result.matched_count
 
-    async def purge(self, cutoff: int, min_decay: float) -> int:
+    async def purge(self, cutoff: int, min_decay: float) -> list[Purged]:
         old = {"createdAt": {"$lt": cutoff}}
         query = {
             "$or": [
@@ -175,8 +180,21 @@ class MongoMaintenanceStore:
                 {**old, "metadata.status": "deleted"},
             ]
         }
+        purged: list[Purged] = []
         try:
-            result = await self._col.delete_many(query)
+            # the doomed rows are read (ids and tenants, for their history), then deleted by
+            # id under the same query, batch by batch; a row that stopped matching in between
+            # (restored meanwhile) is not deleted and not reported
+            found = await self._col.find(query, _PURGED_FIELDS).to_list(None)
+            for start in range(0, len(found), PURGE_BATCH):
+                batch = {d["_id"]: d for d in found[start : start + PURGE_BATCH]}
+                ids = list(batch)
+                result = await self._col.delete_many({"_id": {"$in": ids}, **query})
+                if result.deleted_count < len(ids):
+                    left = await self._col.find({"_id": {"$in": ids}}, {"_id": 1}).to_list(None)
+                    for doc in left:
+                        batch.pop(doc["_id"], None)
+                purged.extend(Purged(str(i), scope_of(d)) for i, d in batch.items())
         except PyMongoError as exc:
             raise DependencyFailed(f"cleanup failed: {exc}") from exc
-        return result.deleted_count
+        return purged

@@ -24,6 +24,7 @@ RELATIONS = "relations"
 JOBS = "memory_jobs"
 SKILLS = "skills"
 EMBEDDINGS = "embeddings"
+HISTORY = "memory_history"
 
 _TENANT = [("agentWallet", ASCENDING), ("userAddress", ASCENDING)]
 JOB_INDEXES = (
@@ -66,6 +67,13 @@ INDEXES: Mapping[str, Sequence[IndexModel]] = {
         IndexModel([("dateRange.start", ASCENDING), ("dateRange.end", ASCENDING)]),
     ),
     EMBEDDINGS: (),  # read and written by `_id` alone
+    # one item's changes in order (written once per change, read by item within its tenant)
+    HISTORY: (
+        IndexModel(
+            [*_TENANT, ("itemId", ASCENDING), ("at", ASCENDING), ("seq", ASCENDING)],
+            name="tenant_item_at",
+        ),
+    ),
 }
 RETIRED: Mapping[str, Sequence[str]] = {
     TRANSCRIPTS: (

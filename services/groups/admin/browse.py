@@ -10,7 +10,7 @@ from typing import Any
 from engine.errors import InputRejected
 from engine.records import MemoryRow, RelationRecord
 from engine.scoping import TenantFilter, tenant_filter
-from engine.upkeep.items import recent_items
+from engine.upkeep.listings import recent_items
 from schemas.requests import AdminRequest
 from schemas.scope import Scope
 from services.runtime import Runtime

@@ -9,7 +9,9 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from engine.errors import InputRejected
+from engine.history import Ledger
 from engine.ingest.patterns import executions_from_transcript
+from engine.records import Cause
 from engine.retrieval.search import invalidate
 from engine.scoping import GLOBAL_NAMESPACE, TenantFilter
 from engine.upkeep import maintenance
@@ -58,6 +60,12 @@ def _checked(
     return run
 
 
+def job_ledger(rt: Runtime, job_type: str, at: int) -> Ledger:
+    """The item history of a job's changes: caused by the job `<type>@<its time>` (the job
+    record of that type and time says which run it was)."""
+    return Ledger(rt.history, Cause("job", f"{job_type}@{at}", job_type, "job"))
+
+
 def job_functions(rt: Runtime) -> dict[str, JobFunction]:
     """The job types this build runs, bound to the runtime's stores. Each takes (parameters,
     the job's time in milliseconds since epoch)."""
@@ -70,7 +78,9 @@ def job_functions(rt: Runtime) -> dict[str, JobFunction]:
         agents = params.agents()
         superseded, users = 0, 0
         for agent in agents:
-            done = await maintenance.consolidate(rt.memory, rt.maintenance, agent)
+            done = await maintenance.consolidate(
+                rt.memory, rt.maintenance, agent, ledger=job_ledger(rt, "consolidate", at), at=at
+            )
             superseded, users = superseded + done.superseded, users + done.users
         await touched(agents)
         return {"agents": len(agents), "users": users, "superseded": superseded}
@@ -94,7 +104,10 @@ def job_functions(rt: Runtime) -> dict[str, JobFunction]:
 
     async def cleanup(params: CleanupParams, at: int) -> dict[str, Any]:
         days = params.olderThanDays or 90
-        deleted = await maintenance.cleanup(rt.maintenance, now=now_ms(), older_than_days=days)
+        now = now_ms()
+        deleted = await maintenance.cleanup(
+            rt.maintenance, now=now, older_than_days=days, ledger=job_ledger(rt, "cleanup", at)
+        )
         await rt.cache.bump([GLOBAL_NAMESPACE], rt.search_policy.namespace_ttl_seconds)
         return {"deleted": deleted}
 
