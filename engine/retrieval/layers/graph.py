@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from engine.ingest.facts import USER_NODE, entity_id, normalise_name
 from engine.ports import RelationStore
 from engine.records import RelationRecord, ScopeFields
 from engine.retrieval.hits import Hit
 from engine.scoping import TenantFilter
+from schemas.scope import Scope
 
 MAX_RELATIONS = 6
 
@@ -56,12 +57,36 @@ def _unique(relations: Iterable[RelationRecord]) -> list[RelationRecord]:
     return list({r.relation_id: r for r in relations}.values())
 
 
+@dataclass(frozen=True, slots=True)
+class Links:
+    """The relations touching some nodes, read ahead (`user_links`): `ids` are the nodes
+    whose every relation is in `relations`."""
+
+    ids: frozenset[str]
+    relations: list[RelationRecord]
+
+
+async def user_links(store: RelationStore | None, where: TenantFilter, scope: Scope) -> Links:
+    """The relations of the scope's user node, read while the query is embedded (rows of
+    another mode or hai have their own user node: `hydrate` reads those when it meets them)."""
+    if store is None or where.user_address is None:
+        return Links(frozenset(), [])
+    fields = ScopeFields(where.agent_wallet, where.user_address, None, scope.mode, scope.hai_id)
+    user = entity_id(fields, USER_NODE)
+    return Links(frozenset({user}), await store.around(where, [user]))
+
+
 async def hydrate(
-    store: RelationStore, where: TenantFilter, hits: list[Hit], as_of: int | None = None
+    store: RelationStore,
+    where: TenantFilter,
+    hits: list[Hit],
+    as_of: int | None = None,
+    known: Links | None = None,
 ) -> list[Hit]:
     """Entity and fact hits with the links around them (valid now, or at `as_of`); other
-    hits unchanged. Two reads of the relation store: the links of the hits' entities and of
-    the user node, then the links of the user's neighbours."""
+    hits unchanged. At most two reads of the relation store: the links of the hits' entities
+    and of the user node (those of `known` nodes, read ahead, are not read again), then the
+    links of the user's neighbours."""
     if not hits:
         return hits
     users = {
@@ -72,7 +97,10 @@ async def hydrate(
     entity_ids = [h.id for h in hits if h.source == "entity"]
     if not entity_ids and not users:
         return hits
-    first = [r for r in await store.around(where, [*entity_ids, *users]) if r.valid_at(as_of)]
+    ahead = known or Links(frozenset(), [])
+    wanted_first = [i for i in dict.fromkeys([*entity_ids, *users]) if i not in ahead.ids]
+    read = await store.around(where, wanted_first) if wanted_first else []
+    first = [r for r in _unique([*ahead.relations, *read]) if r.valid_at(as_of)]
     # the user's neighbours: an entity one link away from a user node
     near = {
         (r.target_id if r.source_id in users else r.source_id): (

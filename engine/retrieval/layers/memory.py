@@ -12,6 +12,7 @@ vectors, vectors keeps its raw relevance order (no decay, rerank or MMR).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -22,7 +23,7 @@ from engine.errors import DependencyFailed
 from engine.ports import RelationStore, Reranker, VectorIndex
 from engine.records import MemoryRow, outdated_since
 from engine.retrieval.hits import Hit
-from engine.retrieval.layers.graph import hydrate
+from engine.retrieval.layers.graph import Links, hydrate, user_links
 from engine.retrieval.layers.query import LayerQuery
 from engine.retrieval.ranking import mmr
 from engine.retrieval.relevance import relevance
@@ -136,12 +137,32 @@ async def search_memory(
     index: VectorIndex, q: LayerQuery, options: MemoryLayerOptions
 ) -> list[Hit]:
     """Hits of the tenant's memory rows (all threads), best first, at most `q.limit`."""
-    q = await q.with_vector()
-    if q.vector is None:
-        raise DependencyFailed("no query vector")
     where = q.where(options.layer, durable=True, shared_sources=_shared(options.sources))
     if where is None:
         return []
+    # the user's own links are read while the query is embedded, not after (hydration)
+    ahead = (
+        asyncio.ensure_future(user_links(options.relations, where, q.scope))
+        if options.relations is not None
+        else None
+    )
+    try:
+        return await _search(index, q, options, where, ahead)
+    finally:
+        if ahead is not None and not ahead.done():
+            ahead.cancel()
+
+
+async def _search(
+    index: VectorIndex,
+    q: LayerQuery,
+    options: MemoryLayerOptions,
+    where: TenantFilter,
+    ahead: asyncio.Future[Links] | None,
+) -> list[Hit]:
+    q = await q.with_vector()
+    if q.vector is None:
+        raise DependencyFailed("no query vector")
     candidates = await index.search(
         where,
         q.vector,
@@ -167,7 +188,8 @@ async def search_memory(
                 vectors[row.vector_id] = row.embedding
     if not options.ranked:
         plain = sorted(hits, key=lambda h: (-(h.score or 0.0), h.id))[: q.limit]
-        return await _hydrated(options, where, [_with_raw(h, *found[h.id]) for h in plain], q.as_of)
+        chosen = [_with_raw(h, *found[h.id]) for h in plain]
+        return await _hydrated(options, where, chosen, q.as_of, ahead)
     now = q.now_ms if q.as_of is None else min(q.now_ms, q.as_of)
     ranked, outcome = await rerank_fail_soft(
         options.reranker,
@@ -182,12 +204,18 @@ async def search_memory(
     log.debug("layer %s rerank: %s", options.layer, outcome)
     final = mmr(ranked, options.mmr_lambda, vectors=vectors, keep=q.limit)
     # the raw item reports the score the hit is ranked by (after decay, rerank and MMR)
-    return await _hydrated(options, where, [_with_raw(h, *found[h.id]) for h in final], q.as_of)
+    chosen = [_with_raw(h, *found[h.id]) for h in final]
+    return await _hydrated(options, where, chosen, q.as_of, ahead)
 
 
 async def _hydrated(
-    options: MemoryLayerOptions, where: TenantFilter, hits: list[Hit], as_of: int | None
+    options: MemoryLayerOptions,
+    where: TenantFilter,
+    hits: list[Hit],
+    as_of: int | None,
+    ahead: asyncio.Future[Links] | None,
 ) -> list[Hit]:
     if options.relations is None:
         return hits
-    return await hydrate(options.relations, where, hits, as_of)
+    known = await ahead if ahead is not None else None
+    return await hydrate(options.relations, where, hits, as_of, known)
