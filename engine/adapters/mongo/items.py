@@ -72,25 +72,35 @@ class MongoItemStore:
             query["metadata.status"] = {"$ne": "deleted"} if visible else "deleted"
         return query
 
-    async def get(self, where: TenantFilter, vector_id: str) -> MemoryRow | None:
+    async def _find(
+        self, where: TenantFilter, vector_id: str, *, visible: bool
+    ) -> MemoryRow | None:
         try:
-            doc = await self._col.find_one(self._query(where, vector_id, visible=True))
+            doc = await self._col.find_one(self._query(where, vector_id, visible=visible))
         except PyMongoError as exc:
             raise DependencyFailed(f"memory item read failed: {exc}") from exc
         return None if doc is None else row_of(doc)
 
-    async def update(
-        self, where: TenantFilter, vector_id: str, patch: RowPatch
+    async def _patched(
+        self, where: TenantFilter, vector_id: str, patch: RowPatch, *, visible: bool, what: str
     ) -> MemoryRow | None:
         try:
             doc = await self._col.find_one_and_update(
-                self._query(where, vector_id, visible=True),
+                self._query(where, vector_id, visible=visible),
                 patch_update(patch),
                 return_document=ReturnDocument.AFTER,
             )
         except PyMongoError as exc:
-            raise DependencyFailed(f"memory item update failed: {exc}") from exc
+            raise DependencyFailed(f"memory item {what} failed: {exc}") from exc
         return None if doc is None else row_of(doc)
+
+    async def get(self, where: TenantFilter, vector_id: str) -> MemoryRow | None:
+        return await self._find(where, vector_id, visible=True)
+
+    async def update(
+        self, where: TenantFilter, vector_id: str, patch: RowPatch
+    ) -> MemoryRow | None:
+        return await self._patched(where, vector_id, patch, visible=True, what="update")
 
     async def soft_delete(self, where: TenantFilter, vector_id: str, at: int) -> MemoryRow | None:
         return await self.update(where, vector_id, soft_delete_patch(at))
@@ -103,24 +113,12 @@ class MongoItemStore:
         return None if doc is None else row_of(doc)
 
     async def get_deleted(self, where: TenantFilter, vector_id: str) -> MemoryRow | None:
-        try:
-            doc = await self._col.find_one(self._query(where, vector_id, visible=False))
-        except PyMongoError as exc:
-            raise DependencyFailed(f"memory item read failed: {exc}") from exc
-        return None if doc is None else row_of(doc)
+        return await self._find(where, vector_id, visible=False)
 
     async def restore(
         self, where: TenantFilter, vector_id: str, patch: RowPatch
     ) -> MemoryRow | None:
-        try:
-            doc = await self._col.find_one_and_update(
-                self._query(where, vector_id, visible=False),
-                patch_update(patch),
-                return_document=ReturnDocument.AFTER,
-            )
-        except PyMongoError as exc:
-            raise DependencyFailed(f"memory item restore failed: {exc}") from exc
-        return None if doc is None else row_of(doc)
+        return await self._patched(where, vector_id, patch, visible=False, what="restore")
 
     async def newest(
         self,
