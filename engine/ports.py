@@ -150,15 +150,6 @@ class MemoryStore(Protocol):
         """Mark a fact replaced (at `invalid_at`, by `superseded_by`) or current again."""
         ...
 
-    async def set_outdated(
-        self, vector_id: str, where: TenantFilter, slot: str, at: int | None
-    ) -> bool:
-        """Mark the turn row `vector_id` (a `session` row the filter admits) as stating the
-        `slot` fact that a later one replaced at `at` (`metadata.outdated[slot]`; None: that
-        fact is current). The row stays searchable: retrieval shows it as outdated after the
-        earliest such time. True if the row was found."""
-        ...
-
 
 class ItemHistory(Protocol):
     """Every change of the long-term items (`ItemChange`), kept apart from the items: the

@@ -8,22 +8,40 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from schemas.ids import h32
+
 ACTIVE = "active"
 INACTIVE_STATUSES = ("deleted", "superseded")
 """Rows with these `metadata.status` values are invisible to searches."""
 
 
-def outdated_key(slot: str) -> str:
-    """The key of a slot in a turn row's `metadata.outdated` (no "." or leading "$": a
-    MongoDB field name)."""
-    return slot.replace(".", "_").lstrip("$") or "_"
+def session_row_id(agent_wallet: str, session_id: str, turn_id: str) -> str:
+    """The id of the session row of one turn of an agent's session (what a fact's
+    `sourceSessionId` and `sourceTurnId` point at)."""
+    return "vec_" + h32(f"{agent_wallet}|{session_id}|{turn_id}|session")
+
+
+def outdated_turns(rows: Iterable[MemoryRow]) -> dict[str, int]:
+    """Turn (session) row id → when the first fact it stated was replaced, from the replaced
+    fact rows among `rows` (issue 17 §2). Derived when read, from the facts' own validity, so
+    it does not depend on which of a turn and its facts was stored first (a replay rebuilds
+    the same)."""
+    out: dict[str, int] = {}
+    for r in rows:
+        if r.source != "fact" or r.invalid_at is None:
+            continue
+        turn, session = r.metadata.get("sourceTurnId"), r.metadata.get("sourceSessionId")
+        if isinstance(turn, str) and isinstance(session, str):
+            vid = session_row_id(r.scope.agent_wallet, session, turn)
+            out[vid] = min(out.get(vid, r.invalid_at), r.invalid_at)
+    return out
 
 
 def outdated_since(metadata: Mapping[str, Any]) -> int | None:

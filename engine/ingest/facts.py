@@ -28,7 +28,7 @@ from itertools import zip_longest
 from engine.errors import EmbeddingFailed
 from engine.history import change, validity
 from engine.ingest.remember import fact_hash
-from engine.ingest.turns import PENDING, KnownVectors, session_row_id
+from engine.ingest.turns import PENDING, KnownVectors
 from engine.ports import Embedder, ItemHistory, MemoryStore, RelationStore, Vector
 from engine.records import Cause, ItemChange, MemoryRow, RelationRecord, ScopeFields
 from engine.scoping import TenantFilter, scope_fields
@@ -292,12 +292,6 @@ class FactWriter:
                     kind = "reinstated" if invalid_at is None else "superseded"
                     details = {**validity(row, invalid_at, by), "slot": slot}
                     notes.append(change(row.vector_id, row.scope, kind, cause, at, details=details))
-            turn, session = row.metadata.get("sourceTurnId"), row.metadata.get("sourceSessionId")
-            if isinstance(turn, str) and isinstance(session, str):
-                # the turn that said it is not current either once it is replaced (issue 17
-                # §2): retrieval marks it "(until …)" instead of showing it beside the new fact
-                turn_row = session_row_id(fields.agent_wallet, session, turn)
-                await self.memory.set_outdated(turn_row, where, slot, invalid_at)
         await self._note(notes)
 
 

@@ -28,10 +28,11 @@ from engine.records import (
     TranscriptAppend,
     TurnVector,
     WorkingAppend,
+    session_row_id,
 )
 from engine.scoping import scope_fields
 from schemas.events import TurnRecorded
-from schemas.ids import h32, thread_session_id, to_ms
+from schemas.ids import thread_session_id, to_ms
 
 DAY_MS = 86_400_000
 PENDING: Vector = np.zeros(0, dtype=np.float32)
@@ -122,11 +123,6 @@ def working_lines(
 def session_vector_id(event: TurnRecorded) -> str:
     """Deterministic id of the turn's session row (same turn ⇒ same id)."""
     return session_row_id(event.scope.agent_wallet, event.session_id, event.turn_id)
-
-
-def session_row_id(agent_wallet: str, session_id: str, turn_id: str) -> str:
-    """The id of the session row of one turn of an agent's session."""
-    return "vec_" + h32(f"{agent_wallet}|{session_id}|{turn_id}|session")
 
 
 def _metadata(event: TurnRecorded, **system: Any) -> dict[str, Any]:

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
 
 from engine.filters import NO_FILTERS, Filters, matches
 from engine.ports import MemoryStore, Vector
-from engine.records import MemoryRow
+from engine.records import MemoryRow, outdated_turns
 from engine.retrieval.lexical import all_terms
 from engine.scoping import TenantFilter
 
@@ -35,6 +35,8 @@ class _Matrix:
     """Rows without a vector yet (zero rows of `matrix`)."""
     postings: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)
     """Content term → rows holding it: lexical candidates without scanning every text."""
+    outdated: dict[str, int] = field(default_factory=dict)
+    """Turn rows whose stated fact was replaced, and since when (`outdated_turns`)."""
     masks: dict[tuple[str, ...], npt.NDArray[np.bool_]] = field(default_factory=dict)
     last: list[tuple[bytes, npt.NDArray[np.float32]]] = field(default_factory=list)
     """The newest query's cosines against `matrix` (at most one): the graph and vectors
@@ -97,6 +99,7 @@ class ExactVectorIndex:
             np.array([r.valid_at(None) for r in rows], dtype=np.bool_),
             np.array([r.pending for r in rows], dtype=np.bool_),
             postings={t: np.array(ix, dtype=np.int64) for t, ix in postings.items()},
+            outdated=outdated_turns(rows),
         )
         if version is not None:
             self._lru[key] = entry
@@ -147,10 +150,19 @@ class ExactVectorIndex:
             top = np.union1d(top, held)
         top = top[np.argsort(-scores[top], kind="stable")]
         return [
-            (entry.rows[i], None if entry.pending[i] else float(scores[i]))
+            (_marked(entry, entry.rows[i]), None if entry.pending[i] else float(scores[i]))
             for i in top
             if np.isfinite(scores[i])
         ]
+
+
+def _marked(entry: _Matrix, row: MemoryRow) -> MemoryRow:
+    """`row`, with `metadata.outdated` when it is a turn whose stated fact was replaced (the
+    memory layer then shows it "(until …)")."""
+    since = entry.outdated.get(row.vector_id)
+    if since is None:
+        return row
+    return replace(row, metadata={**row.metadata, "outdated": {"fact": since}})
 
 
 def _lexical_top(

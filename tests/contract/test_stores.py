@@ -37,7 +37,6 @@ from engine.records import (
     Transcript,
     TranscriptAppend,
     WorkingAppend,
-    outdated_since,
 )
 from engine.scoping import TenantFilter
 from engine.upkeep.transcripts import transcript_page
@@ -555,32 +554,6 @@ async def test_active_rows_honour_sources(stores: Stores) -> None:
     assert await ids(["fact"]) == {"v-f"}
     assert await ids(["fact", "knowledge"]) == {"v-f", "v-k"}
     assert await ids([]) == set()
-
-
-async def test_a_turn_row_is_marked_outdated_per_slot_and_only_in_its_tenant(
-    stores: Stores,
-) -> None:
-    """Issue 17 §2: the turn that said a replaced fact is marked, per slot (a turn that said
-    a replaced home and a current employer stays marked by the home), and stays searchable."""
-    await stores.memory.insert_if_absent(memory_row("s-1", source="session"))
-    await stores.memory.insert_if_absent(memory_row("f-1", source="fact"))
-    assert not await stores.memory.set_outdated("s-1", where(user="U2"), "residence", 5)
-    assert not await stores.memory.set_outdated("f-1", where(), "residence", 5)  # not a turn
-    assert not await stores.memory.set_outdated("nope", where(), "residence", 5)
-
-    async def marks() -> int | None:
-        [row] = [r for r in await stores.memory.active_rows(where()) if r.vector_id == "s-1"]
-        return outdated_since(row.metadata)
-
-    assert await marks() is None
-    assert await stores.memory.set_outdated("s-1", where(), "residence", 2_000)
-    assert await stores.memory.set_outdated("s-1", where(), "employer", None)  # current
-    assert await marks() == 2_000
-    assert await stores.memory.set_outdated("s-1", where(), "preference:tea", 1_000)
-    assert await marks() == 1_000  # the first replacement
-    assert await stores.memory.set_outdated("s-1", where(), "preference:tea", None)
-    assert await stores.memory.set_outdated("s-1", where(), "residence", None)
-    assert await marks() is None  # current again: unmarked
 
 
 async def test_a_fact_without_a_slot_is_given_one_once_and_only_in_its_tenant(

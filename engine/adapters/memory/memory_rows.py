@@ -9,7 +9,7 @@ import numpy as np
 
 from engine.adapters.memory.erasure import drop_user
 from engine.ports import VectorStats
-from engine.records import INACTIVE_STATUSES, MemoryRow, Vector, outdated_key
+from engine.records import INACTIVE_STATUSES, MemoryRow, Vector
 from engine.scoping import TenantFilter
 
 
@@ -134,19 +134,6 @@ class InMemoryMemoryStore:
         ):
             return False
         self._rows[vector_id] = replace(row, metadata={**row.metadata, "slot": slot})
-        return True
-
-    async def set_outdated(
-        self, vector_id: str, where: TenantFilter, slot: str, at: int | None
-    ) -> bool:
-        row = self._rows.get(vector_id)
-        if row is None or row.source != "session" or not where.admits(row.scope):
-            return False
-        marks = dict(row.metadata.get("outdated") or {})
-        marks.pop(outdated_key(slot), None)
-        if at is not None:
-            marks[outdated_key(slot)] = at
-        self._rows[vector_id] = replace(row, metadata={**row.metadata, "outdated": marks})
         return True
 
     async def set_validity(

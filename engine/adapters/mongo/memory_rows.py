@@ -30,7 +30,7 @@ from engine.adapters.mongo.documents import (
 from engine.adapters.mongo.schema import MEMORY
 from engine.errors import DependencyFailed
 from engine.ports import VectorStats
-from engine.records import INACTIVE_STATUSES, MemoryRow, Vector, outdated_key
+from engine.records import INACTIVE_STATUSES, MemoryRow, Vector
 from engine.scoping import TenantFilter
 
 
@@ -188,18 +188,6 @@ class MongoMemoryStore:
         except PyMongoError as exc:
             raise DependencyFailed(f"fact slot update failed: {exc}") from exc
         return result.modified_count == 1
-
-    async def set_outdated(
-        self, vector_id: str, where: TenantFilter, slot: str, at: int | None
-    ) -> bool:
-        query = {**tenant_query(where), "_id": vector_id, "source": "session"}
-        field = f"metadata.outdated.{outdated_key(slot)}"
-        change = {"$unset": {field: ""}} if at is None else {"$set": {field: at}}
-        try:
-            result = await self._col.update_one(query, change)
-        except PyMongoError as exc:
-            raise DependencyFailed(f"turn row outdated mark failed: {exc}") from exc
-        return result.matched_count == 1
 
     async def set_validity(
         self, vector_id: str, invalid_at: int | None, superseded_by: str | None
