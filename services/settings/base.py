@@ -14,6 +14,7 @@ into its section before validation.
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -27,6 +28,17 @@ from pydantic_settings import (
 )
 
 ENV_PREFIX = "MNEMOSTREAM_"
+
+
+def split_keys(value: Any) -> Any:
+    """A list of keys from one variable: `a,b` or `["a", "b"]`, entries stripped, blank
+    ones dropped; anything else is left for the field's own validation."""
+    if isinstance(value, str):
+        text = value.strip()
+        value = json.loads(text) if text.startswith("[") else text.split(",")
+    if isinstance(value, list):
+        return [v.strip() if isinstance(v, str) else v for v in value if v != ""]
+    return value
 
 
 class Section(BaseModel):

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from pydantic_settings import NoDecode
 
 from schemas.scope import MAX_ID_CHARS, Id
-from services.settings.base import Section
+from services.settings.base import Section, split_keys
 
 TENANT_KEYS_FORMAT = (
     'MNEMOSTREAM_GATEWAY_API_KEYS must be a JSON list of {"key", "agent", "user"?} objects: '
@@ -95,13 +95,8 @@ class GatewaySettings(Section):
     @field_validator("operator_keys", mode="before")
     @classmethod
     def _split_keys(cls, value: Any) -> Any:
-        """`a,b` or `["a", "b"]` from the environment; blank entries are dropped."""
-        if isinstance(value, str):
-            text = value.strip()
-            value = json.loads(text) if text.startswith("[") else text.split(",")
-        if isinstance(value, list):
-            return [v.strip() if isinstance(v, str) else v for v in value if v != ""]
-        return value
+        """`a,b` or `["a", "b"]` from the environment (`split_keys`)."""
+        return split_keys(value)
 
     @field_validator("api_keys", mode="before")
     @classmethod

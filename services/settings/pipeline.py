@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode
 
-from services.settings.base import Section
+from services.settings.base import Section, split_keys
 
 
 class ExtractionSettings(Section):
@@ -112,13 +111,8 @@ class ArchiveSettings(Section):
     @field_validator("previous_encryption_keys", mode="before")
     @classmethod
     def _split_keys(cls, value: Any) -> Any:
-        """`a,b` or `["a", "b"]` from the environment; blank entries are dropped."""
-        if isinstance(value, str):
-            text = value.strip()
-            value = json.loads(text) if text.startswith("[") else text.split(",")
-        if isinstance(value, list):
-            return [v.strip() if isinstance(v, str) else v for v in value if v != ""]
-        return value
+        """`a,b` or `["a", "b"]` from the environment (`split_keys`)."""
+        return split_keys(value)
 
     @model_validator(mode="after")
     def _check_keys(self) -> ArchiveSettings:
