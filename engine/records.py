@@ -45,12 +45,10 @@ def outdated_turns(rows: Iterable[MemoryRow]) -> dict[str, int]:
 
 
 def outdated_since(metadata: Mapping[str, Any]) -> int | None:
-    """When the first fact a turn row stated was replaced (`metadata.outdated`), or None."""
-    marks = metadata.get("outdated")
-    if not isinstance(marks, Mapping):
-        return None
-    times = [v for v in marks.values() if isinstance(v, int) and not isinstance(v, bool)]
-    return min(times) if times else None
+    """When the first fact a turn row stated was replaced (`metadata.outdatedSince`, set on
+    the rows the vector index returns), or None."""
+    since = metadata.get("outdatedSince")
+    return since if isinstance(since, int) and not isinstance(since, bool) else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,13 +33,12 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 
 from engine.decay import DEFAULT_HALF_LIFE_DAYS, decay_multiplier, recency_anchor
 from engine.retrieval.excerpts import excerpt
 from engine.retrieval.hits import LAYER_PRIORITY, Hit
 from engine.retrieval.lexical import terms as content_terms
-from engine.retrieval.temporal import Period, asked_period
+from engine.retrieval.temporal import Period, asked_period, utc_day
 from engine.text import fingerprint, sanitize, truncate
 from schemas.search_defaults import MAX_ITEM_CHARS, MAX_ITEMS
 
@@ -160,12 +159,7 @@ def _label(hit: Hit) -> str:
     """ "[LAYER YYYY-MM-DD] ": the layer and the date (UTC) of the hit's event, so a reader
     can tell when something happened and which of two memories is newer (issue 16); a hit
     without a time (or with one no calendar holds) is "[LAYER] "."""
-    day = None
-    if hit.created_at and hit.created_at > 0:
-        try:
-            day = datetime.fromtimestamp(hit.created_at / 1000, tz=UTC).strftime("%Y-%m-%d")
-        except (OverflowError, OSError, ValueError):
-            day = None
+    day = utc_day(hit.created_at)
     return f"[{hit.layer.upper()} {day}] " if day else f"[{hit.layer.upper()}] "
 
 

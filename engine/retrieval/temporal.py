@@ -51,6 +51,16 @@ class Period:
         return at is not None and self.start <= at < self.end
 
 
+def utc_day(ms: int | None) -> str | None:
+    """ "YYYY-MM-DD" (UTC) of a time in ms, or None for no time or one no calendar holds."""
+    if not ms or ms <= 0:
+        return None
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d")
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
 def _ms(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)
 

@@ -157,12 +157,12 @@ class ExactVectorIndex:
 
 
 def _marked(entry: _Matrix, row: MemoryRow) -> MemoryRow:
-    """`row`, with `metadata.outdated` when it is a turn whose stated fact was replaced (the
+    """`row`, with `metadata.outdatedSince` when it is a turn whose stated fact was replaced (the
     memory layer then shows it "(until …)")."""
     since = entry.outdated.get(row.vector_id)
     if since is None:
         return row
-    return replace(row, metadata={**row.metadata, "outdated": {"fact": since}})
+    return replace(row, metadata={**row.metadata, "outdatedSince": since})
 
 
 def _lexical_top(

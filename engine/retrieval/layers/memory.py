@@ -16,7 +16,6 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 
 from engine.decay import DEFAULT_HALF_LIFE_DAYS, recency_anchor
 from engine.errors import DependencyFailed
@@ -28,6 +27,7 @@ from engine.retrieval.layers.query import LayerQuery
 from engine.retrieval.ranking import mmr
 from engine.retrieval.relevance import relevance
 from engine.retrieval.rerank.fail_soft import rerank_fail_soft
+from engine.retrieval.temporal import utc_day
 from engine.retrieval.units import Shown, shown_units
 from engine.scoping import SHARED_SOURCES, TenantFilter
 
@@ -65,11 +65,8 @@ def _outdated(row: MemoryRow, as_of: int | None) -> str | None:
     since = outdated_since(row.metadata) if row.source == "session" else None
     if since is None or (as_of is not None and since > as_of):
         return None
-    try:
-        day = datetime.fromtimestamp(since / 1000, tz=UTC).strftime("%Y-%m-%d")
-    except (OverflowError, OSError, ValueError):
-        return " (outdated)"
-    return f" (until {day})"
+    day = utc_day(since)
+    return f" (until {day})" if day else " (outdated)"
 
 
 def _hit(layer: str, row: MemoryRow, score: float, shown: Shown, as_of: int | None = None) -> Hit:
@@ -79,7 +76,7 @@ def _hit(layer: str, row: MemoryRow, score: float, shown: Shown, as_of: int | No
     confidence = row.metadata.get("confidence")
     importance = row.metadata.get("importance")
     text, context = shown.text, shown.context
-    if "outdated" in row.metadata and (mark := _outdated(row, as_of)) is not None:
+    if "outdatedSince" in row.metadata and (mark := _outdated(row, as_of)) is not None:
         text, context = text + mark, context + mark if context else None
         score *= OUTDATED_FACTOR
     return Hit(
