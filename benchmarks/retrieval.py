@@ -230,7 +230,12 @@ def main() -> None:
             )
             agent = f"0xRetrieval{tag}"
             asyncio.run(seed(settings, agent, size, embedder, base, vectors))
-            misses, hits = asyncio.run(in_process(settings, agent, args.requests, embedder))
+            # queries are embedded as the search group embeds them (its thread settings)
+            serving = LocalMiniLMEmbedder.load(
+                threads=settings.embedding.threads,
+                query_threads=settings.embedding.query_threads,
+            )
+            misses, hits = asyncio.run(in_process(settings, agent, args.requests, serving))
             report(size, "in-process", "miss", misses)
             report(size, "in-process", "hit", hits)
             with groups_process(ends, tag, ["search", "invalidation"]):

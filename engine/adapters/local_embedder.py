@@ -57,10 +57,18 @@ class LocalMiniLMEmbedder:
     """
 
     def __init__(
-        self, threads: int = 1, batch_size: int = BATCH_SIZE, document_nice: int = 0
+        self,
+        threads: int = 1,
+        batch_size: int = BATCH_SIZE,
+        document_nice: int = 0,
+        query_threads: int = 1,
     ) -> None:
         """`threads`: onnxruntime intra-op threads per call. The default is 1 because with 2 on
         a 2-core machine, concurrent calls contend and latency collapses under load.
+        `query_threads` > `threads`: a query embedded while no other query is (a lone
+        pre_turn, the common case on an interactive path) runs on a second session with that
+        many threads; concurrent queries keep `threads` each, so the collapse above cannot
+        happen (the model's weights are then loaded twice, ~23 MB more).
         `batch_size`: most texts per inference run (longer inputs are split).
         `document_nice` > 0: documents are embedded on a thread of their own whose scheduling
         priority is lowered by that much (Linux nice), so the bulk work of the embedding
@@ -69,6 +77,8 @@ class LocalMiniLMEmbedder:
             raise ValueError(f"threads must be >= 1, got {threads}")
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if query_threads < 1:
+            raise ValueError(f"query_threads must be >= 1, got {query_threads}")
         self._batch_size = batch_size
         self._documents = (
             ThreadPoolExecutor(
@@ -82,15 +92,19 @@ class LocalMiniLMEmbedder:
         )
         self._tokenizer = _load_tokenizer()
         self._session = _load_session(threads)
+        self._lone = _load_session(query_threads) if query_threads > threads else None
+        self._queries = 0  # queries being embedded now (changed on the event loop only)
         self._input_names = frozenset(i.name for i in self._session.get_inputs())
         unknown = self._input_names - _TOKENIZER_OUTPUTS
         if unknown:
             raise EmbeddingModelMismatchError(f"the ONNX graph wants unknown inputs {unknown}")
 
     @classmethod
-    def load(cls, threads: int = 1, document_nice: int = 0) -> LocalMiniLMEmbedder:
+    def load(
+        cls, threads: int = 1, document_nice: int = 0, query_threads: int = 1
+    ) -> LocalMiniLMEmbedder:
         """Same as the constructor with the default batch size."""
-        return cls(threads=threads, document_nice=document_nice)
+        return cls(threads=threads, document_nice=document_nice, query_threads=query_threads)
 
     @property
     def model(self) -> str:
@@ -103,18 +117,35 @@ class LocalMiniLMEmbedder:
     async def embed(self, texts: Sequence[str], input_type: InputType) -> list[Vector]:
         """One unit vector (float32, shape (384,)) per text, in input order.
 
-        `input_type` is accepted for the port and ignored: MiniLM embeds queries and documents
-        the same way (no instruction prefix). Inference runs in worker threads, one batch of at
+        MiniLM embeds queries and documents the same way (no instruction prefix); `input_type`
+        only chooses where: documents on the document thread when `document_nice` is set, a
+        lone query on the `query_threads` session. Inference runs in worker threads, one batch of at
         most `batch_size` texts at a time, so the event loop stays free and a cancellation takes
         effect between batches. Texts longer than 256 tokens are truncated.
         """
         _check_texts(texts)
         loop = asyncio.get_running_loop()
-        pool = self._documents if input_type == "document" else None
+        if input_type == "query":
+            return await self._embed_queries(loop, texts)
         vectors: list[Vector] = []
         for start in range(0, len(texts), self._batch_size):
             batch = texts[start : start + self._batch_size]
-            matrix = await loop.run_in_executor(pool, self.embed_sync, batch)
+            matrix = await loop.run_in_executor(self._documents, self.embed_sync, batch)
+            vectors.extend(matrix)
+        return vectors
+
+    async def _embed_queries(
+        self, loop: asyncio.AbstractEventLoop, texts: Sequence[str]
+    ) -> list[Vector]:
+        vectors: list[Vector] = []
+        for start in range(0, len(texts), self._batch_size):
+            batch = texts[start : start + self._batch_size]
+            session = self._lone if self._lone is not None and self._queries == 0 else None
+            self._queries += 1
+            try:
+                matrix = await loop.run_in_executor(None, self._run, batch, session)
+            finally:
+                self._queries -= 1
             vectors.extend(matrix)
         return vectors
 
@@ -132,7 +163,7 @@ class LocalMiniLMEmbedder:
         ]
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
-    def _run(self, texts: Sequence[str]) -> Vector:
+    def _run(self, texts: Sequence[str], session: ort.InferenceSession | None = None) -> Vector:
         encodings = self._tokenizer.encode_batch(list(texts))
         input_ids = np.array([e.ids for e in encodings], dtype=np.int64)
         attention_mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
@@ -142,7 +173,7 @@ class LocalMiniLMEmbedder:
             "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
         }
         feeds = {name: available[name] for name in self._input_names}
-        hidden: Vector = self._session.run(None, feeds)[0]  # (batch, tokens, 384)
+        hidden: Vector = (session or self._session).run(None, feeds)[0]  # (batch, tokens, 384)
         weights = attention_mask[:, :, None].astype(np.float32)
         pooled: Vector = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
@@ -187,6 +218,9 @@ def _load_session(threads: int) -> ort.InferenceSession:
         )
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
+    if threads > 1:
+        # the pool's threads sleep when a run ends instead of spinning for the next one
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     return ort.InferenceSession(

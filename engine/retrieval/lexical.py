@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Sequence
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -194,8 +195,8 @@ BM25_B = 0.5
 should not lose to a bare entity name merely for being a sentence."""
 
 
-def bm25(query_terms: list[str], documents: list[list[str]]) -> list[float]:
-    """BM25 relevance of each document (a list of terms) to the query, in [0, 1].
+def bm25(query_terms: Sequence[str], documents: Sequence[Sequence[str]]) -> list[float]:
+    """BM25 relevance of each document (a sequence of terms) to the query, in [0, 1].
 
     Normalised by what a document holding every query term once (at average length) would
     score, so a value reads like an IDF-weighted share of the query's terms. A query term no
@@ -209,28 +210,25 @@ def bm25(query_terms: list[str], documents: list[list[str]]) -> list[float]:
     if not query_terms or not documents:
         return [0.0] * len(documents)
     n = len(documents)
-    avg_len = sum(len(d) for d in documents) / n or 1.0
-    sets = [set(d) for d in documents]
-    idf = {
-        t: math.log(1 + (n - df + 0.5) / (df + 0.5))
-        for t in query_terms
-        for df in [sum(1 for s in sets if t in s)]
-    }
+    lengths = [len(d) for d in documents]
+    avg_len = sum(lengths) / n or 1.0
+    # per distinct query term, its frequency in each document (`count` runs in C: counting
+    # only the query's few terms beat building every document's term counts)
+    freqs = {t: [d.count(t) for d in documents] for t in dict.fromkeys(query_terms)}
     rare = math.log(1 + (n - 1 + 0.5) / (1 + 0.5))
-    ideal = sum(idf[t] if any(t in d for d in sets) else rare for t in query_terms)
-    scores: list[float] = []
-    for doc in documents:
-        counts: dict[str, int] = {}
-        for term in doc:
-            counts[term] = counts.get(term, 0) + 1
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * len(doc) / avg_len)
-        total = 0.0
-        for t in query_terms:
-            tf = counts.get(t, 0)
+    idf: dict[str, float] = {}
+    for t, tfs in freqs.items():
+        df = n - tfs.count(0)
+        idf[t] = math.log(1 + (n - df + 0.5) / (df + 0.5)) if df else rare
+    ideal = sum(idf[t] for t in query_terms)
+    norms = [BM25_K1 * (1 - BM25_B + BM25_B * length / avg_len) for length in lengths]
+    totals = [0.0] * n
+    for t in query_terms:  # a repeated query term counts again, as in the ideal
+        weight = idf[t] * (BM25_K1 + 1)
+        for i, tf in enumerate(freqs[t]):
             if tf:
-                total += idf[t] * tf * (BM25_K1 + 1) / (tf + norm)
-        scores.append(min(1.0, total / ideal) if ideal > 0 else 0.0)
-    return scores
+                totals[i] += weight * tf / (tf + norms[i])
+    return [min(1.0, total / ideal) if ideal > 0 else 0.0 for total in totals]
 
 
 def all_terms(text: str) -> list[str]:

@@ -47,6 +47,7 @@ from engine.retrieval.layers import (
     search_working,
 )
 from engine.retrieval.packing import pack
+from engine.retrieval.reads import DEFAULT_MAX_READS, ReadMemo
 from engine.retrieval.relevance import RelevancePolicy
 from engine.retrieval.usage import MEMORY_LAYERS, AccessRecorder
 from engine.scoping import GLOBAL_NAMESPACE, namespace_chain, scope_key
@@ -74,6 +75,8 @@ class SearchPolicy:
     mmr_lambda: float = DEFAULT_MMR_LAMBDA
     rerank_min_candidates: int = DEFAULT_MIN_CANDIDATES
     rerank_dominance_delta: float = DEFAULT_DOMINANCE_DELTA
+    read_memo_entries: int = DEFAULT_MAX_READS
+    """Store reads the in-process tier keeps (`engine.retrieval.reads`); 0 turns it off."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +140,15 @@ class MemorySearch:
     access: AccessRecorder | None = None
     relations: RelationStore | None = None
     policy: SearchPolicy = field(default_factory=SearchPolicy)
+    reads: ReadMemo | None = None
+    """The in-process tier of the text layers' reads; built from the policy when None."""
+
+    def __post_init__(self) -> None:
+        if self.reads is None and self.policy.read_memo_entries > 0:
+            self.reads = ReadMemo(
+                ttl_seconds=self.policy.query_cache_ttl_seconds,
+                max_entries=self.policy.read_memo_entries,
+            )
 
     async def _embed_query(self, query: str) -> Vector | None:
         try:
@@ -212,6 +224,9 @@ class MemorySearch:
                 filters=filters,
                 as_of=as_of,
                 pending=embedding,
+                reads=self.reads,
+                thread_token=token,
+                tenant_token=version,
             ),
             layers,
             version,

@@ -49,7 +49,9 @@ def build_embedder(settings: Settings, http: httpx.AsyncClient) -> Embedder:
     from engine.adapters.local_embedder import LocalMiniLMEmbedder
 
     return LocalMiniLMEmbedder.load(
-        threads=embedding.threads, document_nice=embedding.document_nice
+        threads=embedding.threads,
+        document_nice=embedding.document_nice,
+        query_threads=embedding.query_threads,
     )
 
 

@@ -41,6 +41,16 @@ class EmbeddingSettings(Section):
             "([benchmarks.md](benchmarks.md#local-embedder-python--m-benchmarksembedder))."
         ),
     )
+    query_threads: int = Field(
+        default=2,
+        ge=1,
+        le=16,
+        validation_alias="embedder_query_threads",
+        description=(
+            "ONNX intra-op threads of a query embedded while no other query is (a lone "
+            "pre_turn); concurrent queries use `threads` each. 1 turns the second session off."
+        ),
+    )
     base_url: str | None = Field(
         default=None,
         validation_alias="embedding_base_url",

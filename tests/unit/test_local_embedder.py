@@ -6,6 +6,7 @@ import asyncio
 import os
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -142,14 +143,54 @@ async def test_async_embed_does_not_block_the_event_loop(embedder: LocalMiniLMEm
 async def test_documents_are_embedded_at_a_lower_cpu_priority_and_queries_are_not() -> None:
     seen: dict[str, int] = {}
     polite = LocalMiniLMEmbedder(document_nice=7)
-    plain = polite.embed_sync
+    plain = polite._run
 
-    def priority_of(texts: Sequence[str]) -> Vector:
+    def priority_of(texts: Sequence[str], session: Any = None) -> Vector:
         seen[texts[0]] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-        return plain(texts)
+        return plain(texts, session)
 
-    polite.embed_sync = priority_of  # type: ignore[method-assign]
+    polite._run = priority_of  # type: ignore[method-assign]
     [document] = await polite.embed(["a stored turn"], "document")
     [query] = await polite.embed(["a question"], "query")
     assert seen == {"a stored turn": 7, "a question": os.getpriority(os.PRIO_PROCESS, 0)}
     assert float(document @ query) < 0.99  # both really embedded
+
+
+def test_rejects_zero_query_threads() -> None:
+    with pytest.raises(ValueError, match="query_threads"):
+        LocalMiniLMEmbedder(query_threads=0)
+
+
+async def test_a_lone_query_runs_on_the_wider_session_and_concurrent_ones_do_not() -> None:
+    wide = LocalMiniLMEmbedder(threads=1, query_threads=2)
+    plain = wide._run
+    sessions: list[object] = []
+
+    def watched(texts: Sequence[str], session: Any = None) -> Vector:
+        sessions.append(session)
+        return plain(texts, session)
+
+    wide._run = watched  # type: ignore[method-assign]
+    [lone] = await wide.embed([LISBON], "query")
+    assert sessions == [wide._lone]
+    assert wide._lone is not None
+    sessions.clear()
+    # two at once: the first takes the wide session, the second (started while the first
+    # is being embedded) the one-thread session, so they never oversubscribe the cores
+    first, second = await asyncio.gather(
+        wide.embed([LISBON], "query"), wide.embed([LISBON_PARAPHRASE], "query")
+    )
+    # (in either order: the worker threads may start in any order)
+    assert len(sessions) == 2
+    assert sessions.count(wide._lone) == 1
+    assert sessions.count(None) == 1
+    # the same vector space whichever session embedded it
+    assert float(lone @ first[0]) == pytest.approx(1.0, abs=1e-5)
+    assert np.allclose(second[0], wide.embed_sync([LISBON_PARAPHRASE])[0], atol=1e-5)
+    [document] = await wide.embed([LISBON], "document")
+    assert sessions[-1] is None  # documents never take the query session
+    assert float(document @ lone) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_without_query_threads_there_is_one_session() -> None:
+    assert LocalMiniLMEmbedder(threads=2, query_threads=2)._lone is None

@@ -20,6 +20,7 @@ from engine.ingest.turns import TurnRecorder
 from engine.ports import InputType, Vector, WorkingStore
 from engine.records import WorkingAppend, WorkingSession
 from engine.retrieval.search import MemorySearch, invalidate
+from engine.retrieval.vector_index import ExactVectorIndex
 from engine.scoping import TenantFilter
 from schemas.ids import to_ms
 from schemas.inputs import context_request, turn_recorded
@@ -303,3 +304,48 @@ async def test_include_raw_returns_the_layer_items(engine: Engine) -> None:
     assert reply.raw is not None
     assert reply.raw["working"][0]["context"] == [ASSISTANT_LINE, USER_LINE]
     assert (await ask(engine.search, layers=["working"])).raw is None
+
+
+# --- the in-process tier -------------------------------------------------------------------
+
+
+class CountingWorkingStore:
+    """A working store that counts its reads."""
+
+    def __init__(self, inner: WorkingStore) -> None:
+        self.inner = inner
+        self.reads = 0
+
+    async def append(self, lines: WorkingAppend, keep: int) -> bool:
+        return await self.inner.append(lines, keep)
+
+    async def recent(self, where: TenantFilter, limit: int) -> list[WorkingSession]:
+        self.reads += 1
+        return await self.inner.recent(where, limit)
+
+
+async def test_new_questions_reuse_the_text_layers_reads_until_the_scope_is_written(
+    engine: Engine,
+) -> None:
+    await record(engine)
+    counting = CountingWorkingStore(engine.search.working)
+    search = engine.with_working(counting)
+    await ask(search, query="Where do I live?")
+    await ask(search, query="Which city did I move to?")  # a miss of the query cache
+    assert counting.reads == 1
+
+    await record(engine, at=T0 + timedelta(minutes=5), userMessage="I moved again, to Porto")
+    await invalidate(engine.cache, Scope.parse(scope_body()))
+    reply = await ask(search, query="Did I move to Porto?")
+    assert counting.reads == 2  # the bumped namespace is a new token: read again
+    assert reply.prompt is not None
+    assert "Porto" in reply.prompt
+
+
+async def test_graph_and_vectors_scan_one_matrix_per_tenant(engine: Engine) -> None:
+    await record(engine)
+    reply = await ask(engine.search)
+    assert reply.totals["vectors"] >= 1
+    index = engine.search.index
+    assert isinstance(index, ExactVectorIndex)
+    assert index.loads == 1  # the graph layer once read the tenant's rows a second time

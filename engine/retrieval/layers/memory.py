@@ -124,17 +124,15 @@ def _with_raw(hit: Hit, row: MemoryRow, cosine: float | None) -> Hit:
     )
 
 
-def _shared(sources: Sequence[str] | None) -> tuple[str, ...]:
-    """The sources whose user-less rows the layer shows to every user of the agent: agent
-    knowledge, when the layer reads it (issue 17 §4)."""
-    return tuple(s for s in SHARED_SOURCES if sources is None or s in sources)
-
-
 async def search_memory(
     index: VectorIndex, q: LayerQuery, options: MemoryLayerOptions
 ) -> list[Hit]:
     """Hits of the tenant's memory rows (all threads), best first, at most `q.limit`."""
-    where = q.where(options.layer, durable=True, shared_sources=_shared(options.sources))
+    # Both memory layers read through one filter that admits agent knowledge (issue 17 §4);
+    # a layer's `sources` then narrow what it shows. One filter is one cached matrix per
+    # tenant and one scan per request for the graph and vectors layers together: with the
+    # graph's narrower filter, the tenant's rows were held and scanned twice.
+    where = q.where(options.layer, durable=True, shared_sources=SHARED_SOURCES)
     if where is None:
         return []
     # the user's own links are read while the query is embedded, not after (hydration)

@@ -92,7 +92,11 @@ async def search_patterns(store: PatternStore, q: LayerQuery) -> list[Hit]:
         return []
     patterns = [
         p
-        for p in await store.active(where, 4 * q.limit)
+        for p in await q.read(
+            ("patterns", id(store), where, 4 * q.limit),
+            lambda: store.active(where, 4 * q.limit),
+            thread=False,
+        )
         if q.keep("patterns", p.view())
         and validate_counts(p.known_count, p.success_rate)[0]
         and q.existed(p.created_at)
@@ -145,7 +149,11 @@ async def search_archives(store: ArchiveStore, q: LayerQuery) -> list[Hit]:
         return []
     archives = [
         a
-        for a in await store.active(where, 4 * q.limit)
+        for a in await q.read(
+            ("archives", id(store), where, 4 * q.limit),
+            lambda: store.active(where, 4 * q.limit),
+            thread=False,
+        )
         if q.keep("archives", a.view()) and q.existed(a.created_at)
     ]
     q = await q.with_vector()

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 import numpy as np
 
@@ -11,9 +12,12 @@ from engine.filters import NO_FILTERS, Filters, matches, narrow
 from engine.ports import Vector
 from engine.records import TurnVector
 from engine.retrieval.lexical import terms
+from engine.retrieval.reads import ReadMemo
 from engine.retrieval.relevance import RelevancePolicy
 from engine.scoping import TenantFilter, tenant_filter
 from schemas.scope import Scope
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,20 @@ class LayerQuery:
     """Recall what was true at this time (ms); None = now (current facts only)."""
     pending: Awaitable[Vector | None] | None = None
     """The embedding in progress (shared by every layer of the request)."""
+    reads: ReadMemo | None = None
+    """The search's in-process tier for store reads (`engine.retrieval.reads`), or None."""
+    thread_token: str | None = None
+    """The namespace token of the request's scope chain (down to its thread)."""
+    tenant_token: str | None = None
+    """The namespace token of the request's tenant (the user's chain, no thread)."""
+
+    async def read(self, key: Hashable, load: Callable[[], Awaitable[T]], *, thread: bool) -> T:
+        """A store read, through the in-process tier when the search has one: kept under
+        the thread's token for thread-scoped layers (`thread=True`), the tenant's for the
+        durable ones, so a write that bumps that namespace is never answered from memory."""
+        if self.reads is None:
+            return await load()
+        return await self.reads.read(key, self.thread_token if thread else self.tenant_token, load)
 
     async def with_vector(self) -> LayerQuery:
         """This query once its vector is known (None if the embedding failed)."""

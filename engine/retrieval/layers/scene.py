@@ -35,7 +35,11 @@ async def search_working(store: WorkingStore, q: LayerQuery) -> list[Hit]:
         return []
     sessions = [
         s
-        for s in await store.recent(where, 3 * q.limit)
+        for s in await q.read(
+            ("working", id(store), where, 3 * q.limit),
+            lambda: store.recent(where, 3 * q.limit),
+            thread=True,
+        )
         if s.lines and q.keep("working", s.view()) and q.existed(s.last_accessed_at)
     ]
     q = await q.with_vector()
@@ -82,7 +86,12 @@ async def search_scene(store: TranscriptStore, q: LayerQuery) -> list[Hit]:
     where = q.where("scene", durable=False)
     if where is None:
         return []
-    transcripts = [t for t in await store.recent(where, 3 * q.limit) if q.keep("scene", t.view())]
+    recent = await q.read(
+        ("scene", id(store), where, 3 * q.limit),
+        lambda: store.recent(where, 3 * q.limit),
+        thread=True,
+    )
+    transcripts = [t for t in recent if q.keep("scene", t.view())]
     q = await q.with_vector()
     candidates: list[tuple[Transcript, str, list[StoredMessage]]] = [
         (t, turn_id, msgs)

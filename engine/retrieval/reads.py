@@ -1,0 +1,78 @@
+"""The search's in-process tier: the text layers' store reads kept in memory under the
+namespace token they were read at.
+
+A write to a scope bumps its namespace chain (`engine.scoping.namespace_chain`), which changes
+the token, so a read kept under the old token is never used again: the same rule the query
+cache and the exact vector index follow. What it saves is the database round trips of
+working, scene, patterns and archives when a tenant asks again before its memory changed (a
+new question in the same turn, several tools of one agent, a burst of requests), and those
+reads compete for the 2 cores with the query embedding on a small machine. Concurrent
+requests that miss the same read share one load.
+
+Bounded twice: at most `max_entries` reads (least recently used first out), each for at most
+`ttl_seconds`, the query cache's TTL, so a write whose invalidation was lost is not served
+longer than the query cache would serve it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+DEFAULT_MAX_READS = 512
+
+
+class ReadMemo:
+    def __init__(
+        self,
+        *,
+        ttl_seconds: float,
+        max_entries: int = DEFAULT_MAX_READS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if max_entries < 1:
+            raise ValueError(f"max_entries must be >= 1, got {max_entries}")
+        self._ttl = ttl_seconds
+        self._max = max_entries
+        self._clock = clock
+        self._entries: OrderedDict[Hashable, tuple[float, asyncio.Future[Any]]] = OrderedDict()
+        self.loads = 0
+        """Reads that went to the store (observability and tests)."""
+
+    async def read(self, key: Hashable, token: str | None, load: Callable[[], Awaitable[T]]) -> T:
+        """`load()`'s result, kept under (`key`, `token`). Without a token (the cache
+        counters are unavailable) nothing is kept. A failed load is not kept."""
+        if token is None or self._ttl <= 0:
+            self.loads += 1
+            return await load()
+        full = (key, token)
+        now = self._clock()
+        held = self._entries.get(full)
+        if held is not None and now - held[0] < self._ttl:
+            self._entries.move_to_end(full)
+            result: T = await asyncio.shield(held[1])
+            return result
+        self.loads += 1
+        future: asyncio.Future[T] = asyncio.ensure_future(load())
+        future.add_done_callback(_retrieved)
+        self._entries[full] = (now, future)
+        self._entries.move_to_end(full)
+        while len(self._entries) > self._max:
+            self._entries.popitem(last=False)
+        try:
+            return await asyncio.shield(future)
+        except BaseException:
+            if self._entries.get(full, (0.0, None))[1] is future:
+                del self._entries[full]
+            raise
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    # a load whose first caller was cancelled is still awaited by no one: mark its error seen
+    if not future.cancelled():
+        future.exception()
