@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from faststream.kafka import KafkaRouter
@@ -44,9 +45,6 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
             metrics.cache_lookup(request, hit=reply.cached)
         return reply
 
-    workers = rt.settings.search.workers
-
-    @group.replier(topics.SEARCH, workers=workers)
     async def on_context_request(message: KafkaMessage) -> ContextReply:
         if expired(message):
             return ContextReply(error=EXPIRED)
@@ -60,7 +58,6 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
             log.warning("context request failed: %s", exc)
             return ContextReply(error=str(exc))
 
-    @group.replier(topics.LAYER_SEARCH, part="layers", workers=workers)
     async def on_layer_search(message: KafkaMessage) -> LayerSearchReply:
         if expired(message):
             return LayerSearchReply(error=EXPIRED)
@@ -74,15 +71,22 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
             log.warning("layer search failed: %s", exc)
             return LayerSearchReply(error=str(exc))
 
-    wire_rerank(group)
+    # one consumer reads the three request topics: one short-wait poller, not three
+    group.repliers(
+        {
+            topics.SEARCH: on_context_request,
+            topics.LAYER_SEARCH: on_layer_search,
+            topics.RERANK: rerank_answer(rt),
+        },
+        workers=rt.settings.search.workers,
+        fetch_wait_ms=rt.settings.kafka.search_fetch_wait_ms,
+    )
     return group.router
 
 
-def wire_rerank(group: GroupRouter[Runtime]) -> None:
-    """`RerankRequest` on `memory.rerank.v1` (Kafka group id `<prefix>.search.rerank`)."""
-    rt = group.rt
+def rerank_answer(rt: Runtime) -> Callable[[KafkaMessage], Awaitable[RerankReply]]:
+    """The handler of `RerankRequest` on `memory.rerank.v1`."""
 
-    @group.replier(topics.RERANK, part="rerank", workers=rt.settings.search.workers)
     async def on_rerank(message: KafkaMessage) -> RerankReply:
         if expired(message):
             return RerankReply(error=EXPIRED)
@@ -95,6 +99,8 @@ def wire_rerank(group: GroupRouter[Runtime]) -> None:
             return RerankReply(error=str(exc) or type(exc).__name__, upstream=True)
         except MemoryError_ as exc:
             return RerankReply(error=str(exc))
+
+    return on_rerank
 
 
 async def rerank(rt: Runtime, request: RerankRequest) -> RerankReply:

@@ -102,7 +102,7 @@ class Transport:
         bootstrap: str,
         *,
         timeout: float = 5.0,
-        fetch_wait_ms: int = 25,
+        fetch_wait_ms: int = 5,
         client_id: str | None = None,
         kafka_options: Mapping[str, Any] = PLAINTEXT,
         partitions: int = 8,
@@ -134,6 +134,7 @@ class Transport:
         self._fetch_wait_ms = fetch_wait_ms
         self.client_id = client_id or uuid.uuid4().hex[:12]
         self.reply_topic = topics.reply_topic(self.client_id)
+        self._replies = TopicPartition(self.reply_topic, 0)
         self._producer: AIOKafkaProducer | None = None
         self._consumer: AIOKafkaConsumer | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -181,7 +182,9 @@ class Transport:
             **self._kafka_options,
         )
         await self._consumer.start()
-        self._consumer.assign([TopicPartition(self.reply_topic, 0)])
+        self._consumer.assign([self._replies])
+        # fetched only while a reply is awaited: a short fetch wait then costs nothing idle
+        self._consumer.pause(self._replies)
         self._reader = asyncio.create_task(self._read_replies(), name="mnemostream-replies")
 
     async def close(self) -> None:
@@ -258,6 +261,7 @@ class Transport:
         correlation_id = uuid.uuid4().hex
         future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         self._pending[correlation_id] = future
+        self._listen(True)
         wait = timeout or self._timeout
         try:
             await self.publish(
@@ -272,7 +276,21 @@ class Transport:
                 payload = await future
         finally:
             self._pending.pop(correlation_id, None)
+            self._listen(bool(self._pending))
         return reply.model_validate_json(payload)
+
+    def _listen(self, on: bool) -> None:
+        """Fetch the reply topic only while a reply is awaited (`on`). A waiting fetch on the
+        local broker returns only when its `fetch_max_wait_ms` ends, so a reply waits up to
+        that long: a short wait keeps replies prompt, and pausing the topic between requests
+        keeps an idle client from fetching every few milliseconds."""
+        consumer = self._consumer
+        if consumer is None:
+            return
+        if on and self._replies in consumer.paused():
+            consumer.resume(self._replies)
+        elif not on and self._replies not in consumer.paused():
+            consumer.pause(self._replies)
 
     async def _ask(
         self, topic: str, request: ScopedRequest, reply: type[A], timeout: float | None

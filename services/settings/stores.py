@@ -47,8 +47,18 @@ class KafkaSettings(Section):
         ge=1,
         validation_alias="reply_fetch_wait_ms",
         description=(
-            "fetch_max_wait_ms of the request/reply subscribers. Used by the search and "
-            "invalidation subscribers."
+            "fetch_max_wait_ms of the request/reply subscribers (items, admin, sessions, "
+            "reliability) and of the invalidation group."
+        ),
+    )
+    search_fetch_wait_ms: int = Field(
+        default=10,
+        ge=1,
+        validation_alias="search_fetch_wait_ms",
+        description=(
+            "fetch_max_wait_ms of the search group (pre_turn, layer search, rerank: one "
+            "consumer). The local broker answers a waiting fetch only when this wait ends, "
+            "so a request waits for up to this long before it is read."
         ),
     )
     fetch_wait_ms: int = Field(

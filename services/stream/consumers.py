@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
 
 from aiokafka import ConsumerRecord
@@ -97,12 +97,13 @@ class GroupRouter(Generic[W]):
     def subscriber(
         self,
         topic: str,
-        *,
+        *more: str,
         interactive: bool = False,
         part: str | None = None,
         ack_policy: AckPolicy = AckPolicy.ACK,
         workers: int = 1,
         batch: int | None = None,
+        fetch_wait_ms: int | None = None,
     ) -> DefaultSubscriber:
         """A durable group reading from `earliest` (the local broker's "latest" is wrong) that
         commits after the handler returns (at-least-once). Interactive (request/reply and cache
@@ -118,16 +119,21 @@ class GroupRouter(Generic[W]):
         unassigned by the local broker, and separate ids keep each topic's progress visible.
 
         `batch` (most records per batch): the handler receives every record one fetch
-        returned, waiting `kafka.batch_wait_ms` when none is buffered."""
+        returned, waiting `kafka.batch_wait_ms` when none is buffered.
+
+        `more` topics are read by the same consumer (one fetch loop for all of them);
+        `fetch_wait_ms` overrides the wait chosen by `interactive`."""
         kafka = self.rt.settings.kafka
+        wait = fetch_wait_ms or (kafka.reply_fetch_wait_ms if interactive else kafka.fetch_wait_ms)
         if batch is not None:
             return self.router.subscriber(  # type: ignore[return-value]
                 topic,
+                *more,
                 group_id=self.group_id(part),
                 auto_offset_reset="earliest",
                 session_timeout_ms=kafka.session_timeout_ms,
                 heartbeat_interval_ms=kafka.heartbeat_interval_ms,
-                fetch_max_wait_ms=kafka.reply_fetch_wait_ms if interactive else kafka.fetch_wait_ms,
+                fetch_max_wait_ms=wait,
                 ack_policy=ack_policy,
                 batch=True,
                 max_records=batch,
@@ -137,11 +143,12 @@ class GroupRouter(Generic[W]):
             )
         return self.router.subscriber(
             topic,
+            *more,
             group_id=self.group_id(part),
             auto_offset_reset="earliest",
             session_timeout_ms=kafka.session_timeout_ms,
             heartbeat_interval_ms=kafka.heartbeat_interval_ms,
-            fetch_max_wait_ms=kafka.reply_fetch_wait_ms if interactive else kafka.fetch_wait_ms,
+            fetch_max_wait_ms=wait,
             ack_policy=AckPolicy.ACK_FIRST if workers > 1 else ack_policy,
             max_workers=workers,
             parser=safe_headers,
@@ -172,6 +179,29 @@ class GroupRouter(Generic[W]):
             return register(answer)
 
         return decorate
+
+    def repliers(
+        self, handlers: Mapping[str, Answer], *, workers: int = 1, fetch_wait_ms: int | None = None
+    ) -> None:
+        """Request-reply handlers of several topics behind one consumer, each request
+        answered by the handler of the topic it came from (as `replier` answers): one fetch
+        loop instead of one per topic, so a short `fetch_wait_ms` costs one poller."""
+        metrics = self.metrics
+        group_id = self.group_id()
+        first, *rest = handlers
+        register = self.subscriber(
+            first, *rest, interactive=True, workers=workers, fetch_wait_ms=fetch_wait_ms
+        )
+
+        async def answer(message: KafkaMessage) -> Any:
+            topic = message.raw_message.topic  # type: ignore[union-attr]
+            reply = await handlers[topic](message)
+            if reply.error is not None and metrics is not None:
+                metrics.request_error(group_id, topic, replied=bool(message.reply_to))
+            return reply
+
+        answer.__name__ = answer.__qualname__ = f"on_{self.name}_request"
+        register(answer)
 
     def on_event(
         self,
