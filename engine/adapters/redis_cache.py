@@ -23,13 +23,21 @@ class RedisQueryCache:
         self._prefix = f"{prefix}:" if prefix else ""
 
     async def token(self, chain: Sequence[str]) -> str | None:
+        [token] = await self.tokens([chain])
+        return token
+
+    async def tokens(self, chains: Sequence[Sequence[str]]) -> list[str | None]:
+        keys = list(dict.fromkeys(key for chain in chains for key in chain))
         try:
-            values = await self._redis.mget([self._prefix + key for key in chain])
+            values = await self._redis.mget([self._prefix + key for key in keys])
         except RedisError as exc:
             log.warning("cache token unavailable: %s", exc)
-            return None
-        joined = "|".join(_text(v) for v in values)
-        return hashlib.sha256(joined.encode()).hexdigest()[:32]
+            return [None] * len(chains)
+        current = dict(zip(keys, values, strict=True))
+        return [
+            hashlib.sha256("|".join(_text(current[k]) for k in chain).encode()).hexdigest()[:32]
+            for chain in chains
+        ]
 
     async def get(self, key: str) -> bytes | None:
         try:

@@ -203,13 +203,17 @@ class MemorySearch:
     ) -> LayerResult:
         """Hits per layer (layers that failed are absent). Bad filters raise `InputRejected`."""
         filters = parse_filters(scope.filters)  # a clear error; nothing is dropped silently
-        token = await self.cache.token([GLOBAL_NAMESPACE, *namespace_chain(scope)])
+        token, version = await self.cache.tokens(
+            [
+                [GLOBAL_NAMESPACE, *namespace_chain(scope)],
+                [GLOBAL_NAMESPACE, *namespace_chain(scope.tenant())],
+            ]
+        )
         key = layers_cache_key(scope, query, layers, limit, token, as_of) if token else None
         if key is not None:
             blob = await self.cache.get(key)
             if blob is not None:
                 return LayerResult(_decode(blob), cached=True)
-        version = await self.cache.token([GLOBAL_NAMESPACE, *namespace_chain(scope.tenant())])
         # embedded once, while the layers read their candidates (they await it afterwards)
         embedding = asyncio.ensure_future(self._embed_query(query))
         runners = self._runners(

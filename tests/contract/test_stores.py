@@ -670,6 +670,16 @@ async def test_token_is_unchanged_after_a_bump_of_an_unrelated_key(cache: Cache)
     assert await cache.cache.token(keys) == before
 
 
+async def test_tokens_of_several_chains_are_each_chains_token(cache: Cache) -> None:
+    scope, tenant = chain(cache, "a", "a:u", "a:u:t"), chain(cache, "a", "a:u")
+    await cache.cache.bump(chain(cache, "a:u:t"), 60)
+    assert await cache.cache.tokens([scope, tenant]) == [
+        await cache.cache.token(scope),
+        await cache.cache.token(tenant),
+    ]
+    assert await cache.cache.tokens([]) == []
+
+
 async def test_get_set_round_trip(cache: Cache) -> None:
     key = f"{cache.prefix}:query:1"
     assert await cache.cache.get(key) is None
@@ -717,6 +727,7 @@ async def test_redis_cache_on_a_dead_server_is_fail_soft_for_reads_and_writes(
     dead_cache: RedisQueryCache,
 ) -> None:
     assert await dead_cache.token(["memory:ns:a:A:m:_:h:_:u:_:t:_"]) is None
+    assert await dead_cache.tokens([["memory:ns:a"], ["memory:ns:b"]]) == [None, None]
     assert await dead_cache.get("memory:query:layers:x") is None
     assert await dead_cache.set("memory:query:layers:x", b"v", 60) is None
 

@@ -17,6 +17,9 @@ class InMemoryQueryCache:
         joined = "|".join(str(self.counters.get(key, 0)) for key in chain)
         return hashlib.sha256(joined.encode()).hexdigest()[:32]
 
+    async def tokens(self, chains: Sequence[Sequence[str]]) -> list[str | None]:
+        return [await self.token(chain) for chain in chains]
+
     async def get(self, key: str) -> bytes | None:
         return self.values.get(key)
 

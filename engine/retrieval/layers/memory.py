@@ -136,9 +136,16 @@ async def search_memory(
     if where is None:
         return []
     # the user's own links are read while the query is embedded, not after (hydration)
+    relations = options.relations
     ahead = (
-        asyncio.ensure_future(user_links(options.relations, where, q.scope))
-        if options.relations is not None
+        asyncio.ensure_future(
+            q.read(
+                ("user-links", id(relations), where, q.scope.mode, q.scope.hai_id),
+                lambda: user_links(relations, where, q.scope),
+                thread=False,
+            )
+        )
+        if relations is not None
         else None
     )
     try:
