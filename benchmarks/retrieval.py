@@ -218,6 +218,15 @@ def main() -> None:
         file=out,
     )
     figures["load_average"] = round(os.getloadavg()[0], 2)
+    # the machine's speed today: one short query embedded alone (1 thread), which figures
+    # of different days can be scaled by
+    bare: list[float] = []
+    for i in range(100):
+        start = time.perf_counter()
+        embedder.embed_sync([f"{QUESTIONS[i % len(QUESTIONS)]} (calibration {i})"])
+        bare.append((time.perf_counter() - start) * 1000)
+    figures["bare_query_embedding_ms"] = round(pct(bare, 50), 2)
+    print(f"one query embedded alone, 1 thread: p50 {pct(bare, 50):.2f} ms", file=out)
     with endpoints() as ends:
         for size in args.sizes:
             tag = uuid.uuid4().hex[:8]
