@@ -253,6 +253,7 @@ async def test_a_poison_request_is_answered_with_an_error(
             correlation = uuid.uuid4().hex
             future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
             client._pending[correlation] = future
+            client._listen(True)  # the reply topic is fetched only while a reply is awaited
             await producer.send_and_wait(
                 channel.topic,
                 value,
