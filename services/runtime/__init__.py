@@ -53,6 +53,7 @@ from services.runtime.providers import (
     ingest_policy,
     search_policy,
 )
+from services.runtime.threads import limit_blas_threads
 from services.settings import Settings
 from services.stream.security import kafka_options, mongo_options, redis_options, redis_url
 
@@ -302,6 +303,7 @@ async def open_runtime(
     """Connect, ensure the database schema (sequentially, before any consumer), build the
     `needs` parts, yield. `embedder` replaces the configured one (tests share one model)."""
     ends = endpoints(settings)
+    limit_blas_threads(settings.search.blas_threads)
     mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
         ends.mongo_uri,
         retryWrites=False,

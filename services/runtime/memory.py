@@ -32,6 +32,7 @@ from engine.ports import ArchivePinner, Embedder, Reranker, VectorIndex
 from engine.retrieval.vector_index import ExactVectorIndex
 from engine.upkeep.compression import RuleSummariser, Summariser
 from services.runtime import PARTS, Part, Parts, Runtime, Stores
+from services.runtime.threads import limit_blas_threads
 from services.settings import Settings
 
 
@@ -93,6 +94,7 @@ async def memory_runtime(
     "none"), the rule-based summariser and no archive pinner. The `needs` parts are built up
     front."""
     config = settings or Settings()
+    limit_blas_threads(config.search.blas_threads)
     built = stores or memory_stores()
 
     async def index(model: Embedder) -> VectorIndex:

@@ -192,6 +192,16 @@ class SearchSettings(Section):
         validation_alias="vector_cache_tenants",
         description="Tenant matrices kept by the exact vector index.",
     )
+    blas_threads: int = Field(
+        default=1,
+        ge=0,
+        le=64,
+        validation_alias="blas_threads",
+        description=(
+            "Threads of NumPy's BLAS (the exact index's cosines). 1: a second thread would spin "
+            "after every product and take a core from the handlers; 0 keeps the library's own."
+        ),
+    )
     rerank_provider: Literal["none", "cloudflare", "http"] = Field(
         default="none",
         validation_alias="rerank_provider",

@@ -135,7 +135,9 @@ async def pipeline(
     await start_at_end(stack.kafka_bootstrap, subscriptions(settings.group_prefix, ["all"]))
     async with (
         running_groups(settings, ["all"], embedder=minilm, broker_logs=False) as rt,
-        MemoryClient(stack.kafka_bootstrap, timeout=15) as client,
+        MemoryClient(
+            stack.kafka_bootstrap, timeout=15, group_prefix=settings.group_prefix
+        ) as client,
     ):
         yield rt, client
         await rt.mongo.drop_database(settings.mongo.db)
@@ -159,7 +161,7 @@ async def test_llm_facts_entities_and_relations_are_recalled_from_another_thread
 ) -> None:
     rt, client = pipeline
     scope = {"agentWallet": "0xGraph", "userAddress": "gina"}
-    await client.record_turn(
+    turn = await client.record_turn(
         {
             **scope,
             "threadId": "pets",
@@ -167,19 +169,17 @@ async def test_llm_facts_entities_and_relations_are_recalled_from_another_thread
             "assistantMessage": "Juniper sounds lovely!",
         }
     )
-    await _stored(rt, client, "extraction")
-    deadline = time.monotonic() + 30
-    while True:
-        reply = await client.context(
-            "Tell me about my dog Juniper", {**scope, "threadId": "work"}, layers=["graph"]
-        )
-        if "PET_OF" in (reply.prompt or "") or time.monotonic() > deadline:
-            break
-        await asyncio.sleep(0.2)
+    # the facts stored, their vectors filled and the query cache told: no polling needed
+    await client.wait_processed(turn.turn_id, ["facts"], timeout=60)
+    db = rt.mongo[rt.settings.mongo.db]
+    stored = await db["memory"].count_documents({"userAddress": "gina", "source": "fact"})
+    assert stored == 2, f"extraction calls {_Chat.calls}: {stored} facts stored"
+    reply = await client.context(
+        "Tell me about my dog Juniper", {**scope, "threadId": "work"}, layers=["graph"]
+    )
     assert reply.prompt is not None
     assert "The user has a greyhound named Juniper." in reply.prompt
     assert "Juniper PET_OF the user" in reply.prompt  # hydrated neighbourhood
-    db = rt.mongo[rt.settings.mongo.db]
     assert await db["memory"].count_documents({"userAddress": "gina", "source": "fact"}) == 2
     assert await db["memory"].count_documents({"userAddress": "gina", "source": "entity"}) == 2
     assert await db["relations"].count_documents({"userAddress": "gina"}) == 2

@@ -63,6 +63,7 @@ VARIABLES: dict[str, str] = {
     "MMR_LAMBDA": "0.53",
     "VECTOR_SEARCH": "atlas",
     "VECTOR_CACHE_TENANTS": "259",
+    "BLAS_THREADS": "3",
     "RERANK_PROVIDER": "http",
     "RERANK_URL": "http://probe-rerank/",
     "RERANK_MODEL": "probe-rerank-model",
