@@ -12,7 +12,9 @@ texts) in MongoDB, plus a few turns of working/scene memory. Then, all six layer
   new query each time (query cache miss; the embedding cache is cold as well) and repeated
   (cache hit);
 * over Kafka: the same through `MemoryClient.context` with the search and invalidation
-  groups running in a separate process.
+  groups running in a separate process;
+* in-process, right after a write (last): a turn of the tenant recorded and the query cache
+  told before each request (`--after-writes`, 20 requests), as in a live conversation.
 
 Figures in milliseconds (p50/p95/p99). Set MNEMOSTREAM_KAFKA_BOOTSTRAP, MNEMOSTREAM_MONGO_URI
 and MNEMOSTREAM_REDIS_URL to use your own servers.
@@ -37,6 +39,7 @@ from benchmarks.pipeline import endpoints, groups_process, line, pct
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.adapters.mongo import MongoMemoryStore
 from engine.records import MemoryRow, ScopeFields
+from engine.retrieval.search import invalidate
 from schemas.inputs import context_request, turn_recorded
 from services.endpoints import Endpoints
 from services.runtime import open_runtime
@@ -172,6 +175,37 @@ async def in_process(
     return misses, hits
 
 
+async def after_writes(
+    settings: Settings, agent: str, requests: int, embedder: LocalMiniLMEmbedder
+) -> list[float]:
+    """pre_turn right after a turn of the same tenant was recorded (and the query cache told,
+    as the invalidation group does): what a live conversation sees on every turn. The
+    write changes the tenant's namespace token, so the exact index reloads its matrix."""
+    times: list[float] = []
+    scope = {"agentWallet": agent, "userAddress": "user", "threadId": "live"}
+    async with open_runtime(settings, embedder) as rt:
+        for i in range(requests):
+            turn = turn_recorded(
+                {
+                    **scope,
+                    "userMessage": base_fact(i),
+                    "assistantMessage": "Noted.",
+                }
+            )
+            await rt.recorder.record(turn)
+            await invalidate(rt.cache, turn.scope, rt.search_policy)
+            request = context_request({**scope, "query": f"{QUESTIONS[i % len(QUESTIONS)]} ({i})"})
+            start = time.perf_counter()
+            reply = await rt.search.context(request, int(time.time() * 1000))
+            times.append((time.perf_counter() - start) * 1000)
+            assert not reply.cached
+    return times
+
+
+def base_fact(i: int) -> str:
+    return f"{SUBJECTS[i % len(SUBJECTS)]} {VERBS[i % len(VERBS)]} {OBJECTS[i % len(OBJECTS)]}."
+
+
 async def over_kafka(ends: Endpoints, agent: str, requests: int) -> tuple[list[float], list[float]]:
     misses: list[float] = []
     hits: list[float] = []
@@ -194,6 +228,12 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    parser.add_argument(
+        "--after-writes",
+        type=int,
+        default=20,
+        help="requests each right after a write to the tenant (0: none)",
+    )
     args = parser.parse_args()
     out = sys.stderr if args.json else sys.stdout
     sizes: dict[str, dict[str, dict[str, float]]] = {}
@@ -202,7 +242,7 @@ def main() -> None:
     def report(size: int, where: str, kind: str, values: list[float]) -> None:
         print(line(f"{size:>6} memories, {where}, cache {kind}", values), file=out)
         cell = sizes.setdefault(str(size), {})
-        cell[f"{where.replace(' ', '_')}_{kind}"] = {
+        cell[f"{where.replace(' ', '_')}_{kind.replace(' ', '_')}"] = {
             "p50": round(pct(values, 50), 2),
             "p95": round(pct(values, 95), 2),
             "p99": round(pct(values, 99), 2),
@@ -251,6 +291,11 @@ def main() -> None:
                 misses, hits = asyncio.run(over_kafka(ends, agent, args.requests))
             report(size, "over Kafka", "miss", misses)
             report(size, "over Kafka", "hit", hits)
+            if args.after_writes > 0:
+                written = asyncio.run(
+                    after_writes(settings, agent, min(args.requests, args.after_writes), serving)
+                )
+                report(size, "in-process", "miss after a write", written)
     if args.json:
         print(json.dumps(figures))
 

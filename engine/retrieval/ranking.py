@@ -135,61 +135,79 @@ def text_similarity(a: Hit, b: Hit) -> float:
     return jaccard(_words(a.text), _words(b.text))
 
 
-def _pairwise(
-    hits: Sequence[Hit],
-    similarity: Similarity | None,
-    vectors: Mapping[str, npt.ArrayLike] | None,
-) -> FloatArray:
-    """The n×n similarity matrix used by MMR: cosines of the hits that have a vector in one
-    matrix product, the given (or text) similarity for every pair missing one."""
-    n = len(hits)
-    matrix = np.zeros((n, n), dtype=np.float64)
-    has_vector = np.zeros(n, dtype=bool)
-    if vectors is not None:
-        rows = [
-            (i, np.asarray(vectors[hit.id], dtype=np.float64).ravel())
-            for i, hit in enumerate(hits)
-            if hit.id in vectors
-        ]
-        dims = {v.shape[0] for _, v in rows}
-        if rows and len(dims) == 1:
-            index = np.array([i for i, _ in rows])
-            unit = np.stack([v for _, v in rows])
-            norms = np.linalg.norm(unit, axis=1, keepdims=True)
-            unit = np.divide(unit, norms, out=unit.copy(), where=norms > 0)
-            matrix[np.ix_(index, index)] = unit @ unit.T
-            has_vector[index] = True
-    if not has_vector.all():
-        words = [_words(h.text) for h in hits] if similarity is None else []
-        for i in range(n):
-            for j in range(i + 1, n):
-                if has_vector[i] and has_vector[j]:
-                    continue
-                if similarity is not None:
-                    sim = similarity(hits[i], hits[j])
-                else:
-                    sim = jaccard(words[i], words[j])
-                matrix[i, j] = matrix[j, i] = sim
-    np.fill_diagonal(matrix, 0.0)
-    return matrix
+class _Similarities:
+    """Rows of MMR's n×n similarity matrix, each computed when first asked for: greedy MMR
+    reads only the rows of the hits it picks, so a layer that keeps 5 of 100 candidates
+    compares 5·100 pairs, not 100²/2. Cosine when both hits have a vector (the vectors are
+    normalised once), else the given similarity, else `text_similarity`; 0 on the diagonal."""
+
+    def __init__(
+        self,
+        hits: Sequence[Hit],
+        similarity: Similarity | None,
+        vectors: Mapping[str, npt.ArrayLike] | None,
+    ) -> None:
+        self._hits = hits
+        self._similarity = similarity
+        n = len(hits)
+        self._position = np.full(n, -1, dtype=np.int64)  # row of `_unit`, or -1: no vector
+        self._unit = np.zeros((0, 0), dtype=np.float64)
+        if vectors is not None:
+            held = [i for i, hit in enumerate(hits) if hit.id in vectors]
+            if held:
+                rows = [np.asarray(vectors[hits[i].id], dtype=np.float64).ravel() for i in held]
+                if len({v.shape[0] for v in rows}) == 1:
+                    unit = np.stack(rows)
+                    norms = np.linalg.norm(unit, axis=1, keepdims=True)
+                    self._unit = np.divide(unit, norms, out=unit, where=norms > 0)
+                    self._position[held] = np.arange(len(held))
+        self._vectorless = np.flatnonzero(self._position < 0)
+        self._words: list[frozenset[str]] | None = None
+
+    def _text(self, i: int, j: int) -> float:
+        if self._similarity is not None:
+            return self._similarity(self._hits[i], self._hits[j])
+        if self._words is None:
+            self._words = [_words(h.text) for h in self._hits]
+        return jaccard(self._words[i], self._words[j])
+
+    def row(self, i: int) -> FloatArray:
+        n = len(self._hits)
+        row = np.zeros(n, dtype=np.float64)
+        own = int(self._position[i])
+        if own >= 0:
+            with_vector = np.flatnonzero(self._position >= 0)
+            row[with_vector] = self._unit @ self._unit[own]
+            others: Sequence[int] = self._vectorless.tolist()
+        else:
+            others = range(n)
+        for j in others:
+            if j != i:
+                row[j] = self._text(i, j)
+        row[i] = 0.0
+        return row
 
 
-def _greedy(relevance: FloatArray, sim: FloatArray, lam: float) -> tuple[list[int], list[float]]:
-    """Classic greedy MMR: pick order and each pick's MMR value at the time it was picked.
-    Ties go to the lower index (the better-scored hit)."""
+def _greedy(
+    relevance: FloatArray, sims: _Similarities, lam: float, steps: int
+) -> tuple[list[int], list[float]]:
+    """Classic greedy MMR: the first `steps` picks and each pick's MMR value at the time it
+    was picked. Ties go to the lower index (the better-scored hit)."""
     n = len(relevance)
     taken = np.zeros(n, dtype=bool)
     penalty = np.zeros(n, dtype=np.float64)
     order: list[int] = []
     values: list[float] = []
-    for step in range(n):
+    for step in range(min(n, steps)):
         value = lam * relevance - (1.0 - lam) * penalty
         value[taken] = -np.inf
         best = int(np.argmax(value))  # the first of equal values: the better-scored hit
         order.append(best)
         values.append(float(value[best]))
         taken[best] = True
-        penalty = sim[best].copy() if step == 0 else np.maximum(penalty, sim[best])
+        if len(order) < steps:
+            sim = sims.row(best)
+            penalty = sim if step == 0 else np.maximum(penalty, sim)
     return order, values
 
 
@@ -240,7 +258,11 @@ def mmr(
         relevance = (raw - lo) / spread if spread > 0 else np.ones_like(raw)
         base, span = (lo, spread) if spread > 0 else (0.0, max(hi, 0.0))
 
-    order, values = _greedy(relevance[: len(head)], _pairwise(head, similarity, vectors), lam)
+    # with `keep`, only the first `keep` picks are returned: the greedy stops there
+    steps = len(head) if keep is None else max(keep, 0)
+    order, values = _greedy(
+        relevance[: len(head)], _Similarities(head, similarity, vectors), lam, steps
+    )
     # After the head, the tail keeps its own relevance (no diversity penalty).
     unit_scores = [max(0.0, v) / max(lam, 1e-9) for v in values]
     unit_scores += [float(r) for r in relevance[len(head) :]]

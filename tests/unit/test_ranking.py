@@ -273,3 +273,31 @@ def test_mmr_keep_is_the_head_of_the_full_order(scores: list[float], keep: int, 
     `keep` of the full MMR order, scores included."""
     hits = [hit(f"h{i}", s, text=f"text {i % 4} words {i}") for i, s in enumerate(scores)]
     assert mmr(hits, lam, keep=keep) == mmr(hits, lam)[:keep]
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(0.0, 1.0),
+            texts,
+            st.none() | st.tuples(st.floats(-1, 1), st.floats(-1, 1), st.floats(-1, 1)),
+        ),
+        min_size=0,
+        max_size=20,
+    ),
+    st.integers(0, 25),
+    st.sampled_from([0.0, 0.3, 0.7]),
+)
+def test_mmr_keep_stops_early_with_vectors_and_vectorless_hits_alike(
+    items: list[tuple[float, str, tuple[float, float, float] | None]], keep: int, lam: float
+) -> None:
+    """The greedy stops after `keep` picks and reads only the picked hits' similarities
+    (cosine between two vectors, words otherwise, as a pending row without its vector):
+    the same picks and scores as the full order's head."""
+    hits = [hit(f"h{i}", score, text) for i, (score, text, _) in enumerate(items)]
+    vectors = {
+        f"h{i}": np.array(vector, dtype=np.float32)
+        for i, (_, _, vector) in enumerate(items)
+        if vector is not None
+    }
+    assert mmr(hits, lam, vectors=vectors, keep=keep) == mmr(hits, lam, vectors=vectors)[:keep]
