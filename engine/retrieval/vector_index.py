@@ -35,6 +35,8 @@ class _Matrix:
     """Rows without a vector yet (zero rows of `matrix`)."""
     postings: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)
     """Content term → rows holding it: lexical candidates without scanning every text."""
+    row_terms: list[frozenset[str]] = field(default_factory=list)
+    """Each row's distinct content terms (a reload reuses them for the unchanged rows)."""
     outdated: dict[str, int] = field(default_factory=dict)
     """Turn rows whose stated fact was replaced, and since when (`outdated_turns`)."""
     masks: dict[tuple[str, ...], npt.NDArray[np.bool_]] = field(default_factory=dict)
@@ -87,9 +89,26 @@ class ExactVectorIndex:
         for i, row in enumerate(rows):
             if not row.pending:
                 matrix[i] = row.embedding
+        # after a write most rows are as they were: their terms are not tokenised again
+        known = (
+            {
+                r.vector_id: (r.content, t)
+                for r, t in zip(cached.rows, cached.row_terms, strict=True)
+            }
+            if cached is not None
+            else {}
+        )
+        row_terms: list[frozenset[str]] = []
         postings: dict[str, list[int]] = {}
         for i, row in enumerate(rows):
-            for term in set(all_terms(row.content)):
+            before = known.get(row.vector_id)
+            terms = (
+                before[1]
+                if before is not None and before[0] == row.content
+                else frozenset(all_terms(row.content))
+            )
+            row_terms.append(terms)
+            for term in terms:
                 postings.setdefault(term, []).append(i)
         entry = _Matrix(
             version,
@@ -99,6 +118,7 @@ class ExactVectorIndex:
             np.array([r.valid_at(None) for r in rows], dtype=np.bool_),
             np.array([r.pending for r in rows], dtype=np.bool_),
             postings={t: np.array(ix, dtype=np.int64) for t, ix in postings.items()},
+            row_terms=row_terms,
             outdated=outdated_turns(rows),
         )
         if version is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -167,6 +167,18 @@ def memory_row(
         metadata=metadata or {},
         decay_score=0.75,
         access_count=2,
+    )
+
+
+def row_view(r: MemoryRow) -> tuple[Any, ...]:
+    return (
+        r.vector_id,
+        r.content,
+        r.embedding.tolist(),
+        sorted(r.metadata.items()),
+        r.access_count,
+        r.invalid_at,
+        r.superseded_by,
     )
 
 
@@ -523,6 +535,28 @@ async def test_embeddings_round_trip_and_keep_their_dimension(stores: Stores, di
     assert row.embedding.shape == (dim,)
     assert row.embedding.dtype == np.float32
     assert np.allclose(row.embedding, original.embedding)
+
+
+async def test_every_read_sees_the_rows_as_they_are_now(stores: Stores) -> None:
+    # the MongoDB store keeps rows decoded by their documents' bytes (a reload of the exact
+    # index after a write decodes only what changed): a changed row must never read as before
+    pending = replace(memory_row("v-pending", seed=3), embedding=np.zeros(0, dtype=np.float32))
+    await stores.memory.insert_many_if_absent([memory_row("v-fact", seed=1), pending])
+    first = {r.vector_id: r for r in await stores.memory.active_rows(where())}
+    assert first["v-pending"].pending
+    await stores.memory.fill_embeddings("test-model-16", {"v-pending": unit(16, 4)})
+    await stores.memory.set_validity("v-fact", T0 + DAY, "v-newer")
+    await stores.memory.bump_access(["v-pending"], T0 + DAY)
+    again = {
+        r.vector_id: r for r in await stores.memory.active_rows(where(), include_superseded=True)
+    }
+    assert not again["v-pending"].pending
+    assert np.allclose(again["v-pending"].embedding, unit(16, 4))
+    assert again["v-pending"].access_count == first["v-pending"].access_count + 1
+    assert (again["v-fact"].invalid_at, again["v-fact"].superseded_by) == (T0 + DAY, "v-newer")
+    assert again["v-fact"].status == "superseded"
+    third = await stores.memory.active_rows(where(), include_superseded=True)
+    assert sorted(map(row_view, third)) == sorted(map(row_view, again.values()))
 
 
 async def test_rows_of_different_dimensions_coexist(stores: Stores) -> None:

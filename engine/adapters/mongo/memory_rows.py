@@ -8,10 +8,13 @@ Every other writer of an embedding (`items.patch_update`) sets `embeddingDim` wi
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+from bson import decode
 from pymongo import UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
@@ -57,9 +60,18 @@ def _embedding_of(doc: Mapping[str, Any]) -> Vector:
     return np.zeros(0, dtype=np.float32) if value is None else unvector(value)
 
 
+DECODED_ROWS = 50_000
+"""Rows kept decoded by the bytes of their stored document (`MongoMemoryStore._rows`)."""
+
+
 class MongoMemoryStore:
-    def __init__(self, db: AsyncDatabase[Doc]) -> None:
+    def __init__(self, db: AsyncDatabase[Doc], *, decoded_rows: int = DECODED_ROWS) -> None:
         self._col: AsyncCollection[Doc] = db[MEMORY]
+        # Reads come back as raw batches; a document whose bytes were seen before gives the
+        # row decoded then. The exact index reads the tenant's every row after each write to
+        # it: most are unchanged, and decoding them was most of a reload's client time.
+        self._decoded: OrderedDict[bytes, MemoryRow] = OrderedDict()
+        self._max_decoded = decoded_rows
 
     @staticmethod
     def document(row: MemoryRow) -> Doc:
@@ -236,8 +248,29 @@ class MongoMemoryStore:
         )
 
     async def _rows(self, query: Doc) -> list[MemoryRow]:
+        rows: list[MemoryRow] = []
         try:
-            docs = await self._col.find(query).to_list(length=None)
+            async for batch in self._col.find_raw_batches(query):
+                view, at = memoryview(cast(bytes, batch)), 0
+                while at < len(view):  # each document starts with its int32 length
+                    size = int.from_bytes(view[at : at + 4], "little")
+                    rows.append(self._row(view[at : at + size]))
+                    at += size
         except PyMongoError as exc:
             raise DependencyFailed(f"memory read failed: {exc}") from exc
-        return [row_of(d) for d in docs]
+        return rows
+
+    def _row(self, raw: bytes | memoryview) -> MemoryRow:
+        """The row of a document's bytes: decoded once while the same bytes are read again
+        (rows are frozen; a changed document has other bytes, hence a new row)."""
+        if self._max_decoded <= 0:
+            return row_of(decode(raw, self._col.codec_options))
+        key = hashlib.blake2b(raw, digest_size=20).digest()
+        row = self._decoded.get(key)
+        if row is not None:
+            self._decoded.move_to_end(key)
+            return row
+        row = self._decoded[key] = row_of(decode(raw, self._col.codec_options))
+        if len(self._decoded) > self._max_decoded:
+            self._decoded.popitem(last=False)
+        return row
