@@ -183,15 +183,10 @@ async def after_writes(
     write changes the tenant's namespace token, so the exact index reloads its matrix."""
     times: list[float] = []
     scope = {"agentWallet": agent, "userAddress": "user", "threadId": "live"}
+    said = sentences(requests, seed=requests + 1)
     async with open_runtime(settings, embedder) as rt:
         for i in range(requests):
-            turn = turn_recorded(
-                {
-                    **scope,
-                    "userMessage": base_fact(i),
-                    "assistantMessage": "Noted.",
-                }
-            )
+            turn = turn_recorded({**scope, "userMessage": said[i], "assistantMessage": "Noted."})
             await rt.recorder.record(turn)
             await invalidate(rt.cache, turn.scope, rt.search_policy)
             request = context_request({**scope, "query": f"{QUESTIONS[i % len(QUESTIONS)]} ({i})"})
@@ -200,10 +195,6 @@ async def after_writes(
             times.append((time.perf_counter() - start) * 1000)
             assert not reply.cached
     return times
-
-
-def base_fact(i: int) -> str:
-    return f"{SUBJECTS[i % len(SUBJECTS)]} {VERBS[i % len(VERBS)]} {OBJECTS[i % len(OBJECTS)]}."
 
 
 async def over_kafka(ends: Endpoints, agent: str, requests: int) -> tuple[list[float], list[float]]:

@@ -161,6 +161,7 @@ class _Similarities:
                     norms = np.linalg.norm(unit, axis=1, keepdims=True)
                     self._unit = np.divide(unit, norms, out=unit, where=norms > 0)
                     self._position[held] = np.arange(len(held))
+        self._with_vector = np.flatnonzero(self._position >= 0)
         self._vectorless = np.flatnonzero(self._position < 0)
         self._words: list[frozenset[str]] | None = None
 
@@ -176,8 +177,7 @@ class _Similarities:
         row = np.zeros(n, dtype=np.float64)
         own = int(self._position[i])
         if own >= 0:
-            with_vector = np.flatnonzero(self._position >= 0)
-            row[with_vector] = self._unit @ self._unit[own]
+            row[self._with_vector] = self._unit @ self._unit[own]
             others: Sequence[int] = self._vectorless.tolist()
         else:
             others = range(n)

@@ -180,7 +180,6 @@ async def test_llm_facts_entities_and_relations_are_recalled_from_another_thread
     assert reply.prompt is not None
     assert "The user has a greyhound named Juniper." in reply.prompt
     assert "Juniper PET_OF the user" in reply.prompt  # hydrated neighbourhood
-    assert await db["memory"].count_documents({"userAddress": "gina", "source": "fact"}) == 2
     assert await db["memory"].count_documents({"userAddress": "gina", "source": "entity"}) == 2
     assert await db["relations"].count_documents({"userAddress": "gina"}) == 2
     fact = await db["memory"].find_one({"userAddress": "gina", "metadata.slot": "residence"})

@@ -373,22 +373,6 @@ async def test_a_rare_query_word_makes_its_row_a_candidate_over_common_ones(
     assert len(ids) <= 10  # k by cosine, plus at most k lexical
 
 
-class _Rows:
-    """A store whose rows the test replaces wholesale (an edited text keeps its vector id)."""
-
-    def __init__(self, rows: list[MemoryRow]) -> None:
-        self.rows = rows
-
-    async def active_rows(
-        self,
-        where: TenantFilter,
-        *,
-        sources: Sequence[str] | None = None,
-        include_superseded: bool = False,
-    ) -> list[MemoryRow]:
-        return list(self.rows)
-
-
 async def test_a_reload_tokenises_an_edited_text_again(rng: np.random.Generator) -> None:
     # a reload reuses the terms of each row whose text is unchanged; an edited one (same
     # vector id) must be found by its new words only (the cosine top 1 is always r0)
@@ -406,8 +390,8 @@ async def test_a_reload_tokenises_an_edited_text_again(rng: np.random.Generator)
         )
         for i, text in enumerate(["alpha", "bravo", "the pottery class"])
     ]
-    store = _Rows(rows)
-    index = ExactVectorIndex(store)  # type: ignore[arg-type]
+    store = await store_of(rows)
+    index = ExactVectorIndex(store)
 
     async def holders(word: str, version: str) -> set[str]:
         found = await index.search(
@@ -416,7 +400,7 @@ async def test_a_reload_tokenises_an_edited_text_again(rng: np.random.Generator)
         return {r.vector_id for r, _ in found if word in r.content}
 
     assert await holders("pottery", "v1") == {"r2"}
-    store.rows = [*rows[:2], replace(rows[2], content="the violin lesson")]
+    store.put(replace(rows[2], content="the violin lesson"))
     assert await holders("violin", "v2") == {"r2"}
     assert await holders("pottery", "v3") == set()
     assert index.loads == 3

@@ -65,13 +65,12 @@ DECODED_ROWS = 50_000
 
 
 class MongoMemoryStore:
-    def __init__(self, db: AsyncDatabase[Doc], *, decoded_rows: int = DECODED_ROWS) -> None:
+    def __init__(self, db: AsyncDatabase[Doc]) -> None:
         self._col: AsyncCollection[Doc] = db[MEMORY]
         # Reads come back as raw batches; a document whose bytes were seen before gives the
         # row decoded then. The exact index reads the tenant's every row after each write to
         # it: most are unchanged, and decoding them was most of a reload's client time.
         self._decoded: OrderedDict[bytes, MemoryRow] = OrderedDict()
-        self._max_decoded = decoded_rows
 
     @staticmethod
     def document(row: MemoryRow) -> Doc:
@@ -263,14 +262,12 @@ class MongoMemoryStore:
     def _row(self, raw: bytes | memoryview) -> MemoryRow:
         """The row of a document's bytes: decoded once while the same bytes are read again
         (rows are frozen; a changed document has other bytes, hence a new row)."""
-        if self._max_decoded <= 0:
-            return row_of(decode(raw, self._col.codec_options))
         key = hashlib.blake2b(raw, digest_size=20).digest()
         row = self._decoded.get(key)
         if row is not None:
             self._decoded.move_to_end(key)
             return row
         row = self._decoded[key] = row_of(decode(raw, self._col.codec_options))
-        if len(self._decoded) > self._max_decoded:
+        if len(self._decoded) > DECODED_ROWS:
             self._decoded.popitem(last=False)
         return row
