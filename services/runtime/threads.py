@@ -3,7 +3,7 @@
 NumPy's BLAS (OpenBLAS in the wheels) splits a matrix-vector product of the exact vector index
 over every core, then keeps its helper threads spinning for a while after each product in case
 another follows. In a service whose concurrency comes from asyncio and from more processes, that
-spin takes a core from the handlers: measured on 2 cores, the search process used 118% CPU at
+spin takes a core from the handlers: profiled on 2 cores, the search process used 118% CPU at
 10k memories (one helper thread at ~64%), and the over-Kafka cache-miss p95 of pre_turn was
 42–46 ms with the library's own pool against 24–31 ms with one thread (docs/benchmarks.md,
 retrieval).
