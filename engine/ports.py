@@ -135,6 +135,18 @@ class MemoryStore(Protocol):
         `include_superseded` adds the replaced ones (for `as_of` reads)."""
         ...
 
+    async def changed_rows(self, where: TenantFilter, since: int) -> list[MemoryRow]:
+        """Every row the filter admits whose stored form was written at or after `since`
+        (ms, the writer's clock), soft-deleted and replaced rows included: what a reader
+        that loaded the tenant before `since` applies to catch up. A hard-deleted row is
+        gone, not here: its removal moves `epoch` first."""
+        ...
+
+    async def epoch(self, agent_wallet: str) -> int:
+        """How often rows of the agent were hard-deleted (item hard delete, cleanup purge,
+        erasure), moved before the rows go: state loaded under an older epoch is reloaded."""
+        ...
+
     async def slot_rows(self, where: TenantFilter, slot: str) -> list[MemoryRow]:
         """Every non-deleted fact of the tenant that sets `slot` (current and replaced)."""
         ...
@@ -357,7 +369,8 @@ class VectorIndex(Protocol):
         """Up to `k` (row, cosine) pairs, best first, of active rows embedded by `model`
         that pass `filters` (applied before the top-k, never after). `version` identifies
         the tenant's data (its namespace token): an index may reuse what it loaded for the
-        same version; None means "do not reuse". `as_of` (ms) searches the rows valid then
+        same version and must catch up with the store when it changed; None means "the
+        version is unknown" (check the store). `as_of` (ms) searches the rows valid then
         (facts replaced later included) instead of the current ones. `terms` (content terms
         of the query) let an index add rows that hold them to the cosine candidates. The
         cosine is None for a pending row of `model` (`MemoryRow.pending`) that its terms

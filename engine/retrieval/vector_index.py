@@ -1,132 +1,136 @@
-"""Exact cosine search over a tenant's rows, with the tenant's matrix kept in a bounded
-in-process LRU keyed by the tenant's namespace token (a write bumps the token, so the next
-search reloads). Exact within a scope beats ANN recall and stays fast at 10k rows.
+"""Exact cosine search over a tenant's rows, with each tenant's state (`TenantRows`) kept in
+process and following the store (issue 28): a write bumps the tenant's namespace token, and
+the next search reads back only the rows written since its last read (`MemoryStore.
+changed_rows`, from a time a margin earlier than that read began, for writes in flight) and
+applies them in place. The state is loaded whole only the first time, after eviction, and
+when the agent's epoch moved (a hard delete, an erasure or a cleanup purge removed rows that
+no read-back can show). The states are bounded by their estimated bytes, least recently used
+evicted first. Exact within a scope beats ANN recall and stays fast at 10k rows.
 
 Pending rows of the model (`MemoryRow.pending`: stored before the embedding stage computed
-their vector) are loaded too, as zero rows of the matrix: they are never cosine candidates,
-but the query's terms find them through the postings, and they come back with cosine None so
-the caller judges them by their text alone."""
+their vector) are held too, as zero rows of the matrix: never cosine candidates, but the
+query's terms find them through the postings, and they come back with cosine None so the
+caller judges them by their text alone.
+
+Ties (equal scores) are broken by row id, so a state kept up to date by deltas answers
+exactly as one loaded anew (tests/unit/test_index_deltas.py)."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
 
 from engine.filters import NO_FILTERS, Filters, matches
 from engine.ports import MemoryStore, Vector
-from engine.records import MemoryRow, outdated_turns
-from engine.retrieval.lexical import all_terms
+from engine.records import MemoryRow
+from engine.retrieval.tenant_rows import TenantRows
 from engine.scoping import TenantFilter
 
+DEFAULT_MAX_BYTES = 1 << 30
+"""The states' budget by default (1 GiB: about 300k rows of 384 dimensions with their text)."""
+DEFAULT_MARGIN_MS = 30_000
+"""How far before its last read a delta reads back: longer than any write takes between the
+writer reading its clock and the write becoming visible, plus the clock skew between writer
+and search hosts."""
 
-@dataclass(frozen=True, slots=True)
-class _Matrix:
+_Key = tuple[TenantFilter, str, int]
+
+
+@dataclass(slots=True)
+class _State:
+    rows: TenantRows
     version: str | None
-    rows: list[MemoryRow]
-    matrix: npt.NDArray[np.float32]
-    sources: npt.NDArray[np.str_]
-    current: npt.NDArray[np.bool_]
-    """Rows visible without `as_of` (not replaced)."""
-    pending: npt.NDArray[np.bool_]
-    """Rows without a vector yet (zero rows of `matrix`)."""
-    postings: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)
-    """Content term → rows holding it: lexical candidates without scanning every text."""
-    row_terms: list[frozenset[str]] = field(default_factory=list)
-    """Each row's distinct content terms (a reload reuses them for the unchanged rows)."""
-    outdated: dict[str, int] = field(default_factory=dict)
-    """Turn rows whose stated fact was replaced, and since when (`outdated_turns`)."""
-    masks: dict[tuple[str, ...], npt.NDArray[np.bool_]] = field(default_factory=dict)
-    last: list[tuple[bytes, npt.NDArray[np.float32]]] = field(default_factory=list)
-    """The newest query's cosines against `matrix` (at most one): the graph and vectors
-    layers of one request scan the same matrix with the same query."""
-
-    def cosines(self, query: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-        """`matrix @ query`, computed once per distinct query (read-only result)."""
-        key = query.tobytes()
-        if self.last and self.last[0][0] == key:
-            return self.last[0][1]
-        scores = self.matrix @ query
-        scores.setflags(write=False)
-        self.last[:] = [(key, scores)]
-        return scores
-
-    def source_mask(self, sources: Sequence[str]) -> npt.NDArray[np.bool_]:
-        """Rows of the given sources (memoised: the same few source sets recur)."""
-        key = tuple(sorted(sources))
-        mask = self.masks.get(key)
-        if mask is None:
-            mask = self.masks[key] = np.isin(self.sources, list(key))
-        return mask
+    epoch: int
+    since: int
+    """Rows written at or after this time (ms) are read back by the next delta."""
 
 
 class ExactVectorIndex:
-    def __init__(self, memory: MemoryStore, *, max_tenants: int = 256) -> None:
+    def __init__(
+        self,
+        memory: MemoryStore,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        margin_ms: int = DEFAULT_MARGIN_MS,
+    ) -> None:
         self._memory = memory
-        self._max = max_tenants
-        self._lru: OrderedDict[tuple[TenantFilter, str, int], _Matrix] = OrderedDict()
+        self._max_bytes = max_bytes
+        self._margin = margin_ms
+        self._states: OrderedDict[_Key, _State] = OrderedDict()
+        self._locks: dict[_Key, asyncio.Lock] = {}
         self.loads = 0
-        """How many times rows were read from the store (observability and tests)."""
+        """Full loads: every row of a tenant read from the store."""
+        self.deltas = 0
+        """Deltas: the rows written since the last read, read back and applied."""
+        self.delta_rows = 0
+        """Rows the deltas read back."""
+        self.evictions = 0
 
-    async def _matrix(
+    @property
+    def nbytes(self) -> int:
+        """The held states' estimated size (bounded by `max_bytes`)."""
+        return sum(s.rows.nbytes for s in self._states.values())
+
+    @property
+    def tenants(self) -> int:
+        return len(self._states)
+
+    def clear(self) -> None:
+        """Drop every state (a process that takes over other partitions starts anew)."""
+        self._states.clear()
+
+    async def _rows(
         self, where: TenantFilter, model: str, dim: int, version: str | None
-    ) -> _Matrix:
+    ) -> TenantRows:
         key = (where, model, dim)
-        cached = self._lru.get(key)
-        if cached is not None and version is not None and cached.version == version:
-            self._lru.move_to_end(key)
-            return cached
-        self.loads += 1
-        rows = [
-            row
-            for row in await self._memory.active_rows(where, include_superseded=True)
-            if row.embedding_model == model and (row.pending or row.embedding_dim == dim)
-        ]
-        matrix = np.zeros((len(rows), dim), dtype=np.float32)
-        for i, row in enumerate(rows):
-            if not row.pending:
-                matrix[i] = row.embedding
-        # after a write most rows are as they were: their terms are not tokenised again
-        known = (
-            {
-                r.vector_id: (r.content, t)
-                for r, t in zip(cached.rows, cached.row_terms, strict=True)
-            }
-            if cached is not None
-            else {}
-        )
-        row_terms: list[frozenset[str]] = []
-        postings: dict[str, list[int]] = {}
-        for i, row in enumerate(rows):
-            before = known.get(row.vector_id)
-            terms = (
-                before[1]
-                if before is not None and before[0] == row.content
-                else frozenset(all_terms(row.content))
-            )
-            row_terms.append(terms)
-            for term in terms:
-                postings.setdefault(term, []).append(i)
-        entry = _Matrix(
-            version,
-            rows,
-            matrix,
-            np.array([r.source for r in rows], dtype=np.str_),
-            np.array([r.valid_at(None) for r in rows], dtype=np.bool_),
-            np.array([r.pending for r in rows], dtype=np.bool_),
-            postings={t: np.array(ix, dtype=np.int64) for t, ix in postings.items()},
-            row_terms=row_terms,
-            outdated=outdated_turns(rows),
-        )
-        if version is not None:
-            self._lru[key] = entry
-            self._lru.move_to_end(key)
-            while len(self._lru) > self._max:
-                self._lru.popitem(last=False)
-        return entry
+        state = self._states.get(key)
+        if state is not None and version is not None and state.version == version:
+            self._states.move_to_end(key)
+            return state.rows
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:  # concurrent layers of one request share one read
+            state = self._states.get(key)
+            if state is not None and version is not None and state.version == version:
+                self._states.move_to_end(key)
+                return state.rows
+            began = time.time_ns() // 1_000_000
+            # the epoch before the rows: a hard delete between the two reads leaves a newer
+            # epoch for the next search to find
+            epoch = await self._memory.epoch(where.agent_wallet)
+            if state is not None and state.epoch == epoch:
+                changed = await self._memory.changed_rows(where, state.since)
+                state.rows.apply(changed)
+                self.deltas += 1
+                self.delta_rows += len(changed)
+            else:
+                rows = TenantRows(model, dim)
+                rows.apply(await self._memory.active_rows(where, include_superseded=True))
+                state = _State(rows, version, epoch, began)
+                self.loads += 1
+            state.version, state.epoch, state.since = version, epoch, began - self._margin
+            self._states[key] = state
+            self._states.move_to_end(key)
+            self._evict(keep=key)
+        if not lock.locked() and key not in self._states:
+            self._locks.pop(key, None)
+        return state.rows
+
+    def _evict(self, keep: _Key) -> None:
+        total = self.nbytes
+        while total > self._max_bytes and len(self._states) > 1:
+            key, state = next(iter(self._states.items()))
+            if key == keep:
+                break
+            del self._states[key]
+            self._locks.pop(key, None)
+            total -= state.rows.nbytes
+            self.evictions += 1
 
     async def search(
         self,
@@ -145,65 +149,92 @@ class ExactVectorIndex:
         document frequency over the tenant's rows (`_lexical_top`; pending rows returned
         with cosine None), so a row the words find is a candidate even when its cosine is
         not top-k: the hybrid's lexical half ranks the whole tenant, not the cosine pool."""
-        entry = await self._matrix(where, model, int(query.shape[0]), version)
-        if k <= 0 or not entry.rows:
+        state = await self._rows(where, model, int(query.shape[0]), version)
+        n = state.used
+        if k <= 0 or not state.size:
             return []
-        scores = entry.cosines(query.astype(np.float32))
-        visible = (
-            entry.current
-            if as_of is None
-            else np.array([r.valid_at(as_of) for r in entry.rows], dtype=np.bool_)
-        )
+        scores = state.cosines(query.astype(np.float32))
+        if as_of is None:
+            visible = state.current[:n]
+        else:
+            visible = np.array(
+                [r is not None and r.valid_at(as_of) for r in state.rows], dtype=np.bool_
+            )
         scores = np.where(visible, scores, -np.inf)
         if sources is not None:
-            scores = np.where(entry.source_mask(sources), scores, -np.inf)
+            scores = np.where(state.source_mask(sources), scores, -np.inf)
         if filters:
-            allowed = np.array([matches(filters, row.view()) for row in entry.rows])
+            allowed = np.array(
+                [r is not None and matches(filters, r.view()) for r in state.rows],
+                dtype=np.bool_,
+            )
             scores = np.where(allowed, scores, -np.inf)
         # a pending row has no cosine: only its terms make it a candidate
-        cosines = np.where(entry.pending, -np.inf, scores)
-        k = min(k, len(entry.rows))
-        top = np.argpartition(-cosines, k - 1)[:k]
-        top = top[np.isfinite(cosines[top])]
-        held = _lexical_top(entry, terms, scores, k)
+        cosines = np.where(state.pending[:n], -np.inf, scores)
+        top = _top(cosines, state.ids[:n], min(k, state.size))
+        held = _lexical_top(state, terms, scores, k)
         if len(held):
             top = np.union1d(top, held)
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [
-            (_marked(entry, entry.rows[i]), None if entry.pending[i] else float(scores[i]))
-            for i in top
-            if np.isfinite(scores[i])
-        ]
+        top = top[np.isfinite(scores[top])]
+        top = top[np.lexsort((state.ids[top], -scores[top]))]
+        out: list[tuple[MemoryRow, float | None]] = []
+        for i in top:
+            row = state.rows[i]
+            if row is not None:  # a dead slot is never visible
+                out.append((_marked(state, row), None if state.pending[i] else float(scores[i])))
+        return out
 
 
-def _marked(entry: _Matrix, row: MemoryRow) -> MemoryRow:
+def _top(
+    scores: npt.NDArray[np.float32], ids: npt.NDArray[np.object_], k: int
+) -> npt.NDArray[np.int64]:
+    """The (at most `k`) finite best scores; among equal scores at the cut, the smallest ids
+    (an order that does not depend on where a row sits)."""
+    if k <= 0 or not len(scores):
+        return np.array([], dtype=np.int64)
+    k = min(k, len(scores))
+    top = np.argpartition(-scores, k - 1)[:k]
+    top = top[np.isfinite(scores[top])]
+    if len(top) < k or not len(top):
+        return top.astype(np.int64)
+    cut = scores[top].min()
+    above = np.flatnonzero(scores > cut)
+    tied = np.flatnonzero(scores == cut)
+    if len(above) + len(tied) > k:
+        tied = tied[np.argsort(ids[tied], kind="stable")][: k - len(above)]
+    return np.concatenate([above, tied]).astype(np.int64)
+
+
+def _marked(state: TenantRows, row: MemoryRow) -> MemoryRow:
     """`row`, with `metadata.outdatedSince` when it is a turn whose stated fact was replaced (the
     memory layer then shows it "(until …)")."""
-    since = entry.outdated.get(row.vector_id)
+    since = state.outdated.get(row.vector_id)
     if since is None:
         return row
     return replace(row, metadata={**row.metadata, "outdatedSince": since})
 
 
 def _lexical_top(
-    entry: _Matrix, terms: Sequence[str], scores: npt.NDArray[np.float32], k: int
+    state: TenantRows, terms: Sequence[str], scores: npt.NDArray[np.float32], k: int
 ) -> npt.NDArray[np.int64]:
     """The (at most `k`) visible rows holding query terms with the highest sum of their
     terms' IDF, log(1 + (N − df + 0.5) / (df + 0.5)) over the tenant's N rows (BM25 with
     term presence for frequency): a rare word of the query outranks a common one, which a
-    cosine-first choice among every row holding any term did not. Ties: higher cosine."""
-    found = [t for t in dict.fromkeys(terms) if t in entry.postings]
-    if not found or k <= 0:
+    cosine-first choice among every row holding any term did not. Ties: higher cosine, then
+    the smaller id."""
+    if k <= 0:
         return np.array([], dtype=np.int64)
-    n = len(entry.rows)
-    weight = np.zeros(n, dtype=np.float64)
-    for term in found:
-        rows = entry.postings[term]
+    postings = [p for p in map(state.holding, dict.fromkeys(terms)) if p is not None]
+    if not postings:
+        return np.array([], dtype=np.int64)
+    n = state.size
+    weight = np.zeros(state.used, dtype=np.float64)
+    for rows in postings:
         weight[rows] += np.log1p((n - len(rows) + 0.5) / (len(rows) + 0.5))
     held = np.flatnonzero((weight > 0) & np.isfinite(scores))
     if len(held) > k:
-        # primary key IDF sum, then cosine (pending rows: 0)
+        # primary key IDF sum, then cosine (pending rows: 0), then id
         tie = np.where(np.isfinite(scores[held]), scores[held], 0.0)
-        order = np.lexsort((-tie, -weight[held]))
+        order = np.lexsort((state.ids[held], -tie, -weight[held]))
         held = held[order[:k]]
     return held.astype(np.int64)

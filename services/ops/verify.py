@@ -24,7 +24,7 @@ from services.stream.security import mongo_options
 COMPARED: Mapping[str, frozenset[str]] = {
     TRANSCRIPTS: frozenset(),
     SESSIONS: frozenset({"lastAccessedAt"}),
-    MEMORY: frozenset({"accessCount", "lastAccessedAt", "decayScore"}),
+    MEMORY: frozenset({"accessCount", "lastAccessedAt", "decayScore", "changedAt"}),
     RELATIONS: frozenset(),
     PATTERNS: frozenset(),
 }

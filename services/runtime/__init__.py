@@ -347,7 +347,11 @@ async def open_runtime(
                 log.warning("the server has no Atlas Search: using the exact vector index")
             if use_atlas:
                 return AtlasVectorIndex(db[MEMORY])
-            return ExactVectorIndex(memory, max_tenants=settings.search.vector_cache_tenants)
+            return ExactVectorIndex(
+                memory,
+                max_bytes=settings.search.state_max_mb << 20,
+                margin_ms=settings.search.state_margin_ms,
+            )
 
         stores = mongo_stores(db, memory=memory, cache=cache, vectors=vectors)
         parts = Parts(

@@ -98,7 +98,11 @@ async def memory_runtime(
     built = stores or memory_stores()
 
     async def index(model: Embedder) -> VectorIndex:
-        return ExactVectorIndex(built.memory, max_tenants=config.search.vector_cache_tenants)
+        return ExactVectorIndex(
+            built.memory,
+            max_bytes=config.search.state_max_mb << 20,
+            margin_ms=config.search.state_margin_ms,
+        )
 
     def rules() -> Extractor | None:
         if extractor is not None:

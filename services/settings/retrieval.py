@@ -186,11 +186,23 @@ class SearchSettings(Section):
             "warning."
         ),
     )
-    vector_cache_tenants: int = Field(
-        default=256,
+    state_max_mb: int = Field(
+        default=1024,
+        ge=1,
+        validation_alias="state_max_mb",
+        description=(
+            "In-process search state of the exact index, in MiB (each tenant's vectors, texts "
+            "and terms, estimated); the least recently searched tenant is evicted beyond it."
+        ),
+    )
+    state_margin_ms: int = Field(
+        default=30_000,
         ge=0,
-        validation_alias="vector_cache_tenants",
-        description="Tenant matrices kept by the exact vector index.",
+        validation_alias="state_margin_ms",
+        description=(
+            "How far before its last read the exact index reads back written rows: longer than "
+            "any write takes, plus the clock skew between writer and search hosts."
+        ),
     )
     blas_threads: int = Field(
         default=1,

@@ -12,6 +12,7 @@ import pytest
 from engine.adapters.memory import InMemoryMemoryStore
 from engine.records import MemoryRow, ScopeFields
 from engine.retrieval.lexical import all_terms
+from engine.retrieval.tenant_rows import TenantRows
 from engine.retrieval.vector_index import ExactVectorIndex
 from engine.scoping import TenantFilter
 
@@ -264,7 +265,9 @@ async def test_sources_do_not_force_a_reload(rng: np.random.Generator) -> None:
     assert {r.source for r, _ in facts} == {"fact"}
 
 
-async def test_a_new_version_reloads_and_makes_a_write_visible(rng: np.random.Generator) -> None:
+async def test_a_new_version_reads_back_the_write_without_a_reload(
+    rng: np.random.Generator,
+) -> None:
     matrix = unit_rows(rng, 30)
     store = await store_of([row(f"r{i}", v) for i, v in enumerate(matrix)])
     index = ExactVectorIndex(store)
@@ -277,12 +280,14 @@ async def test_a_new_version_reloads_and_makes_a_write_visible(rng: np.random.Ge
     assert "new" not in [r.vector_id for r, _ in stale]  # same version: the loaded matrix
     assert index.loads == 1
     fresh = await index.search(tenant(), query, model=MODEL, k=3, version="v2")
-    assert index.loads == 2
+    assert (index.loads, index.deltas) == (1, 1)  # the new row read back, not the tenant
     assert fresh[0][0].vector_id == "new"
     assert fresh[0][1] == pytest.approx(1.0, abs=1e-5)
 
 
-async def test_without_a_version_nothing_is_cached(rng: np.random.Generator) -> None:
+async def test_without_a_version_every_search_checks_the_store(
+    rng: np.random.Generator,
+) -> None:
     matrix = unit_rows(rng, 5)
     store = await store_of([row(f"r{i}", v) for i, v in enumerate(matrix)])
     index = ExactVectorIndex(store)
@@ -290,25 +295,29 @@ async def test_without_a_version_nothing_is_cached(rng: np.random.Generator) -> 
 
     await index.search(tenant(), query, model=MODEL, k=3)
     await index.search(tenant(), query, model=MODEL, k=3)
-    assert index.loads == 2
+    assert (index.loads, index.deltas) == (1, 1)
 
     await store.insert_if_absent(row("new", query))
     found = await index.search(tenant(), query, model=MODEL, k=3)
-    assert index.loads == 3
+    assert (index.loads, index.deltas) == (1, 2)
     assert found[0][0].vector_id == "new"
 
-    # and an unversioned read does not serve a later versioned one from its load
+    # a versioned read after unversioned ones checks the store too, once
     await index.search(tenant(), query, model=MODEL, k=3, version="v1")
-    assert index.loads == 4
+    await index.search(tenant(), query, model=MODEL, k=3, version="v1")
+    assert (index.loads, index.deltas) == (1, 3)
 
 
-async def test_tenants_beyond_max_tenants_are_evicted_least_recently_used_first(
+async def test_tenants_beyond_the_byte_budget_are_evicted_least_recently_used_first(
     rng: np.random.Generator,
 ) -> None:
     users = ["U1", "U2", "U3"]
     vectors = unit_rows(rng, 3)
-    store = await store_of([row(u, v, user=u) for u, v in zip(users, vectors, strict=True)])
-    index = ExactVectorIndex(store, max_tenants=2)
+    rows = [row(u, v, user=u) for u, v in zip(users, vectors, strict=True)]
+    store = await store_of(rows)
+    one = TenantRows(MODEL, DIM)
+    one.apply(rows[:1])
+    index = ExactVectorIndex(store, max_bytes=2 * one.nbytes + one.nbytes // 2)  # two fit
     query = vectors[0]
 
     async def search(user: str) -> None:
@@ -327,6 +336,8 @@ async def test_tenants_beyond_max_tenants_are_evicted_least_recently_used_first(
     assert index.loads == 4
     await search("U1")
     assert index.loads == 5
+    assert index.tenants == 2
+    assert index.nbytes <= 2 * one.nbytes + one.nbytes // 2
 
 
 # --- lexical candidates (issue 16) ------------------------------------------------------------
@@ -403,4 +414,4 @@ async def test_a_reload_tokenises_an_edited_text_again(rng: np.random.Generator)
     store.put(replace(rows[2], content="the violin lesson"))
     assert await holders("violin", "v2") == {"r2"}
     assert await holders("pottery", "v3") == set()
-    assert index.loads == 3
+    assert (index.loads, index.deltas) == (1, 2)

@@ -1,8 +1,14 @@
-"""In-memory `MemoryStore` (unit tests, the contract suite's twin)."""
+"""In-memory `MemoryStore` (unit tests, the contract suite's twin).
+
+Its rows are kept in a `StampedRows` mapping: every write through it (this store's, the item
+store's over the same rows, maintenance's `put`/`drop`) marks the row changed at the clock's
+time, and a removal moves the agent's epoch, as `changedAt` and `memory_epochs` do on MongoDB
+(`engine.adapters.mongo.changes`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -13,9 +19,37 @@ from engine.records import INACTIVE_STATUSES, MemoryRow, Vector
 from engine.scoping import TenantFilter
 
 
-class InMemoryMemoryStore:
+class StampedRows(MutableMapping[str, MemoryRow]):
+    """Rows by id, with when each was last written and a removal count per agent."""
+
     def __init__(self) -> None:
         self._rows: dict[str, MemoryRow] = {}
+        self.changed_at: dict[str, int] = {}
+        self.epochs: dict[str, int] = {}
+
+    def __getitem__(self, key: str) -> MemoryRow:
+        return self._rows[key]
+
+    def __setitem__(self, key: str, row: MemoryRow) -> None:
+        self._rows[key] = row
+        self.changed_at[key] = time.time_ns() // 1_000_000
+
+    def __delitem__(self, key: str) -> None:
+        row = self._rows.pop(key)
+        self.changed_at.pop(key, None)
+        agent = row.scope.agent_wallet
+        self.epochs[agent] = self.epochs.get(agent, 0) + 1
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+
+class InMemoryMemoryStore:
+    def __init__(self) -> None:
+        self._rows = StampedRows()
 
     def rows(self) -> list[MemoryRow]:
         """Every row (for in-memory maintenance and tests)."""
@@ -92,6 +126,17 @@ class InMemoryMemoryStore:
             and row.status not in hidden
             and (sources is None or row.source in sources)
         ]
+
+    async def changed_rows(self, where: TenantFilter, since: int) -> list[MemoryRow]:
+        stamps = self._rows.changed_at
+        return [
+            row
+            for vid, row in self._rows.items()
+            if stamps.get(vid, 0) >= since and where.admits(row.scope, row.source)
+        ]
+
+    async def epoch(self, agent_wallet: str) -> int:
+        return self._rows.epochs.get(agent_wallet, 0)
 
     async def stats(self, agent_wallet: str, user_address: str | None = None) -> VectorStats:
         rows = [

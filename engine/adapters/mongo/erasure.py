@@ -8,6 +8,7 @@ from __future__ import annotations
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
+from engine.adapters.mongo.changes import bump_epochs
 from engine.adapters.mongo.documents import Doc
 from engine.adapters.mongo.schema import (
     ARCHIVES,
@@ -39,6 +40,9 @@ class MongoUserEraser:
     async def erase_user(self, agent_wallet: str, user_address: str) -> dict[str, int]:
         query = {"agentWallet": agent_wallet, "userAddress": user_address}
         counts: dict[str, int] = {}
+        await bump_epochs(
+            self._db, [agent_wallet], "erasing the user's memory"
+        )  # search state holding the user reloads
         for kind, name in COLLECTIONS.items():
             try:
                 result = await self._db[name].delete_many(query)

@@ -13,6 +13,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
+from engine.adapters.mongo.changes import CHANGED_AT, bump_epochs, stamp
 from engine.adapters.mongo.documents import Doc, tenant_query, vector
 from engine.adapters.mongo.memory_rows import row_of
 from engine.adapters.mongo.schema import MEMORY
@@ -26,6 +27,7 @@ def patch_update(patch: RowPatch) -> Doc:
     """The `$set` of a patch: metadata keys one by one (a merge, not a replacement)."""
     sets: Doc = {f"metadata.{k}": v for k, v in patch.metadata.items()}
     sets["updatedAt"] = patch.at
+    sets[CHANGED_AT] = stamp()
     if patch.text is not None:
         sets.update(
             {
@@ -60,6 +62,7 @@ def _valid_at(as_of: int | None) -> Doc:
 
 class MongoItemStore:
     def __init__(self, db: AsyncDatabase[Doc]) -> None:
+        self._db = db
         self._col: AsyncCollection[Doc] = db[MEMORY]
 
     @staticmethod
@@ -106,6 +109,8 @@ class MongoItemStore:
         return await self.update(where, vector_id, soft_delete_patch(at))
 
     async def hard_delete(self, where: TenantFilter, vector_id: str) -> MemoryRow | None:
+        # the epoch first: a search process that holds the row loads the tenant anew
+        await bump_epochs(self._db, [where.agent_wallet], "memory item delete")
         try:
             doc = await self._col.find_one_and_delete(self._query(where, vector_id, visible=None))
         except PyMongoError as exc:

@@ -11,6 +11,7 @@ from pymongo import ASCENDING, DESCENDING, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError, PyMongoError
 
+from engine.adapters.mongo.changes import CHANGED_AT, bump_epochs, stamp
 from engine.adapters.mongo.documents import Doc, scope_of
 from engine.adapters.mongo.schema import ARCHIVES, JOBS, MEMORY
 from engine.errors import DependencyFailed
@@ -119,6 +120,7 @@ class MongoJobStore:
 
 class MongoMaintenanceStore:
     def __init__(self, db: AsyncDatabase[Doc]) -> None:
+        self._db = db
         self._col = db[MEMORY]
         self._archives = db[ARCHIVES]
 
@@ -159,10 +161,11 @@ class MongoMaintenanceStore:
         if not scores:
             return 0
         active = {"metadata.status": {"$nin": list(INACTIVE_STATUSES)}}
+        changed = stamp()
         ops = [
             UpdateOne(
                 {"_id": vid, **active, "metadata.retention": {"$ne": "pinned"}},
-                {"$set": {"decayScore": score}},
+                {"$set": {"decayScore": score, CHANGED_AT: changed}},
             )
             for vid, score in scores
         ]
@@ -186,6 +189,7 @@ class MongoMaintenanceStore:
             # id under the same query, batch by batch; a row that stopped matching in between
             # (restored meanwhile) is not deleted and not reported
             found = await self._col.find(query, _PURGED_FIELDS).to_list(None)
+            await bump_epochs(self._db, (scope_of(d).agent_wallet for d in found), "cleanup")
             for start in range(0, len(found), PURGE_BATCH):
                 batch = {d["_id"]: d for d in found[start : start + PURGE_BATCH]}
                 ids = list(batch)

@@ -4,7 +4,10 @@
 A pending row (`MemoryRow.pending`, its vector not computed yet) is stored with
 `embeddingDim: 0` and no `embedding` field (so an Atlas vector index never sees a vector of
 the wrong dimension); `fill_embeddings` finds it by `_id` and `embeddingDim: 0` and sets both.
-Every other writer of an embedding (`items.patch_update`) sets `embeddingDim` with it."""
+Every other writer of an embedding (`items.patch_update`) sets `embeddingDim` with it.
+
+Every write sets `changedAt` (`engine.adapters.mongo.changes`): `changed_rows` reads back
+what changed since a time, for the exact index's deltas."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError, PyMongoError
 
 from engine.adapters.mongo.batches import bulk_updates, insert_ignoring_duplicates
+from engine.adapters.mongo.changes import CHANGED_AT, read_epoch, stamp
 from engine.adapters.mongo.documents import (
     Doc,
     agent_query,
@@ -66,6 +70,7 @@ DECODED_ROWS = 50_000
 
 class MongoMemoryStore:
     def __init__(self, db: AsyncDatabase[Doc]) -> None:
+        self._db = db
         self._col: AsyncCollection[Doc] = db[MEMORY]
         # Reads come back as raw batches; a document whose bytes were seen before gives the
         # row decoded then. The exact index reads the tenant's every row after each write to
@@ -73,8 +78,9 @@ class MongoMemoryStore:
         self._decoded: OrderedDict[bytes, MemoryRow] = OrderedDict()
 
     @staticmethod
-    def document(row: MemoryRow) -> Doc:
-        """The stored form of a row (also what replay verification compares)."""
+    def document(row: MemoryRow, changed_at: int | None = None) -> Doc:
+        """The stored form of a row (also what replay verification compares, without
+        `changedAt`: the time of the write, not of the event)."""
         return {
             "_id": row.vector_id,
             "vectorId": row.vector_id,
@@ -93,12 +99,13 @@ class MongoMemoryStore:
             "invalidAt": row.invalid_at,
             "supersededBy": row.superseded_by,
             "metadata": {"status": "active", **row.metadata},
+            **({} if changed_at is None else {CHANGED_AT: changed_at}),
         }
 
     async def insert_if_absent(self, row: MemoryRow) -> bool:
         try:
             result = await self._col.update_one(
-                {"_id": row.vector_id}, {"$setOnInsert": self.document(row)}, upsert=True
+                {"_id": row.vector_id}, {"$setOnInsert": self.document(row, stamp())}, upsert=True
             )
         except DuplicateKeyError:
             return False
@@ -115,14 +122,22 @@ class MongoMemoryStore:
     async def insert_many_if_absent(self, rows: Sequence[MemoryRow]) -> set[str]:
         # the first row of a repeated id wins, as with consecutive `insert_if_absent`s
         first = {row.vector_id: row for row in reversed(rows)}
-        docs = [self.document(first[i]) for i in dict.fromkeys(r.vector_id for r in rows)]
+        at = stamp()
+        docs = [self.document(first[i], at) for i in dict.fromkeys(r.vector_id for r in rows)]
         return {str(i) for i in await insert_ignoring_duplicates(self._col, docs, "memory insert")}
 
     async def fill_embeddings(self, model: str, vectors: Mapping[str, Vector]) -> int:
+        at = stamp()
         ops = [
             UpdateOne(
                 {"_id": vector_id, "embeddingModel": model, "embeddingDim": 0},
-                {"$set": {"embedding": vector(v), "embeddingDim": int(v.shape[0])}},
+                {
+                    "$set": {
+                        "embedding": vector(v),
+                        "embeddingDim": int(v.shape[0]),
+                        CHANGED_AT: at,
+                    }
+                },
             )
             for vector_id, v in vectors.items()
             if v.size
@@ -150,6 +165,7 @@ class MongoMemoryStore:
                         "validAt": at,
                         "updatedAt": at,
                         "decayScore": 1.0,
+                        CHANGED_AT: stamp(),
                     },
                     "$unset": {"metadata.deletedAt": ""},
                 },
@@ -164,7 +180,11 @@ class MongoMemoryStore:
         try:
             result = await self._col.update_many(
                 {"_id": {"$in": list(vector_ids)}},
-                {"$inc": {"accessCount": 1}, "$max": {"lastAccessedAt": at}},
+                {
+                    "$inc": {"accessCount": 1},
+                    "$max": {"lastAccessedAt": at},
+                    "$set": {CHANGED_AT: stamp()},
+                },
             )
         except PyMongoError as exc:
             raise DependencyFailed(f"access bump failed: {exc}") from exc
@@ -184,6 +204,14 @@ class MongoMemoryStore:
             query["source"] = {"$in": list(sources)}
         return await self._rows(query)
 
+    async def changed_rows(self, where: TenantFilter, since: int) -> list[MemoryRow]:
+        query = tenant_query(where)
+        query[CHANGED_AT] = {"$gte": since}
+        return await self._rows(query)
+
+    async def epoch(self, agent_wallet: str) -> int:
+        return await read_epoch(self._db, agent_wallet)
+
     async def slot_rows(self, where: TenantFilter, slot: str) -> list[MemoryRow]:
         query = tenant_query(where)
         query.update(
@@ -195,7 +223,9 @@ class MongoMemoryStore:
         # `"metadata.slot": None` matches a missing slot as well as a null one
         query = {**tenant_query(where), "_id": vector_id, "source": "fact", "metadata.slot": None}
         try:
-            result = await self._col.update_one(query, {"$set": {"metadata.slot": slot}})
+            result = await self._col.update_one(
+                query, {"$set": {"metadata.slot": slot, CHANGED_AT: stamp()}}
+            )
         except PyMongoError as exc:
             raise DependencyFailed(f"fact slot update failed: {exc}") from exc
         return result.modified_count == 1
@@ -212,6 +242,7 @@ class MongoMemoryStore:
                         "invalidAt": invalid_at,
                         "supersededBy": superseded_by,
                         "metadata.status": status,
+                        CHANGED_AT: stamp(),
                     }
                 },
             )

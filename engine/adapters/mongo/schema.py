@@ -25,6 +25,7 @@ JOBS = "memory_jobs"
 SKILLS = "skills"
 EMBEDDINGS = "embeddings"
 HISTORY = "memory_history"
+EPOCHS = "memory_epochs"
 
 _TENANT = [("agentWallet", ASCENDING), ("userAddress", ASCENDING)]
 JOB_INDEXES = (
@@ -52,6 +53,8 @@ INDEXES: Mapping[str, Sequence[IndexModel]] = {
             name="fact_slots",
             partialFilterExpression={"source": "fact"},
         ),
+        # the rows a search process reads back after a write (engine.adapters.mongo.changes)
+        IndexModel([*_TENANT, ("changedAt", ASCENDING)], name="tenant_changes"),
     ),
     RELATIONS: (
         IndexModel([*_TENANT, ("sourceId", ASCENDING)]),
@@ -67,6 +70,7 @@ INDEXES: Mapping[str, Sequence[IndexModel]] = {
         IndexModel([("dateRange.start", ASCENDING), ("dateRange.end", ASCENDING)]),
     ),
     EMBEDDINGS: (),  # read and written by `_id` alone
+    EPOCHS: (),  # one document per agent, by `_id`
     # one item's changes in order (written once per change, read by item within its tenant)
     HISTORY: (
         IndexModel(

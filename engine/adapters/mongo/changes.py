@@ -1,0 +1,48 @@
+"""The change marks the exact vector index follows (issue 28: search state that follows the
+stream instead of reloading the tenant).
+
+Every write to a `memory` document sets `changedAt` to the writer's clock (ms) in the same
+update, so a search process that loaded a tenant at time t reads back only the rows with
+`changedAt >= t - margin` (the index `tenant_changes`). A hard delete leaves nothing to read
+back: before it removes documents, the writer moves the agent's epoch (`memory_epochs`, one
+small document per agent), and a reader whose state predates the epoch loads the tenant anew.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import PyMongoError
+
+from engine.adapters.mongo.documents import Doc
+from engine.adapters.mongo.schema import EPOCHS
+from engine.errors import DependencyFailed
+
+CHANGED_AT = "changedAt"
+
+
+def stamp() -> int:
+    """The writer's clock in ms, read right before the write it marks."""
+    return time.time_ns() // 1_000_000
+
+
+async def bump_epochs(
+    db: AsyncDatabase[Doc], agents: Iterable[str], what: str = "memory epoch update"
+) -> None:
+    """Move the epoch of each agent whose rows are about to be hard-deleted (before the
+    delete: a crash in between costs a reader one extra full load, never a stale row)."""
+    for agent in sorted(set(agents)):
+        try:
+            await db[EPOCHS].update_one({"_id": agent}, {"$inc": {"epoch": 1}}, upsert=True)
+        except PyMongoError as exc:
+            raise DependencyFailed(f"{what} failed (its epoch): {exc}") from exc
+
+
+async def read_epoch(db: AsyncDatabase[Doc], agent: str) -> int:
+    try:
+        doc = await db[EPOCHS].find_one({"_id": agent})
+    except PyMongoError as exc:
+        raise DependencyFailed(f"memory epoch read failed: {exc}") from exc
+    return 0 if doc is None else int(doc.get("epoch", 0))
