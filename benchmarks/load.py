@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import platform
 import random
@@ -56,7 +57,7 @@ from benchmarks.load_stats import (
     summarize,
 )
 from benchmarks.load_traffic import Tally, agent, stored_turns
-from benchmarks.pipeline import endpoints
+from benchmarks.pipeline import endpoints, free_port, state_metrics
 from schemas import topics
 from schemas.inputs import turn_recorded
 from services.endpoints import Endpoints
@@ -146,9 +147,14 @@ RUN_OPTIONS = ("--log-level", "warning", "--http-port", "0")
 
 @contextlib.contextmanager
 def group_processes(
-    ends: Endpoints, db: str, prefix: str, batches: Sequence[Sequence[str]]
+    ends: Endpoints,
+    db: str,
+    prefix: str,
+    batches: Sequence[Sequence[str]],
+    search_port: int | None = None,
 ) -> Iterator[list[subprocess.Popen[bytes]]]:
-    """Each batch of groups in its own `python -m services run` process (stopped by PID)."""
+    """Each batch of groups in its own `python -m services run` process (stopped by PID);
+    the one that runs `search` serves /metrics on `search_port`."""
     env = {
         **os.environ,
         **ends.to_env(),
@@ -165,10 +171,11 @@ def group_processes(
         for batch in batches:
             log_path = Path(tempfile.gettempdir()) / f"{prefix}-{'-'.join(batch)}.log"
             with log_path.open("wb") as log:
+                port = {"MNEMOSTREAM_HTTP_PORT": str(search_port)}
                 procs.append(
                     subprocess.Popen(
                         [sys.executable, "-m", "services", "run", *batch, *RUN_OPTIONS],
-                        env=env,
+                        env={**env, **port} if search_port and "search" in batch else env,
                         stdout=log,
                         stderr=subprocess.STDOUT,
                     )
@@ -227,7 +234,9 @@ async def sample_until(
             await asyncio.wait_for(stop.wait(), every)
 
 
-async def run(args: argparse.Namespace, ends: Endpoints, groups: list[str], tag: str) -> None:
+async def run(
+    args: argparse.Namespace, ends: Endpoints, groups: list[str], tag: str
+) -> dict[str, Any]:
     prefix, db = f"bench-load-{tag}", f"bench_load_{tag}"
     consumers = consumers_of(groups)
     wallets = [f"0xload{tag}a{i:03d}" for i in range(args.agents)]
@@ -276,7 +285,7 @@ async def run(args: argparse.Namespace, ends: Endpoints, groups: list[str], tag:
     check: StoredCheck | None = None
     if "transcripts" in groups:
         check = await stored_turns(ends.mongo_uri, db, wallets, tally)
-    report(args, groups, tally, samples, ran, sampler.failures, consumers, db, check)
+    return report(args, groups, tally, samples, ran, sampler.failures, consumers, db, check)
 
 
 def report(
@@ -289,7 +298,8 @@ def report(
     consumers: dict[str, tuple[str, ...]],
     db: str,
     check: StoredCheck | None,
-) -> None:
+) -> dict[str, Any]:
+    """Print the run's figures; the same as one JSON-ready object."""
     load = os.getloadavg()
     processes = "1 process" if args.processes == "one" else f"{len(groups)} processes"
     clients = "one client per agent" if args.client_per_agent else "1 shared client"
@@ -332,9 +342,25 @@ def report(
     drained = [drain_time(samples, c, ran) for c in consumers]
     every = None if any(d is None for d in drained) else max((d or 0.0 for d in drained), default=0)
     print(f"all groups drained {format_seconds(every)} after the deadline")
+    figures: dict[str, Any] = {
+        "agents": args.agents,
+        "seconds": round(ran, 1),
+        "cpus": os.cpu_count(),
+        "load_average": round(load[0], 2),
+        "pre_turn_ms": {k: round(getattr(pre, k), 1) for k in ("p50", "p95", "p99", "max")},
+        "pre_turn_errors": pre.errors,
+        "post_turn_ack_ms": {k: round(getattr(ack, k), 1) for k in ("p50", "p95", "p99")},
+        "turns_per_second": round(len(tally.published) / ran, 1),
+        "pre_turn_cache_hits": tally.pre_turn_cached,
+        "drained_seconds": None if every is None else round(every, 1),
+        "max_lag": {c: max_lag(samples, c) for c in consumers},
+    }
     if check is None:
         print("exactly-once: skipped (the transcripts group did not run)")
-        return
+        return figures
+    figures["exactly_once"] = check.ok
+    figures["stored_turns"] = check.stored
+    figures["duplicates"] = check.duplicates
     print(
         f"exactly-once: acknowledged {check.published} turns, stored {check.stored} "
         f"(transcript turn ids), duplicates {check.duplicates}, missing {check.missing}, "
@@ -342,6 +368,7 @@ def report(
         f"{check.messages_stored}; session rows {check.session_rows}, duplicates "
         f"{check.session_row_duplicates} → {'OK' if check.ok else 'MISMATCH'}"
     )
+    return figures
 
 
 def main() -> None:
@@ -364,6 +391,7 @@ def main() -> None:
     parser.add_argument("--fact-share", type=float, default=0.15, help="turns stating a fact")
     parser.add_argument("--sample-seconds", type=float, default=2, help="lag sampling period")
     parser.add_argument("--drain-timeout", type=float, default=300, help="wait for lag 0")
+    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     args = parser.parse_args()
     try:
         groups = resolve_groups(args.groups)
@@ -371,11 +399,21 @@ def main() -> None:
         parser.error(str(exc))
     tag = uuid.uuid4().hex[:8]
     batches = [groups] if args.processes == "one" else [[g] for g in groups]
+    port = free_port() if "search" in groups else None
+    shown = sys.stderr if args.json else sys.stdout
     with (
+        contextlib.redirect_stdout(shown),
         endpoints() as ends,
-        group_processes(ends, f"bench_load_{tag}", f"bench-load-{tag}", batches),
+        group_processes(ends, f"bench_load_{tag}", f"bench-load-{tag}", batches, port),
     ):
-        asyncio.run(run(args, ends, groups, tag))
+        figures = asyncio.run(run(args, ends, groups, tag))
+        if port is not None:
+            # how the search process's exact index caught up: full loads against deltas
+            state = state_metrics(port)
+            figures["search_state"] = state
+            print(f"search state: {state}")
+    if args.json:
+        print(json.dumps(figures))
 
 
 if __name__ == "__main__":

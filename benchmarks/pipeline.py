@@ -25,6 +25,7 @@ import asyncio
 import os
 import platform
 import random
+import socket
 import statistics
 import subprocess
 import sys
@@ -34,6 +35,8 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import httpx
 
 from services.endpoints import ENV_KAFKA, ENV_MONGO, ENV_REDIS, Endpoints
 from services.ops.stack import start_stack, stop_stack
@@ -76,8 +79,11 @@ def groups(ends: Endpoints, tag: str) -> Iterator[None]:
 
 
 @contextmanager
-def groups_process(ends: Endpoints, tag: str, names: list[str]) -> Iterator[None]:
-    """The named consumer groups in one separate process, on database `bench_<tag>`."""
+def groups_process(
+    ends: Endpoints, tag: str, names: list[str], extra: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    """The named consumer groups in one separate process, on database `bench_<tag>` (with
+    `extra` environment variables); yields the process (its PID for RSS)."""
     env = {
         **os.environ,
         **ends.to_env(),
@@ -85,11 +91,12 @@ def groups_process(ends: Endpoints, tag: str, names: list[str]) -> Iterator[None
         "MNEMOSTREAM_GROUP_PREFIX": f"bench-{tag}",
         "MNEMOSTREAM_SESSION_TIMEOUT_MS": "2000",
         "MNEMOSTREAM_HEARTBEAT_INTERVAL_MS": "500",
+        **(extra or {}),
     }
     subprocess.run(
         [sys.executable, "-m", "services", "db", "init"], env=env, check=True, capture_output=True
     )
-    log_path = Path(tempfile.gettempdir()) / f"mnemostream-bench-{tag}.log"
+    log_path = Path(tempfile.gettempdir()) / f"mnemostream-bench-{tag}-{'-'.join(names)}.log"
     log = log_path.open("wb")  # the groups' warnings and errors, for a failed run
     proc = subprocess.Popen(
         [sys.executable, "-m", "services", "run", *names, "--log-level", "warning"],
@@ -98,10 +105,41 @@ def groups_process(ends: Endpoints, tag: str, names: list[str]) -> Iterator[None
         stderr=subprocess.STDOUT,
     )
     try:
-        yield
+        yield proc
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def rss_mb(pid: int) -> float:
+    """The resident set of a process, in MiB (Linux /proc)."""
+    for text in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if text.startswith("VmRSS:"):
+            return int(text.split()[1]) / 1024
+    return float("nan")
+
+
+def state_metrics(port: int) -> dict[str, float]:
+    """The search process's exact-index figures, from its /metrics."""
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    out: dict[str, float] = {}
+    for name, key in (
+        ('mnemostream_search_state_loads_total{kind="full"}', "full_loads"),
+        ('mnemostream_search_state_loads_total{kind="delta"}', "deltas"),
+        ("mnemostream_search_state_delta_rows_total", "delta_rows"),
+        ("mnemostream_search_state_bytes", "state_bytes"),
+        ("mnemostream_search_state_tenants", "state_tenants"),
+    ):
+        for row in text.splitlines():
+            if row.startswith(name + " "):
+                out[key] = float(row.split()[-1])
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 async def run(args: argparse.Namespace, ends: Endpoints, tag: str) -> None:

@@ -13,8 +13,14 @@ texts) in MongoDB, plus a few turns of working/scene memory. Then, all six layer
   (cache hit);
 * over Kafka: the same through `MemoryClient.context` with the search and invalidation
   groups running in a separate process;
-* in-process, right after a write (last): a turn of the tenant recorded and the query cache
-  told before each request (`--after-writes`, 20 requests), as in a live conversation.
+* right after a write (`--after-writes`, 20 requests), as in a live conversation: in-process,
+  a turn of the tenant recorded and the query cache told before each request; over Kafka, a
+  turn recorded with `MemoryClient.record_turn(wait=True)` (the transcripts and embeddings
+  groups in a process of their own), then `context` of the same tenant.
+
+With each after-write figure, how the exact index caught up (full loads of a tenant against
+deltas, and the rows the deltas read back: a regression to full reloads shows here), and the
+search process's resident set (RSS, MiB) once it is done.
 
 Figures in milliseconds (p50/p95/p99). Set MNEMOSTREAM_KAFKA_BOOTSTRAP, MNEMOSTREAM_MONGO_URI
 and MNEMOSTREAM_REDIS_URL to use your own servers.
@@ -35,11 +41,20 @@ import uuid
 import numpy as np
 from pydantic import SecretStr
 
-from benchmarks.pipeline import endpoints, groups_process, line, pct
+from benchmarks.pipeline import (
+    endpoints,
+    free_port,
+    groups_process,
+    line,
+    pct,
+    rss_mb,
+    state_metrics,
+)
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.adapters.mongo import MongoMemoryStore
 from engine.records import MemoryRow, ScopeFields
 from engine.retrieval.search import invalidate
+from engine.retrieval.vector_index import ExactVectorIndex, StateStats
 from schemas.inputs import context_request, turn_recorded
 from services.endpoints import Endpoints
 from services.runtime import open_runtime
@@ -120,10 +135,11 @@ async def seed(
         scope = ScopeFields(agent, "user", None, None, None)
         now = int(time.time() * 1000)
         rng = random.Random(size)
+        rows: list[MemoryRow] = []
         for i in range(size):
             j = i % len(base)
             text = base[j] if i < len(base) else f"{base[j][:-1]} (note {i})."
-            await store.insert_if_absent(
+            rows.append(
                 MemoryRow(
                     vector_id=f"bench_{agent}_{i}",
                     scope=ScopeFields(agent, "user", f"t{i % 50}", None, None),
@@ -135,6 +151,8 @@ async def seed(
                     metadata={"confidence": 0.8} if i % 3 == 0 else {},
                 )
             )
+        for start in range(0, size, 2000):
+            await store.insert_many_if_absent(rows[start : start + 2000])
         for k in range(6):
             await rt.recorder.record(
                 turn_recorded(
@@ -177,10 +195,10 @@ async def in_process(
 
 async def after_writes(
     settings: Settings, agent: str, requests: int, embedder: LocalMiniLMEmbedder
-) -> list[float]:
+) -> tuple[list[float], StateStats | None]:
     """pre_turn right after a turn of the same tenant was recorded (and the query cache told,
     as the invalidation group does): what a live conversation sees on every turn. The
-    write changes the tenant's namespace token, so the exact index reloads its matrix."""
+    write changes the tenant's namespace token, so the exact index catches up (a delta)."""
     times: list[float] = []
     scope = {"agentWallet": agent, "userAddress": "user", "threadId": "live"}
     said = sentences(requests, seed=requests + 1)
@@ -194,6 +212,32 @@ async def after_writes(
             reply = await rt.search.context(request, int(time.time() * 1000))
             times.append((time.perf_counter() - start) * 1000)
             assert not reply.cached
+        index = rt.search.index
+        stats = index.stats() if isinstance(index, ExactVectorIndex) else None
+    return times, stats
+
+
+async def after_writes_over_kafka(
+    ends: Endpoints, tag: str, agent: str, requests: int
+) -> list[float]:
+    """The same through the SDK, as an agent does: `record_turn(wait=True)` (returns once the
+    turn is stored, embedded and the query cache told), then `context` of the tenant."""
+    times: list[float] = []
+    scope = {"agentWallet": agent, "userAddress": "user", "threadId": "live"}
+    said = sentences(requests, seed=requests + 7)
+    async with MemoryClient(
+        ends.kafka_bootstrap, timeout=120, group_prefix=f"bench-{tag}"
+    ) as client:
+        for i in range(requests):
+            await client.record_turn(
+                {**scope, "userMessage": said[i], "assistantMessage": "Noted."},
+                wait=True,
+                timeout=120,
+            )
+            start = time.perf_counter()
+            reply = await client.context(f"{QUESTIONS[i % len(QUESTIONS)]} (written {i})", scope)
+            times.append((time.perf_counter() - start) * 1000)
+            assert not reply.cached
     return times
 
 
@@ -201,8 +245,8 @@ async def over_kafka(ends: Endpoints, agent: str, requests: int) -> tuple[list[f
     misses: list[float] = []
     hits: list[float] = []
     scope = {"agentWallet": agent, "userAddress": "user", "threadId": "live"}
-    async with MemoryClient(ends.kafka_bootstrap, timeout=30) as client:
-        await client.context("warm up", scope)
+    async with MemoryClient(ends.kafka_bootstrap, timeout=120) as client:
+        await client.context("warm up", scope)  # the tenant's first, full load
         for i in range(requests):
             query = f"{QUESTIONS[i % len(QUESTIONS)]} (kafka {i})"
             start = time.perf_counter()
@@ -278,15 +322,48 @@ def main() -> None:
             misses, hits = asyncio.run(in_process(settings, agent, args.requests, serving))
             report(size, "in-process", "miss", misses)
             report(size, "in-process", "hit", hits)
-            with groups_process(ends, tag, ["search", "invalidation"]):
+            port = free_port()
+            with (
+                groups_process(
+                    ends, tag, ["search", "invalidation"], {"MNEMOSTREAM_HTTP_PORT": str(port)}
+                ) as searching,
+                groups_process(ends, tag, ["transcripts", "embeddings"]),
+            ):
                 misses, hits = asyncio.run(over_kafka(ends, agent, args.requests))
-            report(size, "over Kafka", "miss", misses)
-            report(size, "over Kafka", "hit", hits)
+                report(size, "over Kafka", "miss", misses)
+                report(size, "over Kafka", "hit", hits)
+                if args.after_writes > 0:
+                    before = state_metrics(port)
+                    written = asyncio.run(
+                        after_writes_over_kafka(ends, tag, agent, args.after_writes)
+                    )
+                    report(size, "over Kafka", "miss after a write", written)
+                    after = state_metrics(port)
+                    counts = {
+                        k: after.get(k, 0) - before.get(k, 0)
+                        for k in ("full_loads", "deltas", "delta_rows")
+                    }
+                    state = {
+                        **counts,
+                        "state_mb": round(after.get("state_bytes", 0) / 2**20, 1),
+                        "rss_mb": round(rss_mb(searching.pid), 1),
+                    }
+                    sizes[str(size)]["over_Kafka_after_writes_state"] = state
+                    print(f"{size:>6} memories, over Kafka, search process: {state}", file=out)
             if args.after_writes > 0:
-                written = asyncio.run(
-                    after_writes(settings, agent, min(args.requests, args.after_writes), serving)
+                written, stats = asyncio.run(
+                    after_writes(settings, agent, args.after_writes, serving)
                 )
                 report(size, "in-process", "miss after a write", written)
+                if stats is not None:
+                    state = {
+                        "full_loads": stats.loads,
+                        "deltas": stats.deltas,
+                        "delta_rows": stats.delta_rows,
+                        "state_mb": round(stats.bytes / 2**20, 1),
+                    }
+                    sizes[str(size)]["in-process_after_writes_state"] = state
+                    print(f"{size:>6} memories, in-process: {state}", file=out)
     if args.json:
         print(json.dumps(figures))
 

@@ -1,7 +1,8 @@
 """Exact cosine search over a tenant's rows, with each tenant's state (`TenantRows`) kept in
 process and following the store (issue 28): a write bumps the tenant's namespace token, and
 the next search reads back only the rows written since its last read (`MemoryStore.
-changed_rows`, from a time a margin earlier than that read began, for writes in flight) and
+changed_rows`, from a time a margin earlier than that read began, for writes in flight:
+`DEFAULT_MARGIN_MS`) and
 applies them in place. The state is loaded whole only the first time, after eviction, and
 when the agent's epoch moved (a hard delete, an erasure or a cleanup purge removed rows that
 no read-back can show). The states are bounded by their estimated bytes, least recently used
@@ -34,12 +35,24 @@ from engine.scoping import TenantFilter
 
 DEFAULT_MAX_BYTES = 1 << 30
 """The states' budget by default (1 GiB: about 300k rows of 384 dimensions with their text)."""
-DEFAULT_MARGIN_MS = 30_000
+DEFAULT_MARGIN_MS = 10_000
 """How far before its last read a delta reads back: longer than any write takes between the
 writer reading its clock and the write becoming visible, plus the clock skew between writer
 and search hosts."""
 
 _Key = tuple[TenantFilter, str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class StateStats:
+    """What the index did and holds (the search process's metrics, the benchmarks)."""
+
+    loads: int
+    deltas: int
+    delta_rows: int
+    evictions: int
+    tenants: int
+    bytes: int
 
 
 @dataclass(slots=True)
@@ -80,6 +93,11 @@ class ExactVectorIndex:
     @property
     def tenants(self) -> int:
         return len(self._states)
+
+    def stats(self) -> StateStats:
+        return StateStats(
+            self.loads, self.deltas, self.delta_rows, self.evictions, self.tenants, self.nbytes
+        )
 
     def clear(self) -> None:
         """Drop every state (a process that takes over other partitions starts anew)."""

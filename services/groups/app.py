@@ -20,6 +20,7 @@ from faststream.kafka import KafkaBroker, KafkaRouter
 
 from engine.errors import MemoryError_
 from engine.ports import Embedder
+from engine.retrieval.vector_index import ExactVectorIndex
 from schemas import topics
 from services.groups import (
     admin,
@@ -200,6 +201,8 @@ async def running_groups(
     ):
         readiness.schema_ready = True  # open_runtime ensured every collection and index
         await rt.prepare(needs_of(groups), tell)
+        if "search" in rt.built() and isinstance(rt.search.index, ExactVectorIndex):
+            metrics.watch_search_state(rt.search.index.stats)
         tell("creating the topics")
         await create_topics(
             rt.endpoints.kafka_bootstrap,

@@ -196,7 +196,7 @@ class SearchSettings(Section):
         ),
     )
     state_margin_ms: int = Field(
-        default=30_000,
+        default=10_000,
         ge=0,
         validation_alias="state_margin_ms",
         description=(

@@ -21,6 +21,10 @@ Ours (every `group` label is the Kafka consumer group id, e.g. `mnemostream.tran
 | `mnemostream_consumer_lag` (messages) | gauge | group, topic, partition |
 | `mnemostream_partition_stalled` (1: lag and no progress) | gauge | group, topic, partition |
 | `mnemostream_consumer_lag_refresh_failures_total` | counter | group |
+| `mnemostream_search_state_loads_total` (tenant read whole, or delta) | counter | kind |
+| `mnemostream_search_state_delta_rows_total` | counter | |
+| `mnemostream_search_state_evictions_total` | counter | |
+| `mnemostream_search_state_bytes`, `mnemostream_search_state_tenants` | gauge | |
 
 FastStream's `KafkaPrometheusMiddleware` adds `faststream_*` (received, processed, published,
 durations, in-process) by handler, with `app_name="mnemostream"`.
@@ -36,7 +40,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -46,7 +50,10 @@ from aiokafka.errors import KafkaError
 from faststream.kafka.prometheus import KafkaPrometheusMiddleware
 from faststream.kafka.subscriber.usecase import LogicSubscriber
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
+from engine.retrieval.vector_index import StateStats
 from services.stream.offsets import TopicPartition, committed
 from services.stream.security import NO_OPTIONS
 from services.stream.stalls import StallWatch
@@ -54,6 +61,39 @@ from services.stream.stalls import StallWatch
 log = logging.getLogger(__name__)
 
 APP_NAME = "mnemostream"
+
+
+class _SearchState(Collector):
+    def __init__(self, stats: Callable[[], StateStats]) -> None:
+        self._stats = stats
+
+    def collect(self) -> Iterable[Metric]:
+        s = self._stats()
+        loads = CounterMetricFamily(
+            "mnemostream_search_state_loads",
+            "Tenant states of the exact index read whole (full) or caught up by the rows "
+            "written since their last read (delta).",
+            labels=["kind"],
+        )
+        loads.add_metric(["full"], s.loads)
+        loads.add_metric(["delta"], s.deltas)
+        yield loads
+        yield CounterMetricFamily(
+            "mnemostream_search_state_delta_rows", "Rows the deltas read back.", value=s.delta_rows
+        )
+        yield CounterMetricFamily(
+            "mnemostream_search_state_evictions",
+            "Tenant states evicted (least recently used) to keep within search.state_max_mb.",
+            value=s.evictions,
+        )
+        yield GaugeMetricFamily(
+            "mnemostream_search_state_bytes",
+            "Estimated bytes of the held tenant states.",
+            value=s.bytes,
+        )
+        yield GaugeMetricFamily(
+            "mnemostream_search_state_tenants", "Tenant states held.", value=s.tenants
+        )
 
 
 class Metrics:
@@ -132,6 +172,11 @@ class Metrics:
             ["group"],
             registry=r,
         )
+
+    def watch_search_state(self, stats: Callable[[], StateStats]) -> None:
+        """Export the exact vector index's state (loads by kind, bytes, tenants), read from
+        `stats` at each scrape."""
+        self.registry.register(_SearchState(stats))
 
     def cache_lookup(self, request: str, *, hit: bool) -> None:
         """Count one answered `request` ("context" or "layers") as a cache hit or miss."""

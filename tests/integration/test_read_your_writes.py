@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 
 from engine.adapters.mongo import MEMORY
+from engine.retrieval.vector_index import ExactVectorIndex
+from services.groups.app import running_groups
 from services.runtime import Runtime
 from services.sdk import MemoryClient, NotProcessed
 
@@ -172,3 +174,35 @@ async def test_remember_update_delete_restore_is_kept_in_order_and_confined(
         assert other.not_found, outsider
         assert other.history == []
         assert other.items == []
+
+
+async def test_read_your_writes_holds_on_whichever_of_two_search_processes_answers(
+    rules_pipeline: tuple[Runtime, MemoryClient], minilm: Any
+) -> None:
+    """Issue 28: a second search process (its own runtime and exact index) joins the search
+    group; each follows the store by deltas, so a waited turn is seen by the next pre_turn
+    whichever process the request's partition belongs to."""
+    rt, client = rules_pipeline
+    async with running_groups(rt.settings, ["search"], embedder=minilm, broker_logs=False) as two:
+        indexes = [rt.search.index, two.search.index]
+        assert all(isinstance(i, ExactVectorIndex) for i in indexes)
+        scopes = [{**tenant(), "threadId": f"t{n}"} for n in range(8)]  # spread by partition
+        for round_ in range(2):
+            for n, scope in enumerate(scopes):
+                word = f"quibbet{uuid.uuid4().hex[:6]}"
+                await client.record_turn(
+                    {
+                        **scope,
+                        "userMessage": f"The {word} is kept in drawer {n}.",
+                        "assistantMessage": "Noted.",
+                    },
+                    wait=True,
+                    timeout=60,
+                )
+                reply = await client.context(f"Where is the {word}?", scope, timeout=30)
+                assert word in (reply.prompt or ""), (round_, n, reply.prompt)
+        loads = [(i.loads, i.deltas) for i in indexes if isinstance(i, ExactVectorIndex)]
+    # each process answered some tenants; after a tenant's first load, only deltas
+    assert all(full > 0 for full, _ in loads), loads
+    assert sum(d for _, d in loads) >= len(scopes)
+    assert sum(f for f, _ in loads) <= 2 * len(scopes)
