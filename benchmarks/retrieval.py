@@ -314,6 +314,9 @@ def main() -> None:
             )
             agent = f"0xRetrieval{tag}"
             asyncio.run(seed(settings, agent, size, embedder, base, vectors))
+            # a tenant's memories were written before the conversation: past the index's
+            # margin, a delta does not read the seeded rows back
+            time.sleep(settings.search.state_margin_ms / 1000)
             # queries are embedded as the search group embeds them (its thread settings)
             serving = LocalMiniLMEmbedder.load(
                 threads=settings.embedding.threads,
