@@ -35,13 +35,10 @@ import json
 import os
 import platform
 import random
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer
@@ -56,7 +53,7 @@ from benchmarks.load_stats import (
     max_lag,
     summarize,
 )
-from benchmarks.load_traffic import Tally, agent, stored_turns
+from benchmarks.load_traffic import Tally, agent, group_processes, stored_turns
 from benchmarks.pipeline import endpoints, free_port, state_metrics
 from schemas import topics
 from schemas.inputs import turn_recorded
@@ -140,56 +137,6 @@ class LagSampler:
             )
             for g, offsets in zip(parts, done, strict=True)
         }
-
-
-RUN_OPTIONS = ("--log-level", "warning", "--http-port", "0")
-
-
-@contextlib.contextmanager
-def group_processes(
-    ends: Endpoints,
-    db: str,
-    prefix: str,
-    batches: Sequence[Sequence[str]],
-    search_port: int | None = None,
-) -> Iterator[list[subprocess.Popen[bytes]]]:
-    """Each batch of groups in its own `python -m services run` process (stopped by PID);
-    the one that runs `search` serves /metrics on `search_port`."""
-    env = {
-        **os.environ,
-        **ends.to_env(),
-        "MNEMOSTREAM_MONGO_DB": db,
-        "MNEMOSTREAM_GROUP_PREFIX": prefix,
-        "MNEMOSTREAM_SESSION_TIMEOUT_MS": "2000",
-        "MNEMOSTREAM_HEARTBEAT_INTERVAL_MS": "500",
-    }
-    subprocess.run(
-        [sys.executable, "-m", "services", "db", "init"], env=env, check=True, capture_output=True
-    )
-    procs: list[subprocess.Popen[bytes]] = []
-    try:
-        for batch in batches:
-            log_path = Path(tempfile.gettempdir()) / f"{prefix}-{'-'.join(batch)}.log"
-            with log_path.open("wb") as log:
-                port = {"MNEMOSTREAM_HTTP_PORT": str(search_port)}
-                procs.append(
-                    subprocess.Popen(
-                        [sys.executable, "-m", "services", "run", *batch, *RUN_OPTIONS],
-                        env={**env, **port} if search_port and "search" in batch else env,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                    )
-                )
-        yield procs
-    finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 # --- the run ------------------------------------------------------------------------------------

@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
 import random
+import subprocess
+import sys
+import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pymongo import AsyncMongoClient
@@ -16,6 +23,7 @@ from pymongo import AsyncMongoClient
 from benchmarks.load_stats import StoredCheck, check_stored, error_kind
 from engine.adapters.mongo import MEMORY, TRANSCRIPTS
 from schemas.inputs import turn_recorded
+from services.endpoints import Endpoints
 from services.sdk.client import MemoryClient
 
 CITIES = ("Porto", "Lisbon", "Madrid", "Oslo", "Tallinn", "Riga", "Ghent", "Kyoto", "Lima")
@@ -147,3 +155,54 @@ async def stored_turns(uri: str, db: str, wallets: list[str], tally: Tally) -> S
         [m.get("turnId", "") for doc in transcripts for m in doc.get("messages", [])],
         [(row.get("metadata") or {}).get("turnId", "") for row in rows],
     )
+
+
+RUN_OPTIONS = ("--log-level", "warning", "--http-port")
+"""Then the port: that of /metrics for the process that runs `search`, else 0 (none)."""
+
+
+@contextlib.contextmanager
+def group_processes(
+    ends: Endpoints,
+    db: str,
+    prefix: str,
+    batches: Sequence[Sequence[str]],
+    search_port: int | None = None,
+) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Each batch of groups in its own `python -m services run` process (stopped by PID);
+    the one that runs `search` serves /metrics on `search_port`."""
+    env = {
+        **os.environ,
+        **ends.to_env(),
+        "MNEMOSTREAM_MONGO_DB": db,
+        "MNEMOSTREAM_GROUP_PREFIX": prefix,
+        "MNEMOSTREAM_SESSION_TIMEOUT_MS": "2000",
+        "MNEMOSTREAM_HEARTBEAT_INTERVAL_MS": "500",
+    }
+    subprocess.run(
+        [sys.executable, "-m", "services", "db", "init"], env=env, check=True, capture_output=True
+    )
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for batch in batches:
+            log_path = Path(tempfile.gettempdir()) / f"{prefix}-{'-'.join(batch)}.log"
+            with log_path.open("wb") as log:
+                port = str(search_port) if search_port and "search" in batch else "0"
+                procs.append(
+                    subprocess.Popen(
+                        [sys.executable, "-m", "services", "run", *batch, *RUN_OPTIONS, port],
+                        env=env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                    )
+                )
+        yield procs
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
