@@ -5,8 +5,15 @@
   `correlation_id` and a `deadline` (milliseconds since epoch: when this client stops
   waiting, so a group reading it later does not serve it). A reply that does not arrive
   within the timeout raises `TimeoutError`.
-* Replies are read by one background task from the start of the reply topic, without a
-  consumer group, and matched to their waiting request by `correlation_id`.
+* Replies are read from the start of the reply topic, without a consumer group, and matched
+  to their waiting request by `correlation_id`, by a supervised reader
+  (`services.sdk.replies.ReplyReader`) that cannot end or stall silently (issue 28): a read
+  loop that ends or raises is restarted at the reader's own position, a paused or unassigned
+  partition with replies awaited is resumed or reassigned, a consumer that answers no fetch
+  (or does not deliver what the broker has) while replies are awaited is replaced, and when
+  no consumer can be started every waiting and new request raises `ReplyReaderFailed` (a
+  `TimeoutError` naming the cause) at once instead of timing out. `Transport.reader_stats`
+  counts what it did.
 * Waits for the consumer groups' progress on a published write (read-your-writes) read their
   committed offsets through one `services.stream.progress.Progress`, started on the first
   wait.
@@ -15,7 +22,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 import uuid
 from collections.abc import Mapping
@@ -38,12 +44,15 @@ from schemas.requests import (
     SessionRequest,
 )
 from schemas.scope import Scope
+from services.sdk.replies import ReaderStats, ReplyReader, ReplyReaderFailed
 from services.stream.progress import Progress
 from services.stream.topics import create_topics
 
 __all__ = [
     "PLAINTEXT",
     "Position",
+    "ReaderStats",
+    "ReplyReaderFailed",
     "RequestFailed",
     "ScopeInput",
     "Transport",
@@ -110,6 +119,7 @@ class Transport:
         deferred_embeddings: bool = True,
         wait_timeout: float = 10.0,
         actor: str | None = None,
+        reply_stall_seconds: float = 5.0,
     ) -> None:
         """`timeout`: seconds a request waits for its reply unless the call says otherwise.
         `kafka_options`: aiokafka security arguments
@@ -122,11 +132,14 @@ class Transport:
         turn is visible once the `embeddings` group filled its vector too);
         `wait_timeout`: seconds a wait lasts unless the call says otherwise. `actor` names
         this client in the item history of the changes it requests (default
-        `sdk:<client id>`)."""
+        `sdk:<client id>`). `reply_stall_seconds`: how long awaited replies may see no record
+        before the reply reader checks its consumer for a stall (`services.sdk.replies`)."""
         if not group_prefix.strip():
             raise ValueError("group_prefix must not be blank")
         if wait_timeout <= 0:
             raise ValueError("wait_timeout must be positive")
+        if not reply_stall_seconds > 0:
+            raise ValueError("reply_stall_seconds must be positive")
         self._bootstrap = bootstrap
         self._partitions = partitions
         self._kafka_options = kafka_options
@@ -136,8 +149,8 @@ class Transport:
         self.reply_topic = topics.reply_topic(self.client_id)
         self._replies = TopicPartition(self.reply_topic, 0)
         self._producer: AIOKafkaProducer | None = None
-        self._consumer: AIOKafkaConsumer | None = None
-        self._reader: asyncio.Task[None] | None = None
+        self._reply_reader: ReplyReader | None = None
+        self._reply_stall_seconds = reply_stall_seconds
         self._pending: dict[str, asyncio.Future[bytes]] = {}
         self.last_position: Position | None = None
         self.group_prefix = group_prefix
@@ -172,43 +185,38 @@ class Transport:
         )
         await self._producer.start()
         # A private, single-partition reply topic read from its beginning without a group:
-        # no join delay, and no reliance on the broker's "latest" offset.
-        self._consumer = AIOKafkaConsumer(
-            bootstrap_servers=self._bootstrap,
-            group_id=None,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            fetch_max_wait_ms=self._fetch_wait_ms,
-            **self._kafka_options,
+        # no join delay, no rebalance, and no reliance on the broker's "latest" offset.
+        self._reply_reader = ReplyReader(
+            self._bootstrap,
+            self.reply_topic,
+            self._pending,
+            fetch_wait_ms=self._fetch_wait_ms,
+            kafka_options=self._kafka_options,
+            stall_seconds=self._reply_stall_seconds,
         )
-        await self._consumer.start()
-        self._consumer.assign([self._replies])
-        # fetched only while a reply is awaited: a short fetch wait then costs nothing idle
-        self._consumer.pause(self._replies)
-        self._reader = asyncio.create_task(self._read_replies(), name="mnemostream-replies")
+        await self._reply_reader.start()
 
     async def close(self) -> None:
         """Stop the reader, cancel the requests still waiting, stop the clients."""
-        if self._reader is not None:
-            self._reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
+        if self._reply_reader is not None:
+            await self._reply_reader.close()
         for future in self._pending.values():
             future.cancel()
-        if self._consumer is not None:
-            await self._consumer.stop()
         if self._producer is not None:
             await self._producer.stop()
         await self.progress.close()
-        self._reader = self._consumer = self._producer = None
+        self._reply_reader = self._producer = None
 
-    async def _read_replies(self) -> None:
-        assert self._consumer is not None  # noqa: S101 - set by start()
-        async for record in self._consumer:
-            headers = {k: v.decode() for k, v in record.headers or ()}
-            future = self._pending.pop(headers.get("correlation_id", ""), None)
-            if future is not None and not future.done() and record.value is not None:
-                future.set_result(record.value)
+    @property
+    def _consumer(self) -> AIOKafkaConsumer | None:
+        """The reply reader's current consumer (it is replaced when it fails)."""
+        return None if self._reply_reader is None else self._reply_reader.consumer
+
+    @property
+    def reader_stats(self) -> ReaderStats:
+        """What the reply reader did: replies, late replies, restarts, repairs, failures
+        (all zero before `start()`)."""
+        return ReaderStats() if self._reply_reader is None else self._reply_reader.stats
 
     @property
     def started(self) -> bool:
@@ -258,6 +266,8 @@ class Transport:
     ) -> A:
         """Publish `request` with this client's reply topic and a deadline, and wait for its
         answer (`timeout` seconds, else the client's default)."""
+        if self._reply_reader is not None:
+            self._reply_reader.check()  # a reader that is down fails the request at once
         correlation_id = uuid.uuid4().hex
         future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         self._pending[correlation_id] = future
@@ -276,6 +286,9 @@ class Transport:
                 payload = await future
         finally:
             self._pending.pop(correlation_id, None)
+            answered = future.done() and not future.cancelled()  # a timeout cancels it
+            if not answered and self._reply_reader is not None:
+                self._reply_reader.expired(correlation_id)  # its reply, if any, is late
             self._listen(bool(self._pending))
         return reply.model_validate_json(payload)
 
@@ -284,13 +297,8 @@ class Transport:
         local broker returns only when its `fetch_max_wait_ms` ends, so a reply waits up to
         that long: a short wait keeps replies prompt, and pausing the topic between requests
         keeps an idle client from fetching every few milliseconds."""
-        consumer = self._consumer
-        if consumer is None:
-            return
-        if on and self._replies in consumer.paused():
-            consumer.resume(self._replies)
-        elif not on and self._replies not in consumer.paused():
-            consumer.pause(self._replies)
+        if self._reply_reader is not None:
+            self._reply_reader.listen(on)
 
     async def _ask(
         self, topic: str, request: ScopedRequest, reply: type[A], timeout: float | None
