@@ -286,7 +286,8 @@ class Transport:
                 payload = await future
         finally:
             self._pending.pop(correlation_id, None)
-            answered = future.done() and not future.cancelled()  # a timeout cancels it
+            # a timeout cancels the future, a failed reader sets an exception: not answered
+            answered = future.done() and not future.cancelled() and not future.exception()
             if not answered and self._reply_reader is not None:
                 self._reply_reader.expired(correlation_id)  # its reply, if any, is late
             self._listen(bool(self._pending))
