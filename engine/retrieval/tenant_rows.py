@@ -169,9 +169,10 @@ class TenantRows:
             self.ids[at] = row.vector_id
             self.alive[at] = True
         before = self.rows[at]
+        if before is not None:
+            self._row_bytes -= _row_bytes(before, self.terms[at])
         if before is not None and before.content == row.content:
             terms = self.terms[at]
-            self._row_bytes -= _row_bytes(before, terms)
         else:
             terms = frozenset(all_terms(row.content))
             self._unpost(at)

@@ -450,3 +450,20 @@ async def test_deltas_through_many_deletes_compact_and_still_find_every_live_row
     assert [r.vector_id for r, _ in live] == [r.vector_id for r, _ in fresh]
     assert [c for _, c in live] == pytest.approx([c for _, c in fresh], abs=1e-6)
     assert len(live) == 100
+
+
+def test_the_byte_estimate_follows_edits_and_removals(rng: np.random.Generator) -> None:
+    matrix = unit_rows(rng, 3)
+    rows = [row(f"r{i}", v) for i, v in enumerate(matrix)]
+    state = TenantRows(MODEL, DIM)
+    state.apply(rows)
+    edited = replace(rows[1], content="a much longer text than before " * 20)
+    state.apply([edited])
+    state.apply([replace(edited, content="short")])
+    state.apply([replace(rows[2], metadata={"status": "deleted"})])
+    last = replace(rows[1], content="the final text")
+    state.apply([last])
+
+    fresh = TenantRows(MODEL, DIM)  # the same live rows, loaded at once (same capacity)
+    fresh.apply([rows[0], last])
+    assert state.nbytes == fresh.nbytes
