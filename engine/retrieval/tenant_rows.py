@@ -22,9 +22,11 @@ import numpy.typing as npt
 from engine.records import MemoryRow, session_row_id
 from engine.retrieval.lexical import all_terms
 
-ROW_OVERHEAD_BYTES = 600
-"""What one row costs besides its text, vector and terms (the row object, its metadata, the
-slot map entry, the per-row arrays): a rough figure, measured as RSS per row at 10k rows."""
+ROW_OVERHEAD_BYTES = 2_000
+"""What one row costs besides its text, its vectors and its terms (the row object, its scope
+and metadata, the slot map entry, its postings' set entries): fitted to what tracemalloc
+counts for 10k rows of benchmarks.retrieval's texts (6.8 KB a row in all, the matrix's
+spare capacity included)."""
 TERM_BYTES = 90
 """One distinct term of a row: its entry in the row's term set and in the postings."""
 
@@ -46,7 +48,9 @@ def _mark_of(row: MemoryRow) -> _Mark | None:
 
 
 def _row_bytes(row: MemoryRow, terms: frozenset[str]) -> int:
-    return ROW_OVERHEAD_BYTES + 2 * len(row.content) + TERM_BYTES * len(terms)
+    """The row's estimated share: its own vector (the matrix holds a copy), text and terms."""
+    text = 2 * len(row.content)
+    return ROW_OVERHEAD_BYTES + row.embedding.nbytes + text + TERM_BYTES * len(terms)
 
 
 class TenantRows:

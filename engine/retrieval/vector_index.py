@@ -34,7 +34,8 @@ from engine.retrieval.tenant_rows import TenantRows
 from engine.scoping import TenantFilter
 
 DEFAULT_MAX_BYTES = 1 << 30
-"""The states' budget by default (1 GiB: about 300k rows of 384 dimensions with their text)."""
+"""The states' budget by default (1 GiB: about 150k rows of 384 dimensions with their text,
+at the 6.8 KB a row `TenantRows.nbytes` estimates)."""
 DEFAULT_MARGIN_MS = 10_000
 """How far before its last read a delta reads back: longer than any write takes between the
 writer reading its clock and the write becoming visible, plus the clock skew between writer
