@@ -121,8 +121,11 @@ async def worker(
     rng: random.Random,
     todo: Iterator[int],
     tally: Tally,
+    stopping: asyncio.Event,
 ) -> None:
     for n in todo:
+        if stopping.is_set():
+            return
         user = rng.randrange(args.users)
         scope = {"agentWallet": agent, "userAddress": f"user{user}", "threadId": f"t{n % 3}"}
         text = question(rng, args.distinct)
@@ -187,15 +190,22 @@ async def soak(args: argparse.Namespace, ends: Endpoints, tag: str) -> dict[str,
         await seed(client, agent, args.users)
         todo = iter(range(args.requests))
         ticker = asyncio.create_task(progress(client, tally, args.requests, args.every))
+        # SIGTERM or SIGINT while driving: no new request, the report of those done is printed
+        stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stopping.set)
         started = time.perf_counter()
         try:
             await asyncio.gather(
                 *(
-                    worker(client, agent, args, random.Random(rng.random()), todo, tally)
+                    worker(client, agent, args, random.Random(rng.random()), todo, tally, stopping)
                     for _ in range(args.concurrency)
                 )
             )
         finally:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
             ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await ticker
@@ -208,6 +218,8 @@ async def soak(args: argparse.Namespace, ends: Endpoints, tag: str) -> dict[str,
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python "
         f"{platform.python_version()}",
         "requests": args.requests,
+        "done": tally.done,
+        "interrupted": stopping.is_set(),
         "concurrency": args.concurrency,
         "timeout_s": args.timeout,
         "load_processes": args.load,
@@ -234,7 +246,9 @@ def report(result: dict[str, Any]) -> str:
         [
             f"soak: {result['command']}",
             f"machine: {result['machine']}; {result['load_processes']} CPU burner(s)",
-            f"requests {result['requests']} ({result['concurrency']} at a time, timeout "
+            f"requests {result['done']} of {result['requests']}"
+            f"{' (interrupted)' if result['interrupted'] else ''} ({result['concurrency']} at a "
+            f"time, timeout "
             f"{result['timeout_s']:g} s, {result['writes']} turns written) in "
             f"{result['seconds']} s ({result['per_second']}/s)",
             f"replies {result['replies']}, lost {result['lost']} (first at request "
