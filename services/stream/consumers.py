@@ -9,12 +9,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from aiokafka import ConsumerRecord
 from faststream.kafka import KafkaRouter
 from faststream.kafka.annotations import KafkaMessage
-from faststream.kafka.message import KafkaMessage as Record
 from faststream.middlewares import AckPolicy
 from pydantic import BaseModel
 
@@ -25,6 +23,7 @@ from services.settings import Settings
 from services.stream.batches import BatchConsumer
 from services.stream.dlq import consume
 from services.stream.metrics import Metrics
+from services.stream.parsing import raw_body, safe_headers
 
 E = TypeVar("E", bound=BaseModel)
 
@@ -293,34 +292,6 @@ class GroupRouter(Generic[W]):
             ack_policy=AckPolicy.NACK_ON_ERROR,
             batch=batch or rt.settings.kafka.batch_max_records,
         )(handler)
-
-
-Raw: TypeAlias = ConsumerRecord[Any, Any] | tuple[ConsumerRecord[Any, Any], ...]
-Parse = Callable[[Raw], Awaitable[Record]]
-
-
-async def safe_headers(raw: Raw, original: Parse) -> Record:
-    """FastStream's own parser, on the record (or each record of a batch) with every header
-    value made valid UTF-8 (in place): that parser decodes header values strictly, so a null
-    or non-UTF-8 value raised before any handler ran and the record was read again forever.
-    Undecodable bytes become U+FFFD; the body is untouched."""
-    for record in raw if isinstance(raw, tuple | list) else (raw,):
-        record.headers = [(name, _utf8(value)) for name, value in record.headers or ()]
-    return await original(raw)
-
-
-def _utf8(value: bytes | None) -> bytes:
-    return b"" if value is None else value.decode("utf-8", "replace").encode()
-
-
-async def raw_body(message: Record) -> bytes | list[bytes]:
-    """The record's value (a batch: each record's), undecoded. Every handler reads the raw
-    message and validates it into its contract itself (`services.stream.dlq.consume`, or the
-    request handlers), so a body that is not JSON reaches the code that dead-letters or
-    answers it. FastStream's default decoder parsed JSON (when the producer sent
-    `content-type: application/json`) before the handler ran, and its failure re-read the
-    record forever."""
-    return message.body
 
 
 DEADLINE_HEADER = "deadline"
