@@ -22,6 +22,7 @@ from schemas.scope import Scope
 from services.settings import Settings
 from services.stream.batches import BatchConsumer
 from services.stream.dlq import consume
+from services.stream.handback import commit
 from services.stream.metrics import Metrics
 from services.stream.parsing import raw_body, safe_headers
 
@@ -132,6 +133,7 @@ class GroupRouter(Generic[W]):
                 auto_offset_reset="earliest",
                 session_timeout_ms=kafka.session_timeout_ms,
                 heartbeat_interval_ms=kafka.heartbeat_interval_ms,
+                max_poll_interval_ms=kafka.max_poll_interval_ms,
                 fetch_max_wait_ms=wait,
                 ack_policy=ack_policy,
                 batch=True,
@@ -147,6 +149,7 @@ class GroupRouter(Generic[W]):
             auto_offset_reset="earliest",
             session_timeout_ms=kafka.session_timeout_ms,
             heartbeat_interval_ms=kafka.heartbeat_interval_ms,
+            max_poll_interval_ms=kafka.max_poll_interval_ms,
             fetch_max_wait_ms=wait,
             ack_policy=AckPolicy.ACK_FIRST if workers > 1 else ack_policy,
             max_workers=workers,
@@ -255,42 +258,48 @@ class GroupRouter(Generic[W]):
         interactive: bool = False,
         part: str | None = None,
         batch: int | None = None,
+        weigh: Callable[[E], int] | None = None,
+        max_units: int | None = None,
     ) -> None:
         """Register `work` for batches of `contract` events on `topic`
         (`services.stream.batches`): undecodable records are dead-lettered, a failing batch
-        is split until only the failing record is retried and dead-lettered, and the batch
-        is committed once, after `work` returned. `batch` caps the records per batch
-        (default: `kafka.batch_max_records`)."""
+        is split until only the failing record is retried and dead-lettered, a batch's work
+        stops after `kafka.batch_budget_ms` and hands the rest back, and what it finished is
+        committed (`services.stream.handback`). `batch` caps the records per batch (default:
+        `kafka.batch_max_records`); `weigh` counts an event's units of work (default 1) and
+        `max_units` caps them per batch (default: the record cap)."""
         rt = self.rt
-        only = frozenset(rt.settings.only_agents)
+        kafka, only = rt.settings.kafka, frozenset(rt.settings.only_agents)
+        records = batch or kafka.batch_max_records
 
         def admit(event: E) -> bool:
             scope = getattr(event, "scope", None)
             return not only or (scope is not None and scope.agent_wallet in only)
 
+        group_id, metrics = self.group_id(part), self.metrics
         consumer = BatchConsumer(
             self.dead_letters,
-            self.group_id(part),
+            group_id,
             contract,
             work,
             attempts=rt.settings.max_attempts,
             backoff_ms=rt.settings.retry_backoff_ms,
-            metrics=self.metrics,
+            metrics=metrics,
             outage_seconds=rt.settings.outage_wait_seconds,
             admit=admit,
+            weigh=weigh or (lambda _event: 1),
+            max_units=max_units if weigh is not None and max_units else records,
+            budget_seconds=kafka.batch_budget_ms / 1000,
         )
 
         async def handler(message: KafkaMessage) -> None:
-            await consumer.consume(message)
+            await consumer.consume(message)  # hands unfinished records back, even if it raises
+            await commit(message, group_id, metrics)
 
         handler.__name__ = handler.__qualname__ = name
-        # as in `on_event`: only a lasting store outage escapes, and then nothing is committed
+        # only a lasting store outage escapes `consume`, and then nothing is committed
         self.subscriber(
-            topic,
-            interactive=interactive,
-            part=part,
-            ack_policy=AckPolicy.NACK_ON_ERROR,
-            batch=batch or rt.settings.kafka.batch_max_records,
+            topic, interactive=interactive, part=part, ack_policy=AckPolicy.MANUAL, batch=records
         )(handler)
 
 
