@@ -25,6 +25,8 @@ refused), whatever the speed of the model or store it calls:
 
 * it takes at most `max_units` units of work (records, or the texts of the `embeddings`
   group: `weigh`); the records after them are **handed back**, unread, to the next poll;
+  records are taken from the batch's partitions in turn (each partition's in order), so a
+  batch cut short makes progress on every partition;
 * it runs in slices sized by its `Pace` (the seconds per unit measured so far) and, once
   `budget_seconds` are spent, hands back the rest of the batch instead of starting another
   slice. The finished records are committed; the handed-back ones are read again by the
@@ -37,6 +39,7 @@ cannot seek (the in-memory test broker's) runs the whole batch in one slice.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -129,14 +132,16 @@ class BatchConsumer(Generic[E]):
         """Handle the records of `message` that fit its bounds and hand the rest back (also
         when a lasting outage raises); how many were processed (the rest were dead-lettered,
         not admitted or handed back)."""
-        items = [
-            self._item(record, body)
-            for record, body in zip(records_of(message), bodies_of(message), strict=True)
-        ]
+        items = interleaved(
+            [
+                self._item(record, body)
+                for record, body in zip(records_of(message), bodies_of(message), strict=True)
+            ]
+        )
         rewind = self.rewinder(message)
         end = self._taken(items) if rewind is not None else len(items)
         done = processed = 0
-        reason = "failure"
+        reason = "units"
         started = self.clock()
         try:
             while done < end:
@@ -150,11 +155,12 @@ class BatchConsumer(Generic[E]):
                 if self.pace is not None:
                     self.pace.measured(sum(i.units for i in items[done:stop]), self.clock() - began)
                 done = stop
-            else:
-                reason = "units"
-        finally:
-            if rewind is not None and done < len(items):
-                self._hand_back(rewind, items[done:], len(items), reason)
+        except Exception:  # a lasting outage: what is not finished is read again
+            if rewind is not None:
+                self._hand_back(rewind, items[done:], len(items), "failure")
+            raise
+        if rewind is not None and done < len(items):
+            self._hand_back(rewind, items[done:], len(items), reason)
         return processed
 
     def _item(self, record: ConsumerRecord[Any, Any], body: bytes) -> Item[E]:
@@ -347,6 +353,19 @@ def one_by_one(work: Callable[[E], Awaitable[Any]]) -> Callable[[list[E]], Await
 
     each.__name__ = getattr(work, "__name__", "each")
     return each
+
+
+def interleaved(items: list[Item[E]]) -> list[Item[E]]:
+    """`items` taken from their partitions in turn, each partition's in their order: a batch
+    cut short by its budget has made progress on every partition it read, not only on the
+    first (which could starve the others while it has a backlog)."""
+    by_partition: dict[tuple[str, int], list[Item[E]]] = {}
+    for item in items:
+        by_partition.setdefault((item.record.topic, item.record.partition), []).append(item)
+    if len(by_partition) < 2:
+        return items
+    turns = itertools.zip_longest(*by_partition.values())
+    return [item for turn in turns for item in turn if item is not None]
 
 
 def _slice_end(items: Sequence[Item[E]], start: int, end: int, units: int | None) -> int:
