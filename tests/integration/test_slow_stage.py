@@ -66,8 +66,12 @@ class SlowEmbedder:
         return await self.inner.embed(texts, input_type)
 
 
+def agent_of(run: str) -> str:
+    return f"0xslow{run}"
+
+
 def requests(run: str, model: str) -> list[EmbeddingRequested]:
-    scope = Scope(agent_wallet=f"0xslow{run}")
+    scope = Scope(agent_wallet=agent_of(run))
     return [
         EmbeddingRequested(
             scope=scope,
@@ -97,6 +101,8 @@ def settings_for(stack: Endpoints, run: str, port: int) -> Settings:
         embedding_stage_max_texts=128,  # the first slice, before the speed is known: 16
         extractor="none",
         http_port=port,
+        # the topic is shared by the session: other tests' groups may still publish on it
+        only_agents=[agent_of(run)],
     )
 
 
