@@ -6,7 +6,13 @@ Storing a turn never waits for the model: the transcripts group writes the text 
 (found by BM25 and recency) and asks this group for the vector. The group scales by processes
 up to the partitions of `memory.embeddings.v1` (`kafka.partitions`). A batch is embedded in
 chunks, and each chunk's writes run while the model works on the next one, so the model —
-the stage's only real limit — is never idle waiting for the database."""
+the stage's only real limit — is never idle waiting for the database.
+
+A batch is bounded by texts as well as requests (`embedding.stage_max_texts`) and by time
+(`kafka.batch_budget_ms`): it is worked in slices sized by the model's measured speed, and
+what does not fit is handed back to the next poll (`services.stream.batches`), so a slow model
+never keeps the group from polling within `kafka.max_poll_interval_ms`. A request's texts
+embedded before a lost batch are in the vector store, so its redo runs no model for them."""
 
 from __future__ import annotations
 
@@ -93,8 +99,15 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
         fill,
         name="on_embedding_requested",
         batch=rt.settings.embedding.stage_batch,
+        weigh=texts,
+        max_units=rt.settings.embedding.stage_max_texts,
     )
     return group.router
+
+
+def texts(event: EmbeddingRequested) -> int:
+    """A request's units of work, by which a batch is bounded and sliced: its texts."""
+    return len(event.targets)
 
 
 async def after(previous: asyncio.Task[None] | None, work: Coroutine[Any, Any, None]) -> None:

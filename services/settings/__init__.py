@@ -36,7 +36,13 @@ from services.settings.gateway import (
 from services.settings.mcp import McpSettings
 from services.settings.pipeline import ArchiveSettings, ExtractionSettings
 from services.settings.retrieval import EmbeddingSettings, SearchSettings
-from services.settings.stores import KafkaSettings, MongoSettings, RedisSettings, security_problems
+from services.settings.stores import (
+    KafkaSettings,
+    MongoSettings,
+    RedisSettings,
+    poll_problems,
+    security_problems,
+)
 
 __all__ = [
     "JWT_SECRET_BYTES",
@@ -120,7 +126,8 @@ class Settings(BaseSettings):
         le=280,
         description=(
             "How long a message waits for an unreachable store before it is handed back "
-            "uncommitted and read again (below Kafka's 300 s poll interval). Until then a "
+            "uncommitted and read again (with `batch_budget_ms`, below "
+            "`max_poll_interval_ms`). Until then a "
             "message whose store (MongoDB, Redis) is unreachable is retried with backoff (up "
             "to 5 s apart) without using up its attempts, so an outage dead-letters nothing."
         ),
@@ -187,10 +194,12 @@ class Settings(BaseSettings):
         return route_flat_keys(cls, data) if isinstance(data, dict) else data
 
     @model_validator(mode="after")
-    def _check_security(self) -> Settings:
-        """Reject security settings that would be ignored or cannot work, naming the
-        variables to fix (the values themselves are never part of the message)."""
+    def _check_combinations(self) -> Settings:
+        """Reject security settings that would be ignored or cannot work, and timings that
+        would let a batch outlast the poll interval, naming the variables to fix (a secret's
+        value is never part of the message)."""
         problems = security_problems(self.kafka, self.mongo, self.redis)
+        problems += poll_problems(self.kafka, self.outage_wait_seconds)
         if problems:
             raise ValueError("; ".join(problems))
         return self

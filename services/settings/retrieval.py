@@ -132,6 +132,17 @@ class EmbeddingSettings(Section):
         validation_alias="embedding_stage_batch",
         description="Most embedding requests the `embeddings` group takes in one batch.",
     )
+    stage_max_texts: int = Field(
+        default=1_024,
+        ge=1,
+        le=100_000,
+        validation_alias="embedding_stage_max_texts",
+        description=(
+            "Most texts the `embeddings` group takes in one batch: the requests after them "
+            "are handed back to the next poll (a request with more texts is taken alone). "
+            "With `batch_budget_ms` it bounds a batch's work whatever the model's speed."
+        ),
+    )
 
 
 class SearchSettings(Section):

@@ -98,6 +98,30 @@ class KafkaSettings(Section):
             "linger); a batch is handed over as soon as records are there."
         ),
     )
+    max_poll_interval_ms: int = Field(
+        default=300_000,
+        ge=1_000,
+        le=3_600_000,
+        validation_alias="max_poll_interval_ms",
+        description=(
+            "Kafka's poll interval: a consumer that does not poll for this long leaves its "
+            "group, and the commit of the batch it was working on is refused. A batch's work "
+            "(`batch_budget_ms`) and a store outage's wait (`outage_wait_seconds`) end well "
+            "inside it."
+        ),
+    )
+    batch_budget_ms: int = Field(
+        default=30_000,
+        ge=100,
+        validation_alias="batch_budget_ms",
+        description=(
+            "How long a writer group works on one batch. The batch runs in slices sized by "
+            "the measured speed of its work (a slow model makes them small); once this is "
+            "spent, the finished records are committed and the rest is handed back to the "
+            "next poll (read again, never lost or run twice). At most a quarter of "
+            "`max_poll_interval_ms`, and with `outage_wait_seconds` below it."
+        ),
+    )
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
         default="PLAINTEXT",
         validation_alias="kafka_security_protocol",
@@ -220,6 +244,25 @@ class RedisSettings(Section):
         validation_alias="redis_tls_ca_file",
         description="PEM CA bundle of the Redis server (needs TLS).",
     )
+
+
+def poll_problems(kafka: KafkaSettings, outage_wait_seconds: float) -> list[str]:
+    """What keeps a batch's work or an outage's wait from ending well inside the poll
+    interval (empty when nothing does), naming the variables to fix."""
+    poll, budget = kafka.max_poll_interval_ms, kafka.batch_budget_ms
+    problems = []
+    if budget * 4 > poll:
+        problems.append(
+            f"{env_name('batch_budget_ms')} ({budget}) must be at most a quarter of "
+            f"{env_name('max_poll_interval_ms')} ({poll})"
+        )
+    if outage_wait_seconds * 1000 + budget >= poll:
+        problems.append(
+            f"{env_name('outage_wait_seconds')} ({outage_wait_seconds:g} s) plus "
+            f"{env_name('batch_budget_ms')} ({budget} ms) must stay below "
+            f"{env_name('max_poll_interval_ms')} ({poll} ms)"
+        )
+    return problems
 
 
 def security_problems(

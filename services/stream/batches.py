@@ -18,14 +18,32 @@
 
 The work receives the decoded events in record order; it must be idempotent (turn-id guards,
 deterministic ids), as every handler already is, since a redelivered batch runs again.
+
+A batch's work is bounded, well inside the consumer's poll interval (`max_poll_interval_ms`:
+a consumer that does not poll for that long leaves its group, and the commit of its batch is
+refused), whatever the speed of the model or store it calls:
+
+* it takes at most `max_units` units of work (records, or the texts of the `embeddings`
+  group: `weigh`); the records after them are **handed back**, unread, to the next poll;
+  records are taken from the batch's partitions in turn (each partition's in order), so a
+  batch cut short makes progress on every partition;
+* it runs in slices sized by its `Pace` (the seconds per unit measured so far) and, once
+  `budget_seconds` are spent, hands back the rest of the batch instead of starting another
+  slice. The finished records are committed; the handed-back ones are read again by the
+  next poll, so nothing is lost or run twice.
+
+Handing back is seeking each partition to its first unfinished record: a consumer that
+cannot seek (the in-memory test broker's) runs the whole batch in one slice.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from aiokafka import ConsumerRecord
@@ -35,7 +53,9 @@ from pydantic import BaseModel, ValidationError
 from engine.errors import InputRejected
 from schemas.scope import first_error
 from services.stream.dlq import Outage, is_outage, send_dead_letter, undecodable
+from services.stream.handback import Rewinder, rewind_of
 from services.stream.metrics import EventProbe, Metrics
+from services.stream.pace import Pace, probe_units
 
 if TYPE_CHECKING:
     from faststream.kafka.publisher.usecase import DefaultPublisher
@@ -67,10 +87,21 @@ def bodies_of(message: KafkaMessage) -> list[bytes]:
     return list(body) if isinstance(body, list) else [body]
 
 
+@dataclass(frozen=True, slots=True)
+class Item(Generic[E]):
+    """One record of a batch, decoded (`entry`) or not (`rejected`: error type, reason)."""
+
+    record: ConsumerRecord[Any, Any]
+    body: bytes
+    entry: Entry[E] | None
+    rejected: tuple[str, str] | None
+    units: int
+
+
 @dataclass(slots=True)
 class BatchConsumer(Generic[E]):
     """Runs one batch: decode, dead-letter what cannot be decoded, then `work` on the rest,
-    split on failure (see the module's docstring)."""
+    split on failure, in slices bounded by units and time (see the module's docstring)."""
 
     dead_letters: DefaultPublisher
     group: str
@@ -82,20 +113,110 @@ class BatchConsumer(Generic[E]):
     outage_seconds: float = 120.0
     admit: Callable[[E], bool] = lambda _event: True
     """Events not admitted (another tenant's, under `only_agents`) are acknowledged unread."""
+    weigh: Callable[[E], int] = lambda _event: 1
+    """Units of work of an event (≥ 1): a record by default, its texts for the embedder."""
+    max_units: int | None = None
+    """Most units a batch takes (at least its first record); None: every record."""
+    budget_seconds: float | None = None
+    """How long a batch's work may run before the rest is handed back; None: no limit."""
+    clock: Callable[[], float] = time.monotonic
+    rewinder: Callable[[KafkaMessage], Rewinder | None] = rewind_of
+    """How records of a message are handed back (`services.stream.handback`)."""
+    pace: Pace | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        if self.budget_seconds is not None:
+            self.pace = Pace(self.budget_seconds, probe_units(self.max_units))
 
     async def consume(self, message: KafkaMessage) -> int:
-        """Handle every record of `message`; how many were processed (the rest were
-        dead-lettered or not admitted)."""
-        entries: list[Entry[E]] = []
-        for record, body in zip(records_of(message), bodies_of(message), strict=True):
-            probe = EventProbe(self.metrics, self.group, record.topic)
-            decoded = self._decode(record, body)
-            if isinstance(decoded, tuple):
-                kind, reason = decoded
-                await self._letter(record, body, probe, reason, kind, 0)
-            elif self.admit(decoded):
-                entries.append(Entry(record, body, decoded, probe))
-        return await self._run(entries)
+        """Handle the records of `message` that fit its bounds and hand the rest back (also
+        when a lasting outage raises); how many were processed (the rest were dead-lettered,
+        not admitted or handed back)."""
+        items = interleaved(
+            [
+                self._item(record, body)
+                for record, body in zip(records_of(message), bodies_of(message), strict=True)
+            ]
+        )
+        rewind = self.rewinder(message)
+        end = self._taken(items) if rewind is not None else len(items)
+        done = processed = 0
+        reason = "units"
+        started = self.clock()
+        try:
+            while done < end:
+                units = self._plan(started) if rewind is not None else None
+                if units == 0:
+                    reason = "budget"
+                    break
+                stop = _slice_end(items, done, end, units)
+                began = self.clock()
+                processed += await self._slice(items[done:stop])
+                if self.pace is not None:
+                    self.pace.measured(sum(i.units for i in items[done:stop]), self.clock() - began)
+                done = stop
+        except Exception:  # a lasting outage: what is not finished is read again
+            if rewind is not None:
+                self._hand_back(rewind, items[done:], len(items), "failure")
+            raise
+        if rewind is not None and done < len(items):
+            self._hand_back(rewind, items[done:], len(items), reason)
+        return processed
+
+    def _item(self, record: ConsumerRecord[Any, Any], body: bytes) -> Item[E]:
+        decoded = self._decode(record, body)
+        if isinstance(decoded, tuple):
+            return Item(record, body, None, decoded, 0)
+        if not self.admit(decoded):
+            return Item(record, body, None, None, 0)
+        probe = EventProbe(self.metrics, self.group, record.topic)
+        entry = Entry(record, body, decoded, probe)
+        return Item(record, body, entry, None, max(1, self.weigh(decoded)))
+
+    def _taken(self, items: Sequence[Item[E]]) -> int:
+        """How many leading items fit `max_units` (at least one)."""
+        if self.max_units is None:
+            return len(items)
+        total = 0
+        for n, item in enumerate(items):
+            total += item.units
+            if total > self.max_units and n > 0:
+                return n
+        return len(items)
+
+    def _plan(self, started: float) -> int | None:
+        """Units of the next slice: 0 when the budget is spent, None when unbounded (the
+        first slice of a batch always runs: the budget cannot be spent before it)."""
+        if self.pace is None:
+            return None
+        units = self.pace.plan(self.clock() - started)
+        return 0 if units is None else units
+
+    async def _slice(self, items: Sequence[Item[E]]) -> int:
+        for item in items:
+            if item.rejected is not None:
+                kind, reason = item.rejected
+                probe = EventProbe(self.metrics, self.group, item.record.topic)
+                await self._letter(item.record, item.body, probe, reason, kind, 0)
+        return await self._run([i.entry for i in items if i.entry is not None])
+
+    def _hand_back(
+        self,
+        rewind: Rewinder,
+        rest: Sequence[Item[E]],
+        size: int,
+        reason: str,
+    ) -> None:
+        rewind([i.record for i in rest])
+        log.info(
+            "handed %d records of a batch of %d back to the next poll (%s)",
+            len(rest),
+            size,
+            reason,
+            extra={"group": self.group},
+        )
+        if self.metrics is not None:
+            self.metrics.handed_back.labels(group=self.group, reason=reason).inc(len(rest))
 
     def _decode(self, record: ConsumerRecord[Any, Any], body: bytes) -> E | tuple[str, str]:
         rejected = undecodable(body, tombstone=record.value is None)
@@ -232,3 +353,29 @@ def one_by_one(work: Callable[[E], Awaitable[Any]]) -> Callable[[list[E]], Await
 
     each.__name__ = getattr(work, "__name__", "each")
     return each
+
+
+def interleaved(items: list[Item[E]]) -> list[Item[E]]:
+    """`items` taken from their partitions in turn, each partition's in their order: a batch
+    cut short by its budget has made progress on every partition it read, not only on the
+    first (which could starve the others while it has a backlog)."""
+    by_partition: dict[tuple[str, int], list[Item[E]]] = {}
+    for item in items:
+        by_partition.setdefault((item.record.topic, item.record.partition), []).append(item)
+    if len(by_partition) < 2:
+        return items
+    turns = itertools.zip_longest(*by_partition.values())
+    return [item for turn in turns for item in turn if item is not None]
+
+
+def _slice_end(items: Sequence[Item[E]], start: int, end: int, units: int | None) -> int:
+    """The end of the slice that starts at `start`: as many items as `units` allows (None:
+    all of them up to `end`), at least one."""
+    if units is None:
+        return end
+    total = 0
+    for n in range(start, end):
+        total += items[n].units
+        if total > units and n > start:
+            return n
+    return end

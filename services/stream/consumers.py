@@ -9,12 +9,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from aiokafka import ConsumerRecord
 from faststream.kafka import KafkaRouter
 from faststream.kafka.annotations import KafkaMessage
-from faststream.kafka.message import KafkaMessage as Record
 from faststream.middlewares import AckPolicy
 from pydantic import BaseModel
 
@@ -24,7 +22,9 @@ from schemas.scope import Scope
 from services.settings import Settings
 from services.stream.batches import BatchConsumer
 from services.stream.dlq import consume
+from services.stream.handback import commit
 from services.stream.metrics import Metrics
+from services.stream.parsing import raw_body, safe_headers
 
 E = TypeVar("E", bound=BaseModel)
 
@@ -133,6 +133,7 @@ class GroupRouter(Generic[W]):
                 auto_offset_reset="earliest",
                 session_timeout_ms=kafka.session_timeout_ms,
                 heartbeat_interval_ms=kafka.heartbeat_interval_ms,
+                max_poll_interval_ms=kafka.max_poll_interval_ms,
                 fetch_max_wait_ms=wait,
                 ack_policy=ack_policy,
                 batch=True,
@@ -148,6 +149,7 @@ class GroupRouter(Generic[W]):
             auto_offset_reset="earliest",
             session_timeout_ms=kafka.session_timeout_ms,
             heartbeat_interval_ms=kafka.heartbeat_interval_ms,
+            max_poll_interval_ms=kafka.max_poll_interval_ms,
             fetch_max_wait_ms=wait,
             ack_policy=AckPolicy.ACK_FIRST if workers > 1 else ack_policy,
             max_workers=workers,
@@ -256,71 +258,49 @@ class GroupRouter(Generic[W]):
         interactive: bool = False,
         part: str | None = None,
         batch: int | None = None,
+        weigh: Callable[[E], int] | None = None,
+        max_units: int | None = None,
     ) -> None:
         """Register `work` for batches of `contract` events on `topic`
         (`services.stream.batches`): undecodable records are dead-lettered, a failing batch
-        is split until only the failing record is retried and dead-lettered, and the batch
-        is committed once, after `work` returned. `batch` caps the records per batch
-        (default: `kafka.batch_max_records`)."""
+        is split until only the failing record is retried and dead-lettered, a batch's work
+        stops after `kafka.batch_budget_ms` and hands the rest back, and what it finished is
+        committed (`services.stream.handback`). `batch` caps the records per batch (default:
+        `kafka.batch_max_records`); `weigh` counts an event's units of work (default 1) and
+        `max_units` caps them per batch (default: the record cap)."""
         rt = self.rt
-        only = frozenset(rt.settings.only_agents)
+        kafka, only = rt.settings.kafka, frozenset(rt.settings.only_agents)
+        records = batch or kafka.batch_max_records
 
         def admit(event: E) -> bool:
             scope = getattr(event, "scope", None)
             return not only or (scope is not None and scope.agent_wallet in only)
 
+        group_id, metrics = self.group_id(part), self.metrics
         consumer = BatchConsumer(
             self.dead_letters,
-            self.group_id(part),
+            group_id,
             contract,
             work,
             attempts=rt.settings.max_attempts,
             backoff_ms=rt.settings.retry_backoff_ms,
-            metrics=self.metrics,
+            metrics=metrics,
             outage_seconds=rt.settings.outage_wait_seconds,
             admit=admit,
+            weigh=weigh or (lambda _event: 1),
+            max_units=max_units if weigh is not None and max_units else records,
+            budget_seconds=kafka.batch_budget_ms / 1000,
         )
 
         async def handler(message: KafkaMessage) -> None:
-            await consumer.consume(message)
+            await consumer.consume(message)  # hands unfinished records back, even if it raises
+            await commit(message, group_id, metrics)
 
         handler.__name__ = handler.__qualname__ = name
-        # as in `on_event`: only a lasting store outage escapes, and then nothing is committed
+        # only a lasting store outage escapes `consume`, and then nothing is committed
         self.subscriber(
-            topic,
-            interactive=interactive,
-            part=part,
-            ack_policy=AckPolicy.NACK_ON_ERROR,
-            batch=batch or rt.settings.kafka.batch_max_records,
+            topic, interactive=interactive, part=part, ack_policy=AckPolicy.MANUAL, batch=records
         )(handler)
-
-
-Raw: TypeAlias = ConsumerRecord[Any, Any] | tuple[ConsumerRecord[Any, Any], ...]
-Parse = Callable[[Raw], Awaitable[Record]]
-
-
-async def safe_headers(raw: Raw, original: Parse) -> Record:
-    """FastStream's own parser, on the record (or each record of a batch) with every header
-    value made valid UTF-8 (in place): that parser decodes header values strictly, so a null
-    or non-UTF-8 value raised before any handler ran and the record was read again forever.
-    Undecodable bytes become U+FFFD; the body is untouched."""
-    for record in raw if isinstance(raw, tuple | list) else (raw,):
-        record.headers = [(name, _utf8(value)) for name, value in record.headers or ()]
-    return await original(raw)
-
-
-def _utf8(value: bytes | None) -> bytes:
-    return b"" if value is None else value.decode("utf-8", "replace").encode()
-
-
-async def raw_body(message: Record) -> bytes | list[bytes]:
-    """The record's value (a batch: each record's), undecoded. Every handler reads the raw
-    message and validates it into its contract itself (`services.stream.dlq.consume`, or the
-    request handlers), so a body that is not JSON reaches the code that dead-letters or
-    answers it. FastStream's default decoder parsed JSON (when the producer sent
-    `content-type: application/json`) before the handler ran, and its failure re-read the
-    record forever."""
-    return message.body
 
 
 DEADLINE_HEADER = "deadline"

@@ -172,6 +172,21 @@ class Metrics:
             ["group"],
             registry=r,
         )
+        self.handed_back = Counter(
+            "mnemostream_batch_records_handed_back",
+            "Records of a batch left for the next poll, unprocessed and uncommitted, by why: "
+            "`units` (past the batch's record or text cap), `budget` (the batch's time "
+            "budget was spent), `failure` (a lasting store outage).",
+            ["group", "reason"],
+            registry=r,
+        )
+        self.commits_refused = Counter(
+            "mnemostream_batch_commits_refused",
+            "Batch commits the broker refused because the group rebalanced meanwhile; the "
+            "consumer rejoins and reads the uncommitted records again.",
+            ["group"],
+            registry=r,
+        )
 
     def watch_search_state(self, stats: Callable[[], StateStats]) -> None:
         """Export the exact vector index's state (loads by kind, bytes, tenants), read from

@@ -17,6 +17,8 @@ OURS = {
     "mnemostream_extraction_duration_seconds",
     "mnemostream_consumer_lag",
     "mnemostream_consumer_lag_refresh_failures",
+    "mnemostream_batch_records_handed_back",
+    "mnemostream_batch_commits_refused",
 }
 
 

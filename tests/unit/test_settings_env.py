@@ -2,10 +2,10 @@
 
 `VARIABLES` is the list the flat `Settings` model read before it was grouped into sections
 (issue 14), plus the batch, partition and embedding-stage ones of issue 15, the previous
-archive keys of issue 17 and the MCP server's of issue 18; grouping must not rename, add or
-drop one. Each entry carries a probe value: set alone (with the companions a valid combination
-needs), it must show up in the settings, so a variable that is documented but no longer read
-fails here too.
+archive keys of issue 17, the MCP server's of issue 18 and the batch bounds of issue 29;
+grouping must not rename, add or drop one. Each entry carries a probe value: set alone (with
+the companions a valid combination needs), it must show up in the settings, so a variable that
+is documented but no longer read fails here too.
 """
 
 from __future__ import annotations
@@ -41,8 +41,11 @@ VARIABLES: dict[str, str] = {
     "KAFKA_PARTITIONS": "12",
     "BATCH_MAX_RECORDS": "77",
     "BATCH_WAIT_MS": "33",
+    "MAX_POLL_INTERVAL_MS": "600000",
+    "BATCH_BUDGET_MS": "45000",
     "EMBEDDING_DEFERRED": "false",
     "EMBEDDING_STAGE_BATCH": "99",
+    "EMBEDDING_STAGE_MAX_TEXTS": "333",
     "EMBEDDING_STORE_DB": "probe-vectors",
     "EMBEDDING_DOCUMENT_NICE": "5",
     "EMBEDDER": "voyage",
