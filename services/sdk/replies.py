@@ -95,6 +95,8 @@ class ReaderStats:
     """Why the reader was last restarted, repaired or failed."""
     fetch_wait_ms: int | None = None
     """The reply fetch wait a stall raised (None: never raised)."""
+    rotations: int = 0
+    """Reply topics rotated (`services.sdk.rotation`)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "repairs": dict(self.repairs)}

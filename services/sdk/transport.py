@@ -12,8 +12,10 @@
   partition with replies awaited is resumed or reassigned, a consumer that answers no fetch
   (or does not deliver what the broker has) while replies are awaited is replaced, and when
   no consumer can be started every waiting and new request raises `ReplyReaderFailed` (a
-  `TimeoutError` naming the cause) at once instead of timing out. `Transport.reader_stats`
-  counts what it did.
+  `TimeoutError` naming the cause) at once instead of timing out. When the broker stops
+  delivering the reply topic, and after `reply_topic_max_replies` records, new requests name
+  a new reply topic while the old one is read until its requests stop waiting
+  (`services.sdk.rotation`). `Transport.reader_stats` counts what it did.
 * Waits for the consumer groups' progress on a published write (read-your-writes) read their
   committed offsets through one `services.stream.progress.Progress`, started on the first
   wait.
@@ -45,6 +47,7 @@ from schemas.requests import (
 )
 from schemas.scope import Scope
 from services.sdk.replies import ReaderStats, ReplyReader, ReplyReaderFailed
+from services.sdk.rotation import ReplyTopics
 from services.stream.progress import Progress
 from services.stream.topics import create_topics
 
@@ -120,6 +123,7 @@ class Transport:
         wait_timeout: float = 10.0,
         actor: str | None = None,
         reply_stall_seconds: float = 5.0,
+        reply_topic_max_replies: int = 5000,
     ) -> None:
         """`timeout`: seconds a request waits for its reply unless the call says otherwise.
         `kafka_options`: aiokafka security arguments
@@ -133,7 +137,9 @@ class Transport:
         `wait_timeout`: seconds a wait lasts unless the call says otherwise. `actor` names
         this client in the item history of the changes it requests (default
         `sdk:<client id>`). `reply_stall_seconds`: how long awaited replies may see no record
-        before the reply reader checks its consumer for a stall (`services.sdk.replies`)."""
+        before the reply reader checks its consumer for a stall (`services.sdk.replies`);
+        `reply_topic_max_replies`: records after which the reply topic is rotated
+        (`services.sdk.rotation`; it is rotated after a stall too)."""
         if not group_prefix.strip():
             raise ValueError("group_prefix must not be blank")
         if wait_timeout <= 0:
@@ -146,12 +152,16 @@ class Transport:
         self._timeout = timeout
         self._fetch_wait_ms = fetch_wait_ms
         self.client_id = client_id or uuid.uuid4().hex[:12]
-        self.reply_topic = topics.reply_topic(self.client_id)
-        self._replies = TopicPartition(self.reply_topic, 0)
         self._producer: AIOKafkaProducer | None = None
-        self._reply_reader: ReplyReader | None = None
-        self._reply_stall_seconds = reply_stall_seconds
-        self._pending: dict[str, asyncio.Future[bytes]] = {}
+        self._reply_topics = ReplyTopics(
+            bootstrap,
+            self.client_id,
+            fetch_wait_ms=fetch_wait_ms,
+            kafka_options=kafka_options,
+            stall_seconds=reply_stall_seconds,
+            max_replies=reply_topic_max_replies,
+        )
+        self._started_replies = False
         self.last_position: Position | None = None
         self.group_prefix = group_prefix
         self.deferred_embeddings = deferred_embeddings
@@ -186,26 +196,37 @@ class Transport:
         await self._producer.start()
         # A private, single-partition reply topic read from its beginning without a group:
         # no join delay, no rebalance, and no reliance on the broker's "latest" offset.
-        self._reply_reader = ReplyReader(
-            self._bootstrap,
-            self.reply_topic,
-            self._pending,
-            fetch_wait_ms=self._fetch_wait_ms,
-            kafka_options=self._kafka_options,
-            stall_seconds=self._reply_stall_seconds,
-        )
-        await self._reply_reader.start()
+        await self._reply_topics.start()
+        self._started_replies = True
 
     async def close(self) -> None:
         """Stop the reader, cancel the requests still waiting, stop the clients."""
-        if self._reply_reader is not None:
-            await self._reply_reader.close()
-        for future in self._pending.values():
-            future.cancel()
+        if self._started_replies:
+            await self._reply_topics.close()
         if self._producer is not None:
             await self._producer.stop()
         await self.progress.close()
-        self._reply_reader = self._producer = None
+        self._producer = None
+        self._started_replies = False
+
+    @property
+    def reply_topic(self) -> str:
+        """The reply topic new requests name (rotated: `services.sdk.rotation`)."""
+        return self._reply_topics.topic
+
+    @property
+    def _replies(self) -> TopicPartition:
+        return self._reply_topics.current.partition
+
+    @property
+    def _pending(self) -> dict[str, asyncio.Future[bytes]]:
+        """The requests waiting for a reply on the current reply topic."""
+        return self._reply_topics.current.pending
+
+    @property
+    def _reply_reader(self) -> ReplyReader | None:
+        """The current reply topic's reader (None before `start()`)."""
+        return self._reply_topics.current if self._started_replies else None
 
     @property
     def _consumer(self) -> AIOKafkaConsumer | None:
@@ -214,9 +235,9 @@ class Transport:
 
     @property
     def reader_stats(self) -> ReaderStats:
-        """What the reply reader did: replies, late replies, restarts, repairs, failures
-        (all zero before `start()`)."""
-        return ReaderStats() if self._reply_reader is None else self._reply_reader.stats
+        """What the reply readers did: replies, late replies, restarts, repairs, failures,
+        reply topic rotations (all zero before `start()`)."""
+        return self._reply_topics.stats
 
     @property
     def started(self) -> bool:
@@ -266,31 +287,27 @@ class Transport:
     ) -> A:
         """Publish `request` with this client's reply topic and a deadline, and wait for its
         answer (`timeout` seconds, else the client's default)."""
-        if self._reply_reader is not None:
-            self._reply_reader.check()  # a reader that is down fails the request at once
+        if self._started_replies:
+            self._reply_topics.check()  # a reader that is down fails the request at once
         correlation_id = uuid.uuid4().hex
         future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-        self._pending[correlation_id] = future
-        self._listen(True)
+        reply_to = self._reply_topics.register(correlation_id, future)
         wait = timeout or self._timeout
         try:
             await self.publish(
                 topic,
                 request,
                 key,
-                reply_to=self.reply_topic,
+                reply_to=reply_to,
                 correlation_id=correlation_id,
                 deadline=int((time.time() + wait) * 1000),
             )
             async with asyncio.timeout(wait):
                 payload = await future
         finally:
-            self._pending.pop(correlation_id, None)
             # a timeout cancels the future, a failed reader sets an exception: not answered
             answered = future.done() and not future.cancelled() and not future.exception()
-            if not answered and self._reply_reader is not None:
-                self._reply_reader.expired(correlation_id)  # its reply, if any, is late
-            self._listen(bool(self._pending))
+            self._reply_topics.forget(correlation_id, answered)  # if not, its reply is late
         return reply.model_validate_json(payload)
 
     def _listen(self, on: bool) -> None:

@@ -10,8 +10,10 @@ import asyncio
 import socket
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from pydantic import BaseModel
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
@@ -215,3 +217,76 @@ async def test_a_reader_that_cannot_restart_fails_requests_at_once_naming_the_ca
         assert reader.consumer is not None
         assert reader.consumer is not consumer
         reader.check()  # requests are accepted again
+
+
+async def test_undelivered_replies_rotate_the_reply_topic_and_lose_no_request(
+    answered: MemoryClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The broker stops delivering the reply topic (benchmarks.soak: past ~9,400 replies),
+    simulated by consumers of it that are given nothing: the reader rotates to a new topic,
+    new requests are answered there, the request waiting on the old topic is answered there
+    once its records are delivered again, then the old topic is closed; none twice."""
+    old_topic = answered.reply_topic
+    old_reader = reader_of(answered)
+    old_reader._max_restarts = 100  # the simulated stall lasts: not failed meanwhile
+    withheld = True
+    getmany = AIOKafkaConsumer.getmany
+
+    async def nothing_from_the_old_topic(
+        self: AIOKafkaConsumer, *partitions: TopicPartition, timeout_ms: int = 0
+    ) -> dict[TopicPartition, list[Any]]:
+        if withheld and any(tp.topic == old_topic for tp in self.assignment()):
+            await asyncio.sleep(timeout_ms / 1000)
+            return {}
+        return await getmany(self, *partitions, timeout_ms=timeout_ms)
+
+    monkeypatch.setattr(AIOKafkaConsumer, "getmany", nothing_from_the_old_topic)
+    await asyncio.sleep(1.2)  # the read loop's fetch under way (1 s at most) is over
+    stats = answered.reader_stats
+    replies = stats.replies
+    waiting = await pending_context(answered, "Where do I live?")
+    async with asyncio.timeout(30):
+        while answered.reply_topic == old_topic:
+            await asyncio.sleep(0.05)
+    assert stats.rotations == 1
+    assert answered.reply_topic == f"{old_topic}.1"
+    assert "rotated" in (stats.last_cause or "")
+    assert not waiting.done()
+    assert old_reader.pending, "the old topic is read while its request waits"
+
+    assert (await asyncio.wait_for(answered.context("And now?", SCOPE), 30)).error is None
+    assert reader_of(answered) is not old_reader
+    assert answered._reply_topics.current.delivered == 1  # on the new topic
+    withheld = False
+    assert (await asyncio.wait_for(waiting, 30)).error is None
+    assert stats.replies == replies + 2
+    assert stats.late_replies == 0
+    assert stats.unmatched == 0
+    async with asyncio.timeout(10):
+        while old_reader.task is not None:  # drained: closed
+            await asyncio.sleep(0.05)
+    assert answered._reply_topics.old == []
+    assert (await answered.context("Still there?", SCOPE)).error is None
+    assert stats.replies == replies + 3
+    assert stats.rotations == 1
+
+
+async def test_a_reply_topic_is_rotated_after_max_replies(answered: MemoryClient) -> None:
+    """`reply_topic_max_replies`: a topic that delivered that many records is rotated, so
+    none grows long; requests waiting meanwhile are answered, none twice."""
+    answered._reply_topics.max_replies = 2
+    stats = answered.reader_stats
+    replies = stats.replies
+    first = answered.reply_topic
+    answers = await asyncio.gather(*(answered.context(f"q{n}", SCOPE) for n in range(3)))
+    for n in range(4):
+        answers.append(await answered.context(f"then {n}", SCOPE))
+    assert all(answer.error is None for answer in answers)
+    assert stats.rotations >= 1
+    assert answered.reply_topic != first
+    assert stats.replies == replies + 7
+    assert stats.late_replies == 0
+    assert stats.unmatched == 0
+    async with asyncio.timeout(10):
+        while answered._reply_topics.old:
+            await asyncio.sleep(0.05)
