@@ -21,6 +21,7 @@ from typing import Any
 from pymongo import AsyncMongoClient
 
 from benchmarks.load_stats import StoredCheck, check_stored, error_kind
+from benchmarks.pipeline import stop_all
 from engine.adapters.mongo import MEMORY, TRANSCRIPTS
 from schemas.inputs import turn_recorded
 from services.endpoints import Endpoints
@@ -198,11 +199,4 @@ def group_processes(
                 )
         yield procs
     finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_all(procs)

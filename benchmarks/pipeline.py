@@ -111,6 +111,18 @@ def groups_process(
         proc.wait(timeout=30)
 
 
+def stop_all(procs: list[subprocess.Popen[bytes]], timeout: float = 30) -> None:
+    """Terminate each process (by its PID), then wait for each, killing one that stays."""
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=timeout)
+
+
 def rss_mb(pid: int) -> float:
     """The resident set of a process, in MiB (Linux /proc)."""
     for text in Path(f"/proc/{pid}/status").read_text().splitlines():

@@ -39,7 +39,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.pipeline import endpoints, groups_process, pct
+from benchmarks.pipeline import endpoints, groups_process, pct, stop_all
 from services.endpoints import Endpoints
 from services.sdk.client import MemoryClient
 
@@ -67,14 +67,7 @@ def cpu_load(processes: int) -> Iterator[list[int]]:
     try:
         yield [p.pid for p in procs]
     finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+        stop_all(procs, timeout=10)
 
 
 def question(rng: random.Random, distinct: int) -> str:
