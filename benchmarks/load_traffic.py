@@ -22,7 +22,7 @@ from pymongo import AsyncMongoClient
 
 from benchmarks.load_stats import StoredCheck, check_stored, error_kind
 from benchmarks.pipeline import stop_all
-from engine.adapters.mongo import MEMORY, TRANSCRIPTS
+from engine.adapters.mongo import MEMORY, TRANSCRIPT_TURNS, TRANSCRIPTS
 from schemas.inputs import turn_recorded
 from services.endpoints import Endpoints
 from services.sdk.client import MemoryClient
@@ -141,7 +141,15 @@ async def stored_turns(uri: str, db: str, wallets: list[str], tally: Tally) -> S
     mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(uri)
     try:
         where = {"agentWallet": {"$in": wallets}}
-        transcripts = await mongo[db][TRANSCRIPTS].find(where).to_list(length=None)
+        heads = await mongo[db][TRANSCRIPTS].find(where, {"_id": 1}).to_list(length=None)
+        threads = [h["_id"] for h in heads]
+        turns = [
+            doc
+            for i in range(0, len(threads), 32)  # the turns' index is by thread
+            for doc in await mongo[db][TRANSCRIPT_TURNS]
+            .find({"thread": {"$in": threads[i : i + 32]}}, {"turnId": 1, "messages.turnId": 1})
+            .to_list(length=None)
+        ]
         rows = (
             await mongo[db][MEMORY]
             .find({**where, "source": "session"}, {"metadata.turnId": 1})
@@ -152,8 +160,8 @@ async def stored_turns(uri: str, db: str, wallets: list[str], tally: Tally) -> S
     return check_stored(
         tally.published,
         tally.uncertain,
-        [t for doc in transcripts for t in doc.get("turnIds", [])],
-        [m.get("turnId", "") for doc in transcripts for m in doc.get("messages", [])],
+        [str(doc["turnId"]) for doc in turns],
+        [m.get("turnId", "") for doc in turns for m in doc.get("messages", [])],
         [(row.get("metadata") or {}).get("turnId", "") for row in rows],
     )
 

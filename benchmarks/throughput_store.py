@@ -11,7 +11,7 @@ from typing import Any
 
 from pymongo import AsyncMongoClient
 
-from engine.adapters.mongo import MEMORY, SESSIONS, TRANSCRIPTS
+from engine.adapters.mongo import MEMORY, SESSIONS, TRANSCRIPT_TURNS, TRANSCRIPTS
 
 """How the memory adapter stores a row whose vector is not computed yet (`MemoryRow.pending`)."""
 
@@ -45,12 +45,17 @@ class Store:
 
     async def durable(self, agents: list[str], last_turns: Collection[str]) -> Durable:
         where = {"agentWallet": {"$in": agents}}
-        transcripts = await self._db[TRANSCRIPTS].find(where, {"turnIds": 1}).to_list(None)
+        heads = await self._db[TRANSCRIPTS].find(where, {"_id": 1}).to_list(None)
+        threads = [h["_id"] for h in heads]
+        stored = 0
+        for i in range(0, len(threads), 32):  # the turns' index is by thread
+            chunk = {"thread": {"$in": threads[i : i + 32]}}
+            stored += await self._db[TRANSCRIPT_TURNS].count_documents(chunk)
         working = await self._db[SESSIONS].find(where, {"turnIds": 1}).to_list(None)
         rows = {**where, "source": "session"}
         in_working = {t for doc in working for t in doc.get("turnIds", [])}
         return Durable(
-            transcript_turns=len({t for doc in transcripts for t in doc.get("turnIds", [])}),
+            transcript_turns=stored,
             session_rows=await self._db[MEMORY].count_documents(rows),
             working_threads=sum(1 for t in last_turns if t in in_working),
             embedded_rows=await self._db[MEMORY].count_documents({**rows, **_embedded_filter()}),

@@ -50,24 +50,28 @@ class Embedder(Protocol):
 
 
 class TranscriptStore(Protocol):
-    """Per-thread transcripts ("scene"). Appends are idempotent on the turn id."""
+    """Per-thread transcripts ("scene"). Appends are idempotent on the turn id. Stored as one
+    record per turn: no record grows with its thread (issue 29)."""
 
     async def append(self, turn: TranscriptAppend) -> bool:
         """Append the turn's messages (kept sorted by timestamp). False if already applied."""
         ...
 
     async def append_many(self, turns: Sequence[TranscriptAppend]) -> list[bool]:
-        """`append` of each turn, in order, in a few round trips (one write per session
-        transcript when none of its turns was applied before). One flag per turn."""
+        """`append` of each turn, in order, in a few round trips (one write per turn, one
+        per thread). One flag per turn."""
         ...
 
     async def add_turn_vectors(self, fills: Sequence[TurnVectorFill]) -> int:
-        """Attach each turn's vector to its session transcript unless that turn already has
-        one (or the transcript does not exist). How many were attached."""
+        """Attach each turn's vector to its stored turn unless that turn already has one
+        (or was not stored). How many were attached."""
         ...
 
-    async def recent(self, where: TenantFilter, limit: int) -> list[Transcript]:
-        """Transcripts the filter admits, most recently updated first, at most `limit`."""
+    async def recent(
+        self, where: TenantFilter, limit: int, turns: int | None = None
+    ) -> list[Transcript]:
+        """Transcripts the filter admits, most recently updated first, at most `limit`;
+        each with its newest `turns` turns only (all of them when None)."""
         ...
 
 

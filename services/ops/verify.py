@@ -16,13 +16,21 @@ from typing import Any
 
 from pymongo import AsyncMongoClient
 
-from engine.adapters.mongo import MEMORY, PATTERNS, RELATIONS, SESSIONS, TRANSCRIPTS
+from engine.adapters.mongo import (
+    MEMORY,
+    PATTERNS,
+    RELATIONS,
+    SESSIONS,
+    TRANSCRIPT_TURNS,
+    TRANSCRIPTS,
+)
 from services.runtime import endpoints
 from services.settings import Settings
 from services.stream.security import mongo_options
 
 COMPARED: Mapping[str, frozenset[str]] = {
     TRANSCRIPTS: frozenset(),
+    TRANSCRIPT_TURNS: frozenset(),
     SESSIONS: frozenset({"lastAccessedAt"}),
     MEMORY: frozenset({"accessCount", "lastAccessedAt", "decayScore", "changedAt"}),
     RELATIONS: frozenset(),
@@ -32,11 +40,9 @@ COMPARED: Mapping[str, frozenset[str]] = {
 
 UNORDERED: Mapping[str, frozenset[str]] = {
     PATTERNS: frozenset({"turnIds"}),
-    TRANSCRIPTS: frozenset({"turnVectors"}),
 }
 """Lists compared as sets: a pattern's counted turn ids (idempotency bookkeeping) are kept in
-the order the turns of its different sessions happened to be processed, and a transcript's
-turn vectors in the order the embeddings group filled them (a rebuild embeds inline)."""
+the order the turns of its different sessions happened to be processed."""
 
 REL_TOLERANCE = 1e-5
 

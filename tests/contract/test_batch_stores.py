@@ -32,6 +32,7 @@ from engine.adapters.mongo import (
     EMBEDDINGS,
     MEMORY,
     SESSIONS,
+    TRANSCRIPT_TURNS,
     TRANSCRIPTS,
     WORKING_TURN_IDS_KEPT,
     WORKING_TURN_VECTORS,
@@ -58,7 +59,7 @@ from engine.records import (
     WorkingSession,
 )
 from engine.scoping import TenantFilter
-from tests.support.mongo import IMPLEMENTATIONS, mongo_database
+from tests.support.mongo import IMPLEMENTATIONS, mongo_database, stored_transcripts
 
 T0 = 1_600_000_000_000
 """Milliseconds since epoch for transcripts and rows (no TTL on them)."""
@@ -209,7 +210,9 @@ async def test_transcript_append_many_equals_consecutive_appends(stores: Stores)
         T0 + 950,
     )
     assert [v.turn_id for v in mine.turn_vectors] == ["t1", "t3"]
-    assert mine.metadata == {"modelUsed": "m", "a": 2}
+    # merged in the turns' time order (issue 29: one document per turn): t2 came later but
+    # happened earlier, so t1's value stands, as it does in a replay whatever the order
+    assert mine.metadata == {"modelUsed": "m", "a": 1}
 
 
 async def test_transcript_append_many_after_some_turns_were_applied(stores: Stores) -> None:
@@ -271,7 +274,7 @@ async def test_transcript_turn_vectors_attach_once_and_only_to_stored_transcript
     assert await stores.transcripts.add_turn_vectors([]) == 0
 
     [mine] = await stores.transcripts.recent(TENANTS[0], 10)
-    assert [v.turn_id for v in mine.turn_vectors] == ["t2", "t1"]
+    assert [v.turn_id for v in mine.turn_vectors] == ["t1", "t2"]  # in turn order
     by_turn = {v.turn_id: v for v in mine.turn_vectors}
     assert np.allclose(by_turn["t1"].embedding, fill("t1").vector.embedding)
     assert np.allclose(by_turn["t2"].embedding, tv("t2", seed=2).embedding)  # kept its own
@@ -284,7 +287,8 @@ async def test_transcript_turn_vectors_attach_once_and_only_to_stored_transcript
 
 
 async def test_a_transcript_keeps_the_newest_turn_vectors_only(stores: Stores) -> None:
-    """A transcript is rewritten whole by every append: its turn vectors are bounded."""
+    """A transcript read back carries its newest turns' vectors only (each turn keeps its
+    own; `TRANSCRIPT_TURN_VECTORS` bounds what one read hands the scene layer)."""
     many = TRANSCRIPT_TURN_VECTORS + 6
     await stores.transcripts.append_many(
         [turn(f"t{n}", at=T0 + n, vector=n % 2 == 0) for n in range(many)]
@@ -293,7 +297,7 @@ async def test_a_transcript_keeps_the_newest_turn_vectors_only(stores: Stores) -
     [transcript] = await stores.transcripts.recent(TENANTS[0], 10)
     kept = [v.turn_id for v in transcript.turn_vectors]
     assert len(kept) == TRANSCRIPT_TURN_VECTORS
-    assert kept[-1] == f"t{many - 1}"  # the newest pushed stay
+    assert kept[-1] == f"t{many - 1}"  # the newest turns' stay
     assert len(transcript.messages) == 2 * many  # the text is all there
 
 
@@ -550,7 +554,7 @@ async def mongo(stack: Any, unique: Callable[[str], str]) -> AsyncIterator[Mongo
         await client.close()
 
 
-async def test_a_fresh_batch_is_one_update_command_with_one_statement_per_transcript(
+async def test_a_batch_is_one_insert_of_its_turns_and_one_upsert_per_thread_head(
     mongo: Mongo,
 ) -> None:
     store = MongoTranscriptStore(mongo.db)
@@ -558,13 +562,13 @@ async def test_a_fresh_batch_is_one_update_command_with_one_statement_per_transc
 
     assert await store.append_many(batch) == [True] * 9
 
-    assert mongo.writes.seen == [("update", 3)]
+    # issue 29: a turn costs one document write whatever its thread's length
+    assert mongo.writes.seen == [("insert", 9), ("update", 3)]
     assert await mongo.db[TRANSCRIPTS].count_documents({}) == 3
+    assert await mongo.db[TRANSCRIPT_TURNS].count_documents({}) == 9
 
 
-async def test_only_the_transcript_whose_guard_failed_is_replayed_turn_by_turn(
-    mongo: Mongo,
-) -> None:
+async def test_a_redelivered_turn_collides_on_its_id_and_changes_nothing(mongo: Mongo) -> None:
     store = MongoTranscriptStore(mongo.db)
     assert await store.append(turn("t1"))
     mongo.writes.seen.clear()
@@ -572,11 +576,12 @@ async def test_only_the_transcript_whose_guard_failed_is_replayed_turn_by_turn(
 
     assert await store.append_many(batch) == [False, True, True]
 
-    # S1 already holds t1 (its ids are read first), so the bulk write carries S-new alone,
-    # then S1's two turns go one by one
-    assert mongo.writes.seen == [("update", 1), ("update", 1), ("update", 1)]
-    [doc] = await mongo.db[TRANSCRIPTS].find({"sessionId": "S1"}).to_list(length=None)
+    # no read first, no turn-by-turn replay: the duplicate is refused by `_id`
+    assert mongo.writes.seen == [("insert", 3), ("update", 2)]
+    [doc] = await stored_transcripts(mongo.db, {"sessionId": "S1"})
     assert doc["turnIds"] == ["t1", "t2"]
+    assert doc["createdAt"] == T0
+    assert doc["updatedAt"] == T0 + 1
 
 
 async def test_a_fresh_working_batch_is_one_update_command(mongo: Mongo, now_ms: int) -> None:
@@ -615,7 +620,7 @@ async def test_content_addressed_vectors_are_stored_as_float32_vectors(mongo: Mo
 
 
 class Interfering:
-    """A transcripts collection on which another writer appends `turn_id` to `key` between
+    """A working-buffer collection on which another writer appends `turn_id` to `key` between
     the batch's read of `turnIds` and its bulk write."""
 
     def __init__(self, col: Any, key: str, turn_id: str) -> None:
@@ -629,16 +634,16 @@ class Interfering:
         return await self._col.bulk_write(ops, **kwargs)
 
 
-async def test_a_transcript_changed_between_read_and_write_is_not_overwritten_blindly(
-    mongo: Mongo,
+async def test_a_buffer_changed_between_read_and_write_is_not_overwritten_blindly(
+    mongo: Mongo, now_ms: int
 ) -> None:
-    col = mongo.db[TRANSCRIPTS]
-    assert await MongoTranscriptStore(mongo.db).append(turn("t1"))
+    col = mongo.db[SESSIONS]
+    assert await MongoWorkingStore(mongo.db).append(lines("t1", now_ms), keep=12)
     key = fields().document_key("S1")
     updates = {key: (["t2"], {"$push": {"turnIds": {"$each": ["t2"]}}})}
 
     failed = await versioned_upserts(
-        cast(Any, Interfering(col, key, "other")), updates, "transcript append"
+        cast(Any, Interfering(col, key, "other")), updates, "working append"
     )
 
     # its length changed after the read: the guarded write matched nothing and its upsert

@@ -21,6 +21,7 @@ from services.ops.dead_letters import read_letters
 from services.runtime import Runtime
 from services.sdk.client import MemoryClient
 from services.stream.dlq import DeadLetter, redrive_command
+from tests.support.mongo import stored_transcripts
 from tests.support.pipeline import groups_running
 
 pytestmark = pytest.mark.integration
@@ -91,11 +92,10 @@ async def test_a_dead_letter_is_listed_and_stored_after_a_redrive(
         check=True,
     )
     assert "re-published 1 message(s)" in again.stdout
-    col = rt.mongo[rt.settings.mongo.db]["session_transcripts"]
+    db = rt.mongo[rt.settings.mongo.db]
     deadline = time.monotonic() + 30
-    while not await col.find_one({"sessionId": turn.session_id}):
+    while not await stored_transcripts(db, {"sessionId": turn.session_id}):
         assert time.monotonic() < deadline, "the re-driven turn was not stored"
         await asyncio.sleep(0.1)
-    doc = await col.find_one({"sessionId": turn.session_id})
-    assert doc is not None
+    [doc] = await stored_transcripts(db, {"sessionId": turn.session_id})
     assert doc["messages"][0]["content"] == "Remember my gate code 7741."

@@ -37,6 +37,7 @@ from services.ops.stack import Server
 from services.ops.verify import compare
 from services.sdk.client import MemoryClient
 from services.stream.offsets import end_offsets, start_at_end, wait_caught_up
+from tests.support.mongo import stored_transcripts
 from tests.support.pipeline import groups_running, subscriptions
 from tests.support.settings import make_settings
 
@@ -153,7 +154,7 @@ async def published_ends(
 async def stored_once(db: AsyncDatabase[dict[str, Any]], agent: str, expected: int) -> None:
     """Every turn of `agent` is in its transcript exactly once, with one session vector."""
     per_turn: dict[str, int] = {}
-    async for doc in db["session_transcripts"].find({"agentWallet": agent}):
+    for doc in await stored_transcripts(db, {"agentWallet": agent}):
         for message in doc["messages"]:
             if message["role"] == "user":
                 key = message["content"].split(":")[0]
@@ -170,10 +171,10 @@ def _number(text: str) -> int:
 
 
 async def kept_in_order(db: AsyncDatabase[dict[str, Any]], agent: str, expected: int) -> None:
-    """Each thread's transcript lists its turns in the order they were said (its `turnIds`
-    are the write order), and its working buffer holds the newest lines, oldest first."""
+    """Each thread's transcript lists its turns in the order they were said, and its
+    working buffer holds the newest lines, oldest first."""
     threads = 0
-    async for doc in db["session_transcripts"].find({"agentWallet": agent}):
+    for doc in await stored_transcripts(db, {"agentWallet": agent}):
         said = [_number(t) for t in doc["turnIds"]]
         assert said == sorted(said), f"{doc['_id']} stored its turns out of order"
         threads += 1

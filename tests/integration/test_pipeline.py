@@ -23,6 +23,7 @@ from schemas.requests import ContextReply
 from services.endpoints import Endpoints
 from services.sdk.client import MemoryClient
 from services.stream.offsets import start_at_end, wait_processed
+from tests.support.mongo import stored_transcripts
 from tests.support.pipeline import drained, subscriptions
 
 pytestmark = pytest.mark.integration
@@ -182,8 +183,11 @@ async def _snapshot(db: Any, user: str) -> dict[str, list[dict[str, Any]]]:
     """The user's documents (the groups also replay other tests' turns from the shared topic,
     so the rest of the database may still be changing)."""
     return {
-        name: await db[name].find({"userAddress": user}).sort("_id", 1).to_list(length=None)
-        for name in ("session_transcripts", "sessions", "memory")
+        "session_transcripts": await stored_transcripts(db, {"userAddress": user}),
+        **{
+            name: await db[name].find({"userAddress": user}).sort("_id", 1).to_list(length=None)
+            for name in ("sessions", "memory")
+        },
     }
 
 

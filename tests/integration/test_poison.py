@@ -18,6 +18,7 @@ from schemas import topics
 from services.endpoints import Endpoints
 from services.ops.dead_letters import read_letters, redrive
 from services.stream.offsets import end_offsets, wait_caught_up, wait_processed
+from tests.support.mongo import stored_transcripts
 from tests.support.pipeline import groups_running
 
 pytestmark = pytest.mark.integration
@@ -90,9 +91,8 @@ async def test_poison_and_crash_are_dead_lettered_the_next_turn_is_stored_and_re
             timeout=60,
         )
 
-        transcripts = rt.mongo[rt.settings.mongo.db]["session_transcripts"]
-        stored = await transcripts.find_one({"sessionId": session})
-        assert stored is not None
+        db = rt.mongo[rt.settings.mongo.db]
+        [stored] = await stored_transcripts(db, {"sessionId": session})
         contents = [m["content"] for m in stored["messages"]]
         assert fine.messages[0].content in contents
         assert crashed.messages[0].content not in contents
@@ -123,6 +123,5 @@ async def test_poison_and_crash_are_dead_lettered_the_next_turn_is_stored_and_re
         key = (topics.TURNS, first.partition)
         end = (await end_offsets(stack.kafka_bootstrap, [topics.TURNS]))[key]
         await wait_caught_up(stack.kafka_bootstrap, group, {key: end}, timeout=90)
-        stored = await transcripts.find_one({"sessionId": session})
-        assert stored is not None
+        [stored] = await stored_transcripts(db, {"sessionId": session})
         assert crashed.messages[0].content in [m["content"] for m in stored["messages"]]

@@ -39,6 +39,7 @@ from services.ops.dead_letters import read_letters, redrive
 from services.stream.asyncapi import CHANNELS
 from services.stream.dlq import RAW_CAP_BYTES
 from services.stream.offsets import wait_processed
+from tests.support.mongo import stored_transcripts
 from tests.support.pipeline import groups_running, subscriptions
 
 pytestmark = pytest.mark.integration
@@ -185,10 +186,9 @@ async def test_each_poison_shape_is_dead_lettered_once_and_the_next_event_is_pro
                 assert len(raw) == min(len(value or b""), RAW_CAP_BYTES)
                 assert letter.redrive.endswith(f"--source {topic}:0:{letter.offset}")
         if topic == topics.TURNS:  # the valid turns were stored, in order
-            stored = await rt.mongo[rt.settings.mongo.db]["session_transcripts"].find_one(
-                {"agentWallet": agent}
+            [stored] = await stored_transcripts(
+                rt.mongo[rt.settings.mongo.db], {"agentWallet": agent}
             )
-            assert stored is not None
             said = [m["content"] for m in stored["messages"] if m["role"] == "user"]
             assert said == [make(i).messages[0].content for i in range(len(POISON))]
 
@@ -231,10 +231,7 @@ async def test_a_null_or_non_utf8_header_value_does_not_stop_the_partition(
         await wait_processed(
             stack.kafka_bootstrap, group_id, topics.TURNS, 1, last.offset, timeout=60
         )
-        stored = await rt.mongo[rt.settings.mongo.db]["session_transcripts"].find_one(
-            {"agentWallet": agent}
-        )
-        assert stored is not None
+        [stored] = await stored_transcripts(rt.mongo[rt.settings.mongo.db], {"agentWallet": agent})
         assert [m["content"] for m in stored["messages"] if m["role"] == "user"] == [
             "message 0",
             "message 1",

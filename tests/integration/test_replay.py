@@ -157,6 +157,7 @@ async def test_replay_rebuilds_the_same_documents_and_verify_reports_equal(
             report = await compare(settings, settings.mongo.db, rebuilt, agents=[agent])
             counts = {c.name: (c.live, c.rebuilt) for c in report.collections}
             assert counts["session_transcripts"] == (21, 21)  # 7 threads x 3 users
+            assert counts["transcript_turns"] == (TURNS, TURNS)  # one document per turn
             assert counts["memory"][0] > TURNS  # session vectors, facts, remembers, entities
             assert counts["patterns"][0] >= 2
             memory = rt.mongo[rebuilt]["memory"]

@@ -24,6 +24,7 @@ from services.runtime import Runtime
 from services.sdk.client import MemoryClient
 from services.stream.offsets import start_at_end, wait_processed
 from tests.support.jobs import run_and_wait
+from tests.support.mongo import stored_transcripts
 from tests.support.pipeline import subscriptions
 from tests.support.settings import make_settings
 
@@ -147,11 +148,7 @@ async def test_outcomes_not_reported_count_runs_but_move_no_success_rate(
     assert not validate(state).valid
     assert "3 outcomes unknown" in state.summary
     db = rt.mongo[rt.settings.mongo.db]
-    [transcript] = (
-        await db["session_transcripts"]
-        .find({"agentWallet": agent, "threadId": "trip2"})
-        .to_list(length=None)
-    )
+    [transcript] = await stored_transcripts(db, {"agentWallet": agent, "threadId": "trip2"})
     tool_lines = [m["content"] for m in transcript["messages"] if m["role"] == "tool"]
     assert tool_lines == [f"tool:{name} status:unknown" for name in FLIGHT]
     # an unreliable procedure stays out of the context, even for the question it answers

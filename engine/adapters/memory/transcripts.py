@@ -1,13 +1,15 @@
-"""In-memory `TranscriptStore` (unit tests, the contract suite's twin)."""
+"""In-memory `TranscriptStore` (unit tests, the contract suite's twin): a head per thread and
+its turns kept apart, read back as `engine.adapters.mongo.transcripts` assembles them."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from engine.adapters.memory.erasure import drop_user
-from engine.adapters.memory.turn_vectors import attach_turn_vectors
 from engine.records import (
     TRANSCRIPT_TURN_VECTORS,
+    ScopeFields,
     StoredMessage,
     Transcript,
     TranscriptAppend,
@@ -16,71 +18,107 @@ from engine.records import (
 from engine.scoping import TenantFilter
 
 
+@dataclass(frozen=True, slots=True)
+class _Head:
+    session_id: str
+    scope: ScopeFields
+    created_at: int
+    updated_at: int
+
+
 class InMemoryTranscriptStore:
     def __init__(self) -> None:
-        self._docs: dict[str, Transcript] = {}
-        self._turns: dict[str, set[str]] = {}
+        self._heads: dict[str, _Head] = {}
+        self._turns: dict[str, dict[str, TranscriptAppend]] = {}
 
     def drop_user(self, agent_wallet: str, user_address: str) -> int:
-        keys = drop_user(self._docs, lambda d: d.scope, agent_wallet, user_address)
+        keys = drop_user(self._heads, lambda h: h.scope, agent_wallet, user_address)
         for key in keys:
             self._turns.pop(key, None)
         return len(keys)
 
     async def append(self, turn: TranscriptAppend) -> bool:
         key = turn.scope.document_key(turn.session_id)
-        seen = self._turns.setdefault(key, set())
-        if turn.turn_id in seen:
-            return False
-        seen.add(turn.turn_id)
-        old = self._docs.get(key)
-        messages: list[StoredMessage] = [*(old.messages if old else []), *turn.messages]
-        messages.sort(key=lambda m: m.timestamp)
-        self._docs[key] = Transcript(
-            session_id=turn.session_id,
-            scope=old.scope if old else turn.scope,
-            messages=messages,
-            summary=turn.summary if turn.summary is not None else (old.summary if old else None),
-            token_count=(old.token_count if old else 0) + turn.token_count,
-            created_at=min(turn.at, old.created_at) if old else turn.at,
-            updated_at=max(turn.at, old.updated_at) if old else turn.at,
-            turn_vectors=[
-                *(old.turn_vectors if old else []),
-                *([turn.vector] if turn.vector else []),
-            ][-TRANSCRIPT_TURN_VECTORS:],
-            metadata={**(old.metadata if old else {}), **turn.metadata},
+        old = self._heads.get(key)
+        self._heads[key] = _Head(
+            turn.session_id if old is None else old.session_id,
+            turn.scope if old is None else old.scope,
+            turn.at if old is None else min(turn.at, old.created_at),
+            turn.at if old is None else max(turn.at, old.updated_at),
         )
+        turns = self._turns.setdefault(key, {})
+        if turn.turn_id in turns:
+            return False
+        turns[turn.turn_id] = turn
         return True
 
     async def append_many(self, turns: Sequence[TranscriptAppend]) -> list[bool]:
         return [await self.append(turn) for turn in turns]
 
     async def add_turn_vectors(self, fills: Sequence[TurnVectorFill]) -> int:
-        return attach_turn_vectors(self._docs, fills, TRANSCRIPT_TURN_VECTORS)
+        added = 0
+        for fill in fills:
+            turns = self._turns.get(fill.scope.document_key(fill.session_id), {})
+            turn = turns.get(fill.vector.turn_id)
+            if turn is not None and turn.vector is None:
+                turns[turn.turn_id] = replace(turn, vector=fill.vector)
+                added += 1
+        return added
 
-    async def recent(self, where: TenantFilter, limit: int) -> list[Transcript]:
-        docs = [d for d in self._docs.values() if where.admits(d.scope)]
-        docs.sort(key=lambda d: (-d.updated_at, d.session_id))
-        return docs[:limit]
+    async def recent(
+        self, where: TenantFilter, limit: int, turns: int | None = None
+    ) -> list[Transcript]:
+        keys = [k for k, h in self._heads.items() if where.admits(h.scope)]
+        keys.sort(key=lambda k: (-self._heads[k].updated_at, self._heads[k].session_id))
+        return [self._transcript(k, turns) for k in keys[:limit]]
 
     async def of_session(self, where: TenantFilter, session_id: str) -> Transcript | None:
-        docs = [
-            d for d in self._docs.values() if d.session_id == session_id and where.admits(d.scope)
+        keys = [
+            k
+            for k, h in self._heads.items()
+            if h.session_id == session_id and where.admits(h.scope)
         ]
-        return max(docs, key=lambda d: d.updated_at, default=None)
+        key = max(keys, key=lambda k: self._heads[k].updated_at, default=None)
+        return None if key is None else self._transcript(key, None)
 
     async def count(self, agent_wallet: str, user_address: str | None = None) -> int:
         return sum(
             1
-            for d in self._docs.values()
-            if d.scope.agent_wallet == agent_wallet
-            and (user_address is None or d.scope.user_address == user_address)
+            for h in self._heads.values()
+            if h.scope.agent_wallet == agent_wallet
+            and (user_address is None or h.scope.user_address == user_address)
         )
 
     async def of_agent(self, agent: str, since: int) -> list[Transcript]:
         """`TranscriptHistory.of_agent`: the agent's transcripts updated at or after `since`."""
         return [
-            d
-            for d in self._docs.values()
-            if d.scope.agent_wallet == agent and d.updated_at >= since
+            self._transcript(k, None)
+            for k, h in self._heads.items()
+            if h.scope.agent_wallet == agent and h.updated_at >= since
         ]
+
+    def _transcript(self, key: str, newest: int | None) -> Transcript:
+        head = self._heads[key]
+        turns = sorted(self._turns.get(key, {}).values(), key=lambda t: (t.at, t.turn_id))
+        if newest is not None:
+            turns = turns[-newest:] if newest > 0 else []
+        messages: list[StoredMessage] = sorted(
+            (m for t in turns for m in t.messages), key=lambda m: m.timestamp
+        )
+        summary = None
+        metadata: dict[str, object] = {}
+        for t in turns:
+            summary = t.summary if t.summary is not None else summary
+            metadata.update(t.metadata)
+        vectors = [t.vector for t in turns if t.vector is not None]
+        return Transcript(
+            session_id=head.session_id,
+            scope=head.scope,
+            messages=messages,
+            summary=summary,
+            token_count=sum(t.token_count for t in turns),
+            created_at=head.created_at,
+            updated_at=head.updated_at,
+            turn_vectors=vectors[-TRANSCRIPT_TURN_VECTORS:],
+            metadata=metadata,
+        )

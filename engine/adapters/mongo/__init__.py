@@ -12,7 +12,7 @@ collection, docs/operations.md#local-servers; it is good practice anyway).
 
 | module | store | collection |
 | --- | --- | --- |
-| `transcripts` | `MongoTranscriptStore` | `session_transcripts` |
+| `transcripts` | `MongoTranscriptStore` | `session_transcripts` (heads), `transcript_turns` |
 | `working` | `MongoWorkingStore` | `sessions` (working buffer) |
 | `sessions` | `MongoSessionStore` | `sessions` (reads and edits) |
 | `memory_rows` | `MongoMemoryStore` | `memory` |
@@ -50,6 +50,7 @@ from engine.adapters.mongo.schema import (
     RELATIONS,
     SESSIONS,
     SKILLS,
+    TRANSCRIPT_TURNS,
     TRANSCRIPTS,
     ensure_pattern_indexes,
     ensure_schema,
@@ -77,6 +78,7 @@ __all__ = [
     "SESSIONS",
     "SKILLS",
     "TRANSCRIPTS",
+    "TRANSCRIPT_TURNS",
     "WORKING_TURN_IDS_KEPT",
     "WORKING_TURN_VECTORS",
     "Doc",

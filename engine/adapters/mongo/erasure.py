@@ -17,8 +17,10 @@ from engine.adapters.mongo.schema import (
     RELATIONS,
     SESSIONS,
     SKILLS,
+    TRANSCRIPT_TURNS,
     TRANSCRIPTS,
 )
+from engine.adapters.mongo.transcripts import THREADS_PER_READ
 from engine.errors import DependencyFailed
 
 COLLECTIONS = {
@@ -43,6 +45,7 @@ class MongoUserEraser:
         await bump_epochs(
             self._db, [agent_wallet], "erasing the user's memory"
         )  # search state holding the user reloads
+        await self._erase_turns(query)
         for kind, name in COLLECTIONS.items():
             try:
                 result = await self._db[name].delete_many(query)
@@ -50,3 +53,15 @@ class MongoUserEraser:
                 raise DependencyFailed(f"erasing the user's {kind} failed: {exc}") from exc
             counts[kind] = result.deleted_count
         return counts
+
+    async def _erase_turns(self, query: Doc) -> None:
+        """The turns of the user's transcripts, found by their heads (the turns' one index is
+        by thread), before the heads themselves: a retry after a failure still finds them."""
+        try:
+            heads = await self._db[TRANSCRIPTS].find(query, {"_id": 1}).to_list(None)
+            keys = [h["_id"] for h in heads]
+            for i in range(0, len(keys), THREADS_PER_READ):
+                chunk = keys[i : i + THREADS_PER_READ]
+                await self._db[TRANSCRIPT_TURNS].delete_many({"thread": {"$in": chunk}})
+        except PyMongoError as exc:
+            raise DependencyFailed(f"erasing the user's transcripts failed: {exc}") from exc

@@ -14,8 +14,15 @@ from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 
 from engine.adapters.mongo.documents import Doc
+from engine.adapters.mongo.transcript_layout import migrate_transcripts
 
 TRANSCRIPTS = "session_transcripts"
+"""One small head per thread (scope, first and last turn time): `engine.adapters.mongo.
+transcripts`."""
+TRANSCRIPT_TURNS = "transcript_turns"
+"""One document per turn of a transcript (issue 29: no document grows with its thread)."""
+LAYOUTS = "schema_layouts"
+"""Which data migrations `ensure_schema` has finished (one document each, by `_id`)."""
 SESSIONS = "sessions"
 MEMORY = "memory"
 PATTERNS = "patterns"
@@ -38,6 +45,10 @@ INDEXES: Mapping[str, Sequence[IndexModel]] = {
     # HAI id or sort, use the tenant prefix of the first index (issue 15: on the MongoDB-wire
     # server here, each secondary index halved the rate of batched row inserts).
     TRANSCRIPTS: (IndexModel([*_TENANT, ("threadId", ASCENDING), ("updatedAt", DESCENDING)]),),
+    # a thread's turns in order; inserted once per turn, read by thread (never by tenant:
+    # an erasure finds the user's threads by their heads)
+    TRANSCRIPT_TURNS: (IndexModel([("thread", ASCENDING), ("at", ASCENDING)], name="thread_at"),),
+    LAYOUTS: (),
     SESSIONS: (
         IndexModel([*_TENANT, ("threadId", ASCENDING), ("lastAccessedAt", DESCENDING)]),
         IndexModel([("expiresAt", ASCENDING)], expireAfterSeconds=0),
@@ -129,9 +140,13 @@ async def create_indexes(
 
 
 async def ensure_schema(db: AsyncDatabase[Doc]) -> list[str]:
-    """Create missing collections, then every index, one at a time, and drop the
-    `RETIRED` ones that exist. Idempotent."""
+    """Create missing collections, then every index, one at a time, drop the `RETIRED` ones
+    that exist, and migrate data written by an earlier layout (`transcript_layout`).
+    Idempotent."""
     created = await create_indexes(db, INDEXES)
+    await migrate_transcripts(
+        db[TRANSCRIPTS], db[TRANSCRIPT_TURNS], db[LAYOUTS], fresh=TRANSCRIPTS in created
+    )
     for name, retired in RETIRED.items():
         present = set(await db[name].index_information())
         for index in retired:

@@ -1,25 +1,39 @@
-"""`TranscriptStore` on MongoDB: the `session_transcripts` collection, one document per
-session within its tenant (`_id` is `ScopeFields.document_key`), appended once per turn
-(`append_once`: a redelivered turn is reported as "already applied")."""
+"""`TranscriptStore` on MongoDB: one bounded document per turn (issue 29).
+
+A thread's transcript used to be one document appended to on every turn: the server copied,
+sorted and re-encoded it whole on each append, a turn's cost grew with its thread, and at
+16 MB MongoDB refused it (a long-running thread lost its turns to the dead-letter topic).
+Now:
+
+* `transcript_turns` holds one document per turn, `_id` = thread key + turn id: the turn's
+  messages, token count, summary, metadata and (once embedded) its vector. Inserting it is
+  the turn's one write, and its idempotence guard: a redelivered or replayed turn collides
+  on `_id` and changes nothing. No document grows with the thread.
+* `session_transcripts` keeps one small head per thread (`_id` = `ScopeFields.
+  document_key`): the scope, `createdAt` (`$min`) and `updatedAt` (`$max`), upserted once
+  per thread per batch. Both operators are idempotent, so a head is updated for duplicates
+  too: a crash between the inserts and the heads is healed by the redelivery.
+* A transcript is read back by its head and the turns' index (`thread`, `at`), in order:
+  messages in timestamp order, tokens summed, the last summary and metadata merged in turn
+  order (later turns win), as the appends produced them.
+
+`ensure_schema` migrates heads written by the old layout (`engine.adapters.mongo.
+transcript_layout`)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
-from pymongo import DESCENDING
+from pymongo import DESCENDING, UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
-from engine.adapters.mongo.batches import (
-    first_per_document,
-    push_turn_vectors,
-    versioned_upserts,
-)
+from engine.adapters.mongo.batches import bulk_updates, insert_ignoring_duplicates, unique_fills
 from engine.adapters.mongo.documents import (
     Doc,
     agent_query,
-    append_once,
     message_doc,
     message_of,
     scope_doc,
@@ -28,70 +42,121 @@ from engine.adapters.mongo.documents import (
     turn_vector_doc,
     turn_vector_of,
 )
-from engine.adapters.mongo.schema import TRANSCRIPTS
+from engine.adapters.mongo.schema import TRANSCRIPT_TURNS, TRANSCRIPTS
 from engine.errors import DependencyFailed
 from engine.records import TRANSCRIPT_TURN_VECTORS, Transcript, TranscriptAppend, TurnVectorFill
 from engine.scoping import TenantFilter
 
+THREADS_PER_READ = 32
+"""Threads whose turns one query reads (`thread: {$in: …}`): the MongoDB-wire server's cost per
+key of an `$in` grows with the list's length."""
+
+
+def turn_key(thread: str, turn_id: str) -> str:
+    """The `_id` of a turn's document: its thread's key and the turn id."""
+    return f"{thread}|{turn_id}"
+
+
+def turn_doc(turn: TranscriptAppend) -> Doc:
+    thread = turn.scope.document_key(turn.session_id)
+    doc: Doc = {
+        "_id": turn_key(thread, turn.turn_id),
+        "thread": thread,
+        "turnId": turn.turn_id,
+        "sessionId": turn.session_id,
+        **scope_doc(turn.scope),
+        "at": turn.at,
+        "messages": [message_doc(m) for m in turn.messages],
+        "tokenCount": turn.token_count,
+        "metadata": dict(turn.metadata),
+    }
+    if turn.summary is not None:
+        doc["summary"] = turn.summary
+    if turn.vector is not None:
+        doc["vector"] = turn_vector_doc(turn.vector)
+    return doc
+
+
+def head_update(turns: Sequence[TranscriptAppend]) -> Doc:
+    """The head's update for `turns` of one thread: idempotent operators only."""
+    first = turns[0]
+    return {
+        "$setOnInsert": {"sessionId": first.session_id, **scope_doc(first.scope)},
+        "$min": {"createdAt": min(t.at for t in turns)},
+        "$max": {"updatedAt": max(t.at for t in turns)},
+    }
+
 
 class MongoTranscriptStore:
     def __init__(self, db: AsyncDatabase[Doc]) -> None:
-        self._col: AsyncCollection[Doc] = db[TRANSCRIPTS]
+        self._heads: AsyncCollection[Doc] = db[TRANSCRIPTS]
+        self._turns: AsyncCollection[Doc] = db[TRANSCRIPT_TURNS]
 
     async def append(self, turn: TranscriptAppend) -> bool:
-        key = turn.scope.document_key(turn.session_id)
-        return await append_once(self._col, key, turn.turn_id, _update([turn]), "transcript append")
-
-    async def append_many(self, turns: Sequence[TranscriptAppend]) -> list[bool]:
-        groups = first_per_document(
-            turns, lambda t: t.scope.document_key(t.session_id), lambda t: t.turn_id
-        )
-        updates = {
-            key: ([turns[i].turn_id for i in ix], _update([turns[i] for i in ix]))
-            for key, ix in groups.items()
-        }
-        failed = await versioned_upserts(self._col, updates, "transcript append")
-        applied = [False] * len(turns)
-        for key, ix in groups.items():
-            for i in ix:
-                # a document whose guard failed is replayed turn by turn, in order
-                applied[i] = await self.append(turns[i]) if key in failed else True
+        [applied] = await self.append_many([turn])
         return applied
 
-    async def add_turn_vectors(self, fills: Sequence[TurnVectorFill]) -> int:
-        # one rewrite per transcript, however many of its turns a batch fills: a transcript
-        # is the largest document there is, and each update rewrites it whole
-        return await push_turn_vectors(
-            self._col,
-            "turnVectors",
-            fills,
-            "transcript vector fill",
-            keep=TRANSCRIPT_TURN_VECTORS,
+    async def append_many(self, turns: Sequence[TranscriptAppend]) -> list[bool]:
+        """One unordered insert of the turns' documents, then one upsert per thread's head.
+        A turn repeated within `turns` is applied once (its first occurrence)."""
+        if not turns:
+            return []
+        docs = [turn_doc(t) for t in turns]
+        first: dict[str, int] = {}
+        for i, doc in enumerate(docs):
+            first.setdefault(doc["_id"], i)
+        inserted = await insert_ignoring_duplicates(
+            self._turns, [docs[i] for i in first.values()], "transcript append"
         )
-
-    async def recent(self, where: TenantFilter, limit: int) -> list[Transcript]:
+        threads: dict[str, list[TranscriptAppend]] = {}
+        for turn, doc in zip(turns, docs, strict=True):
+            threads.setdefault(doc["thread"], []).append(turn)
+        ops = [UpdateOne({"_id": k}, head_update(g), upsert=True) for k, g in threads.items()]
         try:
-            cursor = self._col.find(tenant_query(where)).sort("updatedAt", DESCENDING).limit(limit)
-            docs = await cursor.to_list(length=limit)
+            await self._heads.bulk_write(ops, ordered=False)
+        except PyMongoError as exc:
+            raise DependencyFailed(f"transcript append failed (its heads): {exc}") from exc
+        return [first[d["_id"]] == i and d["_id"] in inserted for i, d in enumerate(docs)]
+
+    async def add_turn_vectors(self, fills: Sequence[TurnVectorFill]) -> int:
+        """One guarded update per turn (`vector` absent): the turn's document alone is
+        written, however long its thread."""
+        ops = [
+            UpdateOne(
+                {"_id": turn_key(thread, turn_id), "vector": {"$exists": False}},
+                {"$set": {"vector": turn_vector_doc(fill.vector)}},
+            )
+            for (thread, turn_id), fill in unique_fills(fills).items()
+        ]
+        return await bulk_updates(self._turns, ops, "transcript vector fill")
+
+    async def recent(
+        self, where: TenantFilter, limit: int, turns: int | None = None
+    ) -> list[Transcript]:
+        """`turns`: each transcript's newest that many turns only (the whole thread when
+        None)."""
+        try:
+            cursor = self._heads.find(tenant_query(where)).sort("updatedAt", DESCENDING)
+            heads = await cursor.limit(limit).to_list(length=limit)
         except PyMongoError as exc:
             raise DependencyFailed(f"transcript read failed: {exc}") from exc
-        return self._transcripts(docs)
+        return await self._transcripts(heads, turns)
 
     async def of_session(self, where: TenantFilter, session_id: str) -> Transcript | None:
         """The newest transcript of `session_id` the filter admits (`SessionTranscripts`)."""
         query = {**tenant_query(where), "sessionId": session_id}
         try:
-            cursor = self._col.find(query).sort("updatedAt", DESCENDING).limit(1)
-            docs = await cursor.to_list(length=1)
+            cursor = self._heads.find(query).sort("updatedAt", DESCENDING).limit(1)
+            heads = await cursor.to_list(length=1)
         except PyMongoError as exc:
             raise DependencyFailed(f"transcript read failed: {exc}") from exc
-        found = self._transcripts(docs)
+        found = await self._transcripts(heads, None)
         return found[0] if found else None
 
     async def count(self, agent_wallet: str, user_address: str | None = None) -> int:
         """Transcripts of the agent (every user when `user_address` is None)."""
         try:
-            return await self._col.count_documents(agent_query(agent_wallet, user_address))
+            return await self._heads.count_documents(agent_query(agent_wallet, user_address))
         except PyMongoError as exc:
             raise DependencyFailed(f"transcript count failed: {exc}") from exc
 
@@ -99,58 +164,61 @@ class MongoTranscriptStore:
         """Every transcript of the agent (all users) updated since `since` (ms), for jobs."""
         query = {"agentWallet": agent, "updatedAt": {"$gte": since}}
         try:
-            docs = await self._col.find(query).to_list(length=None)
+            heads = await self._heads.find(query).to_list(length=None)
         except PyMongoError as exc:
             raise DependencyFailed(f"transcript read failed: {exc}") from exc
-        return self._transcripts(docs)
+        return await self._transcripts(heads, None)
 
-    @staticmethod
-    def _transcripts(docs: list[Doc]) -> list[Transcript]:
-        return [
-            Transcript(
-                session_id=d["sessionId"],
-                scope=scope_of(d),
-                messages=[message_of(m) for m in d.get("messages", [])],
-                summary=d.get("summary"),
-                token_count=int(d.get("tokenCount", 0)),
-                created_at=int(d["createdAt"]),
-                updated_at=int(d["updatedAt"]),
-                turn_vectors=[turn_vector_of(v) for v in d.get("turnVectors", [])],
-                metadata=dict(d.get("metadata") or {}),
+    async def _transcripts(self, heads: list[Doc], newest: int | None) -> list[Transcript]:
+        keys = [str(h["_id"]) for h in heads]
+        if newest is None:
+            step = THREADS_PER_READ
+            chunks = [keys[i : i + step] for i in range(0, len(keys), step)]
+            parts = await asyncio.gather(
+                *(self._read({"thread": {"$in": c}}, None) for c in chunks)
             )
-            for d in docs
-        ]
+        else:  # the newest turns of each thread: one query each, read together
+            parts = await asyncio.gather(*(self._read({"thread": k}, newest) for k in keys))
+        by_thread: dict[str, list[Doc]] = {k: [] for k in keys}
+        for part in parts:
+            for doc in part:
+                by_thread[str(doc["thread"])].append(doc)
+        return [assemble(h, by_thread[str(h["_id"])]) for h in heads]
+
+    async def _read(self, query: Doc, newest: int | None) -> list[Doc]:
+        if newest is not None and newest <= 0:
+            return []  # (a cursor's limit 0 means no limit)
+        try:
+            if newest is None:
+                return await self._turns.find(query).to_list(length=None)
+            cursor = self._turns.find(query).sort([("at", DESCENDING), ("_id", DESCENDING)])
+            cursor = cursor.limit(newest)
+            return await cursor.to_list(length=newest)
+        except PyMongoError as exc:
+            raise DependencyFailed(f"transcript read failed: {exc}") from exc
 
 
-def _update(turns: Sequence[TranscriptAppend]) -> Doc:
-    """One update appending `turns` (of one document, in order) as consecutive `append`s
-    would: messages kept sorted by timestamp, tokens summed, the times widened, metadata
-    merged (later turns win) and the last summary that is not None."""
-    first = turns[0]
-    vectors = [turn_vector_doc(t.vector) for t in turns if t.vector]
-    update: Doc = {
-        "$push": {
-            "messages": {
-                "$each": [message_doc(m) for t in turns for m in t.messages],
-                "$sort": {"timestamp": 1},
-            },
-            "turnIds": {"$each": [t.turn_id for t in turns]},
-            **(
-                {"turnVectors": {"$each": vectors, "$slice": -TRANSCRIPT_TURN_VECTORS}}
-                if vectors
-                else {}
-            ),
-        },
-        "$setOnInsert": {"sessionId": first.session_id, **scope_doc(first.scope)},
-        "$min": {"createdAt": min(t.at for t in turns)},
-        "$max": {"updatedAt": max(t.at for t in turns)},
-        "$inc": {"tokenCount": sum(t.token_count for t in turns)},
-    }
-    sets: Doc = {}
-    for t in turns:
-        sets.update({f"metadata.{k}": v for k, v in t.metadata.items()})
-        if t.summary is not None:
-            sets["summary"] = t.summary
-    if sets:
-        update["$set"] = sets
-    return update
+def assemble(head: Doc, turns: list[Doc]) -> Transcript:
+    """A transcript from its head and turn documents (any order): turns by (`at`, `_id`),
+    their messages stably sorted by timestamp."""
+    turns = sorted(turns, key=lambda d: (int(d["at"]), str(d["_id"])))
+    messages = sorted(
+        (message_of(m) for d in turns for m in d.get("messages", [])), key=lambda m: m.timestamp
+    )
+    summary = None
+    metadata: dict[str, object] = {}
+    for d in turns:
+        summary = d.get("summary", summary)
+        metadata.update(d.get("metadata") or {})
+    vectors = [turn_vector_of(d["vector"]) for d in turns if d.get("vector")]
+    return Transcript(
+        session_id=head["sessionId"],
+        scope=scope_of(head),
+        messages=messages,
+        summary=summary,
+        token_count=sum(int(d.get("tokenCount", 0)) for d in turns),
+        created_at=int(head["createdAt"]),
+        updated_at=int(head["updatedAt"]),
+        turn_vectors=vectors[-TRANSCRIPT_TURN_VECTORS:],
+        metadata=metadata,
+    )

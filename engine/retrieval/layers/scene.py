@@ -16,6 +16,10 @@ WORKING_LINES_SHOWN = 5
 SHOWN_TURNS = (WORKING_LINES_SHOWN + 1) // 2
 """Turns the shown lines cover (a turn is a user and an assistant line): a working hit is
 scored by the newest turns' vectors only, the turns it shows."""
+SCENE_TURNS = 1000
+"""Turns of each thread the scene layer searches, the newest: a thread's transcript is no
+longer bounded by a document's size (issue 29), and a search must not read a 50,000-turn
+thread whole. Older turns are found by the vectors layer (every turn's session row)."""
 _SPACES = re.compile(r"\s+")
 
 
@@ -82,13 +86,13 @@ def _turns(t: Transcript) -> list[tuple[str, list[StoredMessage]]]:
 
 async def search_scene(store: TranscriptStore, q: LayerQuery) -> list[Hit]:
     """The thread's transcripts, one candidate per turn: a hit shows the turn that matched
-    (all of the transcript is searched, not only the recent lines)."""
+    (the newest `SCENE_TURNS` turns are searched, not only the recent lines)."""
     where = q.where("scene", durable=False)
     if where is None:
         return []
     recent = await q.read(
         ("scene", id(store), where, 3 * q.limit),
-        lambda: store.recent(where, 3 * q.limit),
+        lambda: store.recent(where, 3 * q.limit, turns=SCENE_TURNS),
         thread=True,
     )
     transcripts = [t for t in recent if q.keep("scene", t.view())]
