@@ -23,6 +23,9 @@ writer groups (`transcripts`, and `embeddings` where it exists), one `search` an
    carries a unique word, and pre_turn is polled until its packed context shows it.
 5. `replay_per_s`: the groups stopped, `services.ops.replay` rebuilds the log into a fresh
    database (records/s, group joins included), then `services.ops.verify.compare`.
+6. `store_ceiling_per_s`: `benchmarks.store_ceiling`'s `record_turns` on the same server at
+   the groups' batch size (12,000 turns of the same text, no broker), and
+   `stored_vs_ceiling` = `stored_per_s / store_ceiling_per_s`.
 
 Human-readable lines, or with `--json` exactly one JSON object on stdout (progress goes to
 stderr). Group logs: `$TMPDIR/mnemostream-throughput-<tag>-<group>-<n>.log`.
@@ -42,6 +45,8 @@ import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
+
+from pymongo import AsyncMongoClient
 
 from benchmarks.pipeline import endpoints
 from benchmarks.throughput_procs import cli, group_env, group_processes, time_to_ready, turns_lag
@@ -326,10 +331,30 @@ def readiness(ends: Endpoints, tag: str, out: dict[str, Any]) -> None:
         out[key] = round(time_to_ready(env, group, f"ready{tag}"), 2)
 
 
+async def ceiling(ends: Endpoints, tag: str, out: dict[str, Any]) -> None:
+    """Phase 6: the store's ceiling on the same server build, with the same texts
+    (`benchmarks.store_ceiling`) at the groups' batch size, next to what the groups stored."""
+    from benchmarks.store_ceiling import record_turns
+
+    note("store ceiling")
+    batch = Settings().kafka.batch_max_records
+    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(ends.mongo_uri)
+    try:
+        got = await record_turns(client[f"bench_tp_ceiling_{tag}"], 12_000, batch, seed=15)
+    finally:
+        await client.drop_database(f"bench_tp_ceiling_{tag}")
+        await client.close()
+    out["store_ceiling_per_s"] = got["turns_per_s"]
+    out["store_ceiling_batch"] = batch
+    if "stored_per_s" in out:
+        out["stored_vs_ceiling"] = round(out["stored_per_s"] / got["turns_per_s"], 2)
+
+
 async def run(args: argparse.Namespace, ends: Endpoints, tag: str, out: dict[str, Any]) -> None:
     model = await live(args, ends, tag, out)
     if not args.skip_replay:
         await rebuild(ends, tag, model, out)
+    await ceiling(ends, tag, out)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

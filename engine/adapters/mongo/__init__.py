@@ -1,10 +1,11 @@
 """MongoDB adapters (PyMongo's native async API, `AsyncMongoClient`), one module per store.
 
 Documents use the reference's camelCase field names (`documents`). Natural keys are the `_id`
-(the session id within its tenant, `ScopeFields.document_key`, for transcripts and working
-sessions; `vectorId` for memory rows), so an upsert guarded by `turnIds: {$ne: turnId}` is an
-idempotent append (`documents.append_once`): a redelivered turn matches no document, the
-upsert then collides on `_id` and is reported as "already applied".
+(the session id within its tenant, `ScopeFields.document_key`, for transcript heads and working
+sessions; that key and the turn id for a transcript's turns; `vectorId` for memory rows), so a
+turn's insert, and an upsert guarded by `turnIds: {$ne: turnId}`, are idempotent
+(`documents.append_once`): a redelivered turn collides on `_id` and is reported as "already
+applied".
 
 `schema.ensure_schema` creates every collection and index once, sequentially, before any
 consumer runs (the local MongoDB-wire server deadlocks when index builds race inserts on a new
