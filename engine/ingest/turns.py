@@ -11,11 +11,10 @@ comes from the event's `occurred_at`.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -168,9 +167,9 @@ class TurnRecorder:
         return stored
 
     async def record_many(self, events: Sequence[TurnRecorded]) -> list[TurnStored]:
-        """Store turns with three bulk writes sent together and no read: one insert of the
-        turns' transcript documents (and a head per thread), one guarded update per thread's
-        working buffer, one unordered insert of the session rows. Every
+        """Store turns with three bulk writes and no read: one insert of the turns'
+        transcript documents (and a head per thread), one guarded update per thread's working
+        buffer, one unordered insert of the session rows. Every
         write is idempotent on its own (turn-id guards, deterministic row ids), so a
         redelivered turn changes nothing. A turn repeated within `events` is stored once.
         One result per event, in order; with `deferred`, every first occurrence is `pending`
@@ -187,25 +186,17 @@ class TurnRecorder:
             vid: TurnVector(p.event.turn_id, v, model) if v is not None else None
             for (vid, p), v in zip(todo.items(), vectors, strict=True)
         }
-        # three writes to three collections, independent and each idempotent: sent together
-        writes = await asyncio.gather(
-            self.transcripts.append_many(
-                [self._transcript(p, turn_vectors[vid]) for vid, p in todo.items()]
-            ),
-            self.working.append_many(
-                [self._working(p, turn_vectors[vid]) for vid, p in todo.items()],
-                keep=self.policy.working_lines,
-            ),
-            self.memory.insert_many_if_absent(
-                [self._row(p, by_id[vid]) for vid, p in todo.items()]
-            ),
-            return_exceptions=True,
+        # one after the other: sent together (asyncio.gather), the MongoDB-wire server here
+        # stored 1,242 turns/s at batches of 2,000 against 2,186 in turn (store_ceiling)
+        applied = await self.transcripts.append_many(
+            [self._transcript(p, turn_vectors[vid]) for vid, p in todo.items()]
         )
-        for failed in writes:
-            if isinstance(failed, BaseException):
-                raise failed
-        applied, working_applied, inserted = cast(
-            tuple[list[bool], list[bool], set[str]], tuple(writes)
+        working_applied = await self.working.append_many(
+            [self._working(p, turn_vectors[vid]) for vid, p in todo.items()],
+            keep=self.policy.working_lines,
+        )
+        inserted = await self.memory.insert_many_if_absent(
+            [self._row(p, by_id[vid]) for vid, p in todo.items()]
         )
         outcome = {vid: (t, w) for vid, t, w in zip(todo, applied, working_applied, strict=True)}
         results: list[TurnStored] = []
