@@ -5,7 +5,7 @@ group, and what each of its three writes costs.
     python -m benchmarks.store_ceiling --turns 12000 --json      # from the repo root
 
 Starts its own stack (or uses the servers named by MNEMOSTREAM_KAFKA_BOOTSTRAP / _MONGO_URI /
-_REDIS_URL), writes `--turns` turns of the throughput benchmark's text (50 threads) into a
+_REDIS_URL), writes `--turns` turns of the throughput benchmark's text (`--threads`, 50) into a
 fresh database in batches of `--batch` with pending vectors (the embedding stage's way), and
 prints, per batch size: `turns_per_s` over the whole batch, and `transcripts_per_s`,
 `working_per_s`, `rows_per_s` (turns divided by the time spent in that write). Then
@@ -87,7 +87,9 @@ class Timed:
         return timed
 
 
-async def record_turns(db: AsyncDatabase[Doc], turns: int, batch: int, seed: int) -> dict[str, Any]:
+async def record_turns(
+    db: AsyncDatabase[Doc], turns: int, batch: int, seed: int, threads: int = 50
+) -> dict[str, Any]:
     await ensure_schema(db)
     transcripts, working, memory = (
         MongoTranscriptStore(db),
@@ -102,11 +104,11 @@ async def record_turns(db: AsyncDatabase[Doc], turns: int, batch: int, seed: int
     ):
         setattr(store, method, timed.wrap(label, getattr(store, method)))
     recorder = TurnRecorder(transcripts, working, memory, NoModel(), deferred=True)
-    threads = scopes("c", 5, 10)
+    scoped = scopes("c", 1, threads)
     rng = random.Random(seed)
     start_ms = int(time.time() * 1000) - turns
     events = [
-        turn_recorded(turn_body(threads[n % len(threads)], *exchange(rng, n), start_ms + n))
+        turn_recorded(turn_body(scoped[n % len(scoped)], *exchange(rng, n), start_ms + n))
         for n in range(turns)
     ]
     began = time.perf_counter()
@@ -115,6 +117,7 @@ async def record_turns(db: AsyncDatabase[Doc], turns: int, batch: int, seed: int
     total = time.perf_counter() - began
     return {
         "batch": batch,
+        "threads": threads,
         "turns_per_s": round(turns / total, 1),
         **{f"{k}_per_s": round(turns / v, 1) for k, v in sorted(timed.seconds.items())},
     }
@@ -154,7 +157,9 @@ async def rows_by_index(db: AsyncDatabase[Doc], count: int) -> dict[str, float]:
     return out
 
 
-async def measure(uri: str, turns: int, batches: list[int], seed: int) -> dict[str, Any]:
+async def measure(
+    uri: str, turns: int, batches: list[int], seed: int, threads: int
+) -> dict[str, Any]:
     client: AsyncMongoClient[Doc] = AsyncMongoClient(uri)
     names: list[str] = []
     try:
@@ -162,13 +167,13 @@ async def measure(uri: str, turns: int, batches: list[int], seed: int) -> dict[s
         for batch in batches:
             name = f"ceiling_{uuid.uuid4().hex[:8]}"
             names.append(name)
-            results.append(await record_turns(client[name], turns, batch, seed))
+            results.append(await record_turns(client[name], turns, batch, seed, threads))
             print(f"[store_ceiling] batch {batch}: {results[-1]}", file=sys.stderr, flush=True)
         name = f"ceiling_{uuid.uuid4().hex[:8]}"
         names.append(name)
         return {
             "turns": turns,
-            "threads": 50,
+            "threads": threads,
             "record_many": results,
             "rows_by_index": await rows_by_index(client[name], min(turns, 6000)),
         }
@@ -183,11 +188,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--turns", type=int, default=12000)
     p.add_argument("--batch", type=int, action="append", help="batch sizes (default 2000, 500)")
     p.add_argument("--seed", type=int, default=15)
+    p.add_argument("--threads", type=int, default=50, help="threads the turns are spread over")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     args = p.parse_args(argv)
     with endpoints() as ends:
         result = asyncio.run(
-            measure(ends.mongo_uri, args.turns, args.batch or [2000, 500], args.seed)
+            measure(ends.mongo_uri, args.turns, args.batch or [2000, 500], args.seed, args.threads)
         )
     if args.json:
         print(json.dumps(result))

@@ -31,7 +31,7 @@ from services.stream.security import mongo_options
 COMPARED: Mapping[str, frozenset[str]] = {
     TRANSCRIPTS: frozenset(),
     TRANSCRIPT_TURNS: frozenset(),
-    SESSIONS: frozenset({"lastAccessedAt"}),
+    SESSIONS: frozenset({"lastAccessedAt", "rev"}),
     MEMORY: frozenset({"accessCount", "lastAccessedAt", "decayScore", "changedAt"}),
     RELATIONS: frozenset(),
     PATTERNS: frozenset(),

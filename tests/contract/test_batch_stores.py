@@ -630,7 +630,9 @@ class Interfering:
         return self._col.find(*args, **kwargs)
 
     async def bulk_write(self, ops: Any, **kwargs: Any) -> Any:
-        await self._col.update_one({"_id": self._key}, {"$push": {"turnIds": self._turn_id}})
+        await self._col.update_one(
+            {"_id": self._key}, {"$push": {"turnIds": self._turn_id}, "$inc": {"rev": 1}}
+        )
         return await self._col.bulk_write(ops, **kwargs)
 
 
@@ -640,13 +642,13 @@ async def test_a_buffer_changed_between_read_and_write_is_not_overwritten_blindl
     col = mongo.db[SESSIONS]
     assert await MongoWorkingStore(mongo.db).append(lines("t1", now_ms), keep=12)
     key = fields().document_key("S1")
-    updates = {key: (["t2"], {"$push": {"turnIds": {"$each": ["t2"]}}})}
+    updates = {key: (["t2"], {"$push": {"turnIds": {"$each": ["t2"]}}, "$inc": {"rev": 1}})}
 
     failed = await versioned_upserts(
         cast(Any, Interfering(col, key, "other")), updates, "working append"
     )
 
-    # its length changed after the read: the guarded write matched nothing and its upsert
+    # its revision changed after the read: the guarded write matched nothing and its upsert
     # collided on `_id`, so the caller replays this document turn by turn
     assert failed == {key}
     [doc] = await col.find({"_id": key}).to_list(length=None)

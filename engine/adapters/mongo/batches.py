@@ -65,43 +65,38 @@ def _failed_indices(exc: BulkWriteError, what: str) -> set[int]:
 
 
 async def versioned_upserts(
-    col: AsyncCollection[Doc],
-    updates: Mapping[str, tuple[list[str], Doc]],
-    what: str,
-    *,
-    cap: int | None = None,
+    col: AsyncCollection[Doc], updates: Mapping[str, tuple[list[str], Doc]], what: str
 ) -> set[str]:
     """Apply `updates` (document key → (its new turn ids, update)) in one unordered bulk
     write with upsert, each applied only if none of its turns is in the document yet.
-    The ids each document holds (`turnIds`) are read first, and the write's guard is the
-    array's length (`turnIds: {$size: n}`), an optimistic version: the server compares no
-    turn ids. (A `turnIds: {$nin: new}` guard costs |held| x |new| comparisons per update,
-    which grows with the thread: a third of the wire server's time at a few hundred turns
-    a thread, issue 15.)
-    `cap`: the document keeps only the newest that many ids, so a full array's length no
-    longer changes; such a document is guarded by `$nin` (at most `cap` x new ids).
+    The ids each document holds (`turnIds`) and its revision (`rev`) are read first; the
+    write's guard is the revision, an optimistic version (every write of such a document,
+    these updates included, must `$inc` it), so the
+    server compares one number, whatever the document holds. (Guards that compare turn ids,
+    `$nin`, cost |held| x |new| comparisons per update: with 1,000 ids kept, a thread's
+    batch of a few hundred turns made the working buffer the store's slowest write, issue
+    29.) A document written before revisions existed is guarded by `rev` being absent.
     A document that already holds one of its new turns, or that changed between the read
     and the write (its upsert then collides on `_id`), is returned as failed."""
     keys = list(updates)
     if not keys:
         return set()
     try:
-        held = await col.find({"_id": {"$in": keys}}, {"turnIds": 1}).to_list(None)
+        held = await col.find({"_id": {"$in": keys}}, {"turnIds": 1, "rev": 1}).to_list(None)
     except PyMongoError as exc:
         raise DependencyFailed(f"{what} failed: {exc}") from exc
-    present = {str(d["_id"]): list(d.get("turnIds") or []) for d in held}
+    present = {str(d["_id"]): (d.get("turnIds") or [], d.get("rev")) for d in held}
     failed: set[str] = set()
     ops: list[UpdateOne] = []
     sent: list[str] = []
     for key in keys:
         ids, update = updates[key]
-        have = present.get(key, [])
+        have, rev = present.get(key, ([], None))
         if not set(ids).isdisjoint(have):
             failed.add(key)
             continue
-        full = cap is not None and len(have) >= cap
-        guard = {"$nin": ids} if full else {"$size": len(have)}
-        ops.append(UpdateOne({"_id": key, "turnIds": guard}, update, upsert=True))
+        guard = {"$exists": False} if rev is None else rev
+        ops.append(UpdateOne({"_id": key, "rev": guard}, update, upsert=True))
         sent.append(key)
     if not ops:
         return failed

@@ -53,9 +53,7 @@ class MongoWorkingStore:
             key: ([appends[i].turn_id for i in ix], _update([appends[i] for i in ix], keep))
             for key, ix in groups.items()
         }
-        failed = await versioned_upserts(
-            self._col, updates, "working append", cap=WORKING_TURN_IDS_KEPT
-        )
+        failed = await versioned_upserts(self._col, updates, "working append")
         applied = [False] * len(appends)
         for key, ix in groups.items():
             for i in ix:
@@ -124,6 +122,7 @@ def _update(appends: Sequence[WorkingAppend], keep: int) -> Doc:
             **scope_doc(first.scope),
         },
         "$min": {"createdAt": min(a.at for a in appends)},
+        "$inc": {"rev": 1},  # the revision `versioned_upserts` guards a batch's write by
         "$max": {
             "lastAccessedAt": max(a.at for a in appends),
             "expiresAt": as_date(max(a.expires_at for a in appends)),
