@@ -119,15 +119,24 @@ class ExactVectorIndex:
                 self._states.move_to_end(key)
                 return state.rows
             began = time.time_ns() // 1_000_000
-            # the epoch before the rows: a hard delete between the two reads leaves a newer
-            # epoch for the next search to find
-            epoch = await self._memory.epoch(where.agent_wallet)
-            if state is not None and state.epoch == epoch:
-                changed = await self._memory.changed_rows(where, state.since)
-                state.rows.apply(changed)
-                self.deltas += 1
-                self.delta_rows += len(changed)
-            else:
+            epoch: int | None = None
+            if state is not None:
+                # the epoch and the rows changed since, read together: a hard delete before
+                # the epoch's read shows in it (the delta is dropped for a full load); one
+                # after it leaves a newer epoch for the search after its invalidation, as
+                # when the two were read one after the other
+                epoch, changed = await asyncio.gather(
+                    self._memory.epoch(where.agent_wallet),
+                    self._memory.changed_rows(where, state.since),
+                )
+                if state.epoch == epoch:
+                    state.rows.apply(changed)
+                    self.deltas += 1
+                    self.delta_rows += len(changed)
+            if state is None or state.epoch != epoch:
+                # the epoch before the rows: a hard delete during the load leaves a newer
+                # epoch for the next search to find
+                epoch = await self._memory.epoch(where.agent_wallet)
                 rows = TenantRows(model, dim)
                 rows.apply(await self._memory.active_rows(where, include_superseded=True))
                 state = _State(rows, version, epoch, began)
@@ -135,9 +144,7 @@ class ExactVectorIndex:
             state.version, state.epoch, state.since = version, epoch, began - self._margin
             self._states[key] = state
             self._states.move_to_end(key)
-            self._evict(keep=key)
-        if not lock.locked() and key not in self._states:
-            self._locks.pop(key, None)
+            self._evict(keep=key)  # never `key`; an evicted key's lock goes with its state
         return state.rows
 
     def _evict(self, keep: _Key) -> None:
