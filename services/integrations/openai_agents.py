@@ -30,6 +30,13 @@ gateway to forget facts).
 
 Each write returns once the transcript shows it (it is read back until it does, for at most
 `write_timeout` seconds), so a `get_items` right after `add_items` sees the items.
+
+**Any loop, any thread.** Every call runs on the loop its client was started on
+(`services.integrations.loops`), so `Runner.run` from another loop or thread works; for sync
+code (`Runner.run_sync`), `MnemoSession.open(bootstrap, session_id, agent=..., user=...)`
+gives the session a client on a loop and thread of its own (`close()` stops them). A call
+that could not be served (its client's loop is not running) fails at once, never hangs.
+`get_items()` honours `session_settings.limit`.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, cast
 from schemas.ids import h32, thread_session_id
 from schemas.scope import Scope
 from services.integrations import session_items as wire
+from services.integrations.loops import LoopThread, on_home_loop
 from services.integrations.session_items import ENVELOPE, MAX_ITEM_CHARS
 from services.integrations.visibility import until_visible
 from services.sdk.client import MemoryClient
@@ -97,18 +105,67 @@ class MnemoSession:
         self._write_timeout = write_timeout
         self._newest_ms = 0
         self._writing = asyncio.Lock()
+        self._owned: LoopThread | None = None
+
+    @classmethod
+    def open(
+        cls,
+        bootstrap: str,
+        session_id: str,
+        *,
+        agent: str,
+        user: str | None = None,
+        timeout: float | None = None,
+        write_timeout: float = 30.0,
+        **client_options: Any,
+    ) -> MnemoSession:
+        """A session with a `MemoryClient` of its own, started on a loop in a thread of its
+        own, so any loop and thread may use it (`Runner.run_sync` included); `close()` stops
+        both. `client_options` go to `MemoryClient`."""
+        thread = LoopThread(f"mnemostream-session-{session_id}")
+        client = MemoryClient(bootstrap, **client_options)
+        try:
+            thread.run(client.start())
+        except BaseException:
+            thread.stop()
+            raise
+        session = cls(
+            client,
+            session_id,
+            agent=agent,
+            user=user,
+            timeout=timeout,
+            write_timeout=write_timeout,
+        )
+        session._owned = thread
+        return session
+
+    def close(self) -> None:
+        """Stop the client and the thread of a session made by `open` (else nothing)."""
+        thread, self._owned = self._owned, None
+        if thread is not None:
+            try:
+                thread.run(self._client.close(), timeout=30)
+            finally:
+                thread.stop()
 
     # --- the Session protocol --------------------------------------------------------------
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
-        """The session's items, oldest first; the newest `limit` when given."""
-        items = [item for _, item in await self._replay()]
+        """The session's items, oldest first; the newest `limit` when given (else
+        `session_settings.limit`, when set)."""
+        if limit is None and self.session_settings is not None:
+            limit = self.session_settings.limit
+        items = [item for _, item in await on_home_loop(self._client, self._replay)]
         if limit is not None:
             items = items[-limit:] if limit > 0 else []
         return cast("list[TResponseInputItem]", items)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Record `items` as turns of the thread; returns once the transcript shows them."""
+        await on_home_loop(self._client, lambda: self._add_items(items))
+
+    async def _add_items(self, items: list[TResponseInputItem]) -> None:
         if not items:
             return
         dicts = [dict(cast("Mapping[str, Any]", item)) for item in items]
@@ -135,21 +192,39 @@ class MnemoSession:
                 )
 
     async def pop_item(self) -> TResponseInputItem | None:
-        """Remove the newest item and return it (None when the session is empty)."""
+        """Remove the newest item and return it (None when the session is empty). Each item
+        is returned once, whatever pops concurrently: a pop is won by the first marker of
+        that item in the transcript, and a pop that lost pops the next newest item."""
+        return await on_home_loop(self._client, self._pop_item)
+
+    async def _pop_item(self) -> TResponseInputItem | None:
         async with self._writing:
-            items = await self._replay()
-            if not items:
-                return None
-            stamp, item = items[-1]
-            await self._record(
-                [("system", "(the session's newest item was removed)")],
-                [json.dumps({ENVELOPE: 1, "pop": stamp})],
-                [],
-            )
-            return cast("TResponseInputItem", item)
+            while True:
+                items = await self._replay()
+                if not items:
+                    return None
+                stamp, item = items[-1]
+                turn_id = await self._record(
+                    [("system", "(the session's newest item was removed)")],
+                    [json.dumps({ENVELOPE: 1, "pop": stamp})],
+                    [],
+                )
+                if await self._first_pop(stamp) == turn_id:
+                    return cast("TResponseInputItem", item)
+
+    async def _first_pop(self, stamp: int) -> str | None:
+        """The turn id of the transcript's first marker removing the item of `stamp`."""
+        for m in await self._messages():
+            envelope = wire.envelope(m.get("raw"))
+            if envelope is not None and envelope.get("pop") == stamp:
+                return str(m.get("turnId"))
+        return None
 
     async def clear_session(self) -> None:
         """Start the session afresh: `get_items` answers nothing recorded before."""
+        await on_home_loop(self._client, self._clear_session)
+
+    async def _clear_session(self) -> None:
         async with self._writing:
             if await self._page(None) is None:
                 return  # nothing was ever recorded
@@ -234,10 +309,10 @@ class MnemoSession:
         said: Sequence[tuple[str, str]],
         raws: Sequence[str],
         items: Sequence[Mapping[str, Any]],
-    ) -> None:
-        """Record one turn of these messages and wait until the transcript shows it. Their
-        timestamps follow every timestamp this session saw, so the transcript keeps them in
-        order."""
+    ) -> str:
+        """Record one turn of these messages and wait until the transcript shows it; its
+        turn id. Their timestamps follow every timestamp this session saw, so the transcript
+        keeps them in order."""
         if self._newest_ms == 0:
             await self._messages()  # learn the newest timestamp of an existing transcript
         first = max(_now_ms(), self._newest_ms + 1)
@@ -262,6 +337,7 @@ class MnemoSession:
             timeout=self._write_timeout,
             what=f"turn {turn_id} of session {self.session_id!r}",
         )
+        return turn_id
 
     async def _shows(self, turn_id: str) -> bool | None:
         page = await self._page(None)
@@ -308,8 +384,11 @@ def memory_instructions(
             return text
         where = scope(wrapper) if callable(scope) else scope
         try:
-            reply = await client.context(
-                query, where, budget_chars=budget_chars, layers=layers, timeout=timeout
+            reply = await on_home_loop(
+                client,
+                lambda: client.context(
+                    query, where, budget_chars=budget_chars, layers=layers, timeout=timeout
+                ),
             )
         except (TimeoutError, RequestFailed) as exc:
             log.warning("pre_turn context unavailable, instructions without memory: %s", exc)

@@ -30,7 +30,7 @@ from services.stream.security import mongo_options
 
 COMPARED: Mapping[str, frozenset[str]] = {
     TRANSCRIPTS: frozenset(),
-    TRANSCRIPT_TURNS: frozenset(),
+    TRANSCRIPT_TURNS: frozenset({"seq"}),  # the writer's clock: its order, not its value
     SESSIONS: frozenset({"lastAccessedAt", "rev"}),
     MEMORY: frozenset({"accessCount", "lastAccessedAt", "decayScore", "changedAt"}),
     RELATIONS: frozenset(),

@@ -162,6 +162,9 @@ class Transport:
             max_replies=reply_topic_max_replies,
         )
         self._started_replies = False
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """The event loop the client was started on: its producer, reply reader and pending
+        requests live there (`services.integrations.loops` calls it from other loops)."""
         self.last_position: Position | None = None
         self.group_prefix = group_prefix
         self.deferred_embeddings = deferred_embeddings
@@ -181,6 +184,7 @@ class Transport:
     async def start(self) -> None:
         """Create the topics (and this client's reply topic), start the producer and the
         reply reader."""
+        self.loop = asyncio.get_running_loop()
         await create_topics(
             self._bootstrap,
             {**topics.partitions(self._partitions), self.reply_topic: 1},

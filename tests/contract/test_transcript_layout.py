@@ -182,3 +182,18 @@ async def test_a_migration_stopped_half_way_finishes_on_the_next_start(
     assert got is not None
     assert [m.content for m in got.messages] == [m["content"] for m in old["messages"]]
     assert got.token_count == 123  # counted once
+
+
+async def test_turns_said_in_the_same_millisecond_keep_the_order_they_were_stored_in(
+    transcripts: TranscriptStore,
+) -> None:
+    # one batch, then another: turn ids that sort the other way, every turn at one time
+    assert await transcripts.append_many([turn(n, T0) for n in (9, 5)]) == [True, True]
+    assert await transcripts.append_many([turn(n, T0) for n in (7, 1)]) == [True, True]
+
+    [whole] = await transcripts.recent(WHERE, 10)
+    [newest] = await transcripts.recent(WHERE, 10, turns=2)
+
+    said = [m.content for m in whole.messages if m.role == "user"]
+    assert said == ["q 9", "q 5", "q 7", "q 1"]
+    assert [m.content for m in newest.messages if m.role == "user"] == ["q 7", "q 1"]

@@ -5,17 +5,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from agents import Agent, ModelResponse, Runner, Usage, function_tool, set_tracing_disabled
+from agents import Agent, Runner, function_tool, set_tracing_disabled
 from agents.memory import Session
-from agents.models.interface import Model
 from openai.types.responses import (
     ResponseFunctionToolCall,
-    ResponseOutputMessage,
-    ResponseOutputText,
 )
 
 from schemas.scope import ScopeError
@@ -23,6 +19,7 @@ from services.integrations.openai_agents import MnemoSession, memory_instruction
 from services.runtime import Runtime
 from services.sdk.client import MemoryClient
 from services.stream.offsets import wait_processed
+from tests.support.agents import ScriptedModel, said
 
 pytestmark = pytest.mark.integration
 
@@ -33,45 +30,6 @@ def no_trace_export() -> Any:
     set_tracing_disabled(True)
     yield
     set_tracing_disabled(False)
-
-
-def said(text: str, item_id: str) -> ResponseOutputMessage:
-    return ResponseOutputMessage(
-        id=item_id,
-        type="message",
-        role="assistant",
-        status="completed",
-        content=[ResponseOutputText(type="output_text", text=text, annotations=[])],
-    )
-
-
-class ScriptedModel(Model):
-    """The SDK's `Model` interface answering canned outputs, one list per call, and keeping
-    what each call was given (its instructions and input)."""
-
-    def __init__(self, script: list[list[Any]]) -> None:
-        self.script = list(script)
-        self.calls: list[dict[str, Any]] = []
-
-    async def get_response(
-        self,
-        system_instructions: str | None,
-        input: str | list[Any],
-        model_settings: Any,
-        tools: list[Any],
-        output_schema: Any,
-        handoffs: list[Any],
-        tracing: Any,
-        *,
-        previous_response_id: str | None,
-        conversation_id: str | None,
-        prompt: Any,
-    ) -> ModelResponse:
-        self.calls.append({"instructions": system_instructions, "input": input})
-        return ModelResponse(output=self.script.pop(0), usage=Usage(), response_id=None)
-
-    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        raise NotImplementedError("the scripted model does not stream")
 
 
 def texts(items: list[Any]) -> list[str]:

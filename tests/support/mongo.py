@@ -38,13 +38,13 @@ async def stored_transcripts(
     db: AsyncDatabase[dict[str, Any]], query: dict[str, Any]
 ) -> list[dict[str, Any]]:
     """The transcripts `query` selects among the heads (`session_transcripts`), each with its
-    turns (`transcript_turns`) read back as a thread: `turnIds` in turn order (`at`, then id)
+    turns (`transcript_turns`) read back as a thread: `turnIds` in turn order (`at`, `seq`)
     and `messages` in timestamp order, what tests inspect of a stored transcript."""
     heads = await db["session_transcripts"].find(query).sort("_id", 1).to_list(length=None)
     out: list[dict[str, Any]] = []
     for head in heads:
         turns = await db["transcript_turns"].find({"thread": head["_id"]}).to_list(length=None)
-        turns.sort(key=lambda d: (d["at"], d["_id"]))
+        turns.sort(key=lambda d: (d["at"], d.get("seq", 0), d["_id"]))
         messages = [m for d in turns for m in d["messages"]]
         messages.sort(key=lambda m: m["timestamp"])
         out.append({**head, "turnIds": [d["turnId"] for d in turns], "messages": messages})

@@ -30,11 +30,14 @@ class InMemoryTranscriptStore:
     def __init__(self) -> None:
         self._heads: dict[str, _Head] = {}
         self._turns: dict[str, dict[str, TranscriptAppend]] = {}
+        self._seq: dict[str, int] = {}
+        """Each turn's place in the order turns were stored (orders turns of equal `at`)."""
 
     def drop_user(self, agent_wallet: str, user_address: str) -> int:
         keys = drop_user(self._heads, lambda h: h.scope, agent_wallet, user_address)
         for key in keys:
-            self._turns.pop(key, None)
+            for turn_id in self._turns.pop(key, {}):
+                self._seq.pop(f"{key}|{turn_id}", None)
         return len(keys)
 
     async def append(self, turn: TranscriptAppend) -> bool:
@@ -50,6 +53,7 @@ class InMemoryTranscriptStore:
         if turn.turn_id in turns:
             return False
         turns[turn.turn_id] = turn
+        self._seq[f"{key}|{turn.turn_id}"] = len(self._seq)
         return True
 
     async def append_many(self, turns: Sequence[TranscriptAppend]) -> list[bool]:
@@ -99,7 +103,10 @@ class InMemoryTranscriptStore:
 
     def _transcript(self, key: str, newest: int | None) -> Transcript:
         head = self._heads[key]
-        turns = sorted(self._turns.get(key, {}).values(), key=lambda t: (t.at, t.turn_id))
+        turns = sorted(
+            self._turns.get(key, {}).values(),
+            key=lambda t: (t.at, self._seq[f"{key}|{t.turn_id}"]),
+        )
         if newest is not None:
             turns = turns[-newest:] if newest > 0 else []
         messages: list[StoredMessage] = sorted(

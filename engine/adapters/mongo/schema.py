@@ -47,7 +47,11 @@ INDEXES: Mapping[str, Sequence[IndexModel]] = {
     TRANSCRIPTS: (IndexModel([*_TENANT, ("threadId", ASCENDING), ("updatedAt", DESCENDING)]),),
     # a thread's turns in order; inserted once per turn, read by thread (never by tenant:
     # an erasure finds the user's threads by their heads)
-    TRANSCRIPT_TURNS: (IndexModel([("thread", ASCENDING), ("at", ASCENDING)], name="thread_at"),),
+    TRANSCRIPT_TURNS: (
+        IndexModel(
+            [("thread", ASCENDING), ("at", ASCENDING), ("seq", ASCENDING)], name="thread_at_seq"
+        ),
+    ),
     LAYOUTS: (),
     SESSIONS: (
         IndexModel([*_TENANT, ("threadId", ASCENDING), ("lastAccessedAt", DESCENDING)]),
@@ -91,6 +95,7 @@ INDEXES: Mapping[str, Sequence[IndexModel]] = {
     ),
 }
 RETIRED: Mapping[str, Sequence[str]] = {
+    TRANSCRIPT_TURNS: ("thread_at",),  # now `thread_at_seq`
     TRANSCRIPTS: (
         "agentWallet_1_userAddress_1_mode_1_haiId_1_threadId_1",
         "agentWallet_1_createdAt_-1",

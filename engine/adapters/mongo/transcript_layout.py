@@ -80,6 +80,7 @@ def split(head: Doc) -> list[Doc]:
             "sessionId": head["sessionId"],
             **scope,
             "at": min(int(m["timestamp"]) for m in messages),
+            "seq": i,
             "messages": messages,
             "tokenCount": int(head.get("tokenCount", 0)) if i == 0 else 0,
             "metadata": dict(head.get("metadata") or {}) if i == len(groups) - 1 else {},

@@ -13,7 +13,8 @@ Now:
   document_key`): the scope, `createdAt` (`$min`) and `updatedAt` (`$max`), upserted once
   per thread per batch. Both operators are idempotent, so a head is updated for duplicates
   too: a crash between the inserts and the heads is healed by the redelivery.
-* A transcript is read back by its head and the turns' index (`thread`, `at`), in order:
+* A transcript is read back by its head and the turns' index (`thread`, `at`, `seq`), in
+  order (`seq`: the writer's order, for turns of equal time):
   messages in timestamp order, tokens summed, the last summary and metadata merged in turn
   order (later turns win), as the appends produced them.
 
@@ -23,6 +24,7 @@ transcript_layout`)."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 
 from pymongo import DESCENDING, UpdateOne
@@ -57,7 +59,9 @@ def turn_key(thread: str, turn_id: str) -> str:
     return f"{thread}|{turn_id}"
 
 
-def turn_doc(turn: TranscriptAppend) -> Doc:
+def turn_doc(turn: TranscriptAppend, seq: int = 0) -> Doc:
+    """`seq`: the turn's place in the order the writer stored turns, which orders turns of
+    equal `at` (the arrival order, as one document's `$push` kept it)."""
     thread = turn.scope.document_key(turn.session_id)
     doc: Doc = {
         "_id": turn_key(thread, turn.turn_id),
@@ -66,6 +70,7 @@ def turn_doc(turn: TranscriptAppend) -> Doc:
         "sessionId": turn.session_id,
         **scope_doc(turn.scope),
         "at": turn.at,
+        "seq": seq,
         "messages": [message_doc(m) for m in turn.messages],
         "tokenCount": turn.token_count,
         "metadata": dict(turn.metadata),
@@ -101,7 +106,8 @@ class MongoTranscriptStore:
         A turn repeated within `turns` is applied once (its first occurrence)."""
         if not turns:
             return []
-        docs = [turn_doc(t) for t in turns]
+        base = time.time_ns()  # increasing across batches of one writer; replay: log order
+        docs = [turn_doc(t, base + i) for i, t in enumerate(turns)]
         first: dict[str, int] = {}
         for i, doc in enumerate(docs):
             first.setdefault(doc["_id"], i)
@@ -191,7 +197,8 @@ class MongoTranscriptStore:
         try:
             if newest is None:
                 return await self._turns.find(query).to_list(length=None)
-            cursor = self._turns.find(query).sort([("at", DESCENDING), ("_id", DESCENDING)])
+            order = [("at", DESCENDING), ("seq", DESCENDING), ("_id", DESCENDING)]
+            cursor = self._turns.find(query).sort(order)
             cursor = cursor.limit(newest)
             return await cursor.to_list(length=newest)
         except PyMongoError as exc:
@@ -199,9 +206,9 @@ class MongoTranscriptStore:
 
 
 def assemble(head: Doc, turns: list[Doc]) -> Transcript:
-    """A transcript from its head and turn documents (any order): turns by (`at`, `_id`),
-    their messages stably sorted by timestamp."""
-    turns = sorted(turns, key=lambda d: (int(d["at"]), str(d["_id"])))
+    """A transcript from its head and turn documents (any order): turns by (`at`, `seq`,
+    `_id`), their messages stably sorted by timestamp."""
+    turns = sorted(turns, key=lambda d: (int(d["at"]), int(d.get("seq", 0)), str(d["_id"])))
     messages = sorted(
         (message_of(m) for d in turns for m in d.get("messages", [])), key=lambda m: m.timestamp
     )
