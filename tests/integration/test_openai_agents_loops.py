@@ -12,7 +12,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from agents import Agent, Runner, set_tracing_disabled
+from agents import Agent, Runner
 from agents.memory import SessionSettings
 
 from services.endpoints import Endpoints
@@ -20,17 +20,9 @@ from services.integrations.loops import LoopThread
 from services.integrations.openai_agents import MnemoSession
 from services.runtime import Runtime
 from services.sdk.client import MemoryClient
-from tests.support.agents import ScriptedModel, said
+from tests.support.agents import ScriptedModel, no_trace_export, said  # noqa: F401 (a fixture)
 
-pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(autouse=True)
-def no_trace_export() -> Any:
-    """The SDK exports traces to OpenAI when a key is set: never from a test (no network)."""
-    set_tracing_disabled(True)
-    yield
-    set_tracing_disabled(False)
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("no_trace_export")]
 
 
 def two_runs(session: MnemoSession, name: str) -> list[Any]:

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from agents import Agent, Runner, function_tool, set_tracing_disabled
+from agents import Agent, Runner, function_tool
 from agents.memory import Session
 from openai.types.responses import (
     ResponseFunctionToolCall,
@@ -19,17 +19,9 @@ from services.integrations.openai_agents import MnemoSession, memory_instruction
 from services.runtime import Runtime
 from services.sdk.client import MemoryClient
 from services.stream.offsets import wait_processed
-from tests.support.agents import ScriptedModel, said
+from tests.support.agents import ScriptedModel, no_trace_export, said  # noqa: F401 (a fixture)
 
-pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(autouse=True)
-def no_trace_export() -> Any:
-    """The SDK exports traces to OpenAI when a key is set: never from a test (no network)."""
-    set_tracing_disabled(True)
-    yield
-    set_tracing_disabled(False)
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("no_trace_export")]
 
 
 def texts(items: list[Any]) -> list[str]:

@@ -1,12 +1,13 @@
-"""A scripted `Model` for the OpenAI Agents SDK: canned responses, no network (the Agents
-adapter's tests)."""
+"""A scripted `Model` for the OpenAI Agents SDK (canned responses, no network) and a fixture
+that keeps the SDK from exporting traces: the Agents adapter's tests."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from agents import ModelResponse, Usage
+import pytest
+from agents import ModelResponse, Usage, set_tracing_disabled
 from agents.models.interface import Model
 from openai.types.responses import ResponseOutputMessage, ResponseOutputText
 
@@ -48,3 +49,11 @@ class ScriptedModel(Model):
 
     def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
         raise NotImplementedError("the scripted model does not stream")
+
+
+@pytest.fixture
+def no_trace_export() -> Iterator[None]:
+    """The SDK exports traces to OpenAI when a key is set: never from a test (no network)."""
+    set_tracing_disabled(True)
+    yield
+    set_tracing_disabled(False)
