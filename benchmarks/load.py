@@ -18,7 +18,7 @@ Printed: the machine, the configuration, per operation n / throughput / p50 / p9
 (ms) / errors by type, the turns published, consumer lag per group (end offset − committed
 offset over the group's topics, sampled every `--sample-seconds`: the maximum during the run,
 the value at the deadline, and how long after the deadline it took to reach 0), and an
-exactly-once check: the turns stored in MongoDB (`session_transcripts` turn ids, their
+exactly-once check: the turns stored in MongoDB (`transcript_turns` turn ids, their
 messages, and the session rows of `memory`) against the turns acknowledged, duplicates 0.
 
 Set MNEMOSTREAM_KAFKA_BOOTSTRAP, MNEMOSTREAM_MONGO_URI and MNEMOSTREAM_REDIS_URL to run it
