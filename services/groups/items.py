@@ -2,7 +2,8 @@
 conflict, list facts, an item's history, forget a user) within the request's explicit scope,
 records every change in the item history (caused by the request: its correlation id,
 `item.<op>`, the request's `actor`) and announces `MemoryChanged` for every change (a
-forgotten user's: every layer); also working-session requests
+forgotten user's: every layer), after bumping the changed scope's cache namespace itself,
+so the requester's next search reads its own write; also working-session requests
 (`services.groups.sessions`, on `memory.sessions.v1`)."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pydantic import ValidationError
 from engine.errors import InputRejected, MemoryError_, NotFound
 from engine.history import Ledger, item_history
 from engine.records import Cause, ItemChange, MemoryRow
+from engine.retrieval.search import invalidate
 from engine.scoping import tenant_filter
 from engine.upkeep.conflicts import resolve_conflict
 from engine.upkeep.erasure import forget_user
@@ -166,6 +168,7 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
             {"agentWallet": scope.agent_wallet, "userAddress": scope.user_address}
         )
         await group.changes.announce_at(user, list(ALL_LAYERS))
+        await invalidate(rt.cache, user, rt.search_policy)  # before the reply: see below
         return ItemReply(erased=erased)
 
     @group.replier(topics.ITEMS)
@@ -187,7 +190,13 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
             return ItemReply(error=str(exc))
         if request.op not in ("get", "list"):
             for row in rows:
-                await group.changes.announce_at(changed_scope(row), changed_layers([row]))
+                scope = changed_scope(row)
+                await group.changes.announce_at(scope, changed_layers([row]))
+                # read-your-writes (issue 30): the caller's next search must not answer from
+                # the query cache of before this change, so the written scope's namespace is
+                # bumped here, before the reply, not only when the invalidation group reads
+                # the announcement
+                await invalidate(rt.cache, scope, rt.search_policy)
         return ItemReply(items=[_public(r) for r in rows])
 
     return group.router

@@ -297,3 +297,25 @@ async def test_the_synchronous_api_works_from_a_worker_thread(
     assert [s.key for s in await asyncio.to_thread(store.search, ("notes",))] == ["n1"]
     with pytest.raises(asyncio.InvalidStateError):
         store.get(("notes",), "n1")
+
+
+async def test_a_search_right_after_a_put_reads_the_new_value_not_a_cached_answer(
+    rules_pipeline: tuple[Runtime, MemoryClient], unique: Any
+) -> None:
+    """Issue 30: every LangGraph store reads its own writes. The items group bumps the
+    changed scope's cache namespace before it replies to the update, so the next search is
+    never answered from the query cache of before the put."""
+    _, client = rules_pipeline
+    store = MnemoStore(client, agent=unique("0xFresh"), user="una", index_fields=["text"])
+    await store.aput(("docs",), "hobby", {"text": "Una collects old stamps."})
+    await store.aput(("docs",), "pet", {"text": "Una has a grey cat called Mist."})
+    question = "Which instrument does Una play in the orchestra?"
+    before = await store.asearch(("docs",), query=question)
+    assert before == [] or before[0].value["text"] != "Una plays the cello in the orchestra."
+
+    await store.aput(("docs",), "hobby", {"text": "Una plays the cello in the orchestra."})
+    after = await store.asearch(("docs",), query=question)
+
+    assert after
+    assert after[0].key == "hobby"
+    assert after[0].value == {"text": "Una plays the cello in the orchestra."}
