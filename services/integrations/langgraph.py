@@ -15,7 +15,10 @@ its times. Its embedded content is the text at `index_fields` (LangGraph paths; 
 whole value as JSON), cut at 4,000 characters; `put(..., index=[...])` names its own paths.
 
 * `put` creates a missing row with `remember` and reads it back until the facts group
-  stored it, then sets its text and value with an item `update`: the next `get` sees it.
+  stored it, then sets its text and value with an item `update`: the next `get` and
+  `search` see it (the items group bumps the cache namespace before it replies). A `delete`
+  of the key that wins the race between the read and the update makes the `put` start again
+  (at most `PUT_ATTEMPTS` times), so concurrent puts and deletes of a key never raise.
   `delete` is a soft item delete; `get` an item `get`.
 * `search` with a query is a vectors-layer search narrowed server-side to the namespace
   prefix and to indexed items, best first (`offset + limit` at most 20); without one it lists
@@ -39,7 +42,6 @@ from typing import Any, Literal
 from langgraph.store.base import (
     BaseStore,
     GetOp,
-    InvalidNamespaceError,
     Item,
     ListNamespacesOp,
     Op,
@@ -47,18 +49,16 @@ from langgraph.store.base import (
     Result,
     SearchItem,
     SearchOp,
-    get_text_at_path,
-    validate_op_namespace,
 )
 from pydantic import ValidationError
 
 from engine.ingest.remember import fact_hash
 from schemas.scope import Scope
+from services.integrations.langgraph_ops import check_op, item_text
 from services.integrations.store_records import (
     FACT_TYPE,
     LISTING_ROWS,
     MAX_QUERY_HITS,
-    MAX_TEXT_CHARS,
     MAX_VALUE_CHARS,
     RECORD_KEY,
     Record,
@@ -77,37 +77,8 @@ __all__ = ["MnemoStore"]
 
 log = logging.getLogger(__name__)
 
-
-def item_text(value: Mapping[str, Any], fields: Sequence[str]) -> str:
-    """The text mnemostream embeds for `value`: the texts at `fields` (LangGraph paths),
-    one per line, cut at `MAX_TEXT_CHARS`; the whole value as JSON when they hold none."""
-    texts = [t for path in fields for t in get_text_at_path(value, path) if t.strip()]
-    text = "\n".join(texts).strip() or json.dumps(value, sort_keys=True, ensure_ascii=False)
-    return text[:MAX_TEXT_CHARS]
-
-
-def _check(op: Op) -> None:
-    """Refuse a bad op before any of its batch runs (`InvalidNamespaceError`, `ValueError`,
-    `NotImplementedError`)."""
-    validate_op_namespace(op)
-    if isinstance(op, PutOp):
-        if not op.namespace:
-            raise InvalidNamespaceError("Namespace cannot be empty.")
-        if op.value is not None and op.namespace[0] == "langgraph":
-            raise InvalidNamespaceError(
-                f'Root label for namespace cannot be "langgraph". Got: {op.namespace}'
-            )
-        if op.ttl is not None:
-            raise NotImplementedError("MnemoStore does not support TTLs (use ttl=None)")
-        if op.value is not None and not isinstance(op.value, Mapping):
-            raise ValueError("a LangGraph item's value must be a mapping")
-    elif isinstance(op, SearchOp) and op.query and op.offset + op.limit > MAX_QUERY_HITS:
-        raise ValueError(
-            f"a natural-language search answers at most {MAX_QUERY_HITS} items: "
-            f"offset + limit is {op.offset + op.limit}"
-        )
-    elif not isinstance(op, GetOp | SearchOp | ListNamespacesOp | PutOp):
-        raise ValueError(f"unknown operation {type(op).__name__}")
+PUT_ATTEMPTS = 5
+"""Times a `put` starts again when a concurrent `delete` of its key wins the race."""
 
 
 class MnemoStore(BaseStore):
@@ -150,7 +121,7 @@ class MnemoStore(BaseStore):
             self._loop = asyncio.get_running_loop()
         todo = list(ops)
         for op in todo:
-            _check(op)
+            check_op(op)
         return [await self._run(op) for op in todo]
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -264,32 +235,37 @@ class MnemoStore(BaseStore):
                 f"{MAX_VALUE_CHARS}"
             )
         item_id = self.item_id(namespace, key)
-        now = now_ms()
-        row = await self._row(item_id)
-        earlier = None if row is None else self._own(row)
-        record = {
-            "namespace": list(namespace),
-            "key": key,
-            "value": encoded,
-            "indexed": index is not False,
-            "prefixes": [prefix_tag(namespace[:n]) for n in range(len(namespace) + 1)],
-            "createdAt": earlier.createdAt if earlier is not None else now,
-            "updatedAt": now,
-        }
-        if row is None:
-            await self._create(item_id, namespace, key, record)
         fields = self.index_fields if index is None or index is False else tuple(index)
-        reply = await self._client.item(
-            "update",
-            item_id,
-            self.scope,
-            content=item_text(value, fields),
-            metadata={RECORD_KEY: record},
-            status="active",
-            timeout=self._timeout,
-        )
-        if reply.error:
-            raise RequestFailed(reply.error)
+        for _ in range(PUT_ATTEMPTS):
+            now = now_ms()
+            row = await self._row(item_id)
+            earlier = None if row is None else self._own(row)
+            record = {
+                "namespace": list(namespace),
+                "key": key,
+                "value": encoded,
+                "indexed": index is not False,
+                "prefixes": [prefix_tag(namespace[:n]) for n in range(len(namespace) + 1)],
+                "createdAt": earlier.createdAt if earlier is not None else now,
+                "updatedAt": now,
+            }
+            if row is None:  # new, or deleted: remembering the anchor again revives it
+                await self._create(item_id, namespace, key, record)
+            reply = await self._client.item(
+                "update",
+                item_id,
+                self.scope,
+                content=item_text(value, fields),
+                metadata={RECORD_KEY: record},
+                status="active",
+                timeout=self._timeout,
+            )
+            if not reply.not_found:
+                if reply.error:
+                    raise RequestFailed(reply.error)
+                return
+            # a delete of the same key came between the read and the update: put again
+        raise RequestFailed(f"LangGraph item {key!r} of {namespace} kept being deleted")
 
     async def _create(
         self, item_id: str, namespace: tuple[str, ...], key: str, record: dict[str, Any]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 import pytest
 from langgraph.graph import END, START, StateGraph
@@ -319,3 +319,61 @@ async def test_a_search_right_after_a_put_reads_the_new_value_not_a_cached_answe
     assert after
     assert after[0].key == "hobby"
     assert after[0].value == {"text": "Una plays the cello in the orchestra."}
+
+
+async def test_concurrent_puts_and_deletes_of_one_key_never_raise_and_settle(
+    rules_pipeline: tuple[Runtime, MemoryClient], unique: Any
+) -> None:
+    """Issue 30: a put that raced a delete of its key raised `RequestFailed` (the update
+    found the item deleted); LangGraph's stores take any interleaving."""
+    _, client = rules_pipeline
+    store = MnemoStore(client, agent=unique("0xRace"), user="rui")
+    await store.aput(("race",), "k", {"n": -1})
+    ops = [
+        store.aput(("race",), "k", {"n": n}) if n % 2 == 0 else store.adelete(("race",), "k")
+        for n in range(12)
+    ]
+
+    await asyncio.gather(*ops)  # none raises
+
+    final = await store.aget(("race",), "k")
+    assert final is None or final.value["n"] in {n for n in range(12) if n % 2 == 0}
+    await store.aput(("race",), "k", {"n": 99})  # and the key goes on like any other
+    again = await store.aget(("race",), "k")
+    assert again is not None
+    assert again.value == {"n": 99}
+
+
+class DeleteBeforeFirstUpdate:
+    """A client on which a delete of the item lands between a put's read and its update:
+    the interleaving of a put racing a delete, made certain."""
+
+    def __init__(self, inner: MemoryClient) -> None:
+        self._inner = inner
+        self.raced = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def item(self, op: str, item_id: str, scope: Any, **kwargs: Any) -> Any:
+        if op == "update" and not self.raced:
+            self.raced = True
+            await self._inner.item("delete", item_id, scope)
+        return await self._inner.item(op, item_id, scope, **kwargs)
+
+
+async def test_a_put_whose_item_is_deleted_before_its_update_puts_again(
+    rules_pipeline: tuple[Runtime, MemoryClient], unique: Any
+) -> None:
+    _, client = rules_pipeline
+    agent = unique("0xRaced")
+    await MnemoStore(client, agent=agent, user="rui").aput(("race",), "k", {"n": 1})
+    racing = DeleteBeforeFirstUpdate(client)
+    store = MnemoStore(cast(MemoryClient, racing), agent=agent, user="rui")
+
+    await store.aput(("race",), "k", {"n": 2})  # was: RequestFailed "… not found"
+
+    assert racing.raced
+    got = await store.aget(("race",), "k")
+    assert got is not None
+    assert got.value == {"n": 2}

@@ -212,7 +212,11 @@ OPTIONAL_FRAMEWORKS = frozenset({"langgraph", "langchain_core", "agents", "opena
 """The agent frameworks of the optional extras (`mnemostream[langgraph]`,
 `mnemostream[openai-agents]`): only their adapters may import them (issue 18 §2, §3)."""
 FRAMEWORK_ADAPTERS = frozenset(
-    {"services/integrations/langgraph.py", "services/integrations/openai_agents.py"}
+    {
+        "services/integrations/langgraph.py",
+        "services/integrations/langgraph_ops.py",  # the LangGraph store's op checks
+        "services/integrations/openai_agents.py",
+    }
 )
 
 
