@@ -20,7 +20,7 @@ from services.integrations.loops import LoopThread
 from services.integrations.openai_agents import MnemoSession
 from services.runtime import Runtime
 from services.sdk.client import MemoryClient
-from tests.support.agents import ScriptedModel, no_trace_export, said  # noqa: F401 (a fixture)
+from tests.support.agents import ScriptedModel, no_trace_export, said, texts  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("no_trace_export")]
 
@@ -33,14 +33,6 @@ def two_runs(session: MnemoSession, name: str) -> list[Any]:
     second = Runner.run_sync(assistant, "Where do I live?", session=session)
     assert (first.final_output, second.final_output) == ("Noted: Oslo.", "Oslo.")
     return list(model.calls[-1]["input"])
-
-
-def contents(items: list[Any]) -> list[str]:
-    out = []
-    for item in items:
-        content = item.get("content")
-        out.append(content if isinstance(content, str) else "".join(p["text"] for p in content))
-    return out
 
 
 async def test_run_sync_works_with_a_session_that_owns_its_client(
@@ -65,7 +57,7 @@ async def test_run_sync_works_with_a_session_that_owns_its_client(
 
     given = await asyncio.wait_for(asyncio.to_thread(sync_code), timeout=120)
 
-    assert contents(given) == ["I moved to Oslo.", "Noted: Oslo.", "Where do I live?"]
+    assert texts(given) == ["I moved to Oslo.", "Noted: Oslo.", "Where do I live?"]
     # what the sync code wrote is there for any other client
     items = await MnemoSession(client, "sync-1", agent=agent, user="ola").get_items()
     assert len(items) == 4
@@ -79,7 +71,7 @@ async def test_run_sync_works_with_a_session_on_a_client_of_another_loop(
 
     given = await asyncio.wait_for(asyncio.to_thread(two_runs, session, "shared"), timeout=120)
 
-    assert contents(given) == ["I moved to Oslo.", "Noted: Oslo.", "Where do I live?"]
+    assert texts(given) == ["I moved to Oslo.", "Noted: Oslo.", "Where do I live?"]
 
 
 async def test_a_session_whose_client_loop_is_not_running_fails_at_once(
@@ -110,9 +102,9 @@ async def test_concurrent_pops_return_each_item_once(
 
     popped = await asyncio.gather(first.pop_item(), second.pop_item())
 
-    assert sorted(contents([p for p in popped if p is not None])) == ["item 2", "item 3"]
-    assert contents(await first.get_items()) == ["item 0", "item 1"]
-    assert contents(await second.get_items()) == ["item 0", "item 1"]
+    assert sorted(texts([p for p in popped if p is not None])) == ["item 2", "item 3"]
+    assert texts(await first.get_items()) == ["item 0", "item 1"]
+    assert texts(await second.get_items()) == ["item 0", "item 1"]
 
 
 async def test_get_items_honours_the_session_settings_limit(
@@ -123,5 +115,5 @@ async def test_get_items_honours_the_session_settings_limit(
     await session.add_items([{"role": "user", "content": f"item {n}"} for n in range(5)])
     session.session_settings = SessionSettings(limit=2)
 
-    assert contents(await session.get_items()) == ["item 3", "item 4"]
-    assert contents(await session.get_items(limit=3)) == ["item 2", "item 3", "item 4"]
+    assert texts(await session.get_items()) == ["item 3", "item 4"]
+    assert texts(await session.get_items(limit=3)) == ["item 2", "item 3", "item 4"]

@@ -19,21 +19,9 @@ from services.integrations.openai_agents import MnemoSession, memory_instruction
 from services.runtime import Runtime
 from services.sdk.client import MemoryClient
 from services.stream.offsets import wait_processed
-from tests.support.agents import ScriptedModel, no_trace_export, said  # noqa: F401 (a fixture)
+from tests.support.agents import ScriptedModel, no_trace_export, said, texts  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("no_trace_export")]
-
-
-def texts(items: list[Any]) -> list[str]:
-    """The text of each message item (user strings and assistant output parts)."""
-    out = []
-    for item in items:
-        content = item.get("content")
-        if isinstance(content, str):
-            out.append(content)
-        elif isinstance(content, list):
-            out.append("".join(p.get("text", "") for p in content))
-    return out
 
 
 async def test_the_session_protocol_round_trips_items_exactly(

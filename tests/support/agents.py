@@ -57,3 +57,15 @@ def no_trace_export() -> Iterator[None]:
     set_tracing_disabled(True)
     yield
     set_tracing_disabled(False)
+
+
+def texts(items: list[Any]) -> list[str]:
+    """The text of each message item (user strings and assistant output parts)."""
+    out = []
+    for item in items:
+        content = item.get("content")
+        if isinstance(content, str):
+            out.append(content)
+        elif isinstance(content, list):
+            out.append("".join(p.get("text", "") for p in content))
+    return out
