@@ -12,34 +12,13 @@ from typing import Any
 import pytest
 from aiokafka import ConsumerRecord, TopicPartition
 from aiokafka.errors import CommitFailedError
-from pydantic import BaseModel
 from pymongo.errors import AutoReconnect
 
 from services.stream.batches import BatchConsumer
 from services.stream.dlq import StoreUnavailable
 from services.stream.handback import Rewind, commit
 from services.stream.metrics import Metrics
-
-
-class Note(BaseModel):
-    text: str
-    weight: int = 1
-
-
-@dataclass
-class Batch:
-    """What `BatchConsumer.consume` reads of a FastStream batch message."""
-
-    raw_message: tuple[ConsumerRecord[Any, Any], ...]
-    body: list[bytes]
-
-
-@dataclass
-class Letters:
-    sent: list[Any] = field(default_factory=list)
-
-    async def publish(self, letter: Any, key: bytes | None = None) -> None:
-        self.sent.append(letter)
+from tests.support.batches import Letters, Note, batch, notes, record
 
 
 @dataclass
@@ -60,21 +39,6 @@ class HandedBack:
     def __call__(self, records: Sequence[ConsumerRecord[Any, Any]]) -> None:
         self.calls += 1
         self.records.extend(records)
-
-
-def record(partition: int, offset: int, value: bytes) -> ConsumerRecord[Any, Any]:
-    return ConsumerRecord("t", partition, offset, 0, 0, b"k", value, None, 1, len(value), [])
-
-
-def batch(values: list[bytes], partitions: int = 1) -> Batch:
-    """`values` spread over `partitions` in consecutive runs, as a fetch returns them."""
-    per = -(-len(values) // partitions)
-    records = tuple(record(n // per, n % per, value) for n, value in enumerate(values))
-    return Batch(records, values)
-
-
-def notes(*texts: str, weight: int = 1) -> list[bytes]:
-    return [Note(text=t, weight=weight).model_dump_json().encode() for t in texts]
 
 
 def bounded(

@@ -4,49 +4,13 @@ without running any other twice; an outage waits; the order within the batch is 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-from aiokafka import ConsumerRecord
-from pydantic import BaseModel
 from pymongo.errors import AutoReconnect
 
 from engine.errors import InputRejected
 from services.stream.batches import BatchConsumer, one_by_one
-
-
-class Note(BaseModel):
-    text: str
-
-
-@dataclass
-class Batch:
-    """What `BatchConsumer.consume` reads of a FastStream batch message."""
-
-    raw_message: tuple[ConsumerRecord[Any, Any], ...]
-    body: list[bytes]
-
-
-@dataclass
-class Letters:
-    """A stand-in for the dead-letter publisher."""
-
-    sent: list[Any] = field(default_factory=list)
-
-    async def publish(self, letter: Any, key: bytes | None = None) -> None:
-        self.sent.append(letter)
-
-
-def batch(values: list[bytes]) -> Batch:
-    records = tuple(
-        ConsumerRecord("t", 0, offset, 0, 0, b"k", value, None, 1, len(value), [])
-        for offset, value in enumerate(values)
-    )
-    return Batch(records, values)
-
-
-def notes(*texts: str) -> list[bytes]:
-    return [Note(text=t).model_dump_json().encode() for t in texts]
+from tests.support.batches import Letters, Note, batch, notes
 
 
 def consumer(work: Any, letters: Letters, attempts: int = 3) -> BatchConsumer[Note]:
