@@ -18,6 +18,7 @@ from schemas import topics
 from services.endpoints import Endpoints
 from services.ops.dead_letters import read_letters, redrive
 from services.stream.offsets import end_offsets, wait_caught_up, wait_processed
+from tests.support.embedders import WrappedEmbedder
 from tests.support.mongo import stored_transcripts
 from tests.support.pipeline import groups_running
 
@@ -25,20 +26,12 @@ pytestmark = pytest.mark.integration
 
 
 @dataclass
-class CrashingEmbedder:
+class CrashingEmbedder(WrappedEmbedder):
     """The real embedder behind a switch: while `broken`, any text mentioning "volcano" makes
     the call fail, as an embedding service that crashes on one input would."""
 
     inner: LocalMiniLMEmbedder
     broken: bool = True
-
-    @property
-    def model(self) -> str:
-        return self.inner.model
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
 
     async def embed(self, texts: Sequence[str], input_type: InputType) -> list[Vector]:
         if self.broken and any("volcano" in t for t in texts):

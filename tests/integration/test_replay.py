@@ -16,25 +16,18 @@ from services.endpoints import Endpoints
 from services.ops.replay import replay
 from services.ops.verify import compare, differences
 from services.stream.offsets import end_offsets, wait_caught_up
+from tests.support.embedders import WrappedEmbedder
 from tests.support.pipeline import groups_running
 
 pytestmark = pytest.mark.integration
 
 
-class CountingEmbedder:
+class CountingEmbedder(WrappedEmbedder):
     """An embedder that counts the texts it embeds."""
 
     def __init__(self, inner: Embedder) -> None:
         self.inner = inner
         self.texts = 0
-
-    @property
-    def model(self) -> str:
-        return self.inner.model
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
 
     async def embed(self, texts: Sequence[str], input_type: InputType) -> list[Vector]:
         self.texts += len(texts)

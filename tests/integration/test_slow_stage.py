@@ -33,6 +33,7 @@ from services.groups.app import running_groups
 from services.runtime import Runtime
 from services.settings import Settings
 from services.stream.offsets import end_offsets, start_at_end, wait_caught_up
+from tests.support.embedders import WrappedEmbedder
 from tests.support.net import free_port
 from tests.support.pipeline import subscriptions
 from tests.support.settings import make_settings
@@ -46,19 +47,11 @@ POLL_MS = 4_000
 
 
 @dataclass
-class SlowEmbedder:
+class SlowEmbedder(WrappedEmbedder):
     """The real embedder, `SECONDS_PER_TEXT` slower per text; counts what it embedded."""
 
     inner: LocalMiniLMEmbedder
     texts: Counter[str] = field(default_factory=Counter)
-
-    @property
-    def model(self) -> str:
-        return self.inner.model
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
 
     async def embed(self, texts: Sequence[str], input_type: InputType) -> list[Vector]:
         await asyncio.sleep(SECONDS_PER_TEXT * len(texts))

@@ -21,6 +21,7 @@ from schemas import topics
 from schemas.inputs import turn_recorded
 from services.endpoints import Endpoints
 from services.stream.offsets import wait_processed
+from tests.support.embedders import WrappedEmbedder
 from tests.support.net import free_port
 from tests.support.pipeline import groups_running
 
@@ -28,20 +29,12 @@ pytestmark = pytest.mark.integration
 
 
 @dataclass
-class HangingEmbedder:
+class HangingEmbedder(WrappedEmbedder):
     """The real embedder, except that a text mentioning "glacier" waits for `release`."""
 
     inner: LocalMiniLMEmbedder
     release: asyncio.Event = field(default_factory=asyncio.Event)
     hanging: asyncio.Event = field(default_factory=asyncio.Event)
-
-    @property
-    def model(self) -> str:
-        return self.inner.model
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
 
     async def embed(self, texts: Sequence[str], input_type: InputType) -> list[Vector]:
         if any("glacier" in t for t in texts):

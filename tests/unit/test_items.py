@@ -22,6 +22,7 @@ from engine.upkeep.items import (
     get_item,
     update_item,
 )
+from tests.support.embedders import WrappedEmbedder
 
 T0 = 1_600_000_000_000
 AGENT, USER = "0xAgent", "0xUser"
@@ -29,21 +30,13 @@ SCOPE = ScopeFields(AGENT, USER, "thread-1", "global", None)
 WHERE = TenantFilter(AGENT, USER)
 
 
-class CountingEmbedder:
+class CountingEmbedder(WrappedEmbedder):
     """`HashingEmbedder`, counting texts and remembering input types."""
 
     def __init__(self) -> None:
         self.inner = HashingEmbedder(64)
         self.texts: list[str] = []
         self.input_types: list[InputType] = []
-
-    @property
-    def model(self) -> str:
-        return self.inner.model
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
 
     async def embed(self, texts: Sequence[str], input_type: InputType) -> list[Vector]:
         self.texts.extend(texts)

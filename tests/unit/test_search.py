@@ -26,6 +26,7 @@ from schemas.ids import to_ms
 from schemas.inputs import context_request, turn_recorded
 from schemas.requests import ContextReply, LayerSearchRequest
 from schemas.scope import Scope
+from tests.support.embedders import WrappedEmbedder
 from tests.support.engine import InMemoryPorts
 
 AGENT = "0xAgent"
@@ -36,20 +37,12 @@ USER_LINE = "user: I moved to Lisbon last spring"
 ASSISTANT_LINE = "assistant: Noted, you live in Lisbon now"
 
 
-class CountingEmbedder:
+class CountingEmbedder(WrappedEmbedder):
     """HashingEmbedder that records every call (input type and number of texts)."""
 
     def __init__(self) -> None:
         self.inner = HashingEmbedder()
         self.calls: list[tuple[InputType, int]] = []
-
-    @property
-    def model(self) -> str:
-        return self.inner.model
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
 
     async def embed(self, texts: Sequence[str], input_type: InputType) -> list[Vector]:
         self.calls.append((input_type, len(texts)))
