@@ -23,6 +23,7 @@ from pymongo import AsyncMongoClient
 from benchmarks.load_stats import StoredCheck, check_stored, error_kind
 from benchmarks.pipeline import stop_all
 from engine.adapters.mongo import MEMORY, TRANSCRIPT_TURNS, TRANSCRIPTS
+from engine.adapters.mongo.transcripts import THREADS_PER_READ
 from schemas.inputs import turn_recorded
 from services.endpoints import Endpoints
 from services.sdk.client import MemoryClient
@@ -145,9 +146,12 @@ async def stored_turns(uri: str, db: str, wallets: list[str], tally: Tally) -> S
         threads = [h["_id"] for h in heads]
         turns = [
             doc
-            for i in range(0, len(threads), 32)  # the turns' index is by thread
+            for i in range(0, len(threads), THREADS_PER_READ)  # the turns' index is by thread
             for doc in await mongo[db][TRANSCRIPT_TURNS]
-            .find({"thread": {"$in": threads[i : i + 32]}}, {"turnId": 1, "messages.turnId": 1})
+            .find(
+                {"thread": {"$in": threads[i : i + THREADS_PER_READ]}},
+                {"turnId": 1, "messages.turnId": 1},
+            )
             .to_list(length=None)
         ]
         rows = (

@@ -12,6 +12,7 @@ from typing import Any
 from pymongo import AsyncMongoClient
 
 from engine.adapters.mongo import MEMORY, SESSIONS, TRANSCRIPT_TURNS, TRANSCRIPTS
+from engine.adapters.mongo.transcripts import THREADS_PER_READ
 
 """How the memory adapter stores a row whose vector is not computed yet (`MemoryRow.pending`)."""
 
@@ -48,8 +49,8 @@ class Store:
         heads = await self._db[TRANSCRIPTS].find(where, {"_id": 1}).to_list(None)
         threads = [h["_id"] for h in heads]
         stored = 0
-        for i in range(0, len(threads), 32):  # the turns' index is by thread
-            chunk = {"thread": {"$in": threads[i : i + 32]}}
+        for i in range(0, len(threads), THREADS_PER_READ):  # the turns' index is by thread
+            chunk = {"thread": {"$in": threads[i : i + THREADS_PER_READ]}}
             stored += await self._db[TRANSCRIPT_TURNS].count_documents(chunk)
         working = await self._db[SESSIONS].find(where, {"turnIds": 1}).to_list(None)
         rows = {**where, "source": "session"}
