@@ -26,6 +26,8 @@ from schemas.search_defaults import (
 LayerName = Literal["working", "scene", "graph", "patterns", "archives", "vectors"]
 ALL_LAYERS: tuple[LayerName, ...] = ("working", "scene", "graph", "patterns", "archives", "vectors")
 MAX_QUERY_CHARS = 4_000
+MetadataPath = Annotated[str, Field(pattern=r"^[A-Za-z0-9_]{1,64}(\.[A-Za-z0-9_]{1,64}){0,3}$")]
+"""A dotted path under a row's `metadata` (no `$`, no empty label), as `scan` names them."""
 
 
 class ContextRequest(Contract):
@@ -131,10 +133,17 @@ class ItemRequest(Contract):
     soft-deleted item visible again; `history` answers the item's changes
     (`ItemReply.history`, its newest `limit`, oldest first), also of a deleted or purged item.
     `actor` names the requester in the item history (the gateway sets it from the credential;
-    an SDK client from its own `actor`)."""
+    an SDK client from its own `actor`). `scan` (no `id`) pages through the scope's active
+    rows whose metadata holds every `tagged` value (a key is a dotted path under `metadata`;
+    the value equals it or is a list holding it), by ascending id from after `after`, at most
+    `limit` a page (`ItemReply.next_after` names the next page's `after`); with `query`, each
+    row also gets a score (`ItemReply.scores`): the best cosine between the query and the
+    texts listed at `metadata.<texts_at>`, embedded by the deployment's embedder (issue 30)."""
 
     scope: Scope
-    op: Literal["get", "update", "delete", "resolve", "list", "forget", "restore", "history"]
+    op: Literal[
+        "get", "update", "delete", "resolve", "list", "forget", "restore", "history", "scan"
+    ]
     id: Id | None = Field(default=None, min_length=1, max_length=200)
     """Required by every op but `list` and `forget`."""
     limit: int = Field(default=50, ge=1, le=MAX_LIST_ITEMS)
@@ -152,10 +161,20 @@ class ItemRequest(Contract):
     resolution: str | None = Field(default=None, max_length=16)
     winning_id: Id | None = Field(default=None, max_length=200)
     reason: str | None = Field(default=None, max_length=1_000)
+    tagged: dict[MetadataPath, Annotated[str, Field(max_length=512)]] | None = Field(
+        default=None, max_length=4
+    )
+    """`scan` only: metadata paths and the value each row holds there."""
+    after: Id | None = Field(default=None, max_length=200)
+    """`scan` only: the page starts after this row id (None: at the first)."""
+    query: str | None = Field(default=None, min_length=1, max_length=MAX_QUERY_CHARS)
+    """`scan` only: score each row against this text."""
+    texts_at: MetadataPath | None = None
+    """`scan` with `query`: the metadata path of each row's list of texts to score."""
 
     @model_validator(mode="after")
     def _id_unless_list(self) -> ItemRequest:
-        if self.op not in ("list", "forget") and self.id is None:
+        if self.op not in ("list", "forget", "scan") and self.id is None:
             raise ValueError("id is required")
         return self
 
@@ -173,6 +192,11 @@ class ItemReply(Contract):
     not_found: bool = False
     error: str | None = None
     erased: dict[str, int] | None = None
+    scores: dict[str, float | None] | None = None
+    """`scan` with `query`: each row's score by id, a cosine in [-1, 1] (higher is more
+    similar); None for a row without texts."""
+    next_after: str | None = None
+    """`scan`: the `after` of the next page; None when this page is the last."""
 
 
 class SessionRequest(Contract):

@@ -172,6 +172,14 @@ class ItemStore(Protocol):
         with `as_of` (ms) those valid then (`MemoryRow.valid_at`; deleted rows never)."""
         ...
 
+    async def scan(
+        self, where: TenantFilter, tagged: Mapping[str, str], after: str | None, limit: int
+    ) -> list[MemoryRow]:
+        """At most `limit` active rows the filter admits exactly whose metadata holds every
+        `tagged` value (a dotted path under `metadata`: equal, or a list holding it), by
+        ascending id, ids after `after` only (None: from the first)."""
+        ...
+
 
 def exact(where: TenantFilter) -> TenantFilter:
     """The filter without the agent-wide widenings (`shared`, `shared_sources`): items match

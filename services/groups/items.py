@@ -36,7 +36,7 @@ from engine.upkeep.listings import newest_facts
 from schemas import topics
 from schemas.requests import ALL_LAYERS, ItemReply, ItemRequest
 from schemas.scope import Scope, first_error
-from services.groups import sessions
+from services.groups import items_scan, sessions
 from services.runtime import Runtime
 from services.stream.consumers import EXPIRED, GroupRouter, expired
 from services.stream.metrics import Metrics
@@ -181,6 +181,8 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
                 return await forget(request.scope)
             if request.op == "history":
                 return await history(rt, request)
+            if request.op == "scan":
+                return await items_scan.scan(rt, request, _public)
             rows = await handle(rt, request, cause_of(request, message.correlation_id))
         except ValidationError as exc:
             return ItemReply(error=first_error(exc))

@@ -115,6 +115,33 @@ class Operations(Transport):
         request = ItemRequest(scope=scope_of(scope), op="list", limit=limit, as_of=as_of)
         return await self._ask(topics.ITEMS, request, ItemReply, timeout)
 
+    async def scan_items(
+        self,
+        scope: ScopeInput,
+        *,
+        tagged: Mapping[str, str],
+        after: str | None = None,
+        limit: int = 100,
+        query: str | None = None,
+        texts_at: str | None = None,
+        timeout: float | None = None,
+    ) -> ItemReply:
+        """One page of the scope's active rows whose metadata holds every `tagged` value
+        (`scan` on `memory.items.v1`, see `ItemRequest`), by ascending id after `after`;
+        `reply.next_after` is the next page's `after` (None: this was the last). With
+        `query`, `reply.scores` holds each row's best cosine against the texts listed at
+        `metadata.<texts_at>` (None for a row without texts)."""
+        request = ItemRequest(
+            scope=scope_of(scope),
+            op="scan",
+            tagged=dict(tagged),
+            after=after,
+            limit=limit,
+            query=query,
+            texts_at=texts_at,
+        )
+        return await self._ask(topics.ITEMS, request, ItemReply, timeout)
+
     async def forget_user(self, scope: ScopeInput, *, timeout: float | None = None) -> ItemReply:
         """Erase every record of the scope's user of its agent (`forget` on
         `memory.items.v1`; see `engine.upkeep.erasure`): memory items, transcripts, working

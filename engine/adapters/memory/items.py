@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from engine.adapters.memory.memory_rows import InMemoryMemoryStore
 from engine.records import INACTIVE_STATUSES, MemoryRow
 from engine.scoping import TenantFilter
+from engine.upkeep.item_tags import holds_tags
 from engine.upkeep.items import RowPatch, apply_patch, exact, soft_delete_patch
 
 
@@ -73,4 +76,21 @@ class InMemoryItemStore(InMemoryMemoryStore):
             and admitted.admits(r.scope)
         ]
         rows.sort(key=lambda r: (r.created_at, r.vector_id), reverse=True)
+        return rows[:limit]
+
+    async def scan(
+        self, where: TenantFilter, tagged: Mapping[str, str], after: str | None, limit: int
+    ) -> list[MemoryRow]:
+        admitted = exact(where)
+        rows = sorted(
+            (
+                r
+                for r in self._rows.values()
+                if r.status not in INACTIVE_STATUSES
+                and admitted.admits(r.scope)
+                and (after is None or r.vector_id > after)
+                and holds_tags(r.metadata, tagged)
+            ),
+            key=lambda r: r.vector_id,
+        )
         return rows[:limit]

@@ -8,7 +8,9 @@ from a delete between the check and the write. Driver errors become `DependencyF
 
 from __future__ import annotations
 
-from pymongo import DESCENDING, ReturnDocument
+from collections.abc import Mapping
+
+from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
@@ -144,4 +146,20 @@ class MongoItemStore:
             docs = await cursor.limit(limit).to_list(length=limit)
         except PyMongoError as exc:
             raise DependencyFailed(f"memory item listing failed: {exc}") from exc
+        return [row_of(d) for d in docs]
+
+    async def scan(
+        self, where: TenantFilter, tagged: Mapping[str, str], after: str | None, limit: int
+    ) -> list[MemoryRow]:
+        query: Doc = {**tenant_query(where.exact())}
+        query["metadata.status"] = {"$nin": list(INACTIVE_STATUSES)}
+        # a dotted path matches a list holding the value as well as the value itself
+        query |= {f"metadata.{path}": value for path, value in tagged.items()}
+        if after is not None:
+            query["_id"] = {"$gt": after}
+        try:
+            cursor = self._col.find(query).sort([("_id", ASCENDING)])
+            docs = await cursor.limit(limit).to_list(length=limit)
+        except PyMongoError as exc:
+            raise DependencyFailed(f"memory item scan failed: {exc}") from exc
         return [row_of(d) for d in docs]
