@@ -11,8 +11,9 @@ tenant and never names an agent or a user, whatever its labels say.
 **Items** (`store_records`). An item is one fact of the tenant (`metadata.type`
 "langgraph"), so pre_turn recalls it too. Its row id derives from the namespace and the
 key; `metadata.langgraph` holds them, the value (JSON text, at most 32,000 characters) and
-its times. Its embedded content is the text at `index_fields` (LangGraph paths; `"$"` is the
-whole value as JSON), cut at 4,000 characters; `put(..., index=[...])` names its own paths.
+its times, and one text per indexed field (`index={"fields": [...]}`, LangGraph paths; `"$"`
+is the whole value as JSON; `put(..., index=[...])` names its own), 4,000 characters in
+all; the row's content (what pre_turn reads) is those texts, one per line.
 
 * `put` creates a missing row with `remember` and reads it back until the facts group
   stored it, then sets its text and value with an item `update`: the next `get` and
@@ -20,54 +21,59 @@ whole value as JSON), cut at 4,000 characters; `put(..., index=[...])` names its
   of the key that wins the race between the read and the update makes the `put` start again
   (at most `PUT_ATTEMPTS` times), so concurrent puts and deletes of a key never raise.
   `delete` is a soft item delete; `get` an item `get`.
-* `search` with a query is a vectors-layer search narrowed server-side to the namespace
-  prefix and to indexed items, best first (`offset + limit` at most 20); without one it lists
-  the items, newest update first. `filter` applies LangGraph's operators to the values.
-* Listings (a search without a query, `list_namespaces`) read the tenant's newest 200 facts,
-  the most one item listing answers. TTLs are not supported.
+* `search` ranks every live item of the namespace prefix that matches the filter, then
+  applies `offset`/`limit` (`langgraph_search`: a scan of the tenant's items, scored by the
+  best of each item's per-field vectors); without a query it lists them, newest update first.
+  `list_namespaces` reads the same scan.
+* TTLs (`ttl` on put, in minutes; `ttl_config` for a default, refresh on read and the
+  sweeper): an expired item is gone for every read and is deleted when a read meets it or
+  when `sweep_ttl` (`start_ttl_sweeper`) runs.
 
-The synchronous methods run the asynchronous ones on the client's event loop and wait, so
-they work from any other thread (a graph run with `invoke` in a worker thread); on that loop
-itself they raise, as LangGraph's own asynchronous stores do.
+Every call runs on the client's event loop (`client.loop`, `loops.on_home_loop`): an
+asynchronous call from another loop is handed to it, and the synchronous methods wait for it
+from any other thread (a graph run with `invoke` in a worker thread); on that loop itself
+they raise, as LangGraph's own asynchronous stores do.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from langgraph.store.base import (
     BaseStore,
     GetOp,
+    IndexConfig,
     Item,
     ListNamespacesOp,
     Op,
     PutOp,
     Result,
-    SearchItem,
     SearchOp,
+    TTLConfig,
+    ensure_embeddings,
 )
 from pydantic import ValidationError
 
 from engine.ingest.remember import fact_hash
 from schemas.scope import Scope
-from services.integrations.langgraph_ops import check_op, item_text
+from services.integrations.langgraph_ops import check_op, item_text, item_texts
+from services.integrations.langgraph_search import EmbedCache, Reader, search_item
+from services.integrations.loops import on_home_loop
 from services.integrations.store_records import (
     FACT_TYPE,
-    LISTING_ROWS,
-    MAX_QUERY_HITS,
     MAX_VALUE_CHARS,
     RECORD_KEY,
+    TTL_KEY,
     Record,
     anchor,
-    matches,
     moment,
-    namespace_matches,
     now_ms,
     prefix_tag,
+    value_of,
 )
 from services.integrations.visibility import until_visible
 from services.sdk.client import MemoryClient
@@ -75,18 +81,23 @@ from services.sdk.transport import RequestFailed
 
 __all__ = ["MnemoStore"]
 
-log = logging.getLogger(__name__)
-
 PUT_ATTEMPTS = 5
 """Times a `put` starts again when a concurrent `delete` of its key wins the race."""
+MINUTE_MS = 60_000
+SWEEP_MINUTES = 5.0
+"""Minutes between two sweeps of `start_ttl_sweeper` when `ttl_config` names none."""
 
 
 class MnemoStore(BaseStore):
     """A LangGraph store holding one tenant's items as mnemostream facts (see the module
-    docstring). `timeout`: seconds each request waits for its reply (the client's default
-    when None); `write_timeout`: seconds a `put` waits for a new item to be stored."""
+    docstring). `index`: LangGraph's index configuration; its `fields` are the paths
+    embedded (default `index_fields`, else `["$"]`) and its `embed`, when given, embeds
+    queries and items here instead of the deployment's embedder. `ttl`: LangGraph's TTL
+    configuration (`default_ttl`, `refresh_on_read`, `sweep_interval_minutes`). `timeout`:
+    seconds each request waits for its reply (the client's default when None);
+    `write_timeout`: seconds a `put` waits for a new item to be stored."""
 
-    supports_ttl: bool = False
+    supports_ttl: bool = True
 
     def __init__(
         self,
@@ -94,43 +105,54 @@ class MnemoStore(BaseStore):
         *,
         agent: str,
         user: str | None = None,
-        index_fields: Sequence[str] = ("$",),
+        index: IndexConfig | None = None,
+        index_fields: Sequence[str] | None = None,
+        ttl: TTLConfig | None = None,
         timeout: float | None = None,
         write_timeout: float = 30.0,
-        loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         self._client = client
         self.scope = Scope.parse({"agentWallet": agent, "userAddress": user})
-        if not index_fields:
-            raise ValueError("index_fields must name at least one path")
-        self.index_fields = tuple(index_fields)
+        fields = (index or {}).get("fields") or index_fields or ("$",)
+        if not fields:
+            raise ValueError("index fields must name at least one path")
+        self.index_fields = tuple(fields)
+        config: dict[str, Any] = {**(index or {}), "fields": list(self.index_fields)}
+        self.index_config: IndexConfig = config  # type: ignore[assignment]
+        embed = (index or {}).get("embed")
+        self.ttl_config = ttl
         self._timeout = timeout
         self._write_timeout = write_timeout
-        if loop is None:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                loop = None
-        self._loop = loop
+        self._reader = Reader(
+            client,
+            self.scope,
+            self._own,
+            now_ms,
+            timeout,
+            None if embed is None else EmbedCache(ensure_embeddings(embed)),
+        )
+        self._sweeper: asyncio.Task[None] | None = None
 
     # --- the two entry points ------------------------------------------------------------
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run `ops` in order; one result per op (None for puts and deletes)."""
-        if self._loop is None:
-            self._loop = asyncio.get_running_loop()
+        """Run `ops` in order, on the client's loop; one result per op (None for puts and
+        deletes)."""
         todo = list(ops)
         for op in todo:
             check_op(op)
-        return [await self._run(op) for op in todo]
+        return await on_home_loop(self._client, lambda: self._all(todo))
+
+    async def _all(self, ops: Sequence[Op]) -> list[Result]:
+        return [await self._run(op) for op in ops]
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """`abatch` on the client's event loop, waited for from this thread."""
-        loop = self._loop
-        if loop is None:
+        loop = self._client.loop
+        if loop is None or loop.is_closed() or not loop.is_running():
             raise RuntimeError(
-                "MnemoStore does not know its event loop yet: build it inside the client's "
-                "loop, pass loop=..., or make one asynchronous call first"
+                "MnemoStore's client is not running on a loop this thread can wait for: "
+                "start the client (async with MemoryClient(...)) on a loop that keeps running"
             )
         try:
             running = asyncio.get_running_loop()
@@ -145,19 +167,20 @@ class MnemoStore(BaseStore):
 
     async def _run(self, op: Op) -> Result:
         if isinstance(op, GetOp):
-            return await self._get(op.namespace, op.key)
+            return await self._get(op.namespace, op.key, op.refresh_ttl)
         if isinstance(op, PutOp):
             if op.value is None:
                 await self._delete(op.namespace, op.key)
             else:
-                await self._put(op.namespace, op.key, op.value, op.index)
+                await self._put(op.namespace, op.key, op.value, op.index, op.ttl)
             return None
         if isinstance(op, SearchOp):
-            if op.query:
-                return await self._query(op)
-            return await self._list(op)
+            found = await self._reader.search(op)
+            if op.refresh_ttl:
+                await self._refresh([record for record, _ in found])
+            return [search_item(record, score) for record, score in found]
         if isinstance(op, ListNamespacesOp):
-            return await self._namespaces(op)
+            return await self._reader.namespaces(op)
         raise ValueError(f"unknown operation {type(op).__name__}")
 
     # --- rows ------------------------------------------------------------------------------
@@ -172,8 +195,8 @@ class MnemoStore(BaseStore):
         )
 
     def _own(self, row: Mapping[str, Any]) -> Record | None:
-        """The item a row holds, or None when it holds none (another fact of the tenant) or
-        is not this tenant's, deleted or superseded."""
+        """The item a row holds (its TTL included), or None when it holds none (another fact
+        of the tenant) or is not this tenant's, deleted or superseded."""
         if row.get("agentWallet") != self.scope.agent_wallet:
             return None
         if row.get("userAddress") != self.scope.user_address:
@@ -181,27 +204,15 @@ class MnemoStore(BaseStore):
         if row.get("status") in ("deleted", "superseded"):
             return None
         metadata = row.get("metadata")
-        record = metadata.get(RECORD_KEY) if isinstance(metadata, Mapping) else None
+        if not isinstance(metadata, Mapping):
+            return None
+        record, ttl = metadata.get(RECORD_KEY), metadata.get(TTL_KEY)
         if not isinstance(record, Mapping):
             return None
         try:
-            return Record.model_validate(record)
+            return Record.model_validate({**record, **(ttl if isinstance(ttl, Mapping) else {})})
         except ValidationError:
             return None
-
-    @staticmethod
-    def _value(record: Record) -> dict[str, Any]:
-        value = json.loads(record.value)
-        return value if isinstance(value, dict) else {}
-
-    def _item(self, record: Record) -> Item:
-        return Item(
-            value=self._value(record),
-            key=record.key,
-            namespace=tuple(record.namespace),
-            created_at=moment(record.createdAt),
-            updated_at=moment(record.updatedAt),
-        )
 
     async def _row(self, item_id: str) -> dict[str, Any] | None:
         """The row (any status but deleted), or None when it is missing."""
@@ -214,12 +225,23 @@ class MnemoStore(BaseStore):
 
     # --- operations ------------------------------------------------------------------------
 
-    async def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
+    async def _get(self, namespace: tuple[str, ...], key: str, refresh: bool) -> Item | None:
         row = await self._row(self.item_id(namespace, key))
         record = None if row is None else self._own(row)
         if record is None or tuple(record.namespace) != namespace or record.key != key:
             return None
-        return self._item(record)
+        if record.expired(now_ms()):
+            await self._delete(namespace, key)  # expiry swept on read
+            return None
+        if refresh:
+            await self._refresh([record])
+        return Item(
+            value=value_of(record),
+            key=record.key,
+            namespace=tuple(record.namespace),
+            created_at=moment(record.createdAt),
+            updated_at=moment(record.updatedAt),
+        )
 
     async def _put(
         self,
@@ -227,6 +249,7 @@ class MnemoStore(BaseStore):
         key: str,
         value: Mapping[str, Any],
         index: Literal[False] | list[str] | None,
+        ttl: float | None,
     ) -> None:
         encoded = json.dumps(dict(value), ensure_ascii=False, separators=(",", ":"))
         if len(encoded) > MAX_VALUE_CHARS:
@@ -236,6 +259,7 @@ class MnemoStore(BaseStore):
             )
         item_id = self.item_id(namespace, key)
         fields = self.index_fields if index is None or index is False else tuple(index)
+        texts = [] if index is False else item_texts(value, fields)
         for _ in range(PUT_ATTEMPTS):
             now = now_ms()
             row = await self._row(item_id)
@@ -248,6 +272,11 @@ class MnemoStore(BaseStore):
                 "prefixes": [prefix_tag(namespace[:n]) for n in range(len(namespace) + 1)],
                 "createdAt": earlier.createdAt if earlier is not None else now,
                 "updatedAt": now,
+                "texts": texts,
+            }
+            expiry = {
+                "expiresAt": None if ttl is None else now + int(ttl * MINUTE_MS),
+                "ttlMinutes": ttl,
             }
             if row is None:  # new, or deleted: remembering the anchor again revives it
                 await self._create(item_id, namespace, key, record)
@@ -255,8 +284,8 @@ class MnemoStore(BaseStore):
                 "update",
                 item_id,
                 self.scope,
-                content=item_text(value, fields),
-                metadata={RECORD_KEY: record},
+                content=item_text(value, texts),
+                metadata={RECORD_KEY: record, TTL_KEY: expiry},
                 status="active",
                 timeout=self._timeout,
             )
@@ -292,76 +321,62 @@ class MnemoStore(BaseStore):
         if reply.error and not reply.not_found:
             raise RequestFailed(reply.error)
 
-    async def _listed(self) -> list[Record]:
-        """The tenant's items among its newest `LISTING_ROWS` facts, newest update first."""
-        reply = await self._client.newest_items(
-            self.scope, limit=LISTING_ROWS, timeout=self._timeout
-        )
-        if reply.error:
-            raise RequestFailed(reply.error)
-        if len(reply.items) >= LISTING_ROWS:
-            log.warning("LangGraph listing read the tenant's newest %d facts only", LISTING_ROWS)
-        records = [r for r in (self._own(row) for row in reply.items) if r is not None]
-        return sorted(records, key=lambda r: (-r.updatedAt, r.namespace, r.key))
+    # --- TTL -------------------------------------------------------------------------------
 
-    async def _list(self, op: SearchOp) -> list[SearchItem]:
-        n = len(op.namespace_prefix)
-        found = [
-            r
-            for r in await self._listed()
-            if tuple(r.namespace[:n]) == op.namespace_prefix and matches(self._value(r), op.filter)
-        ]
-        return [self._search_item(r, None) for r in found[op.offset : op.offset + op.limit]]
-
-    async def _query(self, op: SearchOp) -> list[SearchItem]:
-        assert op.query is not None  # noqa: S101 - the caller checked
-        filters = {
-            f"metadata.{RECORD_KEY}.prefixes": prefix_tag(op.namespace_prefix),
-            f"metadata.{RECORD_KEY}.indexed": True,
-        }
-        wanted = MAX_QUERY_HITS if op.filter else op.offset + op.limit
-        reply = await self._client.search_layers(
-            op.query,
-            {**self.scope.wire(), "filters": filters},
-            layers=["vectors"],
-            limit=wanted,
-            timeout=self._timeout,
-        )
-        scores: dict[str, float] = {}
-        for hit in reply.layers.get("vectors", []):
-            hit_id, score = hit.get("id"), hit.get("score")
-            if isinstance(hit_id, str) and hit_id not in scores:
-                scores[hit_id] = float(score) if isinstance(score, int | float) else 0.0
-        rows = await asyncio.gather(*(self._row(i) for i in scores))
-        found: list[SearchItem] = []
-        for row, score in zip(rows, scores.values(), strict=True):
-            record = None if row is None else self._own(row)
-            if record is None or not record.indexed:
+    async def _refresh(self, records: Sequence[Record]) -> None:
+        """Start the TTL of these items again (those that have one): only their TTL key is
+        written, so a put that came meanwhile keeps its value."""
+        for record in records:
+            if record.ttlMinutes is None:
                 continue
-            if tuple(record.namespace[: len(op.namespace_prefix)]) != op.namespace_prefix:
-                continue
-            if matches(self._value(record), op.filter):
-                found.append(self._search_item(record, score))
-        found.sort(key=lambda s: -(s.score or 0.0))
-        return found[op.offset : op.offset + op.limit]
+            expiry = {
+                "expiresAt": now_ms() + int(record.ttlMinutes * MINUTE_MS),
+                "ttlMinutes": record.ttlMinutes,
+            }
+            item_id = self.item_id(tuple(record.namespace), record.key)
+            # a delete that won the race leaves nothing to refresh: not_found is fine
+            await self._client.item(
+                "update", item_id, self.scope, metadata={TTL_KEY: expiry}, timeout=self._timeout
+            )
 
-    def _search_item(self, record: Record, score: float | None) -> SearchItem:
-        return SearchItem(
-            namespace=tuple(record.namespace),
-            key=record.key,
-            value=self._value(record),
-            created_at=moment(record.createdAt),
-            updated_at=moment(record.updatedAt),
-            score=score,
-        )
+    async def sweep_ttl(self) -> int:
+        """Delete the tenant's expired items; how many were deleted."""
 
-    async def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        spaces = {tuple(r.namespace) for r in await self._listed()}
-        chosen = [
-            ns
-            for ns in spaces
-            if all(namespace_matches(c.match_type, c.path, ns) for c in op.match_conditions or ())
-        ]
-        if op.max_depth is not None:
-            chosen = list({ns[: op.max_depth] for ns in chosen})
-        return sorted(chosen)[op.offset : op.offset + op.limit]
+        async def sweep() -> int:
+            expired = await self._reader.expired()
+            for record in expired:
+                await self._delete(tuple(record.namespace), record.key)
+            return len(expired)
+
+        return await on_home_loop(self._client, sweep)
+
+    async def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> None:
+        """Sweep every `sweep_interval_minutes` (else `ttl_config`'s, else `SWEEP_MINUTES`)
+        on the client's loop until `stop_ttl_sweeper`; a failed sweep is tried again at the
+        next interval."""
+        minutes = sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes")
+        pause = float(minutes or SWEEP_MINUTES) * 60
+
+        async def sweeping() -> None:
+            while True:
+                with contextlib.suppress(RequestFailed, TimeoutError):
+                    await self.sweep_ttl()
+                await asyncio.sleep(pause)
+
+        async def start() -> None:
+            if self._sweeper is None or self._sweeper.done():
+                self._sweeper = asyncio.get_running_loop().create_task(sweeping())
+
+        await on_home_loop(self._client, start)
+
+    async def stop_ttl_sweeper(self) -> None:
+        """Stop the sweeper (no-op when none runs)."""
+
+        async def stop() -> None:
+            task, self._sweeper = self._sweeper, None
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+        await on_home_loop(self._client, stop)

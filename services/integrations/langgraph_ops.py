@@ -18,20 +18,32 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from services.integrations.store_records import MAX_QUERY_HITS, MAX_TEXT_CHARS
+from services.integrations.store_records import MAX_TEXT_CHARS
 
 
-def item_text(value: Mapping[str, Any], fields: Sequence[str]) -> str:
-    """The text mnemostream embeds for `value`: the texts at `fields` (LangGraph paths),
-    one per line, cut at `MAX_TEXT_CHARS`; the whole value as JSON when they hold none."""
-    texts = [t for path in fields for t in get_text_at_path(value, path) if t.strip()]
+def item_texts(value: Mapping[str, Any], fields: Sequence[str]) -> list[str]:
+    """The texts a query ranks `value` by: each non-blank text at `fields` (LangGraph paths,
+    `"$"` the whole value as JSON), one per field (a path with `[*]` gives several), each
+    cut at `MAX_TEXT_CHARS`, and together at most `MAX_TEXT_CHARS` (what one item holds)."""
+    texts: list[str] = []
+    left = MAX_TEXT_CHARS
+    for text in (t for path in fields for t in get_text_at_path(value, path) if t.strip()):
+        if left <= 0:
+            break
+        texts.append(text[:left])
+        left -= len(texts[-1])
+    return texts
+
+
+def item_text(value: Mapping[str, Any], texts: Sequence[str]) -> str:
+    """The row's content (what pre_turn and the vectors layer read): the item's indexed
+    texts one per line, cut at `MAX_TEXT_CHARS`; the whole value as JSON when there are none."""
     text = "\n".join(texts).strip() or json.dumps(value, sort_keys=True, ensure_ascii=False)
     return text[:MAX_TEXT_CHARS]
 
 
 def check_op(op: Op) -> None:
-    """Refuse a bad op before any of its batch runs (`InvalidNamespaceError`, `ValueError`,
-    `NotImplementedError`)."""
+    """Refuse a bad op before any of its batch runs (`InvalidNamespaceError`, `ValueError`)."""
     validate_op_namespace(op)
     if isinstance(op, PutOp):
         if not op.namespace:
@@ -40,14 +52,9 @@ def check_op(op: Op) -> None:
             raise InvalidNamespaceError(
                 f'Root label for namespace cannot be "langgraph". Got: {op.namespace}'
             )
-        if op.ttl is not None:
-            raise NotImplementedError("MnemoStore does not support TTLs (use ttl=None)")
+        if op.ttl is not None and not op.ttl > 0:
+            raise ValueError(f"a TTL is a positive number of minutes, not {op.ttl!r}")
         if op.value is not None and not isinstance(op.value, Mapping):
             raise ValueError("a LangGraph item's value must be a mapping")
-    elif isinstance(op, SearchOp) and op.query and op.offset + op.limit > MAX_QUERY_HITS:
-        raise ValueError(
-            f"a natural-language search answers at most {MAX_QUERY_HITS} items: "
-            f"offset + limit is {op.offset + op.limit}"
-        )
     elif not isinstance(op, GetOp | SearchOp | ListNamespacesOp | PutOp):
         raise ValueError(f"unknown operation {type(op).__name__}")

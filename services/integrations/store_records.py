@@ -20,16 +20,21 @@ from pydantic import BaseModel, ConfigDict
 
 RECORD_KEY = "langgraph"
 """The memory row's metadata key that holds the item."""
+TTL_KEY = "langgraphTtl"
+"""The metadata key of an item's TTL (`{"expiresAt", "ttlMinutes"}`), apart from the item so
+that refreshing it on a read never writes back a value a concurrent put replaced."""
 FACT_TYPE = "langgraph"
 """The `type` of the facts the store writes (their `metadata.type`)."""
 MAX_TEXT_CHARS = 4_000
 """Characters of an item's embedded text (the most an item's content holds)."""
 MAX_VALUE_CHARS = 32_000
 """Characters of an item's value as JSON (the most one metadata string holds)."""
-MAX_QUERY_HITS = 20
-"""Hits one natural-language search reads at most (the layer search's per-layer limit)."""
-LISTING_ROWS = 200
-"""Facts one listing reads (the item listing's maximum)."""
+TEXTS_KEY = f"{RECORD_KEY}.texts"
+"""The metadata path of an item's indexed texts (what a scan scores a query against)."""
+PREFIXES_KEY = f"{RECORD_KEY}.prefixes"
+"""The metadata path of an item's namespace prefix tags (what a scan selects by)."""
+SCAN_PAGE = 200
+"""Rows one scan request reads at most (the items group's page limit)."""
 
 
 class Record(BaseModel):
@@ -44,6 +49,16 @@ class Record(BaseModel):
     prefixes: list[str]
     createdAt: int  # the stored field names are camelCase
     updatedAt: int
+    texts: list[str] = []
+    """The indexed texts, one per indexed field (a query ranks the item by its best)."""
+    expiresAt: int | None = None
+    """When the item expires (ms since epoch); None: never."""
+    ttlMinutes: float | None = None
+    """The item's time to live, what a read refreshes `expiresAt` by; None: none."""
+
+    def expired(self, at: int) -> bool:
+        """Whether the item's TTL has run out at `at` (ms since epoch)."""
+        return self.expiresAt is not None and self.expiresAt <= at
 
 
 def anchor(namespace: tuple[str, ...], key: str) -> str:
@@ -58,6 +73,12 @@ def prefix_tag(prefix: Sequence[str]) -> str:
     (at most 512 characters, the filters' limit, whatever the labels)."""
     path = json.dumps(list(prefix), ensure_ascii=False, separators=(",", ":"))
     return "p" + hashlib.sha256(path.encode("utf-8")).hexdigest()[:32]
+
+
+def value_of(record: Record) -> dict[str, Any]:
+    """The item's value (a mapping; {} if what is stored is not one)."""
+    value = json.loads(record.value)
+    return value if isinstance(value, dict) else {}
 
 
 def moment(ms: int) -> datetime:
