@@ -36,7 +36,15 @@ Each write returns once the transcript shows it (it is read back until it does, 
 code (`Runner.run_sync`), `MnemoSession.open(bootstrap, session_id, agent=..., user=...)`
 gives the session a client on a loop and thread of its own (`close()` stops them). A call
 that could not be served (its client's loop is not running) fails at once, never hangs.
-`get_items()` honours `session_settings.limit`.
+`session_settings` (the SDK's `SessionSettings` or its dict) is a constructor argument, as on
+the SDK's own sessions, and `get_items()` honours its `limit`; after `close()` every call
+raises `RuntimeError`. The transcript itself is `session_transcript.SessionTranscript`.
+
+**Compaction.** `_get_compaction_snapshot` is the hook the SDK's own backends give its
+`OpenAIResponsesCompactionSession`: the newest items, and a `replace_suffix` that swaps the
+compacted items for the compaction's output in one recorded turn (the new items and a marker
+dropping the old ones), after checking they are still the newest (serialised per session
+object, not across processes).
 """
 
 from __future__ import annotations
@@ -44,43 +52,50 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, cast
 
-from schemas.ids import h32, thread_session_id
+from schemas.ids import thread_session_id
 from schemas.scope import Scope
 from services.integrations import session_items as wire
 from services.integrations.loops import LoopThread, on_home_loop
 from services.integrations.session_items import ENVELOPE, MAX_ITEM_CHARS
-from services.integrations.visibility import until_visible
+from services.integrations.session_transcript import MODEL, SessionTranscript
 from services.sdk.client import MemoryClient
 from services.sdk.transport import RequestFailed, ScopeInput
 
 if TYPE_CHECKING:
     from agents import Agent, RunContextWrapper, TResponseInputItem
     from agents.memory import SessionSettings
+    from agents.memory.session import _CompactionSnapshot
 
-__all__ = ["MnemoSession", "memory_instructions"]
+__all__ = ["MODEL", "MnemoSession", "memory_instructions"]
 
 log = logging.getLogger(__name__)
 
-MODEL = "openai-agents"
-"""The `modelUsed` of the recorded turns."""
+T = TypeVar("T")
 
 Instructions: TypeAlias = (
     "str | Callable[[RunContextWrapper[Any], Agent[Any]], Awaitable[str] | str]"
 )
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
+def _settings(given: SessionSettings | Mapping[str, Any] | None) -> SessionSettings:
+    """The SDK's own normalisation: a dict is checked (unknown fields are a TypeError)."""
+    from agents.memory import SessionSettings
+    from agents.memory.session_settings import coerce_session_settings
+
+    if given is None:
+        return SessionSettings()
+    return coerce_session_settings(cast("SessionSettings | dict[str, Any]", given))
 
 
 class MnemoSession:
     """An Agents SDK session kept as mnemostream turns (see the module docstring).
     `timeout`: seconds a request waits for its reply (the client's default when None);
-    `write_timeout`: seconds a write waits until the transcript shows it."""
+    `write_timeout`: seconds a write waits until the transcript shows it;
+    `session_settings`: the SDK's `SessionSettings` (or its dict), `SessionSettings()` when
+    None, as the SDK's own sessions."""
 
     session_settings: SessionSettings | None = None
 
@@ -93,6 +108,7 @@ class MnemoSession:
         user: str | None = None,
         timeout: float | None = None,
         write_timeout: float = 30.0,
+        session_settings: SessionSettings | Mapping[str, Any] | None = None,
     ) -> None:
         self._client = client
         self.session_id = session_id
@@ -101,11 +117,18 @@ class MnemoSession:
         )
         self.transcript_id = thread_session_id(self.scope)
         """The mnemostream session id of the thread's transcript and working buffer."""
+        self.session_settings = _settings(session_settings)
         self._timeout = timeout
-        self._write_timeout = write_timeout
-        self._newest_ms = 0
+        self._log = SessionTranscript(
+            client,
+            self.scope,
+            self.transcript_id,
+            timeout=timeout,
+            write_timeout=write_timeout,
+        )
         self._writing = asyncio.Lock()
         self._owned: LoopThread | None = None
+        self._closed = False
 
     @classmethod
     def open(
@@ -117,6 +140,7 @@ class MnemoSession:
         user: str | None = None,
         timeout: float | None = None,
         write_timeout: float = 30.0,
+        session_settings: SessionSettings | Mapping[str, Any] | None = None,
         **client_options: Any,
     ) -> MnemoSession:
         """A session with a `MemoryClient` of its own, started on a loop in a thread of its
@@ -136,18 +160,26 @@ class MnemoSession:
             user=user,
             timeout=timeout,
             write_timeout=write_timeout,
+            session_settings=session_settings,
         )
         session._owned = thread
         return session
 
     def close(self) -> None:
-        """Stop the client and the thread of a session made by `open` (else nothing)."""
+        """Close the session: every later call raises `RuntimeError`. A session made by
+        `open` also stops its client and its thread; a shared client stays open."""
+        self._closed = True
         thread, self._owned = self._owned, None
         if thread is not None:
             try:
                 thread.run(self._client.close(), timeout=30)
             finally:
                 thread.stop()
+
+    async def _call(self, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        if self._closed:
+            raise RuntimeError(f"MnemoSession {self.session_id!r} is closed")
+        return await on_home_loop(self._client, make)
 
     # --- the Session protocol --------------------------------------------------------------
 
@@ -156,38 +188,22 @@ class MnemoSession:
         `session_settings.limit`, when set)."""
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
-        items = [item for _, item in await on_home_loop(self._client, self._replay)]
+        items = [item for _, item in await self._call(self._log.replay)]
         if limit is not None:
             items = items[-limit:] if limit > 0 else []
         return cast("list[TResponseInputItem]", items)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Record `items` as turns of the thread; returns once the transcript shows them."""
-        await on_home_loop(self._client, lambda: self._add_items(items))
+        await self._call(lambda: self._add_items(items))
 
     async def _add_items(self, items: list[TResponseInputItem]) -> None:
         if not items:
             return
-        dicts = [dict(cast("Mapping[str, Any]", item)) for item in items]
-        raws = [json.dumps({ENVELOPE: 1, "item": d}, ensure_ascii=False) for d in dicts]
-        for d, raw in zip(dicts, raws, strict=True):
-            if len(raw) > MAX_ITEM_CHARS:
-                raise ValueError(
-                    f"a {d.get('type') or d.get('role') or 'session'} item is {len(raw)} "
-                    f"characters as JSON; a mnemostream session keeps items of at most "
-                    f"{MAX_ITEM_CHARS}"
-                )
-        said = [wire.said(d) for d in dicts]
-        answered = wire.answered(dicts)
-        for i, d in enumerate(dicts):  # a tool event of the turn holds the result: say it once
-            call = (
-                answered.get(d.get("call_id")) if d.get("type") == "function_call_output" else None
-            )
-            if call is not None:
-                said[i] = ("tool", f"[tool result] of {call['name']}")
+        said, raws, dicts = _encoded(items)
         async with self._writing:
             for part in wire.chunks(raws, [c for _, c in said]):
-                await self._record(
+                await self._log.record(
                     [said[i] for i in part], [raws[i] for i in part], [dicts[i] for i in part]
                 )
 
@@ -195,44 +211,80 @@ class MnemoSession:
         """Remove the newest item and return it (None when the session is empty). Each item
         is returned once, whatever pops concurrently: a pop is won by the first marker of
         that item in the transcript, and a pop that lost pops the next newest item."""
-        return await on_home_loop(self._client, self._pop_item)
+        return await self._call(self._pop_item)
 
     async def _pop_item(self) -> TResponseInputItem | None:
         async with self._writing:
             while True:
-                items = await self._replay()
+                items = await self._log.replay()
                 if not items:
                     return None
                 stamp, item = items[-1]
-                turn_id = await self._record(
-                    [("system", "(the session's newest item was removed)")],
-                    [json.dumps({ENVELOPE: 1, "pop": stamp})],
-                    [],
+                turn_id = await self._log.marker(
+                    "(the session's newest item was removed)", {"pop": stamp}
                 )
-                if await self._first_pop(stamp) == turn_id:
+                if await self._log.first_pop(stamp) == turn_id:
                     return cast("TResponseInputItem", item)
-
-    async def _first_pop(self, stamp: int) -> str | None:
-        """The turn id of the transcript's first marker removing the item of `stamp`."""
-        for m in await self._messages():
-            envelope = wire.envelope(m.get("raw"))
-            if envelope is not None and envelope.get("pop") == stamp:
-                return str(m.get("turnId"))
-        return None
 
     async def clear_session(self) -> None:
         """Start the session afresh: `get_items` answers nothing recorded before."""
-        await on_home_loop(self._client, self._clear_session)
+        await self._call(self._clear_session)
 
     async def _clear_session(self) -> None:
         async with self._writing:
-            if await self._page(None) is None:
+            if await self._log.page(None) is None:
                 return  # nothing was ever recorded
-            await self._record(
-                [("system", "(the session's history was cleared)")],
-                [json.dumps({ENVELOPE: 1, "clear": True})],
-                [],
+            await self._log.marker("(the session's history was cleared)", {"clear": True})
+
+    async def _get_compaction_snapshot(
+        self, limit: int, *, prune_prefix: Callable[[Any], bool] | None = None
+    ) -> _CompactionSnapshot:
+        """The SDK's hook for automatic compaction (its own backends have it): the newest
+        `limit` items, whether they are all of them, and `replace_suffix(start, output)`,
+        which replaces the items from `start` on with `output` in one recorded turn when they
+        are still the newest (else False), first dropping the oldest items `prune_prefix`
+        answers True for."""
+        from agents.memory.session import _CompactionSnapshot
+
+        stored = await self._call(self._log.replay)
+        window = stored[-limit:] if limit > 0 else []
+
+        async def replace_suffix(start: int, output: list[TResponseInputItem]) -> bool:
+            expected = [stamp for stamp, _ in window[start:]]
+            if not expected:
+                return False
+            return await self._call(lambda: self._replace(expected, output, prune_prefix))
+
+        return _CompactionSnapshot(
+            [cast("TResponseInputItem", i) for _, i in window],
+            len(window) == len(stored),
+            replace_suffix,
+        )
+
+    async def _replace(
+        self,
+        expected: list[int],
+        output: list[TResponseInputItem],
+        prune_prefix: Callable[[Any], bool] | None,
+    ) -> bool:
+        async with self._writing:
+            stored = await self._log.replay()
+            if [stamp for stamp, _ in stored[-len(expected) :]] != expected:
+                return False
+            dropped = list(expected)
+            for stamp, item in stored[: -len(expected)]:
+                if prune_prefix is None or not prune_prefix(item):
+                    break
+                dropped.append(stamp)
+            said, raws, dicts = _encoded(output) if output else ([], [], [])
+            marker = json.dumps({ENVELOPE: 1, "drop": dropped})
+            # one turn: the new items and the marker that drops the old ones land together
+            await self._log.record(
+                [*said, ("system", "(the session's items were compacted)")],
+                [*raws, marker],
+                dicts,
             )
+            return True
 
     # --- instructions ------------------------------------------------------------------------
 
@@ -253,96 +305,28 @@ class MnemoSession:
             timeout=self._timeout,
         )
 
-    # --- transcript ----------------------------------------------------------------------------
 
-    async def _page(self, before: int | None) -> dict[str, Any] | None:
-        """One transcript page (None when the thread has no transcript yet)."""
-        reply = await self._client.transcript(
-            self.transcript_id, self.scope, before=before, timeout=self._timeout
-        )
-        if reply.not_found:
-            return None
-        if reply.error or reply.transcript is None:
-            raise RequestFailed(reply.error or "no transcript in the reply")
-        return reply.transcript
-
-    async def _messages(self) -> list[dict[str, Any]]:
-        """The transcript's messages since its last clear marker, oldest first."""
-        pages: list[list[dict[str, Any]]] = []
-        before: int | None = None
-        while True:
-            page = await self._page(before)
-            if page is None:
-                return []
-            messages = list(page.get("messages") or [])
-            pages.append(messages)
-            if not messages:
-                break
-            self._newest_ms = max(self._newest_ms, *(int(m["timestamp"]) for m in messages))
-            if any((wire.envelope(m.get("raw")) or {}).get("clear") for m in messages):
-                break
-            start = int(page.get("start") or 0)
-            if start <= 0:
-                break
-            before = start
-        return [m for page in reversed(pages) for m in page]
-
-    async def _replay(self) -> list[tuple[int, dict[str, Any]]]:
-        """(timestamp, item) of the session's items, after its markers."""
-        items: list[tuple[int, dict[str, Any]]] = []
-        for m in await self._messages():
-            stamp = int(m["timestamp"])
-            envelope = wire.envelope(m.get("raw"))
-            if envelope is None:
-                if m.get("role") in ("user", "assistant", "system"):
-                    items.append((stamp, {"role": m["role"], "content": m["content"]}))
-            elif envelope.get("clear"):
-                items.clear()
-            elif "pop" in envelope:
-                items = [(s, i) for s, i in items if s != envelope["pop"]]
-            elif isinstance(envelope.get("item"), dict):
-                items.append((stamp, envelope["item"]))
-        return items
-
-    async def _record(
-        self,
-        said: Sequence[tuple[str, str]],
-        raws: Sequence[str],
-        items: Sequence[Mapping[str, Any]],
-    ) -> str:
-        """Record one turn of these messages and wait until the transcript shows it; its
-        turn id. Their timestamps follow every timestamp this session saw, so the transcript
-        keeps them in order."""
-        if self._newest_ms == 0:
-            await self._messages()  # learn the newest timestamp of an existing transcript
-        first = max(_now_ms(), self._newest_ms + 1)
-        stamps = [first + i for i in range(len(said))]
-        turn_id = "oa_" + h32(f"{self.transcript_id}|{first}|{h32(''.join(raws))}")
-        await self._client.record_turn(
-            {
-                **self.scope.wire(),
-                "turnId": turn_id,
-                "occurredAt": first,
-                "modelUsed": MODEL,
-                "messages": [
-                    {"role": role, "content": content[:MAX_ITEM_CHARS], "timestamp": t, "raw": r}
-                    for (role, content), r, t in zip(said, raws, stamps, strict=True)
-                ],
-                "toolEvents": wire.tool_events(items, stamps[: len(items)]),
-            }
-        )
-        self._newest_ms = stamps[-1]
-        await until_visible(
-            lambda: self._shows(turn_id),
-            timeout=self._write_timeout,
-            what=f"turn {turn_id} of session {self.session_id!r}",
-        )
-        return turn_id
-
-    async def _shows(self, turn_id: str) -> bool | None:
-        page = await self._page(None)
-        messages = [] if page is None else page.get("messages") or []
-        return True if any(m.get("turnId") == turn_id for m in messages) else None
+def _encoded(
+    items: Sequence[TResponseInputItem],
+) -> tuple[list[tuple[str, str]], list[str], list[dict[str, Any]]]:
+    """Each item's (role, readable content), its raw JSON envelope and the item as a dict;
+    a `ValueError` for an item over `MAX_ITEM_CHARS` as JSON."""
+    dicts = [dict(cast("Mapping[str, Any]", item)) for item in items]
+    raws = [json.dumps({ENVELOPE: 1, "item": d}, ensure_ascii=False) for d in dicts]
+    for d, raw in zip(dicts, raws, strict=True):
+        if len(raw) > MAX_ITEM_CHARS:
+            raise ValueError(
+                f"a {d.get('type') or d.get('role') or 'session'} item is {len(raw)} "
+                f"characters as JSON; a mnemostream session keeps items of at most "
+                f"{MAX_ITEM_CHARS}"
+            )
+    said = [wire.said(d) for d in dicts]
+    answered = wire.answered(dicts)
+    for i, d in enumerate(dicts):  # a tool event of the turn holds the result: say it once
+        call = answered.get(d.get("call_id")) if d.get("type") == "function_call_output" else None
+        if call is not None:
+            said[i] = ("tool", f"[tool result] of {call['name']}")
+    return said, raws, dicts
 
 
 def _latest_usertext_of(items: Sequence[Any]) -> str:
