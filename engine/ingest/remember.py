@@ -17,12 +17,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.history import change
-from engine.ingest.extraction.types import FACT_TYPES, ExtractionPolicy, Extractor, TurnText
+from engine.ingest.extraction.types import (
+    FACT_TYPES,
+    ExtractionPolicy,
+    Extractor,
+    FactType,
+    TurnText,
+)
 from engine.ports import Embedder, ItemHistory, MemoryStore
 from engine.records import Cause, MemoryRow
 from engine.scoping import scope_fields
 from schemas.events import EntityItem, FactsExtracted, MemoryRemembered, RelationItem
 from schemas.ids import h32, to_ms
+
+
+def stored_fact_type(given: str) -> FactType:
+    """The fact type a remembered fact is stored with: its own when it is one of
+    `FACT_TYPES`, else `"context"` (a remember without a type is an `explicit_save`)."""
+    return given if given in FACT_TYPES else "context"
+
 
 SYSTEM_KEYS = frozenset(
     {
@@ -100,7 +113,7 @@ class Rememberer:
             "source": "agent_loop",
             "layer": "graph",
             "factHash": digest,
-            "factType": event.type if event.type in FACT_TYPES else "context",
+            "factType": stored_fact_type(event.type),
             "confidence": event.confidence,
             "extractor": "explicit",
             "eventId": event.event_id,

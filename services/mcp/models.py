@@ -3,6 +3,8 @@ ISO-8601 in UTC; scores are a layer's relevance in [0, 1], higher is more releva
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from schemas.ids import from_ms
@@ -11,6 +13,11 @@ from schemas.ids import from_ms
 def iso(ms: int | None) -> str | None:
     """ISO-8601 (UTC) of milliseconds since epoch."""
     return None if ms is None else from_ms(ms).isoformat().replace("+00:00", "Z")
+
+
+FactType = Literal["preference", "identity", "context", "skill", "relationship", "event"]
+"""What kind of fact a remembered one is (`remember` takes it and answers it; a fact
+remembered without one is a `context` fact)."""
 
 
 class Answer(BaseModel):
@@ -26,7 +33,9 @@ class Remembered(Answer):
         "remembered again names the same item."
     )
     content: str
-    type: str
+    type: FactType = Field(
+        description="The type it is stored with (`context` when none was given)."
+    )
     pinned: bool
     event_id: str
 

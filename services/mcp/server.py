@@ -94,6 +94,9 @@ async def _client(settings: Settings) -> AsyncIterator[MemoryClient]:
         kafka_bootstrap(settings),
         timeout=settings.request_timeout_seconds,
         kafka_options=kafka_options(settings),
+        # remember waits until its fact is stored (read-your-writes): the deployment's groups
+        group_prefix=settings.group_prefix,
+        deferred_embeddings=settings.embedding.deferred,
     ) as client:
         yield client
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any, cast
 
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from engine.ingest.remember import fact_hash
+from engine.ingest.remember import fact_hash, stored_fact_type
 from schemas.bounds import epoch_ms
 from schemas.requests import MAX_LIST_ITEMS, ContextItem, ItemReply, LayerName
 from schemas.scope import Scope, ScopeError, first_error
@@ -23,6 +23,7 @@ from schemas.search_defaults import PER_LAYER_LIMIT, PER_LAYER_LIMIT_MAX
 from services.mcp.models import (
     Fact,
     Facts,
+    FactType,
     Forgotten,
     Found,
     MemoryItem,
@@ -32,7 +33,7 @@ from services.mcp.models import (
     iso,
 )
 from services.mcp.tenancy import Refused
-from services.sdk.client import MemoryClient, RequestFailed
+from services.sdk.client import MemoryClient, NotProcessed, RequestFailed
 
 __all__ = ["ScopeOf", "memory_tools"]
 
@@ -41,7 +42,6 @@ ScopeOf = Callable[[], Scope]
 DEFAULT_THREAD = "mcp"
 """The thread turns are recorded in when none is configured (reads span every thread)."""
 
-FactType = Literal["preference", "identity", "context", "skill", "relationship", "event"]
 Text = Annotated[str, Field(min_length=1, max_length=4_000)]
 Query = Annotated[
     str, Field(min_length=1, max_length=4_000, description="What to look for, in words.")
@@ -140,17 +140,25 @@ def memory_tools(client: MemoryClient, scope_of: ScopeOf) -> list[Tool]:
     ) -> Remembered:
         """Remember a fact or note about the user for later conversations (e.g. "Prefers
         window seats", "Their manager is Dana"). Remembering the same fact again keeps one
-        item."""
+        item. Answers once the fact is stored, so the next call finds it."""
         with tool_errors():
             scope = scope_of()
             body = {**scope.wire(), "content": content, "type": type}
-            event = await client.remember({**body, "retention": "pinned" if pinned else None})
+            try:  # answered once stored: the next call (forget, list_facts, recall) reads it
+                event = await client.remember(
+                    {**body, "retention": "pinned" if pinned else None}, wait=True
+                )
+            except NotProcessed as exc:
+                raise ToolError(
+                    f"the fact was accepted but is not stored yet ({exc}); it will be once "
+                    "the consumer groups catch up"
+                ) from None
         s = event.scope
         digest = fact_hash(s.agent_wallet, s.user_address, event.content, s.mode, s.hai_id)
         return Remembered(
             id="fact_" + digest,
             content=event.content,
-            type=event.type,
+            type=stored_fact_type(event.type),
             pinned=event.retention == "pinned",
             event_id=event.event_id,
         )

@@ -183,9 +183,19 @@ async def test_mcp_over_stdio_every_tool_its_errors_and_no_other_tenant(
     errlog = tmp_path / "stdio.log"
     before = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
     async with (
-        stdio_session(stack, errlog, "--agent", agent, "--user", "alice") as alice,
+        # remember answers once stored: the server waits on this pipeline's groups
+        stdio_session(
+            stack, errlog, "--agent", agent, "--user", "alice", MNEMOSTREAM_GROUP_PREFIX=prefix
+        ) as alice,
         # the second server takes its user from the environment (MNEMOSTREAM_MCP_USER)
-        stdio_session(stack, errlog, "--agent", agent, MNEMOSTREAM_MCP_USER="bob") as bob,
+        stdio_session(
+            stack,
+            errlog,
+            "--agent",
+            agent,
+            MNEMOSTREAM_MCP_USER="bob",
+            MNEMOSTREAM_GROUP_PREFIX=prefix,
+        ) as bob,
     ):
         check_listing(await listed(alice))
 
@@ -292,6 +302,7 @@ async def test_mcp_over_http_takes_the_tenant_from_the_gateway_credential(
         "MNEMOSTREAM_GATEWAY_API_KEYS": json.dumps(keys),
         "MNEMOSTREAM_GATEWAY_OPERATOR_KEYS": "key-operator",
         "MNEMOSTREAM_GATEWAY_JWT_SECRET": JWT_SECRET,
+        "MNEMOSTREAM_GROUP_PREFIX": prefix,  # remember waits on this pipeline's groups
     }
     alice_jwt = mint_token(JwtRules(JWT_SECRET), ttl_seconds=600, agent=agent, user="alice")
     errlog = tmp_path / "http.log"
