@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from typer.core import TyperArgument, TyperCommand
 
 from schemas import topics
@@ -29,7 +30,10 @@ from services.stream.topics import create_topics
 __all__ = ["BENCHMARKS", "app", "main"]
 
 app = typer.Typer(
-    help="mnemostream: memory for AI agents, as a Kafka stream processor.", no_args_is_help=True
+    help="mnemostream: memory for AI agents, as a Kafka stream processor.",
+    no_args_is_help=True,
+    # help texts are plain text: "[mcp]" in "pip install 'mnemostream[mcp]'" is not markup
+    rich_markup_mode=None,
 )
 app.add_typer(infra_app, name="infra")
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
@@ -275,7 +279,8 @@ def mcp(
         from services.mcp.server import serve_http, serve_stdio, tenancy_of
     except ImportError as exc:
         errors.print(
-            f"[red]the MCP server needs its extra[/red]: pip install 'mnemostream[mcp]' ({exc})"
+            "[red]the MCP server needs its extra[/red]: "
+            + escape(f"pip install 'mnemostream[mcp]' ({exc})")
         )
         raise typer.Exit(2) from None
     from services.endpoints import NotConfigured
