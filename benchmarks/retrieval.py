@@ -19,8 +19,10 @@ texts) in MongoDB, plus a few turns of working/scene memory. Then, all six layer
   groups in a process of their own), then `context` of the same tenant.
 
 With each after-write figure, how the exact index caught up (full loads of a tenant against
-deltas, and the rows the deltas read back: a regression to full reloads shows here), and the
-search process's resident set (RSS, MiB) once it is done.
+deltas, and the rows the deltas read back: a regression to full reloads shows here), the
+search process's resident set (RSS, MiB) once it is done, and in-process the MongoDB
+commands an after-write request sent (by collection: the round trips a write costs the next
+read, whatever the machine's load). `--in-process-only` skips the figures over Kafka.
 
 Figures in milliseconds (p50/p95/p99). Set MNEMOSTREAM_KAFKA_BOOTSTRAP, MNEMOSTREAM_MONGO_URI
 and MNEMOSTREAM_REDIS_URL to use your own servers.
@@ -37,9 +39,12 @@ import random
 import sys
 import time
 import uuid
+from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 from pydantic import SecretStr
+from pymongo import monitoring
 
 from benchmarks.pipeline import (
     endpoints,
@@ -57,6 +62,7 @@ from engine.retrieval.search import invalidate
 from engine.retrieval.vector_index import ExactVectorIndex, StateStats
 from schemas.inputs import context_request, turn_recorded
 from services.endpoints import Endpoints
+from services.groups.transcripts import LAYERS as TURN_LAYERS
 from services.runtime import open_runtime
 from services.sdk.client import MemoryClient
 from services.settings import Settings
@@ -193,28 +199,59 @@ async def in_process(
     return misses, hits
 
 
+class StoreReads(monitoring.CommandListener):
+    """Counts the MongoDB commands sent while `on` (by collection), for every client made
+    after it was registered: the round trips a request costs, whatever the machine's load."""
+
+    def __init__(self) -> None:
+        self.on = False
+        self.counts: Counter[str] = Counter()
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        if self.on:
+            target = event.command.get(event.command_name)
+            self.counts[
+                f"{event.command_name} {target}" if isinstance(target, str) else event.command_name
+            ] += 1
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        pass
+
+
+STORE_READS = StoreReads()
+monitoring.register(STORE_READS)
+
+
 async def after_writes(
     settings: Settings, agent: str, requests: int, embedder: LocalMiniLMEmbedder
-) -> tuple[list[float], StateStats | None]:
+) -> tuple[list[float], StateStats | None, dict[str, float]]:
     """pre_turn right after a turn of the same tenant was recorded (and the query cache told,
-    as the invalidation group does): what a live conversation sees on every turn. The
-    write changes the tenant's namespace token, so the exact index catches up (a delta)."""
+    as the invalidation group does, for the layers a turn writes): what a live conversation
+    sees on every turn. The write changes the tenant's namespace token, so the exact index
+    catches up (a delta). Also returns the store commands a request sent, on average."""
     times: list[float] = []
     scope = {"agentWallet": agent, "userAddress": "user", "threadId": "live"}
     said = sentences(requests, seed=requests + 1)
+    STORE_READS.counts.clear()
     async with open_runtime(settings, embedder) as rt:
         for i in range(requests):
             turn = turn_recorded({**scope, "userMessage": said[i], "assistantMessage": "Noted."})
             await rt.recorder.record(turn)
-            await invalidate(rt.cache, turn.scope, rt.search_policy)
+            await invalidate(rt.cache, turn.scope, rt.search_policy, TURN_LAYERS)
             request = context_request({**scope, "query": f"{QUESTIONS[i % len(QUESTIONS)]} ({i})"})
+            STORE_READS.on = True
             start = time.perf_counter()
             reply = await rt.search.context(request, int(time.time() * 1000))
             times.append((time.perf_counter() - start) * 1000)
+            STORE_READS.on = False
             assert not reply.cached
         index = rt.search.index
         stats = index.stats() if isinstance(index, ExactVectorIndex) else None
-    return times, stats
+    reads = {k: round(v / requests, 2) for k, v in sorted(STORE_READS.counts.items())}
+    return times, stats, reads
 
 
 async def after_writes_over_kafka(
@@ -258,6 +295,45 @@ async def over_kafka(ends: Endpoints, agent: str, requests: int) -> tuple[list[f
     return misses, hits
 
 
+def over_kafka_figures(
+    ends: Endpoints,
+    tag: str,
+    agent: str,
+    size: int,
+    requests: int,
+    after: int,
+    report: Callable[[int, str, str, list[float]], None],
+) -> dict[str, float] | None:
+    """The figures over Kafka: the search and invalidation groups in one process, the
+    writers in another, the SDK asking. Returns the search process's state counts over
+    the after-write requests (None without them)."""
+    port = free_port()
+    with (
+        groups_process(
+            ends, tag, ["search", "invalidation"], {"MNEMOSTREAM_HTTP_PORT": str(port)}
+        ) as searching,
+        groups_process(ends, tag, ["transcripts", "embeddings"]),
+    ):
+        misses, hits = asyncio.run(over_kafka(ends, agent, requests))
+        report(size, "over Kafka", "miss", misses)
+        report(size, "over Kafka", "hit", hits)
+        if after > 0:
+            before = state_metrics(port)
+            written = asyncio.run(after_writes_over_kafka(ends, tag, agent, after))
+            report(size, "over Kafka", "miss after a write", written)
+            now = state_metrics(port)
+            counts = {
+                k: now.get(k, 0) - before.get(k, 0) for k in ("full_loads", "deltas", "delta_rows")
+            }
+            state = {
+                **counts,
+                "state_mb": round(now.get("state_bytes", 0) / 2**20, 1),
+                "rss_mb": round(rss_mb(searching.pid), 1),
+            }
+            return state
+    return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
@@ -268,6 +344,9 @@ def main() -> None:
         type=int,
         default=20,
         help="requests each right after a write to the tenant (0: none)",
+    )
+    parser.add_argument(
+        "--in-process-only", action="store_true", help="skip the figures over Kafka"
     )
     args = parser.parse_args()
     out = sys.stderr if args.json else sys.stdout
@@ -325,36 +404,15 @@ def main() -> None:
             misses, hits = asyncio.run(in_process(settings, agent, args.requests, serving))
             report(size, "in-process", "miss", misses)
             report(size, "in-process", "hit", hits)
-            port = free_port()
-            with (
-                groups_process(
-                    ends, tag, ["search", "invalidation"], {"MNEMOSTREAM_HTTP_PORT": str(port)}
-                ) as searching,
-                groups_process(ends, tag, ["transcripts", "embeddings"]),
-            ):
-                misses, hits = asyncio.run(over_kafka(ends, agent, args.requests))
-                report(size, "over Kafka", "miss", misses)
-                report(size, "over Kafka", "hit", hits)
-                if args.after_writes > 0:
-                    before = state_metrics(port)
-                    written = asyncio.run(
-                        after_writes_over_kafka(ends, tag, agent, args.after_writes)
-                    )
-                    report(size, "over Kafka", "miss after a write", written)
-                    after = state_metrics(port)
-                    counts = {
-                        k: after.get(k, 0) - before.get(k, 0)
-                        for k in ("full_loads", "deltas", "delta_rows")
-                    }
-                    state = {
-                        **counts,
-                        "state_mb": round(after.get("state_bytes", 0) / 2**20, 1),
-                        "rss_mb": round(rss_mb(searching.pid), 1),
-                    }
+            if not args.in_process_only:
+                state = over_kafka_figures(
+                    ends, tag, agent, size, args.requests, args.after_writes, report
+                )
+                if state is not None:
                     sizes[str(size)]["over_Kafka_after_writes_state"] = state
                     print(f"{size:>6} memories, over Kafka, search process: {state}", file=out)
             if args.after_writes > 0:
-                written, stats = asyncio.run(
+                written, stats, reads = asyncio.run(
                     after_writes(settings, agent, args.after_writes, serving)
                 )
                 report(size, "in-process", "miss after a write", written)
@@ -364,6 +422,8 @@ def main() -> None:
                         "deltas": stats.deltas,
                         "delta_rows": stats.delta_rows,
                         "state_mb": round(stats.bytes / 2**20, 1),
+                        "store_commands_per_request": round(sum(reads.values()), 2),
+                        "store_commands": reads,
                     }
                     sizes[str(size)]["in-process_after_writes_state"] = state
                     print(f"{size:>6} memories, in-process: {state}", file=out)

@@ -18,10 +18,12 @@ Rules (they fix reference §16.3 and §16.20):
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from urllib.parse import quote
 
 from engine.records import ScopeFields
+from schemas.requests import ALL_LAYERS
 from schemas.scope import Scope
 
 KNOWLEDGE_SOURCE = "knowledge"
@@ -173,4 +175,38 @@ def namespace_chain(scope: Scope) -> list[str]:
         full = NAMESPACE_PREFIX + key
         if full not in keys:
             keys.append(full)
+    return keys
+
+
+TOKEN_FAMILIES: dict[str, frozenset[str]] = {
+    "patterns": frozenset({"patterns"}),
+    "archives": frozenset({"archives"}),
+    "relations": frozenset({"graph"}),
+}
+"""Tenant-level reads kept in process under a counter of their own, and the announced
+layers whose writes bump it (issue 28). A turn changes the working buffer, the transcript and
+memory rows, never the tenant's patterns, archives or graph links: those reads survive it.
+Every write still bumps the scope's own chain (`namespace_chain`), which the query cache,
+the text layers and the exact index follow."""
+
+
+def family_chain(scope: Scope, family: str) -> list[str]:
+    """The counters of `family` (a key of `TOKEN_FAMILIES`) along the scope's chain."""
+    if family not in TOKEN_FAMILIES:
+        raise ValueError(f"unknown token family {family!r}")
+    return [
+        f"{NAMESPACE_PREFIX}{family}:{key.removeprefix(NAMESPACE_PREFIX)}"
+        for key in namespace_chain(scope)
+    ]
+
+
+def invalidation_keys(scope: Scope, layers: Collection[str] | None = None) -> list[str]:
+    """The counters a write of `layers` under `scope` bumps: the scope's chain, and the chain
+    of every family one of the layers feeds. `None`, or a layer this build does not know,
+    bumps every family (a write that cannot say what it changed invalidates everything)."""
+    keys = namespace_chain(scope)
+    unknown = layers is None or any(layer not in ALL_LAYERS for layer in layers)
+    for family, fed_by in TOKEN_FAMILIES.items():
+        if unknown or any(layer in fed_by for layer in layers or ()):
+            keys.extend(family_chain(scope, family))
     return keys

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -40,6 +40,7 @@ from engine.retrieval.hits import Hit
 from engine.retrieval.layers import (
     LayerQuery,
     MemoryLayerOptions,
+    ReadTokens,
     search_archives,
     search_memory,
     search_patterns,
@@ -50,7 +51,13 @@ from engine.retrieval.packing import pack
 from engine.retrieval.reads import DEFAULT_MAX_READS, ReadMemo
 from engine.retrieval.relevance import RelevancePolicy
 from engine.retrieval.usage import MEMORY_LAYERS, AccessRecorder
-from engine.scoping import GLOBAL_NAMESPACE, namespace_chain, scope_key
+from engine.scoping import (
+    GLOBAL_NAMESPACE,
+    family_chain,
+    invalidation_keys,
+    namespace_chain,
+    scope_key,
+)
 from schemas.ids import h32
 from schemas.requests import (
     ContextItem,
@@ -63,6 +70,10 @@ from schemas.requests import (
 from schemas.scope import Scope
 
 log = logging.getLogger(__name__)
+
+
+FAMILY_READS = ("patterns", "archives", "relations")
+"""The token families of `ReadTokens`, in its field order after `thread` and `tenant`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,10 +214,12 @@ class MemorySearch:
     ) -> LayerResult:
         """Hits per layer (layers that failed are absent). Bad filters raise `InputRejected`."""
         filters = parse_filters(scope.filters)  # a clear error; nothing is dropped silently
-        token, version = await self.cache.tokens(
+        tenant = scope.tenant()
+        token, version, *families = await self.cache.tokens(
             [
                 [GLOBAL_NAMESPACE, *namespace_chain(scope)],
-                [GLOBAL_NAMESPACE, *namespace_chain(scope.tenant())],
+                [GLOBAL_NAMESPACE, *namespace_chain(tenant)],
+                *([GLOBAL_NAMESPACE, *family_chain(tenant, f)] for f in FAMILY_READS),
             ]
         )
         key = layers_cache_key(scope, query, layers, limit, token, as_of) if token else None
@@ -229,8 +242,7 @@ class MemorySearch:
                 as_of=as_of,
                 pending=embedding,
                 reads=self.reads,
-                thread_token=token,
-                tenant_token=version,
+                tokens=ReadTokens(token, version, *families),
             ),
             layers,
             version,
@@ -329,7 +341,14 @@ def _item(hit: Hit) -> ContextItem:
     )
 
 
-async def invalidate(cache: QueryCache, scope: Scope, policy: SearchPolicy | None = None) -> int:
-    """Bump exactly the written scope's namespace chain (never the global key)."""
+async def invalidate(
+    cache: QueryCache,
+    scope: Scope,
+    policy: SearchPolicy | None = None,
+    layers: Collection[str] | None = None,
+) -> int:
+    """Bump exactly the written scope's namespace chain (never the global key), and the
+    chains of the token families the written `layers` feed (None: every family; see
+    `engine.scoping.invalidation_keys`)."""
     ttl = (policy or SearchPolicy()).namespace_ttl_seconds
-    return await cache.bump(namespace_chain(scope), ttl)
+    return await cache.bump(invalidation_keys(scope, layers), ttl)

@@ -1,5 +1,6 @@
 """invalidation group: batches of `MemoryChanged` → bump each written scope's namespace chain
-once per batch."""
+(and the token families of the layers written, `engine.scoping.invalidation_keys`) once per
+batch."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from faststream.kafka import KafkaRouter
 from engine.retrieval.search import invalidate
 from schemas import topics
 from schemas.events import MemoryChanged
+from schemas.scope import Scope
 from services.runtime import Runtime
 from services.stream.consumers import GroupRouter
 from services.stream.metrics import Metrics
@@ -19,10 +21,13 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
     group = GroupRouter(GROUP, rt, metrics)
 
     async def bump(events: list[MemoryChanged]) -> None:
-        # a batch often names one scope many times (a thread's turns): bump each once
-        scopes = {e.scope.model_dump_json(): e.scope for e in events}
-        for scope in scopes.values():
-            await invalidate(rt.cache, scope, rt.search_policy)
+        # a batch often names one scope many times (a thread's turns): bump each once, for
+        # every layer the batch wrote under it
+        scopes: dict[str, tuple[Scope, set[str]]] = {}
+        for e in events:
+            scopes.setdefault(e.scope.model_dump_json(), (e.scope, set()))[1].update(e.layers)
+        for scope, layers in scopes.values():
+            await invalidate(rt.cache, scope, rt.search_policy, layers)
 
     group.on_events(topics.CHANGED, MemoryChanged, bump, name="on_memory_changed", interactive=True)
     return group.router

@@ -193,12 +193,13 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
         if request.op not in ("get", "list"):
             for row in rows:
                 scope = changed_scope(row)
-                await group.changes.announce_at(scope, changed_layers([row]))
+                layers = changed_layers([row])
+                await group.changes.announce_at(scope, layers)
                 # read-your-writes (issue 30): the caller's next search must not answer from
                 # the query cache of before this change, so the written scope's namespace is
                 # bumped here, before the reply, not only when the invalidation group reads
                 # the announcement
-                await invalidate(rt.cache, scope, rt.search_policy)
+                await invalidate(rt.cache, scope, rt.search_policy, layers)
         return ItemReply(items=[_public(r) for r in rows])
 
     return group.router

@@ -11,7 +11,6 @@ needs the list shortened.
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -190,11 +189,13 @@ def test_any_text_honours_the_policy(
         assert fact.text == fact.text.strip().rstrip(".!?,;:")
 
 
+@pytest.mark.timeout(120)
 def test_long_inputs_stay_linear() -> None:
-    """A pasted log or one huge token must not make a regex backtrack quadratically."""
-    started = time.perf_counter()
-    facts("I work at " + "St" * 20_000 + "!", "x" * 40_000, "my " * 10_000)
-    assert time.perf_counter() - started < 2.0
+    """A pasted log or one huge token must not make a regex backtrack quadratically. Not a
+    timed assertion (a loaded machine is slow, not wrong): 40,000 characters take about a
+    second here, and a quadratic pattern would take hours, which the timeout ends."""
+    # nothing here is a fact: an employer name of 40,000 characters is no name
+    assert facts("I work at " + "St" * 20_000 + "!", "x" * 40_000, "my " * 10_000) == []
 
 
 # --- what is read ---------------------------------------------------------------------

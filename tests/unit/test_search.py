@@ -17,11 +17,18 @@ from engine.adapters.memory import (
 )
 from engine.errors import DependencyFailed
 from engine.ingest.turns import TurnRecorder
-from engine.ports import InputType, Vector, WorkingStore
-from engine.records import WorkingAppend, WorkingSession
+from engine.ports import InputType, PatternStore, Vector, WorkingStore
+from engine.records import PatternRecord, WorkingAppend, WorkingSession
 from engine.retrieval.search import MemorySearch, invalidate
 from engine.retrieval.vector_index import ExactVectorIndex
-from engine.scoping import TenantFilter
+from engine.scoping import (
+    GLOBAL_NAMESPACE,
+    TOKEN_FAMILIES,
+    TenantFilter,
+    family_chain,
+    invalidation_keys,
+    namespace_chain,
+)
 from schemas.ids import to_ms
 from schemas.inputs import context_request, turn_recorded
 from schemas.requests import ContextReply, LayerSearchRequest
@@ -30,6 +37,8 @@ from tests.support.embedders import WrappedEmbedder
 from tests.support.engine import InMemoryPorts
 
 AGENT = "0xAgent"
+TURN_LAYERS = ("working", "scene", "vectors")
+"""What the transcripts group announces for a turn."""
 T0 = datetime(2021, 3, 4, 10, 0, tzinfo=UTC)
 NOW_MS = to_ms(T0 + timedelta(hours=1))
 QUERY = "Where do I live? Lisbon?"
@@ -199,7 +208,7 @@ async def test_invalidating_the_written_scope_makes_the_next_request_miss(engine
     await record(engine)
     assert (await ask(engine.search)).cached is True  # stale until invalidated
 
-    bumped = await invalidate(engine.cache, Scope.parse(scope_body()))
+    bumped = await invalidate(engine.cache, Scope.parse(scope_body()), layers=TURN_LAYERS)
     assert bumped == 3  # agent, user, thread: never the global key
     reply = await ask(engine.search)
     assert reply.cached is False
@@ -333,6 +342,63 @@ async def test_new_questions_reuse_the_text_layers_reads_until_the_scope_is_writ
     assert counting.reads == 2  # the bumped namespace is a new token: read again
     assert reply.prompt is not None
     assert "Porto" in reply.prompt
+
+
+class CountingPatternStore:
+    """A pattern store that counts its reads."""
+
+    def __init__(self, inner: PatternStore) -> None:
+        self.inner = inner
+        self.reads = 0
+
+    async def upsert(self, pattern: PatternRecord) -> None:
+        await self.inner.upsert(pattern)
+
+    async def active(self, where: TenantFilter, limit: int) -> list[PatternRecord]:
+        self.reads += 1
+        return await self.inner.active(where, limit)
+
+
+def test_a_write_bumps_its_chain_and_the_families_of_its_layers_only() -> None:
+    scope = Scope.parse(scope_body())
+    chain = namespace_chain(scope)
+    assert invalidation_keys(scope, TURN_LAYERS) == chain
+    assert invalidation_keys(scope, ["patterns"]) == [*chain, *family_chain(scope, "patterns")]
+    assert invalidation_keys(scope, ["graph", "vectors"]) == [
+        *chain,
+        *family_chain(scope, "relations"),
+    ]
+    every = [*chain, *(k for f in TOKEN_FAMILIES for k in family_chain(scope, f))]
+    assert invalidation_keys(scope) == every  # a write that does not say what it changed
+    assert invalidation_keys(scope, ["working", "a-layer-of-a-later-build"]) == every
+    assert not set(every) & {GLOBAL_NAMESPACE}
+
+
+async def test_a_turn_keeps_the_tenants_pattern_read_and_a_pattern_write_drops_it(
+    engine: Engine,
+) -> None:
+    """Issue 28: a token per layer family. A turn (working, scene, vectors) changes neither
+    the tenant's patterns, archives nor graph links, so their in-process reads survive it;
+    a write announced for patterns makes the next request read them again."""
+    await record(engine)
+    counting = CountingPatternStore(engine.search.patterns)
+    search = dataclasses.replace(engine.search, patterns=counting)
+    await ask(search, query="Where do I live?")
+    assert counting.reads == 1
+
+    await record(engine, at=T0 + timedelta(minutes=5), userMessage="I moved again, to Porto")
+    await invalidate(engine.cache, Scope.parse(scope_body()), layers=TURN_LAYERS)
+    reply = await ask(search, query="Did I move to Porto?")
+    assert reply.prompt is not None
+    assert "Porto" in reply.prompt  # the turn is read
+    assert counting.reads == 1  # the patterns are not
+
+    await invalidate(engine.cache, Scope.parse(scope_body()).tenant(), layers=["patterns"])
+    await ask(search, query="Where do I live now?")
+    assert counting.reads == 2
+    await invalidate(engine.cache, Scope.parse(scope_body()))  # every family
+    await ask(search, query="Where did I live?")
+    assert counting.reads == 3
 
 
 async def test_graph_and_vectors_scan_one_matrix_per_tenant(engine: Engine) -> None:

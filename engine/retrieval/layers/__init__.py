@@ -14,12 +14,13 @@ Every layer returns at most `limit` hits, best first; `Hit.score` is its relevan
 
 from engine.retrieval.layers.memory import MemoryLayerOptions, search_memory
 from engine.retrieval.layers.procedural import search_archives, search_patterns
-from engine.retrieval.layers.query import LayerQuery
+from engine.retrieval.layers.query import LayerQuery, ReadTokens
 from engine.retrieval.layers.scene import search_scene, search_working
 
 __all__ = [
     "LayerQuery",
     "MemoryLayerOptions",
+    "ReadTokens",
     "search_archives",
     "search_memory",
     "search_patterns",

@@ -142,7 +142,7 @@ async def search_memory(
             q.read(
                 ("user-links", id(relations), where, q.scope.mode, q.scope.hai_id),
                 lambda: user_links(relations, where, q.scope),
-                thread=False,
+                token=q.tokens.relations,
             )
         )
         if relations is not None

@@ -95,7 +95,7 @@ async def search_patterns(store: PatternStore, q: LayerQuery) -> list[Hit]:
         for p in await q.read(
             ("patterns", id(store), where, 4 * q.limit),
             lambda: store.active(where, 4 * q.limit),
-            thread=False,
+            token=q.tokens.patterns,
         )
         if q.keep("patterns", p.view())
         and validate_counts(p.known_count, p.success_rate)[0]
@@ -152,7 +152,7 @@ async def search_archives(store: ArchiveStore, q: LayerQuery) -> list[Hit]:
         for a in await q.read(
             ("archives", id(store), where, 4 * q.limit),
             lambda: store.active(where, 4 * q.limit),
-            thread=False,
+            token=q.tokens.archives,
         )
         if q.keep("archives", a.view()) and q.existed(a.created_at)
     ]

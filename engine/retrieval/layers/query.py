@@ -20,6 +20,23 @@ from schemas.scope import Scope
 T = TypeVar("T")
 
 
+@dataclass(frozen=True, slots=True)
+class ReadTokens:
+    """The namespace tokens of one request (None: the counters are unavailable, nothing is
+    kept). `thread` and `tenant` change with every write to the scope (its thread chain, its
+    user's chain); the others only with a write of their layers (`engine.scoping.
+    TOKEN_FAMILIES`)."""
+
+    thread: str | None = None
+    tenant: str | None = None
+    patterns: str | None = None
+    archives: str | None = None
+    relations: str | None = None
+
+
+NO_TOKENS = ReadTokens()
+
+
 @dataclass(frozen=True)
 class LayerQuery:
     """`vector` is the query embedded once per request by `model` (unit length), or None.
@@ -42,18 +59,18 @@ class LayerQuery:
     """The embedding in progress (shared by every layer of the request)."""
     reads: ReadMemo | None = None
     """The search's in-process tier for store reads (`engine.retrieval.reads`), or None."""
-    thread_token: str | None = None
-    """The namespace token of the request's scope chain (down to its thread)."""
-    tenant_token: str | None = None
-    """The namespace token of the request's tenant (the user's chain, no thread)."""
+    tokens: ReadTokens = field(default_factory=lambda: NO_TOKENS)
+    """The namespace tokens the in-process tier keeps each read under."""
 
-    async def read(self, key: Hashable, load: Callable[[], Awaitable[T]], *, thread: bool) -> T:
-        """A store read, through the in-process tier when the search has one: kept under
-        the thread's token for thread-scoped layers (`thread=True`), the tenant's for the
-        durable ones, so a write that bumps that namespace is never answered from memory."""
+    async def read(
+        self, key: Hashable, load: Callable[[], Awaitable[T]], *, token: str | None
+    ) -> T:
+        """A store read, through the in-process tier when the search has one, kept under
+        `token` (one of `self.tokens`: the counter a write of what it reads bumps), so a
+        write that bumps that namespace is never answered from memory."""
         if self.reads is None:
             return await load()
-        return await self.reads.read(key, self.thread_token if thread else self.tenant_token, load)
+        return await self.reads.read(key, token, load)
 
     async def with_vector(self) -> LayerQuery:
         """This query once its vector is known (None if the embedding failed)."""

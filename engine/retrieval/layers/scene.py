@@ -42,7 +42,7 @@ async def search_working(store: WorkingStore, q: LayerQuery) -> list[Hit]:
         for s in await q.read(
             ("working", id(store), where, 3 * q.limit),
             lambda: store.recent(where, 3 * q.limit),
-            thread=True,
+            token=q.tokens.thread,
         )
         if s.lines and q.keep("working", s.view()) and q.existed(s.last_accessed_at)
     ]
@@ -93,7 +93,7 @@ async def search_scene(store: TranscriptStore, q: LayerQuery) -> list[Hit]:
     recent = await q.read(
         ("scene", id(store), where, 3 * q.limit),
         lambda: store.recent(where, 3 * q.limit, turns=SCENE_TURNS),
-        thread=True,
+        token=q.tokens.thread,
     )
     transcripts = [t for t in recent if q.keep("scene", t.view())]
     q = await q.with_vector()
