@@ -3,7 +3,9 @@
 `forget_user` is the erasure behind the MCP `forget` tool (and `MemoryClient.forget_user`):
 it removes, not soft-deletes, everything the stream wrote for the user (`ERASED_KINDS`): the
 `memory` rows (facts, remembered notes, turn vectors, the user's knowledge, archive rows),
-transcripts, working buffers and sessions, relations, patterns, archives and skills. It is
+transcripts, working buffers and sessions, relations, patterns, archives and skills, and it
+erases the texts of the user's item history (`memory_history`: the old and new contents and
+the spoken details of every change; what happened and when stays, issue 31). It is
 confined to the exact tenant: the agent's user-less rows (agent knowledge every user reads),
 another user's and another agent's are never touched, and a call without a user is refused,
 so it cannot erase an agent's own memory by omission.
@@ -30,8 +32,11 @@ ERASED_KINDS = (
     "patterns",
     "archives",
     "skills",
+    "history",
 )
-"""What an erasure counts, in this order (`UserEraser.erase_user`)."""
+"""What an erasure counts, in this order (`UserEraser.erase_user`). `history` counts the
+user's item-history changes whose texts went: the changes stay, saying what happened and
+when, no longer what was said (as a single item's hard delete leaves them)."""
 
 
 class UserEraser(Protocol):

@@ -46,6 +46,7 @@ def memory_stores() -> Stores:
     patterns = InMemoryPatternCounter(mirror=pattern_layer)
     skills = InMemorySkillStore()
     archives = InMemoryArchiveStore()
+    history = InMemoryItemHistory()
     kinds: dict[str, Droppable] = {
         "memory": memory,
         "transcripts": transcripts,
@@ -54,6 +55,7 @@ def memory_stores() -> Stores:
         "patterns": pattern_layer,
         "archives": archives,
         "skills": skills,
+        "history": history,
     }
     return Stores(
         transcripts=transcripts,
@@ -73,7 +75,7 @@ def memory_stores() -> Stores:
         vectors=InMemoryVectorStore(),
         # the counter's rows are the patterns layer's (one collection in MongoDB)
         eraser=InMemoryUserEraser(kinds, also=(patterns,)),
-        history=InMemoryItemHistory(),
+        history=history,
     )
 
 

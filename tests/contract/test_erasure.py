@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 
 from engine.errors import InputRejected
+from engine.history import change
 from engine.ingest.patterns import PatternSeed
 from engine.ingest.skills import Skill, skill_id
 from engine.records import (
     ArchiveRecord,
+    Cause,
     MemoryRow,
     RelationRecord,
     ScopeFields,
@@ -36,6 +38,7 @@ BOB = ScopeFields(AGENT, "0xBob", "t1", None, None)
 AGENT_ROWS = ScopeFields(AGENT, None, None, None, None)
 OTHER_AGENT = ScopeFields("0xOtherAgent", USER, "t1", None, None)
 KEPT = (BOB, AGENT_ROWS, OTHER_AGENT)
+CAUSE = Cause("request", "req-1", "item.update", "tester")
 
 IMPLEMENTATIONS = [
     pytest.param("memory", id="memory"),
@@ -102,6 +105,20 @@ async def seed(stores: Stores, scope: ScopeFields) -> None:
     await stores.archives.insert_if_absent(
         ArchiveRecord(f"arch-{key}", scope, f"archive of {key}", ["travel"], 3, T0, T0, T0)
     )
+    await stores.history.record(
+        [
+            change(
+                f"fact-{key}",
+                scope,
+                "updated",
+                CAUSE,
+                T0,
+                old=f"old words of {key}",
+                new=f"new words of {key}",
+                details={"reason": f"because {key} said so"},
+            )
+        ]
+    )
     await stores.skills.promote(
         Skill(
             skill_id(seeded.pattern_id),
@@ -132,6 +149,11 @@ async def holdings(stores: Stores, scope: ScopeFields) -> dict[str, int]:
         "patterns": len(await stores.pattern_layer.active(durable, 50)),
         "archives": len(await stores.archives.active(durable, 50)),
         "skills": len(await stores.skills.list(durable, 50)),
+        "history": sum(
+            1
+            for c in await stores.history.of_item(durable, f"fact-{_key(scope)}", 50)
+            if c.old_content or c.new_content or c.details.get("reason")
+        ),
     }
 
 
@@ -143,6 +165,7 @@ EVERY_KIND = {
     "patterns": 1,
     "archives": 1,
     "skills": 1,
+    "history": 1,
 }
 
 
@@ -169,9 +192,20 @@ async def test_forgetting_a_user_erases_every_store_and_keeps_every_other_tenant
         "patterns": 2,
         "archives": 2,
         "skills": 2,
+        "history": 2,
     }
     for scope in (ALICE_T1, ALICE_T2):
         assert set((await holdings(stores, scope)).values()) == {0}
+        # issue 31: the user's history says what happened, no longer what was said
+        durable = TenantFilter(AGENT, USER, scope.mode, scope.hai_id)
+        [kept] = await stores.history.of_item(durable, f"fact-{_key(scope)}", 50)
+        assert (kept.kind, kept.at, kept.old_content, kept.new_content) == (
+            "updated",
+            T0,
+            None,
+            None,
+        )
+        assert kept.details == {"forgotten": True}
     for scope in KEPT:
         assert await holdings(stores, scope) == EVERY_KIND
     # erasing again finds nothing

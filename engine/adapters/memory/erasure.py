@@ -28,7 +28,8 @@ def drop_user(
 
 class Droppable(Protocol):
     def drop_user(self, agent_wallet: str, user_address: str) -> int:
-        """Remove this store's records of the user; how many."""
+        """Remove this store's records of the user (the item history: silence them); how
+        many."""
         ...
 
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from engine.history import SPOKEN_DETAILS
@@ -38,9 +38,23 @@ class InMemoryItemHistory:
 
     async def forget(self, where: TenantFilter, item_ids: Sequence[str]) -> int:
         exact, wanted = where.exact(), set(item_ids)
+        return self._silence(lambda c: c.item_id in wanted and exact.admits(c.scope))
+
+    def drop_user(self, agent_wallet: str, user_address: str) -> int:
+        """An erasure's part here (`InMemoryUserEraser`): the user's changes keep what
+        happened and lose what they said; how many lost their texts now."""
+        return self._silence(
+            lambda c: (
+                c.scope.agent_wallet == agent_wallet
+                and c.scope.user_address == user_address
+                and not c.details.get("forgotten")
+            )
+        )
+
+    def _silence(self, chosen: Callable[[ItemChange], bool]) -> int:
         touched = 0
         for change_id, (seq, c) in list(self._changes.items()):
-            if c.item_id in wanted and exact.admits(c.scope):
+            if chosen(c):
                 kept = {k: v for k, v in c.details.items() if k not in SPOKEN_DETAILS}
                 quiet = replace(
                     c, old_content=None, new_content=None, details={**kept, "forgotten": True}

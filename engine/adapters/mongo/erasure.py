@@ -1,7 +1,8 @@
 """`UserEraser` on MongoDB: one `delete_many` per collection on the exact tenant
 (`agentWallet` and `userAddress` equal), so the agent's user-less rows and other users' rows
-never match. Collections are erased one after the other; a driver error stops the erasure
-(`DependencyFailed`) and a retry finishes it (what went is gone; deleting again is a no-op)."""
+never match; the user's item history is silenced, not deleted (`SILENCED`). Collections are
+erased one after the other; a driver error stops the erasure (`DependencyFailed`) and a retry
+finishes it (what went is gone; deleting again is a no-op)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from pymongo.errors import PyMongoError
 
 from engine.adapters.mongo.changes import bump_epochs
 from engine.adapters.mongo.documents import Doc
+from engine.adapters.mongo.history import SILENCED
 from engine.adapters.mongo.schema import (
     ARCHIVES,
+    HISTORY,
     MEMORY,
     PATTERNS,
     RELATIONS,
@@ -52,7 +55,19 @@ class MongoUserEraser:
             except PyMongoError as exc:
                 raise DependencyFailed(f"erasing the user's {kind} failed: {exc}") from exc
             counts[kind] = result.deleted_count
+        counts["history"] = await self._silence_history(query)
         return counts
+
+    async def _silence_history(self, query: Doc) -> int:
+        """The user's item history keeps what happened and loses what it said (issue 31),
+        as a single item's hard delete does: the changes whose texts went."""
+        try:
+            result = await self._db[HISTORY].update_many(
+                {**query, "details.forgotten": {"$ne": True}}, SILENCED
+            )
+        except PyMongoError as exc:
+            raise DependencyFailed(f"erasing the user's item history failed: {exc}") from exc
+        return result.modified_count
 
     async def _erase_turns(self, query: Doc) -> None:
         """The turns of the user's transcripts, found by their heads (the turns' one index is

@@ -26,6 +26,13 @@ from engine.history import SPOKEN_DETAILS
 from engine.records import Cause, ItemChange
 from engine.scoping import TenantFilter
 
+SILENCED: Doc = {
+    "$set": {"oldContent": None, "newContent": None, "details.forgotten": True},
+    "$unset": {f"details.{key}": "" for key in SPOKEN_DETAILS},
+}
+"""The update that erases what changes said (texts, spoken details), keeping what happened:
+a hard delete's and an erasure's (`engine.history`)."""
+
 
 def change_document(change: ItemChange) -> Doc:
     """The stored form of a change."""
@@ -90,12 +97,8 @@ class MongoItemHistory:
         if not item_ids:
             return 0
         query = {**tenant_query(where.exact()), "itemId": {"$in": list(dict.fromkeys(item_ids))}}
-        update = {
-            "$set": {"oldContent": None, "newContent": None, "details.forgotten": True},
-            "$unset": {f"details.{key}": "" for key in SPOKEN_DETAILS},
-        }
         try:
-            result = await self._col.update_many(query, update)
+            result = await self._col.update_many(query, SILENCED)
         except PyMongoError as exc:
             raise DependencyFailed(f"item history erase failed: {exc}") from exc
         return result.modified_count
