@@ -8,7 +8,7 @@ Partition counts are explicit because the local broker gives auto-created topics
 consumer starts.
 """
 
-from typing import Final
+from typing import Final, Literal
 
 TURNS: Final = "memory.turns.v1"
 """`TurnRecorded` events (post_turn), keyed by the thread session id."""
@@ -75,6 +75,42 @@ PARTITIONS: Final[dict[str, int]] = {
 SCALED: Final = frozenset({TURNS, REMEMBER, FACTS, CHANGED, KNOWLEDGE, WORKFLOWS, EMBEDDINGS})
 """The stream topics whose writer groups scale by processes: created with at least the
 `partitions` setting's count."""
+
+
+SOURCES: Final = frozenset({TURNS, REMEMBER, FACTS, KNOWLEDGE, WORKFLOWS})
+"""The topics whose records cannot be derived again: `replay` rebuilds memory from them
+(the facts topic holds what the extractor read, so a replay does not run it again). They
+keep every record by default (issue 31: the log is the source of truth)."""
+DERIVED: Final = frozenset({CHANGED, EMBEDDINGS, DLQ})
+"""Topics written from what the sources hold (announcements, embedding work, dead letters,
+whose originals are in their source topic): a finite retention loses nothing a replay
+needs. Every other topic carries requests and replies."""
+
+RetentionClass = Literal["source", "derived", "requests"]
+
+
+def retention_class(topic: str) -> RetentionClass:
+    """`source` (`SOURCES`), `derived` (`DERIVED`) or `requests` (request and reply topics,
+    the clients' reply topics included)."""
+    if topic in SOURCES:
+        return "source"
+    return "derived" if topic in DERIVED else "requests"
+
+
+DAY_MS: Final = 86_400_000
+DEFAULT_RETENTION_MS: Final[dict[RetentionClass, int]] = {
+    "source": -1,
+    "derived": 7 * DAY_MS,
+    "requests": DAY_MS,
+}
+"""`retention.ms` by class when nothing else is set (-1: every record is kept). The settings
+(`MNEMOSTREAM_SOURCE_RETENTION_MS`, …) change them for the group processes; a client (the
+SDK) that creates the topics first uses these."""
+
+
+def default_retention_ms(topic: str) -> int:
+    """`DEFAULT_RETENTION_MS` of the topic's class."""
+    return DEFAULT_RETENTION_MS[retention_class(topic)]
 
 
 def partitions(at_least: int) -> dict[str, int]:

@@ -16,6 +16,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 
+from aiokafka.errors import KafkaError
 from faststream.kafka import KafkaBroker, KafkaRouter
 
 from engine.errors import MemoryError_
@@ -40,6 +41,7 @@ from services.runtime import Part, Runtime, open_runtime
 from services.settings import Settings
 from services.stream.health import Readiness, health_app, serving
 from services.stream.metrics import LagMonitor, Metrics, consumed_by
+from services.stream.retention import read_retention, report
 from services.stream.security import kafka_security
 from services.stream.stalls import StallWatch
 from services.stream.startup import start_together
@@ -89,6 +91,26 @@ NEEDS: dict[str, frozenset[Part]] = {
 """The heavy runtime parts each group uses (`services.runtime.Part`): a process builds those
 of its groups at start-up and no other (the invalidation group loads no embedder). A part
 a group uses without declaring it is built on first use (the search raises `NotPrepared`)."""
+
+
+async def source_retention(
+    rt: Runtime, subscribers: Sequence[object], metrics: Metrics
+) -> list[str]:
+    """The retention of the source topics this process reads, as a gauge, and the lines
+    (logged as warnings) of those that would drop records; a broker that cannot say is
+    logged, never fatal (`services.stream.retention`)."""
+    read = {t for c in consumed_by(subscribers) for t in c.topics} & topics.SOURCES
+    try:
+        found = await read_retention(
+            rt.endpoints.kafka_bootstrap, read, kafka_options=rt.kafka_options
+        )
+    except (KafkaError, OSError) as exc:
+        log.warning("retention of the source topics not readable: %s", exc)
+        return []
+    for r in found:
+        value = float("nan") if r.retention_ms is None else float(r.retention_ms)
+        metrics.source_retention.labels(r.topic).set(value)
+    return report(found)
 
 
 def needs_of(groups: Sequence[str]) -> frozenset[Part]:
@@ -208,6 +230,7 @@ async def running_groups(
             rt.endpoints.kafka_bootstrap,
             topics.partitions(settings.kafka.partitions),
             kafka_options=rt.kafka_options,
+            retention_ms=settings.kafka.retention_ms,
         )
         broker = KafkaBroker(
             rt.endpoints.kafka_bootstrap,
@@ -217,6 +240,7 @@ async def running_groups(
         )
         register_groups(broker, rt, groups, metrics)
         readiness.watch(broker.subscribers)
+        readiness.notes = await source_retention(rt, broker.subscribers, metrics)
         if not broker_logs or logging.getLogger().getEffectiveLevel() > logging.INFO:
             # (also when the process logs above INFO, `--log-level warning`: the per-message
             # "Received"/"Processed" lines were written whatever the level, two per request)

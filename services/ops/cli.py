@@ -153,9 +153,14 @@ def topics_create() -> None:
     settings = Settings()
     bootstrap = endpoints(settings).kafka_bootstrap
     counts = topics.partitions(settings.kafka.partitions)
-    asyncio.run(create_topics(bootstrap, counts, kafka_options=kafka_options(settings)))
+    retention = settings.kafka.retention_ms
+    asyncio.run(
+        create_topics(
+            bootstrap, counts, kafka_options=kafka_options(settings), retention_ms=retention
+        )
+    )
     for name, count in counts.items():
-        console.print(f"{name}: {count} partitions")
+        console.print(f"{name}: {count} partitions, retention.ms {retention(name)}")
 
 
 @app.command()

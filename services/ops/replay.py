@@ -33,7 +33,7 @@ from services.groups import facts, knowledge, patterns, transcripts, workflows
 from services.groups.app import running_groups
 from services.runtime import endpoints
 from services.settings import Settings
-from services.stream.offsets import committed, end_offsets, start_at_end
+from services.stream.offsets import beginning_offsets, committed, end_offsets, start_at_end
 from services.stream.security import NO_OPTIONS, kafka_options, mongo_options
 
 STATE = "replay_state"
@@ -105,12 +105,26 @@ class Progress:
         return sum(by_topic.values())
 
 
+def truncations(firsts: Mapping[tuple[str, int], int]) -> list[str]:
+    """What the log no longer holds, a line per source partition whose first record is past
+    offset 0 (its head was dropped: retention, or records deleted), sorted."""
+    return [
+        f"{topic} partition {partition} starts at offset {first}: its first {first} "
+        "records are gone from the log and cannot be rebuilt"
+        for (topic, partition), first in sorted(firsts.items())
+        if first > 0
+    ]
+
+
 @dataclass(frozen=True, slots=True)
 class ReplayReport:
     target_db: str
     group_prefix: str
     records: int
     seconds: float
+    truncated: tuple[str, ...] = ()
+    """The source partitions whose head the log dropped (`truncations`): a replay rebuilds
+    what is left, never all of memory, and `verify` must not call it equal."""
 
     @property
     def rate(self) -> float:
@@ -175,6 +189,9 @@ async def replay(
     security = kafka_options(settings)
     prefix = await group_prefix(settings, target_db, fresh=fresh)
     ends = await end_offsets(bootstrap, SOURCE_TOPICS, kafka_options=security)
+    truncated = truncations(
+        await beginning_offsets(bootstrap, SOURCE_TOPICS, kafka_options=security)
+    )
     first = await positions(bootstrap, prefix, ends, kafka_options=security)
     starts = {(p.group, p.topic, p.partition): p.current for p in first}
     progress = Progress(first)
@@ -209,4 +226,6 @@ async def replay(
                 await asyncio.sleep(poll_seconds)
     elif on_progress is not None:
         on_progress(progress)
-    return ReplayReport(target_db, prefix, progress.records(), time.monotonic() - began)
+    return ReplayReport(
+        target_db, prefix, progress.records(), time.monotonic() - began, tuple(truncated)
+    )

@@ -170,7 +170,12 @@ class ReplyTopics:
         topic = f"{topics.reply_topic(self._client_id)}.{self.stats.rotations + 1}"
         new = self._reader(topic)
         try:
-            await create_topics(self._bootstrap, {topic: 1}, kafka_options=self._kafka_options)
+            await create_topics(
+                self._bootstrap,
+                {topic: 1},
+                kafka_options=self._kafka_options,
+                retention_ms=topics.default_retention_ms,
+            )
             await new.start()
         except (
             KafkaError,

@@ -189,6 +189,7 @@ class Transport:
             self._bootstrap,
             {**topics.partitions(self._partitions), self.reply_topic: 1},
             kafka_options=self._kafka_options,
+            retention_ms=topics.default_retention_ms,
         )
         self._producer = AIOKafkaProducer(
             bootstrap_servers=self._bootstrap,

@@ -11,11 +11,21 @@ from typing import Literal
 
 from pydantic import Field, SecretStr
 
+from schemas import topics
 from services.settings.base import Section, env_name
 
 
 class KafkaSettings(Section):
-    """Kafka: the brokers, their security, and the consumer groups' timing."""
+    """Kafka: the brokers, their security, the topics' retention, and the consumer groups'
+    timing."""
+
+    def retention_ms(self, topic: str) -> int:
+        """The retention.ms a topic is created with, by its class (`topics.retention_class`)."""
+        return {
+            "source": self.source_retention_ms,
+            "derived": self.derived_retention_ms,
+            "requests": self.request_retention_ms,
+        }[topics.retention_class(topic)]
 
     bootstrap: str | None = Field(
         default=None,
@@ -76,6 +86,35 @@ class KafkaSettings(Section):
             "Partitions of each stream topic a writer group reads (turns, remember, facts, "
             "knowledge, workflows, embeddings, changes) when the topics are created: the most "
             "processes one group can usefully run. An existing topic keeps its count."
+        ),
+    )
+    source_retention_ms: int = Field(
+        default=topics.DEFAULT_RETENTION_MS["source"],
+        ge=-1,
+        validation_alias="source_retention_ms",
+        description=(
+            "retention.ms of the source topics (turns, remember, facts, knowledge, workflows) "
+            "when they are created: -1 keeps every record, so `replay` can rebuild all of "
+            "memory. A finite value makes replay rebuild only what is left, which the "
+            "groups and replay report ([operations.md](operations.md#keeping-the-log))."
+        ),
+    )
+    derived_retention_ms: int = Field(
+        default=topics.DEFAULT_RETENTION_MS["derived"],
+        ge=-1,
+        validation_alias="derived_retention_ms",
+        description=(
+            "retention.ms of the derived topics (changes, embeddings, dead letters) when "
+            "they are created; -1 keeps every record."
+        ),
+    )
+    request_retention_ms: int = Field(
+        default=topics.DEFAULT_RETENTION_MS["requests"],
+        ge=-1,
+        validation_alias="request_retention_ms",
+        description=(
+            "retention.ms of the request and reply topics (search, items, sessions, admin, "
+            "jobs, …) when they are created; -1 keeps every record."
         ),
     )
     batch_max_records: int = Field(

@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 import socket
-from collections.abc import AsyncIterator, Generator, Iterable
+from collections.abc import AsyncIterator, Generator, Iterable, Sequence
 from typing import Any, Protocol
 
 import uvicorn
@@ -47,6 +47,9 @@ class Readiness:
 
     def __init__(self, stalls: StallWatch | None = None) -> None:
         self.schema_ready = False
+        self.notes: list[str] = []
+        """What works but an operator should know (`/readyz` lists it; not a reason to be
+        unready): a source topic that drops records (`services.stream.retention`)."""
         self._stalls = stalls
         self._subscribers: list[LogicSubscriber[Any]] | None = None
 
@@ -87,12 +90,14 @@ def live_response() -> Response:
     return JSONResponse({"status": "alive"})
 
 
-def ready_response(missing: list[str]) -> Response:
+def ready_response(missing: list[str], notes: Sequence[str] = ()) -> Response:
     """The `/readyz` answer: 200 `{"status": "ready", "missing": []}` when nothing is
-    missing, else 503 `{"status": "unready", "missing": [...]}`."""
+    missing, else 503 `{"status": "unready", "missing": [...]}`; with `notes` (what works but
+    an operator should know, e.g. a source topic that drops records) under `notes`."""
+    extra = {"notes": list(notes)} if notes else {}
     if missing:
-        return JSONResponse({"status": "unready", "missing": missing}, status_code=503)
-    return JSONResponse({"status": "ready", "missing": []})
+        return JSONResponse({"status": "unready", "missing": missing, **extra}, status_code=503)
+    return JSONResponse({"status": "ready", "missing": [], **extra})
 
 
 def metrics_response(registry: CollectorRegistry) -> Response:
@@ -107,7 +112,7 @@ def health_app(readiness: Probe, registry: CollectorRegistry) -> Starlette:
         return live_response()
 
     async def readyz(_: Request) -> Response:
-        return ready_response(readiness.missing())
+        return ready_response(readiness.missing(), getattr(readiness, "notes", ()))
 
     async def metrics(_: Request) -> Response:
         return metrics_response(registry)

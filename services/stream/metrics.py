@@ -159,6 +159,14 @@ class Metrics:
             ["group", "topic", "partition"],
             registry=r,
         )
+        self.source_retention = Gauge(
+            "mnemostream_source_topic_retention_ms",
+            "retention.ms of a source topic this process reads (-1: every record kept; NaN: "
+            "the broker reports none, so its default applies), read at start "
+            "(services.stream.retention).",
+            ["topic"],
+            registry=r,
+        )
         self.stalled = Gauge(
             "mnemostream_partition_stalled",
             "1 while the group has lag on the partition and its committed offset has not moved "

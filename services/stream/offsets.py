@@ -111,6 +111,29 @@ async def end_offsets(
     return {(tp.topic, tp.partition): offset for tp, offset in ends.items()}
 
 
+async def beginning_offsets(
+    bootstrap: str, topic_names: Iterable[str], *, kafka_options: Mapping[str, Any] = NO_OPTIONS
+) -> dict[tuple[str, int], int]:
+    """`{(topic, partition): first offset still held}` of every partition of the topics: 0
+    until the broker dropped records at its head (retention, or records deleted)."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, **kafka_options
+    )
+    try:
+        async with asyncio.timeout(ADMIN_TIMEOUT):
+            await consumer.start()
+            await consumer.topics()
+            partitions = [
+                TopicPartition(topic, n)
+                for topic in dict.fromkeys(topic_names)
+                for n in sorted(consumer.partitions_for_topic(topic) or ())
+            ]
+            firsts = await consumer.beginning_offsets(partitions) if partitions else {}
+    finally:
+        await consumer.stop()
+    return {(tp.topic, tp.partition): offset for tp, offset in firsts.items()}
+
+
 async def start_at_end(
     bootstrap: str,
     subscriptions: Iterable[tuple[str, str]],

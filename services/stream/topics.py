@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from services.stream.security import NO_OPTIONS
@@ -22,9 +22,12 @@ async def create_topics(
     *,
     retry_for: float = 30.0,
     kafka_options: Mapping[str, Any] = NO_OPTIONS,
+    retention_ms: Callable[[str], int] | None = None,
 ) -> None:
     """Create topics with explicit partition counts (replication factor 1). `kafka_options`:
-    aiokafka security arguments (`services.stream.security.kafka_options`).
+    aiokafka security arguments (`services.stream.security.kafka_options`). `retention_ms`:
+    each new topic's `retention.ms` (-1 keeps every record; `KafkaSettings.retention_ms`);
+    None leaves it to the broker's default.
 
     Topics that already exist are left alone (a warning is logged when their partition count
     differs). Retries for up to ``retry_for`` seconds while the broker is not reachable yet.
@@ -45,7 +48,16 @@ async def create_topics(
             await admin.start()
             response = await admin.create_topics(
                 [
-                    NewTopic(name, num_partitions=n, replication_factor=1)
+                    NewTopic(
+                        name,
+                        num_partitions=n,
+                        replication_factor=1,
+                        topic_configs=(
+                            {}
+                            if retention_ms is None
+                            else {"retention.ms": str(retention_ms(name))}
+                        ),
+                    )
                     for name, n in partitions.items()
                 ]
             )
