@@ -48,10 +48,8 @@ def check_op(op: Op) -> None:
     if isinstance(op, PutOp):
         if not op.namespace:
             raise InvalidNamespaceError("Namespace cannot be empty.")
-        if op.value is not None and op.namespace[0] == "langgraph":
-            raise InvalidNamespaceError(
-                f'Root label for namespace cannot be "langgraph". Got: {op.namespace}'
-            )
+        # the "langgraph" root label is refused by `put`/`aput` (BaseStore), not by a batch:
+        # LangGraph's stores take a PutOp under it that goes past the public API
         if op.ttl is not None and not op.ttl > 0:
             raise ValueError(f"a TTL is a positive number of minutes, not {op.ttl!r}")
         if op.value is not None and not isinstance(op.value, Mapping):

@@ -1,0 +1,82 @@
+"""The pytest plugin `benchmarks.upstream_langgraph` loads into LangGraph's own store tests
+(`-p benchmarks.upstream_langgraph_plugin`), as one would for a new backend.
+
+With `MNEMOSTREAM_UPSTREAM_BACKEND=memory` (the control) it changes nothing: the tests build
+LangGraph's `InMemoryStore`. With `mnemo` every `InMemoryStore(index=..., ttl=...)` a test
+module builds is a `MnemoStore` of a fresh tenant (a new agent per store, as a new
+`InMemoryStore` is empty) on the stack named by `MNEMOSTREAM_KAFKA_BOOTSTRAP` (consumer groups
+under `MNEMOSTREAM_GROUP_PREFIX`), with the test's `index` (its `embed` included, so the
+tests' character embeddings score the items) and `ttl`. One `MemoryClient`, started on a loop
+of its own (`LoopThread`), serves every store, so the tests' synchronous calls (from their
+own thread) and asynchronous ones (from pytest's loop) both reach it.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from services.integrations.langgraph import MnemoStore
+from services.integrations.loops import LoopThread
+from services.sdk.client import MemoryClient
+
+ENV_BACKEND = "MNEMOSTREAM_UPSTREAM_BACKEND"
+WARM_UP_SECONDS = 240.0
+
+_state: dict[str, Any] = {}
+
+
+def backend() -> str:
+    return os.environ.get(ENV_BACKEND, "memory")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if backend() != "mnemo":
+        return
+    thread = LoopThread("mnemostream-upstream-client")
+    client = MemoryClient(
+        os.environ["MNEMOSTREAM_KAFKA_BOOTSTRAP"],
+        timeout=30,
+        group_prefix=os.environ.get("MNEMOSTREAM_GROUP_PREFIX", "mnemostream"),
+    )
+    thread.run(client.start(), timeout=120)
+    _state.update(thread=thread, client=client)
+    # the groups join and load their models before the first test's write must show
+    warm = MnemoStore(client, agent=f"0xWarm{uuid.uuid4().hex[:8]}", write_timeout=WARM_UP_SECONDS)
+    warm.put(("warm",), "up", {"text": "warm up"})
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    thread, client = _state.pop("thread", None), _state.pop("client", None)
+    if thread is not None:
+        try:
+            thread.run(client.close(), timeout=30)
+        finally:
+            thread.stop()
+
+
+@pytest.fixture(autouse=True)
+def _stores_on_mnemostream(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    if backend() != "mnemo":
+        yield
+        return
+    client = _state["client"]
+
+    class InMemoryStore(MnemoStore):
+        """`InMemoryStore(index=..., ttl=...)` as a `MnemoStore` of a fresh tenant (a class,
+        so `isinstance` checks hold)."""
+
+        def __init__(self, *, index: Any = None, ttl: Any = None) -> None:
+            agent = f"0xUpstream{uuid.uuid4().hex[:12]}"
+            super().__init__(client, agent=agent, user="upstream", index=index, ttl=ttl)
+
+    module = request.module
+    if module is not None and hasattr(module, "InMemoryStore"):
+        monkeypatch.setattr(module, "InMemoryStore", InMemoryStore)
+    yield
