@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Literal
@@ -130,12 +131,37 @@ class TurnRecorded(Event):
     metadata: DocumentObject = Field(default_factory=dict)
 
 
+_MEMORY_TYPE = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]{0,63}")
+
+
+def memory_type_problem(value: str) -> str | None:
+    """What makes `value` unusable as a remembered fact's type, or None (`MemoryType`)."""
+    if _MEMORY_TYPE.fullmatch(value):
+        return None
+    return "must be one word of at most 64 letters, digits or _ . : -, starting with a letter"
+
+
+def _memory_type(value: str) -> str:
+    problem = memory_type_problem(value)
+    if problem is not None:
+        raise PydanticCustomError("memory_type", problem)
+    return value
+
+
+MemoryType = Annotated[str, AfterValidator(_memory_type)]
+"""A remembered fact's `type` (issue 33: checked the same by the gateway, the SDK, the CLI and
+MCP, whose tool offers the fact types only): a fact type (`preference`, …), the reference's
+`explicit_save`, or the caller's own word (`step_learning`); never an operator-like `$where`,
+a space or markup."""
+
+
 class MemoryRemembered(Event):
     """remember: an explicit fact the agent was asked to keep."""
 
     scope: Scope
     content: str = Field(min_length=1, max_length=4_000)
     type: str = Field(default="explicit_save", max_length=64)
+    """Checked at the edge (`MemoryType`); events already in the log are read as they are."""
     retention: str | None = Field(default=None, max_length=32)
     confidence: float = Field(default=1.0, ge=0.0, le=1.0)
     conflict_policy: str | None = Field(default=None, max_length=32)

@@ -22,6 +22,7 @@ from schemas.events import (
     Message,
     ToolEvent,
     TurnRecorded,
+    memory_type_problem,
     utc_now,
 )
 from schemas.ids import from_ms as from_ms
@@ -330,6 +331,14 @@ def occurred_at_when(data: dict[str, Any], now: datetime | None) -> datetime:
 FACT_TYPES = ("preference", "identity", "context", "skill", "relationship", "event")
 
 
+def memory_type(value: str) -> str:
+    """A remember's `type`, checked (`schemas.events.MemoryType`), or `ScopeError` naming it."""
+    problem = memory_type_problem(value)
+    if problem is not None:
+        raise ScopeError(f"type: {problem}")
+    return value
+
+
 def memory_remembered(body: object, *, now: datetime | None = None) -> MemoryRemembered:
     """remember body → `MemoryRemembered` (reference §7.4 steps 1-4)."""
     data = _require_object(body, "body")
@@ -351,7 +360,7 @@ def memory_remembered(body: object, *, now: datetime | None = None) -> MemoryRem
             "occurred_at": occurred_at_when(data, now),
             "scope": scope,
             "content": content,
-            "type": clean_str(data.get("type")) or "explicit_save",
+            "type": memory_type(clean_str(data.get("type")) or "explicit_save"),
             "retention": clean_str(data.get("retention")),
             "confidence": 1.0 if confidence is None else confidence,
             "conflict_policy": clean_str(data.get("conflictPolicy"))

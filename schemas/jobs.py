@@ -32,7 +32,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, 
 from pydantic_core import PydanticCustomError
 
 from schemas.bounds import Moment, epoch_ms, json_number, out_of_range, parse_contract
-from schemas.scope import MAX_ID_CHARS, ScopeError
+from schemas.scope import MAX_ID_CHARS, Id, ScopeError
 
 JobType = Literal["consolidate", "decay_update", "cleanup", "patterns_extract", "archive_create"]
 JobStatus = Literal["running", "completed", "failed"]
@@ -49,7 +49,9 @@ Days = Annotated[float, Field(gt=0, le=MAX_DAYS, allow_inf_nan=False), BeforeVal
 """A number of days, more than 0 and at most `MAX_DAYS` (fractions allowed)."""
 BatchSize = Annotated[int, Field(ge=1, le=MAX_BATCH), BeforeValidator(json_number)]
 """Rows written per bulk request."""
-AgentId = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+AgentId = Annotated[Id, Field(min_length=1, max_length=MAX_ID_CHARS)]
+"""An agent wallet, refused as the gateway refuses it (`schemas.scope.id_problem`): the jobs
+CLI, the SDK and the gateway queue only what the jobs group can run."""
 P = TypeVar("P", bound="JobParams")
 
 

@@ -26,6 +26,9 @@ from schemas.search_defaults import (
 LayerName = Literal["working", "scene", "graph", "patterns", "archives", "vectors"]
 ALL_LAYERS: tuple[LayerName, ...] = ("working", "scene", "graph", "patterns", "archives", "vectors")
 MAX_QUERY_CHARS = 4_000
+MAX_WAIT_SECONDS = 300
+"""The longest a write waits to be processed (`wait=true`): the gateway's `waitTimeout` and
+the SDK's `timeout` / `wait_timeout` alike, so a stopped group never holds a caller forever."""
 MetadataPath = Annotated[str, Field(pattern=r"^[A-Za-z0-9_]{1,64}(\.[A-Za-z0-9_]{1,64}){0,3}$")]
 """A dotted path under a row's `metadata` (no `$`, no empty label), as `scan` names them."""
 

@@ -141,6 +141,10 @@ class JwtRules:
     max_ttl_seconds: int = 86_400
 
 
+TIME_CLAIMS = ("exp", "nbf", "iat")
+"""The claims that are times: JSON numbers of seconds since epoch (RFC 7519 NumericDate)."""
+
+
 def _scopes(claims: Mapping[str, Any]) -> list[str]:
     value = claims.get("scope")
     if isinstance(value, str):
@@ -246,6 +250,10 @@ class Authenticator:
             raise unauthorized("invalid token: the exp claim is required") from None
         except jwt.InvalidTokenError:
             raise unauthorized("invalid token") from None
+        for name in TIME_CLAIMS:  # RFC 7519 NumericDate: PyJWT takes "9999999999" too
+            value = claims.get(name)
+            if name in claims and (isinstance(value, bool) or not isinstance(value, int | float)):
+                raise unauthorized(f"invalid token: the {name} claim must be a number")
         start = int(claims["iat"]) if "iat" in claims else int(time.time())
         if int(claims["exp"]) - start > rules.max_ttl_seconds:
             raise unauthorized(

@@ -19,7 +19,7 @@ from engine.filters import parse_filters
 from engine.ingest.remember import fact_hash
 from schemas.camel import camel_view
 from schemas.inputs import context_request, memory_remembered, turn_recorded
-from schemas.requests import ContextReply
+from schemas.requests import MAX_WAIT_SECONDS, ContextReply
 from schemas.scope import ScopeError
 from services.gateway.auth import Caller, Principal
 from services.gateway.deps import Client, body_scope, raw
@@ -61,7 +61,7 @@ WaitTimeout = Annotated[
     Query(
         alias="waitTimeout",
         gt=0,
-        le=300,
+        le=MAX_WAIT_SECONDS,
         description="Seconds to wait with `wait=true` (default: the request timeout); then 504.",
     ),
 ]

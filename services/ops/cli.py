@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperArgument, TyperCommand
 
 from schemas import topics
+from schemas.scope import first_error
 from services.ops.bench_cli import BENCH_CONTEXT, BENCHMARKS, bench
 from services.ops.cli_support import console, setup_logging
 from services.ops.dlq_cli import dlq_app
@@ -24,7 +26,7 @@ from services.ops.eval_cli import eval_cases
 from services.ops.jobs_cli import jobs_app
 from services.ops.stack import infra_app
 from services.ops.tokens import token_app
-from services.settings import Settings
+from services.settings import Settings, settings_problem
 from services.stream.topics import create_topics
 
 __all__ = ["BENCHMARKS", "app", "main"]
@@ -322,5 +324,31 @@ def demo() -> None:
 app.command("eval")(eval_cases)
 
 
+_UsageError: type[Exception] = typer.BadParameter.__mro__[1]
+"""click's `UsageError` (typer ships its own copy of click and exports only this subclass):
+a bad option, argument or value on the command line."""
+
+
+def _refuse(message: str) -> NoReturn:
+    """One line on stderr, `error: …`, and exit 2: what an operator gave that cannot work."""
+    typer.echo(f"error: {' '.join(message.split())}", err=True)
+    raise SystemExit(2)
+
+
 def main() -> None:
-    app()
+    """The `mnemostream` command. A refused setting or command-line value is one line
+    (`error: …`) and exit code 2, never a traceback (issue 33); `--help` and a command
+    without its arguments still print their help."""
+    try:
+        code = app(standalone_mode=False)
+    except ValidationError as exc:
+        _refuse(settings_problem(exc) if exc.title == "Settings" else first_error(exc))
+    except _UsageError as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # the help of a bare command group
+            exc.show()  # type: ignore[attr-defined]
+            raise SystemExit(2) from None
+        _refuse(f"{exc.format_message()} (see --help)")  # type: ignore[attr-defined]
+    except typer.Abort:
+        typer.echo("Aborted.", err=True)
+        raise SystemExit(1) from None
+    raise SystemExit(code if isinstance(code, int) else 0)

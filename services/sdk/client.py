@@ -43,6 +43,7 @@ from schemas.events import (
 )
 from schemas.inputs import context_request, memory_remembered, turn_recorded
 from schemas.requests import (
+    MAX_WAIT_SECONDS,
     ContextReply,
     ContextRequest,
     LayerSearchReply,
@@ -83,11 +84,15 @@ class MemoryClient(Operations):
     """The newest turns this client published, by turn id (made on the first publish)."""
 
     def _wait_seconds(self, timeout: float | None) -> float:
-        """A wait's timeout: the call's (positive, else ValueError) or the client's."""
+        """A wait's timeout: the call's (positive and at most `MAX_WAIT_SECONDS`, as the
+        gateway's, else ValueError) or the client's."""
         if timeout is None:
             return self.wait_timeout
-        if not timeout > 0:  # NaN included
-            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        if not 0 < timeout <= MAX_WAIT_SECONDS:  # NaN and infinity included
+            raise ValueError(
+                f"timeout must be a positive number of seconds, at most {MAX_WAIT_SECONDS}, "
+                f"not {timeout!r}"
+            )
         return timeout
 
     async def record_turn(

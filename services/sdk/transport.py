@@ -36,6 +36,7 @@ from pydantic import BaseModel
 
 from schemas import topics
 from schemas.requests import (
+    MAX_WAIT_SECONDS,
     ContextReply,
     ContextRequest,
     ItemRequest,
@@ -142,8 +143,10 @@ class Transport:
         (`services.sdk.rotation`; it is rotated after a stall too)."""
         if not group_prefix.strip():
             raise ValueError("group_prefix must not be blank")
-        if wait_timeout <= 0:
-            raise ValueError("wait_timeout must be positive")
+        if not 0 < wait_timeout <= MAX_WAIT_SECONDS:  # NaN and infinity included
+            raise ValueError(
+                f"wait_timeout must be a positive number of seconds, at most {MAX_WAIT_SECONDS}"
+            )
         if not reply_stall_seconds > 0:
             raise ValueError("reply_stall_seconds must be positive")
         self._bootstrap = bootstrap

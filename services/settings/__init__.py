@@ -26,7 +26,13 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from services.settings.base import ENV_PREFIX, FlatEnvironment, flat_fields, route_flat_keys
+from services.settings.base import (
+    ENV_PREFIX,
+    FlatEnvironment,
+    flat_fields,
+    route_flat_keys,
+    settings_problem,
+)
 from services.settings.gateway import (
     JWT_SECRET_BYTES,
     TENANT_KEYS_FORMAT,
@@ -60,6 +66,7 @@ __all__ = [
     "TenantKey",
     "default_state_dir",
     "security_problems",
+    "settings_problem",
 ]
 
 

@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -141,3 +141,20 @@ class FlatEnvironment(PydanticBaseSettingsSource):
             if value is not None:
                 data[flat] = value
         return data
+
+
+def settings_problem(exc: ValidationError) -> str:
+    """A refused setting in one line: each error's environment variable (its section's flat
+    field name, `ENV_PREFIX` + upper case) and what is wrong; never the value given, which
+    may be a secret. A rule across settings names its variables in its own message."""
+    problems: list[str] = []
+    for err in exc.errors(include_url=False):
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        loc = [str(part) for part in err.get("loc", ())]
+        # (section, flat field[, inner …]), (a top-level field), or () for a whole-model rule
+        name = env_name(loc[1] if len(loc) >= 2 else loc[0]) if loc else None
+        if name is None or name in msg or (len(loc) == 1 and ENV_PREFIX in msg):
+            problems.append(msg)  # a section's rule names its own variables
+        else:
+            problems.append(f"{name}: {msg}")
+    return "invalid setting: " + "; ".join(problems)

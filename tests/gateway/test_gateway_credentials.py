@@ -261,6 +261,27 @@ async def test_a_jwt_needs_exp_and_a_lifetime_within_the_maximum(tenancy: Tenanc
             assert r.json() == {"error": error}
 
 
+async def test_a_jwt_whose_times_are_not_numbers_is_refused(tenancy: Tenancy) -> None:
+    """Issue 33: RFC 7519's NumericDate is a JSON number; PyJWT alone took `"exp": "…"`."""
+
+    def bearer(**claims: Any) -> dict[str, str]:
+        return {"Authorization": f"Bearer {jwt.encode(claims, SECRET, algorithm='HS256')}"}
+
+    now = int(time.time())
+    path = f"{PREFIX}/stats/{tenancy.wallet}"
+    for claims, name in (
+        ({"exp": str(now + 60)}, "exp"),
+        ({"exp": now + 60, "iat": str(now)}, "iat"),
+        ({"exp": now + 60, "nbf": str(now - 5)}, "nbf"),
+        ({"exp": now + 60, "iat": False}, "iat"),
+    ):
+        r = await tenancy.http.get(path, headers=bearer(agent=tenancy.wallet, **claims))
+        assert r.status_code == 401, r.text
+        assert r.json() == {"error": f"invalid token: the {name} claim must be a number"}
+    fine = bearer(agent=tenancy.wallet, exp=now + 60.5, iat=now, nbf=now - 5)
+    assert (await tenancy.http.get(path, headers=fine)).status_code == 200
+
+
 async def test_a_minted_token_is_accepted_for_its_tenant_only(tenancy: Tenancy) -> None:
     env = {
         **os.environ,

@@ -170,6 +170,9 @@ TURN = {"agentWallet": "0xa", "threadId": "t", "userMessage": "a", "assistantMes
         ),
         ("/remember", {"agentWallet": "0xa"}, "content is required"),
         ("/remember", {"agentWallet": "0xa", "content": 42}, "content: "),
+        # issue 33: a type is one word, as MCP and the SDK check it (stored before)
+        ("/remember", {"agentWallet": "0xa", "content": "x", "type": "$where"}, "type: must be"),
+        ("/remember", {"agentWallet": "0xa", "content": "x", "type": "a b"}, "type: must be"),
         ("/loop", {"step": "dance", "agentWallet": "0xa"}, "step must be pre_turn"),
         ("/loop", {"op": "remember", "agentWallet": "0xa"}, "content is required"),
     ],

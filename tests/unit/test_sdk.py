@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from schemas import topics
 from schemas.inputs import context_request
 from schemas.requests import (
+    MAX_WAIT_SECONDS,
     AdminReply,
     AdminRequest,
     ContextReply,
@@ -255,10 +256,18 @@ def test_a_blank_group_prefix_or_a_wait_timeout_below_zero_is_refused() -> None:
         MemoryClient("unused:9092", wait_timeout=0)
 
 
-@pytest.mark.parametrize("timeout", [0, -1.0, float("nan")])
-def test_a_wait_timeout_that_is_not_positive_is_refused(timeout: float) -> None:
-    with pytest.raises(ValueError, match="timeout must be a positive number"):
+@pytest.mark.parametrize("timeout", [0, -1.0, float("nan"), float("inf"), 1e9, 300.5])
+def test_a_wait_timeout_outside_the_gateways_bounds_is_refused(timeout: float) -> None:
+    """Issue 33: above the gateway's cap (300 s) too; `inf` waited forever on a stopped group."""
+    with pytest.raises(ValueError, match="timeout must be a positive number of seconds, at most"):
         MemoryClient("unused:9092")._wait_seconds(timeout)
+    with pytest.raises(ValueError, match="wait_timeout"):
+        MemoryClient("unused:9092", wait_timeout=timeout)
+
+
+def test_the_longest_wait_is_the_gateways() -> None:
+    assert MemoryClient("unused:9092")._wait_seconds(MAX_WAIT_SECONDS) == MAX_WAIT_SECONDS
+    assert MemoryClient("unused:9092", wait_timeout=MAX_WAIT_SECONDS).wait_timeout == 300
 
 
 async def test_a_bad_wait_timeout_publishes_nothing() -> None:
