@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
-from engine.ports import Embedder, Vector
+from engine.ports import Embedder, InputType, Vector
 
 LISBON = "I live in Lisbon"
 LISBON_PARAPHRASE = "My home city is Lisbon"
@@ -78,6 +78,18 @@ def test_more_texts_than_one_batch_keep_their_order(embedder: LocalMiniLMEmbedde
     assert batched.shape == (70, 384)
     for i in (0, 31, 32, 33, 69):
         np.testing.assert_allclose(batched[i], embedder.embed_sync([texts[i]])[0], atol=1e-5)
+
+
+@pytest.mark.parametrize("input_type", ["document", "query"])
+async def test_texts_of_mixed_lengths_come_back_in_their_order(
+    embedder: LocalMiniLMEmbedder, input_type: InputType
+) -> None:
+    """Batches are formed by length (shortest first, to skip padding): every vector still
+    answers its own text, in the caller's order, across several batches."""
+    texts = [("word " * (1 + (i * 37) % 60)) + f"item {i}" for i in range(75)]
+    alone = np.stack([embedder.embed_sync([t])[0] for t in texts])
+    np.testing.assert_allclose(embedder.embed_sync(texts), alone, atol=1e-5)
+    np.testing.assert_allclose(np.stack(await embedder.embed(texts, input_type)), alone, atol=1e-5)
 
 
 def test_long_text_is_truncated_not_rejected(embedder: LocalMiniLMEmbedder) -> None:
