@@ -357,6 +357,14 @@ class VectorIndex(Protocol):
     """Nearest rows of one tenant to a query vector (exact cosine, or Atlas `$vectorSearch`
     with the tenant as a pre-filter)."""
 
+    async def prepare(
+        self, where: TenantFilter, *, model: str, dim: int, version: str | None = None
+    ) -> None:
+        """Catch up with the store for this tenant now (what `search` with the same
+        arguments would read first), so the reads overlap the query's embedding; a no-op
+        for an index that holds no state. Errors surface again from `search`."""
+        ...
+
     async def search(
         self,
         where: TenantFilter,

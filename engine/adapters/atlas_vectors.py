@@ -246,6 +246,11 @@ class AtlasVectorIndex:
         self._col = collection
         self._index = index
 
+    async def prepare(
+        self, where: TenantFilter, *, model: str, dim: int, version: str | None = None
+    ) -> None:
+        """Nothing to catch up with: the server's index follows the writes itself."""
+
     async def search(
         self,
         where: TenantFilter,

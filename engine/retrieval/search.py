@@ -243,6 +243,7 @@ class MemorySearch:
                 pending=embedding,
                 reads=self.reads,
                 tokens=ReadTokens(token, version, *families),
+                dimension=self.embedder.dimension,
             ),
             layers,
             version,

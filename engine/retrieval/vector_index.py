@@ -158,6 +158,13 @@ class ExactVectorIndex:
             total -= state.rows.nbytes
             self.evictions += 1
 
+    async def prepare(
+        self, where: TenantFilter, *, model: str, dim: int, version: str | None = None
+    ) -> None:
+        """Bring the tenant's state up to `version` (a delta, or a full load), as `search`
+        would first: started while the query is embedded, the store's reads overlap it."""
+        await self._rows(where, model, dim, version)
+
     async def search(
         self,
         where: TenantFilter,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import re
 from collections.abc import Sequence
@@ -399,6 +400,41 @@ async def test_a_turn_keeps_the_tenants_pattern_read_and_a_pattern_write_drops_i
     await invalidate(engine.cache, Scope.parse(scope_body()))  # every family
     await ask(search, query="Where did I live?")
     assert counting.reads == 3
+
+
+class HeldQueries(WrappedEmbedder):
+    """HashingEmbedder whose queries wait until `release` is set (documents do not)."""
+
+    def __init__(self) -> None:
+        self.inner = HashingEmbedder()
+        self.release = asyncio.Event()
+
+    async def embed(self, texts: Sequence[str], input_type: InputType) -> list[Vector]:
+        if input_type == "query":
+            await self.release.wait()
+        return await self.inner.embed(texts, input_type)
+
+
+async def test_the_index_catches_up_while_the_query_is_embedded() -> None:
+    """Issue 28: after a write, the tenant's rows are read back (a delta) during the query's
+    embedding, not after it, so the store's round trips overlap the model."""
+    held = HeldQueries()
+    ports = InMemoryPorts(held)
+    engine = Engine(ports.recorder(), ports.search(), ports.cache, CountingEmbedder())
+    await record(engine)
+    index = engine.search.index
+    assert isinstance(index, ExactVectorIndex)
+    asking = asyncio.create_task(ask(engine.search))
+    for _ in range(50):  # a few turns of the loop: the in-memory store answers at once
+        if index.loads:
+            break
+        await asyncio.sleep(0)
+    assert index.loads == 1  # the tenant is loaded while the query still waits
+    assert not asking.done()
+    held.release.set()
+    reply = await asking
+    assert reply.totals["vectors"] >= 1
+    assert index.loads == 1
 
 
 async def test_graph_and_vectors_scan_one_matrix_per_tenant(engine: Engine) -> None:

@@ -135,6 +135,18 @@ async def search_memory(
     where = q.where(options.layer, durable=True, shared_sources=SHARED_SOURCES)
     if where is None:
         return []
+    # the tenant's rows catch up with the store (a delta after a write) while the query is
+    # embedded, not after it: the reads overlap the model (issue 28); `search` below waits
+    # for the same catch-up, and raises its error if it failed
+    catching_up = (
+        asyncio.ensure_future(
+            index.prepare(where, model=q.model, dim=q.dimension, version=options.version)
+        )
+        if q.dimension is not None
+        else None
+    )
+    if catching_up is not None:
+        catching_up.add_done_callback(_seen)
     # the user's own links are read while the query is embedded, not after (hydration)
     relations = options.relations
     ahead = (
@@ -153,6 +165,14 @@ async def search_memory(
     finally:
         if ahead is not None and not ahead.done():
             ahead.cancel()
+        if catching_up is not None and not catching_up.done():
+            catching_up.cancel()
+
+
+def _seen(future: asyncio.Future[None]) -> None:
+    # a failed catch-up is reported by the search that follows it: mark its error seen
+    if not future.cancelled():
+        future.exception()
 
 
 async def _search(

@@ -61,6 +61,9 @@ class LayerQuery:
     """The search's in-process tier for store reads (`engine.retrieval.reads`), or None."""
     tokens: ReadTokens = field(default_factory=lambda: NO_TOKENS)
     """The namespace tokens the in-process tier keeps each read under."""
+    dimension: int | None = None
+    """The dimension of `model`'s vectors, when known before the query is embedded: the
+    memory layers then start their index's catch-up with the store at once."""
 
     async def read(
         self, key: Hashable, load: Callable[[], Awaitable[T]], *, token: str | None
