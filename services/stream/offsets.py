@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
@@ -93,6 +93,23 @@ async def end_offsets(
     """`{(topic, partition): next offset}` of every partition of the topics, now. Partitions
     come from the broker's metadata (a topic created elsewhere may have another count; a
     topic that does not exist has none)."""
+    return await _log_bounds(bootstrap, topic_names, "end", kafka_options)
+
+
+async def beginning_offsets(
+    bootstrap: str, topic_names: Iterable[str], *, kafka_options: Mapping[str, Any] = NO_OPTIONS
+) -> dict[tuple[str, int], int]:
+    """`{(topic, partition): first offset still held}` of every partition of the topics: 0
+    until the broker dropped records at its head (retention, or records deleted)."""
+    return await _log_bounds(bootstrap, topic_names, "beginning", kafka_options)
+
+
+async def _log_bounds(
+    bootstrap: str,
+    topic_names: Iterable[str],
+    bound: Literal["beginning", "end"],
+    kafka_options: Mapping[str, Any],
+) -> dict[tuple[str, int], int]:
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap, enable_auto_commit=False, **kafka_options
     )
@@ -105,33 +122,11 @@ async def end_offsets(
                 for topic in dict.fromkeys(topic_names)
                 for n in sorted(consumer.partitions_for_topic(topic) or ())
             ]
-            ends = await consumer.end_offsets(partitions) if partitions else {}
+            read = consumer.end_offsets if bound == "end" else consumer.beginning_offsets
+            found = await read(partitions) if partitions else {}
     finally:
         await consumer.stop()
-    return {(tp.topic, tp.partition): offset for tp, offset in ends.items()}
-
-
-async def beginning_offsets(
-    bootstrap: str, topic_names: Iterable[str], *, kafka_options: Mapping[str, Any] = NO_OPTIONS
-) -> dict[tuple[str, int], int]:
-    """`{(topic, partition): first offset still held}` of every partition of the topics: 0
-    until the broker dropped records at its head (retention, or records deleted)."""
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap, enable_auto_commit=False, **kafka_options
-    )
-    try:
-        async with asyncio.timeout(ADMIN_TIMEOUT):
-            await consumer.start()
-            await consumer.topics()
-            partitions = [
-                TopicPartition(topic, n)
-                for topic in dict.fromkeys(topic_names)
-                for n in sorted(consumer.partitions_for_topic(topic) or ())
-            ]
-            firsts = await consumer.beginning_offsets(partitions) if partitions else {}
-    finally:
-        await consumer.stop()
-    return {(tp.topic, tp.partition): offset for tp, offset in firsts.items()}
+    return {(tp.topic, tp.partition): offset for tp, offset in found.items()}
 
 
 async def start_at_end(
