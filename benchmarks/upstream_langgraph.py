@@ -15,10 +15,12 @@ process) are started here and stopped at the end; set MNEMOSTREAM_KAFKA_BOOTSTRA
 MNEMOSTREAM_MONGO_URI and MNEMOSTREAM_REDIS_URL to use servers of your own. Each test has
 `--timeout` seconds (pytest-timeout): a hang is a failure. The tests need `pytest-mock`.
 
-LangGraph's Postgres store tests (`libs/checkpoint-postgres/tests`) are not run: every one of
-them connects to a Postgres server in an autouse fixture and reads its tables; the
-behaviours they check through the store's interface are those of `test_store.py` or of our
-own conformance tests (`tests/integration/test_langgraph_conformance.py`).
+LangGraph's Postgres store tests (`libs/checkpoint-postgres/tests/test_store.py` and
+`test_async_store.py`) run too, pointed at the backend under test: their conftest (which
+connects to Postgres) is replaced by ours, their `store`/`vector_store` fixtures and
+`_create_vector_store` are rebound by a line appended to the copies
+(`benchmarks.upstream_langgraph_pg`), and psycopg and LangGraph's Postgres packages are
+stubbed, so a test that uses Postgres itself fails on both backends alike.
 
 The exit status is 0 when every test that passed on the control passed on mnemostream too.
 """
@@ -45,6 +47,27 @@ from benchmarks.upstream_langgraph_plugin import ENV_BACKEND
 PACKAGE = "langgraph-checkpoint"
 TESTS = "libs/checkpoint/tests"
 FILES = ("__init__.py", "embed_test_utils.py", "test_store.py")
+PG_TESTS = "libs/checkpoint-postgres/tests"
+PG_FILES = ("__init__.py", "embed_test_utils.py", "test_store.py", "test_async_store.py")
+PG_CONFTEST = """# written by benchmarks.upstream_langgraph in place of the Postgres conftest
+import pytest
+
+from tests.embed_test_utils import CharacterEmbeddings
+
+DEFAULT_URI = "postgres://unavailable/postgres"
+VECTOR_TYPES = ["vector"]
+
+
+@pytest.fixture
+def fake_embeddings() -> CharacterEmbeddings:
+    return CharacterEmbeddings(dims=500)
+"""
+REBIND = {
+    "test_store.py": "create_vector_store as _create_vector_store",
+    "test_async_store.py": "acreate_vector_store as _create_vector_store",
+}
+"""What the line appended to each copied Postgres test module rebinds (see
+`benchmarks.upstream_langgraph_pg`)."""
 PYTEST_INI = """[pytest]
 asyncio_mode = auto
 asyncio_default_fixture_loop_scope = function
@@ -58,7 +81,7 @@ def checkout(source: Path, into: Path) -> Path:
         return source
     if not (source / "HEAD").is_file():
         raise SystemExit(f"{source} is neither a LangGraph checkout nor a bare git directory")
-    paths = [TESTS, "libs/checkpoint/pyproject.toml"]
+    paths = [TESTS, PG_TESTS, "libs/checkpoint/pyproject.toml"]
     archive = subprocess.run(
         ["git", "--git-dir", str(source), "archive", "--format=tar", "HEAD", *paths],
         check=True,
@@ -76,32 +99,47 @@ def upstream_version(root: Path) -> str | None:
     return found.group(1) if found else None
 
 
-def prepare(root: Path, work: Path) -> list[str]:
-    """Copy the store tests into `work/tests` with a pytest.ini; the files to run."""
-    (work / "tests").mkdir()
-    for name in FILES:
-        shutil.copy(root / TESTS / name, work / "tests" / name)
-    (work / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
-    return ["tests/test_store.py"]
+def prepare(root: Path, work: Path) -> list[Path]:
+    """Copy the store tests into one directory per upstream package (`work/checkpoint`,
+    `work/postgres`, each with its `tests` package and a pytest.ini); those directories.
+    The Postgres modules get our conftest and a last line rebinding their store fixtures."""
+    plain, postgres = work / "checkpoint", work / "postgres"
+    for target, source, names in ((plain, TESTS, FILES), (postgres, PG_TESTS, PG_FILES)):
+        (target / "tests").mkdir(parents=True)
+        for name in names:
+            shutil.copy(root / source / name, target / "tests" / name)
+        (target / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
+    (postgres / "tests" / "conftest.py").write_text(PG_CONFTEST, encoding="utf-8")
+    for name, helper in REBIND.items():
+        with (postgres / "tests" / name).open("a", encoding="utf-8") as module:
+            module.write(
+                "\n# appended by benchmarks.upstream_langgraph: the backend under test\n"
+                f"from benchmarks.upstream_langgraph_pg import store, vector_store, {helper}\n"
+            )
+    return [plain, postgres]
 
 
 def run_pytest(
-    work: Path, files: list[str], backend: str, env: dict[str, str], args: argparse.Namespace
+    dirs: list[Path], backend: str, env: dict[str, str], args: argparse.Namespace
 ) -> dict[str, tuple[str, str]]:
-    """Run the files on `backend`; each test's (outcome, message) by its id."""
-    report = work / f"{backend}.xml"
-    command = [
-        sys.executable, "-m", "pytest", "-q", "-p", "benchmarks.upstream_langgraph_plugin",
-        "-p", "no:cacheprovider", "--timeout", str(args.timeout), "--junitxml", str(report),
-        "-c", str(work / "pytest.ini"), "--rootdir", str(work), *files,
-    ]  # fmt: skip
-    if args.k:
-        command += ["-k", args.k]
-    repo = str(Path(__file__).resolve().parent.parent)
-    child = {**os.environ, **env, ENV_BACKEND: backend, "PYTHONPATH": f"{work}:{repo}"}
-    print(f"--- {backend}: {' '.join(command[3:])}", flush=True)
-    subprocess.run(command, cwd=work, env=child, check=False)
-    return outcomes(report)
+    """Run each directory's tests on `backend`; each test's (outcome, message) by its id
+    (prefixed with the directory's name)."""
+    found: dict[str, tuple[str, str]] = {}
+    for work in dirs:
+        report = work / f"{backend}.xml"
+        command = [
+            sys.executable, "-m", "pytest", "-q", "-p", "benchmarks.upstream_langgraph_plugin",
+            "-p", "no:cacheprovider", "--timeout", str(args.timeout), "--junitxml", str(report),
+            "-c", str(work / "pytest.ini"), "--rootdir", str(work), "tests",
+        ]  # fmt: skip
+        if args.k:
+            command += ["-k", args.k]
+        repo = str(Path(__file__).resolve().parent.parent)
+        child = {**os.environ, **env, ENV_BACKEND: backend, "PYTHONPATH": f"{work}:{repo}"}
+        print(f"--- {backend}, {work.name}: {' '.join(command[3:])}", flush=True)
+        subprocess.run(command, cwd=work, env=child, check=False)
+        found |= {f"{work.name}/{k}": v for k, v in outcomes(report).items()}
+    return found
 
 
 def compare(control: dict[str, tuple[str, str]], ours: dict[str, tuple[str, str]]) -> int:
@@ -136,16 +174,16 @@ def main() -> None:
         root = checkout(args.source.resolve(), work)
         version = upstream_version(root)
         print(f"{PACKAGE} tests of {version or 'an unknown version'}, {installed} installed")
-        files = prepare(root, work)
+        dirs = prepare(root, work)
         control: dict[str, tuple[str, str]] = {}
         ours: dict[str, tuple[str, str]] = {}
         if args.backend in ("both", "memory"):
-            control = run_pytest(work, files, "memory", {}, args)
+            control = run_pytest(dirs, "memory", {}, args)
         if args.backend in ("both", "mnemo"):
             tag = uuid.uuid4().hex[:8]
             with endpoints() as ends, groups_process(ends, tag, ["all"]):
                 env = {**ends.to_env(), "MNEMOSTREAM_GROUP_PREFIX": f"bench-{tag}"}
-                ours = run_pytest(work, files, "mnemo", env, args)
+                ours = run_pytest(dirs, "mnemo", env, args)
     if args.backend == "both":
         raise SystemExit(compare(control, ours))
 

@@ -8,7 +8,8 @@ module builds is a `MnemoStore` of a fresh tenant (a new agent per store, as a n
 under `MNEMOSTREAM_GROUP_PREFIX`), with the test's `index` (its `embed` included, so the
 tests' character embeddings score the items) and `ttl`. One `MemoryClient`, started on a loop
 of its own (`LoopThread`), serves every store, so the tests' synchronous calls (from their
-own thread) and asynchronous ones (from pytest's loop) both reach it.
+own thread) and asynchronous ones (from pytest's loop) both reach it. The Postgres store
+tests' fixtures build their store with `make_store` (`benchmarks.upstream_langgraph_pg`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ def backend() -> str:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from benchmarks.upstream_langgraph_pg import stub_postgres
+
+    stub_postgres()  # before the Postgres test modules are imported
     if backend() != "mnemo":
         return
     thread = LoopThread("mnemostream-upstream-client")
@@ -59,6 +63,18 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             thread.stop()
 
 
+def make_store(*, index: Any = None, ttl: Any = None) -> Any:
+    """The backend under test, empty: LangGraph's `InMemoryStore` (the control) or a
+    `MnemoStore` of a fresh tenant (a new agent) with this index and TTL configuration
+    (`InMemoryStore` keeps no TTLs: it is built without)."""
+    if backend() != "mnemo":
+        from langgraph.store.memory import InMemoryStore
+
+        return InMemoryStore(index=index)
+    agent = f"0xUpstream{uuid.uuid4().hex[:12]}"
+    return MnemoStore(_state["client"], agent=agent, user="upstream", index=index, ttl=ttl)
+
+
 @pytest.fixture(autouse=True)
 def _stores_on_mnemostream(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
@@ -66,7 +82,6 @@ def _stores_on_mnemostream(
     if backend() != "mnemo":
         yield
         return
-    client = _state["client"]
 
     class InMemoryStore(MnemoStore):
         """`InMemoryStore(index=..., ttl=...)` as a `MnemoStore` of a fresh tenant (a class,
@@ -74,6 +89,7 @@ def _stores_on_mnemostream(
 
         def __init__(self, *, index: Any = None, ttl: Any = None) -> None:
             agent = f"0xUpstream{uuid.uuid4().hex[:12]}"
+            client = _state["client"]
             super().__init__(client, agent=agent, user="upstream", index=index, ttl=ttl)
 
     module = request.module
