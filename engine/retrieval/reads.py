@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, TypeVar
+
+from cachetools import TTLCache
 
 T = TypeVar("T")
 
@@ -38,9 +39,10 @@ class ReadMemo:
         if max_entries < 1:
             raise ValueError(f"max_entries must be >= 1, got {max_entries}")
         self._ttl = ttl_seconds
-        self._max = max_entries
-        self._clock = clock
-        self._entries: OrderedDict[Hashable, tuple[float, asyncio.Future[Any]]] = OrderedDict()
+        # least recently used first out, and each entry gone `ttl_seconds` after it was kept
+        self._entries: TTLCache[Hashable, asyncio.Future[Any]] = TTLCache(
+            maxsize=max_entries, ttl=max(ttl_seconds, 1e-9), timer=clock
+        )
         self.loads = 0
         """Reads that went to the store (observability and tests)."""
 
@@ -51,23 +53,18 @@ class ReadMemo:
             self.loads += 1
             return await load()
         full = (key, token)
-        now = self._clock()
         held = self._entries.get(full)
-        if held is not None and now - held[0] < self._ttl:
-            self._entries.move_to_end(full)
-            result: T = await asyncio.shield(held[1])
+        if held is not None:
+            result: T = await asyncio.shield(held)
             return result
         self.loads += 1
         future: asyncio.Future[T] = asyncio.ensure_future(load())
         future.add_done_callback(_retrieved)
-        self._entries[full] = (now, future)
-        self._entries.move_to_end(full)
-        while len(self._entries) > self._max:
-            self._entries.popitem(last=False)
+        self._entries[full] = future
         try:
             return await asyncio.shield(future)
         except BaseException:
-            if self._entries.get(full, (0.0, None))[1] is future:
+            if self._entries.get(full) is future:
                 del self._entries[full]
             raise
 

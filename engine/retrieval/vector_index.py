@@ -76,6 +76,9 @@ class ExactVectorIndex:
         self._memory = memory
         self._max_bytes = max_bytes
         self._margin = margin_ms
+        # hand-kept, not a cachetools cache: a state grows in place with each delta, while a
+        # cache weighs an entry once, when it is stored; and eviction must spare the key
+        # being served and drop its lock with it
         self._states: OrderedDict[_Key, _State] = OrderedDict()
         self._locks: dict[_Key, asyncio.Lock] = {}
         self.loads = 0

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Callable
+
+from cachetools import LRUCache
 
 Key = tuple[str, int, str]
 
@@ -35,10 +36,9 @@ class RepeatFilter(logging.Filter):
             raise ValueError("burst and max_keys must be >= 1 and window_seconds > 0")
         self._burst = burst
         self._window = window_seconds
-        self._max_keys = max_keys
         self._clock = clock
         # key -> [window start, records in this window, suppressed since last shown]
-        self._seen: OrderedDict[Key, list[float]] = OrderedDict()
+        self._seen: LRUCache[Key, list[float]] = LRUCache(maxsize=max_keys)
 
     def filter(self, record: logging.LogRecord) -> bool:
         key = (record.name, record.levelno, record.getMessage())
@@ -47,14 +47,10 @@ class RepeatFilter(logging.Filter):
         if state is None or now - state[0] >= self._window:
             dropped = int(state[2]) if state is not None else 0
             self._seen[key] = [now, 1, 0]
-            self._seen.move_to_end(key)
-            while len(self._seen) > self._max_keys:
-                self._seen.popitem(last=False)
             if dropped:
                 record.msg = f"{record.getMessage()} [{dropped} identical line(s) dropped]"
                 record.args = None
             return True
-        self._seen.move_to_end(key)
         state[1] += 1
         if state[1] <= self._burst:
             return True

@@ -28,9 +28,10 @@ default.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from cachetools import LRUCache
 
 from schemas import topics
 from schemas.bounds import parse_contract
@@ -80,7 +81,7 @@ class MemoryClient(Operations):
     """Async context manager: `async with MemoryClient(bootstrap) as client: ...`; one
     instance per process is enough (it is concurrency-safe)."""
 
-    _positions: OrderedDict[str, tuple[TurnRecorded, Position]] | None = None
+    _positions: LRUCache[str, tuple[TurnRecorded, Position]] | None = None
     """The newest turns this client published, by turn id (made on the first publish)."""
 
     def _wait_seconds(self, timeout: float | None) -> float:
@@ -114,11 +115,8 @@ class MemoryClient(Operations):
         """Publish a validated turn, keyed by its thread session (one thread, one order)."""
         at = await self.publish(topics.TURNS, event, event.session_id)
         if self._positions is None:
-            self._positions = OrderedDict()
+            self._positions = LRUCache(maxsize=KEPT_POSITIONS)
         self._positions[event.turn_id] = (event, at)
-        self._positions.move_to_end(event.turn_id)
-        while len(self._positions) > KEPT_POSITIONS:
-            self._positions.popitem(last=False)
         return at
 
     async def wait_processed(

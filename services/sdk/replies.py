@@ -46,13 +46,14 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
+from cachetools import LRUCache
 
 __all__ = ["ReaderStats", "ReplyReader", "ReplyReaderFailed"]
 
@@ -143,7 +144,7 @@ class ReplyReader:
         self._quiet_since = time.monotonic()
         self._fruitless = 0  # restarts in a row that delivered nothing
         self._crashes: Counter[int | None] = Counter()  # read loop deaths by offset
-        self._expired: OrderedDict[str, None] = OrderedDict()
+        self._expired: LRUCache[str, None] = LRUCache(maxsize=KEPT_EXPIRED)
         self._closing = False
 
     async def start(self) -> None:
@@ -189,8 +190,6 @@ class ReplyReader:
     def expired(self, correlation_id: str) -> None:
         """The request `correlation_id` stopped waiting: its reply, if any, is late."""
         self._expired[correlation_id] = None
-        while len(self._expired) > KEPT_EXPIRED:
-            self._expired.popitem(last=False)
 
     # --- reading ----------------------------------------------------------------------
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
 from bson import decode
+from cachetools import LRUCache
 from pymongo import UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
@@ -76,7 +76,7 @@ class MongoMemoryStore:
         # Reads come back as raw batches; a document whose bytes were seen before gives the
         # row decoded then. The exact index reads the tenant's every row after each write to
         # it: most are unchanged, and decoding them was most of a reload's client time.
-        self._decoded: OrderedDict[bytes, MemoryRow] = OrderedDict()
+        self._decoded: LRUCache[bytes, MemoryRow] = LRUCache(maxsize=DECODED_ROWS)
 
     @staticmethod
     def document(row: MemoryRow, changed_at: int | None = None) -> Doc:
@@ -312,11 +312,7 @@ class MongoMemoryStore:
         """The row of a document's bytes: decoded once while the same bytes are read again
         (rows are frozen; a changed document has other bytes, hence a new row)."""
         key = hashlib.blake2b(raw, digest_size=20).digest()
-        row = self._decoded.get(key)
-        if row is not None:
-            self._decoded.move_to_end(key)
-            return row
-        row = self._decoded[key] = row_of(decode(raw, self._col.codec_options))
-        if len(self._decoded) > DECODED_ROWS:
-            self._decoded.popitem(last=False)
+        row = self._decoded.get(key)  # a hit is the most recently used
+        if row is None:
+            row = self._decoded[key] = row_of(decode(raw, self._col.codec_options))
         return row
