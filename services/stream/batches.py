@@ -38,7 +38,6 @@ cannot seek (the in-memory test broker's) runs the whole batch in one slice.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import logging
 import time
@@ -50,9 +49,8 @@ from aiokafka import ConsumerRecord
 from faststream.kafka.message import KafkaMessage
 from pydantic import BaseModel, ValidationError
 
-from engine.errors import InputRejected
 from schemas.scope import first_error
-from services.stream.dlq import Outage, is_outage, send_dead_letter, undecodable
+from services.stream.dlq import Outage, is_outage, retried, send_dead_letter, undecodable
 from services.stream.handback import Rewinder, rewind_of
 from services.stream.metrics import EventProbe, Metrics
 from services.stream.pace import Pace, probe_units
@@ -274,43 +272,31 @@ class BatchConsumer(Generic[E]):
     async def _one(self, entry: Entry[E], failed_once: BaseException | None = None) -> int:
         """A single record: retried with exponential backoff, then dead-lettered.
         `failed_once`: its first attempt already failed so, inside its batch."""
-        attempt, outage = 0, Outage(self.backoff_ms / 1000, self.outage_seconds)
-        while True:
+        first = failed_once
+
+        async def attempt() -> None:
+            nonlocal first
+            if first is not None:
+                failed, first = first, None
+                raise failed
             try:
-                if failed_once is not None:
-                    first, failed_once = failed_once, None
-                    raise first
-                try:
-                    await self.work([entry.event])
-                except EventFailed as failed:
-                    raise _cause(failed) from None
-            except InputRejected as exc:
-                await self._letter(
-                    entry.record, entry.body, entry.probe, str(exc), type(exc).__name__, attempt + 1
-                )
-                return 0
-            except Exception as exc:
-                kind = type(exc).__name__
-                if is_outage(exc):
-                    entry.probe.retrying(kind)
-                    await outage.wait(exc, self.group)
-                    continue
-                attempt += 1
-                if attempt >= self.attempts:
-                    log.exception(
-                        "giving up after %d attempts", attempt, extra={"group": self.group}
-                    )
-                    await self._letter(
-                        entry.record, entry.body, entry.probe, str(exc), kind, attempt
-                    )
-                    return 0
-                entry.probe.retrying(kind)
-                delay = self.backoff_ms * 2 ** (attempt - 1) / 1000
-                log.warning("attempt %d failed (%s), retrying in %.2fs", attempt, exc, delay)
-                await asyncio.sleep(delay)
-            else:
-                entry.probe.processed()
-                return 1
+                await self.work([entry.event])
+            except EventFailed as failed:
+                raise _cause(failed) from None
+
+        async def letter(error: str, kind: str, tried: int) -> None:
+            await self._letter(entry.record, entry.body, entry.probe, error, kind, tried)
+
+        done = await retried(
+            attempt,
+            group=self.group,
+            attempts=self.attempts,
+            backoff_ms=self.backoff_ms,
+            outage_seconds=self.outage_seconds,
+            probe=entry.probe,
+            dead_letter=letter,
+        )
+        return 1 if done else 0
 
     async def _letter(
         self,

@@ -92,15 +92,43 @@ async def consume(
     except (ValueError, RecursionError) as exc:  # a validator that failed its own way
         await _dead_letter(dead_letters, message, group, str(exc), type(exc).__name__, 0, probe)
         return False
+
+    async def letter(error: str, kind: str, tried: int) -> None:
+        await _dead_letter(dead_letters, message, group, error, kind, tried, probe)
+
+    return await retried(
+        lambda: work(event),
+        group=group,
+        attempts=attempts,
+        backoff_ms=backoff_ms,
+        outage_seconds=outage_seconds,
+        probe=probe,
+        dead_letter=letter,
+    )
+
+
+async def retried(
+    work: Callable[[], Awaitable[Any]],
+    *,
+    group: str,
+    attempts: int,
+    backoff_ms: int,
+    outage_seconds: float,
+    probe: EventProbe,
+    dead_letter: Callable[[str, str, int], Awaitable[None]],
+) -> bool:
+    """The one retry loop of a record, for single messages (`consume`) and for a batch's
+    record that failed (`services.stream.batches`): True once `work()` succeeded, False once
+    `dead_letter(error, error type, attempts)` took it. `InputRejected` is dead-lettered at
+    once; another failure is retried `attempts` times with exponential backoff from
+    `backoff_ms`; an outage (`is_outage`) is waited out without using up attempts, until
+    `outage_seconds` raise `StoreUnavailable`."""
     attempt, outage = 0, Outage(backoff_ms / 1000, outage_seconds)
     while True:
         try:
-            await work(event)
-            probe.processed()
-            return True
+            await work()
         except InputRejected as exc:
-            kind = type(exc).__name__
-            await _dead_letter(dead_letters, message, group, str(exc), kind, attempt + 1, probe)
+            await dead_letter(str(exc), type(exc).__name__, attempt + 1)
             return False
         except Exception as exc:
             kind = type(exc).__name__
@@ -111,12 +139,15 @@ async def consume(
             attempt += 1
             if attempt >= attempts:
                 log.exception("giving up after %d attempts", attempt, extra={"group": group})
-                await _dead_letter(dead_letters, message, group, str(exc), kind, attempt, probe)
+                await dead_letter(str(exc), kind, attempt)
                 return False
             probe.retrying(kind)
             delay = backoff_ms * 2 ** (attempt - 1) / 1000
             log.warning("attempt %d failed (%s), retrying in %.2fs", attempt, exc, delay)
             await asyncio.sleep(delay)
+        else:
+            probe.processed()
+            return True
 
 
 OUTAGE_BACKOFF_MAX_SECONDS = 5.0
