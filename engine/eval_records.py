@@ -1,12 +1,13 @@
-"""The records of an eval run (what `engine.evals.harness` computes and an `EvalStore`
-keeps). Plain data: this module imports no feature module, so the ports can name `EvalRun`
-without depending on the harness."""
+"""The records of an eval run (what `engine.evals.harness` computes) and the port that keeps
+them (`EvalStore`). Plain data: this module imports no feature module, so the stores can name
+`EvalRun` without depending on the harness."""
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from engine.errors import InputRejected
 
@@ -117,3 +118,21 @@ class EvalRun:
     @property
     def agent_wallet(self) -> str:
         return str(self.scope["agentWallet"])
+
+
+class EvalStore(Protocol):
+    """Eval runs, keyed by `eval_run_id`, readable only by the agent that ran them (another
+    agent's run is "not found", never an error that would confirm it exists)."""
+
+    async def save(self, run: EvalRun) -> None:
+        """Store the run; saving a run with the same id again replaces it."""
+        ...
+
+    async def get(self, run_id: str, agent_wallet: str) -> EvalRun | None:
+        """The run when it exists and belongs to `agent_wallet`, else None."""
+        ...
+
+    async def list(self, agent_wallet: str, limit: int) -> builtins.list[EvalRun]:
+        """The agent's runs, newest first (`created_at` descending, then id descending), at
+        most `limit`."""
+        ...

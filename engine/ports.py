@@ -11,7 +11,6 @@ from typing import Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from engine.eval_records import EvalRun
 from engine.filters import NO_FILTERS, Filters
 from engine.records import (
     ArchiveRecord,
@@ -387,22 +386,4 @@ class VectorIndex(Protocol):
         of the query) let an index add rows that hold them to the cosine candidates. The
         cosine is None for a pending row of `model` (`MemoryRow.pending`) that its terms
         found: it has no vector yet, so only its text can make it a hit."""
-        ...
-
-
-class EvalStore(Protocol):
-    """Eval runs, keyed by `eval_run_id`, readable only by the agent that ran them (another
-    agent's run is "not found", never an error that would confirm it exists)."""
-
-    async def save(self, run: EvalRun) -> None:
-        """Store the run; saving a run with the same id again replaces it."""
-        ...
-
-    async def get(self, run_id: str, agent_wallet: str) -> EvalRun | None:
-        """The run when it exists and belongs to `agent_wallet`, else None."""
-        ...
-
-    async def list(self, agent_wallet: str, limit: int) -> builtins.list[EvalRun]:
-        """The agent's runs, newest first (`created_at` descending, then id descending), at
-        most `limit`."""
         ...

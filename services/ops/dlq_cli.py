@@ -16,8 +16,8 @@ dlq_app = typer.Typer(help="Dead letters (memory.dlq.v1).", no_args_is_help=True
 
 
 def _letters(limit: int, group: str | None = None) -> list[Any]:
-    from services.ops.dead_letters import read_letters
     from services.runtime import endpoints
+    from services.stream.dead_letters import read_letters
     from services.stream.security import kafka_options
 
     settings = Settings()
@@ -70,8 +70,8 @@ def dlq_redrive(
     """Re-publish dead letters' payloads to their source topics (after fixing the cause).
     Every letter's `redrive` field holds the command for it (`--group G --source T:P:O`); a
     message dead-lettered more than once is re-published once."""
-    from services.ops.dead_letters import redrive
     from services.runtime import endpoints
+    from services.stream.dead_letters import redrive
     from services.stream.security import kafka_options
 
     def wanted(letter: Any) -> bool:

@@ -15,9 +15,9 @@ from pydantic import BaseModel
 
 from schemas import topics
 from services.endpoints import Endpoints
-from services.ops.dead_letters import read_letters
 from services.settings import Settings
 from services.stream.consumers import GroupRouter
+from services.stream.dead_letters import read_letters
 from services.stream.offsets import wait_caught_up
 from services.stream.topics import create_topics
 from tests.support.settings import make_settings

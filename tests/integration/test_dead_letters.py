@@ -17,9 +17,9 @@ from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from schemas import topics
 from schemas.inputs import turn_recorded
 from services.endpoints import Endpoints
-from services.ops.dead_letters import read_letters
 from services.runtime import Runtime
 from services.sdk.client import MemoryClient
+from services.stream.dead_letters import read_letters
 from services.stream.dlq import DeadLetter, redrive_command
 from tests.support.mongo import stored_transcripts
 from tests.support.pipeline import groups_running

@@ -31,11 +31,11 @@ from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from schemas import topics
 from services.endpoints import Endpoints
 from services.groups.app import running_groups
-from services.ops.dead_letters import read_letters
 from services.ops.replay import replay
 from services.ops.stack import Server
 from services.ops.verify import compare
 from services.sdk.client import MemoryClient
+from services.stream.dead_letters import read_letters
 from services.stream.offsets import end_offsets, start_at_end, wait_caught_up
 from tests.support.mongo import stored_transcripts
 from tests.support.pipeline import groups_running, subscriptions

@@ -16,7 +16,7 @@ from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.ports import InputType, Vector
 from schemas import topics
 from services.endpoints import Endpoints
-from services.ops.dead_letters import read_letters, redrive
+from services.stream.dead_letters import read_letters, redrive
 from services.stream.offsets import end_offsets, wait_caught_up, wait_processed
 from tests.support.embedders import WrappedEmbedder
 from tests.support.mongo import stored_transcripts

@@ -35,8 +35,8 @@ from schemas.inputs import memory_remembered, turn_recorded
 from schemas.requests import ContextReply
 from schemas.scope import Scope
 from services.endpoints import Endpoints
-from services.ops.dead_letters import read_letters, redrive
 from services.stream.asyncapi import CHANNELS
+from services.stream.dead_letters import read_letters, redrive
 from services.stream.dlq import RAW_CAP_BYTES
 from services.stream.offsets import wait_processed
 from tests.support.mongo import stored_transcripts

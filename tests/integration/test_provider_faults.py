@@ -17,7 +17,7 @@ from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.adapters.memory import HashingEmbedder
 from schemas import topics
 from services.endpoints import Endpoints
-from services.ops.dead_letters import read_letters
+from services.stream.dead_letters import read_letters
 from services.stream.offsets import end_offsets, wait_caught_up
 from tests.support.http_server import Provider, Received, Reply, Responder
 from tests.support.pipeline import groups_running

@@ -74,7 +74,12 @@ def test_public_methods_list_their_parameters() -> None:
 
 
 def test_every_import_path_names_the_same_client() -> None:
-    from services.client import MemoryClient as compat
+    import importlib
+    import sys
+
+    sys.modules.pop("services.client", None)
+    with pytest.warns(DeprecationWarning, match="import MemoryClient from services.sdk"):
+        compat = importlib.import_module("services.client").MemoryClient
     from services.sdk.client import MemoryClient as full
 
     assert compat is full is MemoryClient
