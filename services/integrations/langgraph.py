@@ -84,6 +84,9 @@ __all__ = ["MnemoStore"]
 PUT_ATTEMPTS = 5
 """Times a `put` starts again when a concurrent `delete` of its key wins the race."""
 MINUTE_MS = 60_000
+CONCURRENT_BATCHES = 32
+"""Batches of one store running at once; more wait their turn, so a burst of thousands of
+calls queues here instead of flooding the groups until their requests time out."""
 SWEEP_MINUTES = 5.0
 """Minutes between two sweeps of `start_ttl_sweeper` when `ttl_config` names none."""
 
@@ -132,6 +135,7 @@ class MnemoStore(BaseStore):
             None if embed is None else EmbedCache(ensure_embeddings(embed)),
         )
         self._sweeper: asyncio.Task[None] | None = None
+        self._gate = asyncio.Semaphore(CONCURRENT_BATCHES)  # used on the client's loop only
 
     # --- the two entry points ------------------------------------------------------------
 
@@ -144,7 +148,8 @@ class MnemoStore(BaseStore):
         return await on_home_loop(self._client, lambda: self._all(todo))
 
     async def _all(self, ops: Sequence[Op]) -> list[Result]:
-        return [await self._run(op) for op in ops]
+        async with self._gate:
+            return [await self._run(op) for op in ops]
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """`abatch` on the client's event loop, waited for from this thread."""
