@@ -63,6 +63,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             thread.stop()
 
 
+LAST = ("large_batches",)
+"""Tests run after all others: on a backend slower than memory they time out with thousands
+of calls still queued on the shared client, which would slow every later test."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: any(name in item.name for name in LAST))  # stable: order kept
+
+
 def make_store(*, index: Any = None, ttl: Any = None) -> Any:
     """The backend under test, empty: LangGraph's `InMemoryStore` (the control) or a
     `MnemoStore` of a fresh tenant (a new agent) with this index and TTL configuration
