@@ -59,7 +59,7 @@ class ReadMemo:
             return result
         self.loads += 1
         future: asyncio.Future[T] = asyncio.ensure_future(load())
-        future.add_done_callback(_retrieved)
+        future.add_done_callback(error_seen)
         self._entries[full] = future
         try:
             return await asyncio.shield(future)
@@ -69,7 +69,9 @@ class ReadMemo:
             raise
 
 
-def _retrieved(future: asyncio.Future[Any]) -> None:
-    # a load whose first caller was cancelled is still awaited by no one: mark its error seen
+def error_seen(future: asyncio.Future[Any]) -> None:
+    """A done-callback for a future that may end awaited by no one (a load whose first
+    caller was cancelled, a catch-up whose search reports its error): marks its error seen,
+    so asyncio does not log it as never retrieved."""
     if not future.cancelled():
         future.exception()

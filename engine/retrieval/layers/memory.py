@@ -25,6 +25,7 @@ from engine.retrieval.hits import Hit
 from engine.retrieval.layers.graph import Links, hydrate, user_links
 from engine.retrieval.layers.query import LayerQuery
 from engine.retrieval.ranking import mmr
+from engine.retrieval.reads import error_seen
 from engine.retrieval.relevance import relevance
 from engine.retrieval.rerank.fail_soft import rerank_fail_soft
 from engine.retrieval.temporal import utc_day
@@ -146,7 +147,7 @@ async def search_memory(
         else None
     )
     if catching_up is not None:
-        catching_up.add_done_callback(_seen)
+        catching_up.add_done_callback(error_seen)
     # the user's own links are read while the query is embedded, not after (hydration)
     relations = options.relations
     ahead = (
@@ -167,12 +168,6 @@ async def search_memory(
             ahead.cancel()
         if catching_up is not None and not catching_up.done():
             catching_up.cancel()
-
-
-def _seen(future: asyncio.Future[None]) -> None:
-    # a failed catch-up is reported by the search that follows it: mark its error seen
-    if not future.cancelled():
-        future.exception()
 
 
 async def _search(
