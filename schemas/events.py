@@ -219,9 +219,13 @@ class EntityItem(Contract):
 
 
 class RelationItem(Contract):
+    """A link between two entities: typed (`WORKS_AT`, …) or untyped (`MENTIONS`,
+    `RELATED`); `evidence` is the sentence that states it ("" when none was kept)."""
+
     source: str = Field(min_length=1, max_length=200)
     type: str = Field(min_length=1, max_length=64)
     target: str = Field(min_length=1, max_length=200)
+    evidence: str = Field(default="", max_length=1_000)
 
 
 class FactsExtracted(Event):

@@ -182,7 +182,8 @@ class FactWriter:
                     target_id=target_id,
                     target_name=rel.target,
                     created_at=at,
-                    metadata={"sourceTurnId": event.turn_id},
+                    metadata={"sourceTurnId": event.turn_id}
+                    | ({"evidence": rel.evidence} if rel.evidence else {}),
                 )
             )
         slots = sorted({f.slot for f in event.facts if f.slot})

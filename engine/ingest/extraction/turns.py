@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engine.ingest.extraction.links import find_links
 from engine.ingest.extraction.types import ExtractionPolicy, Extractor, TurnText
 from engine.ingest.speakers import spoken
 from schemas.events import EntityItem, FactItem, FactsExtracted, RelationItem, TurnRecorded
@@ -21,7 +22,9 @@ async def extract_turn(
     ]
     if not any(m.role == "user" for m in messages):
         return None
-    found = await extractor.extract(messages, policy)
+    # the extractor's typed relations, then the untyped links around them (whichever
+    # extractor: the rules or an LLM)
+    found = find_links(messages, await extractor.extract(messages, policy))
     if not (found.facts or found.entities or found.relations):
         return None
     return FactsExtracted(
@@ -36,6 +39,7 @@ async def extract_turn(
         ],
         entities=[EntityItem(name=e.name, type=e.type, summary=e.summary) for e in found.entities],
         relations=[
-            RelationItem(source=r.source, type=r.type, target=r.target) for r in found.relations
+            RelationItem(source=r.source, type=r.type, target=r.target, evidence=r.evidence)
+            for r in found.relations
         ],
     )

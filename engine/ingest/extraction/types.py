@@ -53,6 +53,8 @@ class ExtractedRelation:
     source: str
     type: str
     target: str
+    evidence: str = ""
+    """The sentence that states the link, as said ("" when the extractor gave none)."""
 
 
 @dataclass(frozen=True, slots=True)

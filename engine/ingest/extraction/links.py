@@ -1,0 +1,135 @@
+"""Untyped, evidence-carrying links: the names a turn mentions (`names`), linked to the
+people who said them and to each other, with the sentence that links them.
+
+The typed relations (`WORKS_AT`, `LIVES_IN`, …) come from the rules or the LLM extractor, and
+only where a phrasing they know is used. Links fill the rest: "These days I'm employed by
+Initech as an analyst." links the user to Initech, and "Initech's head office sits in
+Austin, Texas." links Initech to Austin and Texas, each with its sentence, so the graph
+layer can walk user → Initech → Austin and show both sentences without a rule for
+"employed by" or "head office". What a link means is left to its evidence.
+
+Links come from the sentences of the user and of named speakers (never an unnamed
+assistant's, which echoes recalled memory), not from questions (a statement before a
+closing ", did you know?" is kept):
+
+* `MENTIONS_TYPE`: the speaker's node ("user" for the user) → each name in a sentence that
+  speaks in the first person ("I", "my", "we"…, or a chat sentence with no subject: "been
+  at Quillon for a decade");
+* `RELATED_TYPE`: each name → the other names of the same sentence (all pairs among the
+  first `PAIR_NAMES`).
+
+A pair the extractor already joined with a typed relation gets no untyped link; the typed
+relation gets the sentence as its evidence instead. Names the extractor did not give
+become entities (their summary: the first sentence that names them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from itertools import combinations
+
+from engine.ingest.extraction.names import (
+    FIRST_PERSON,
+    bare,
+    evidence_of,
+    is_capitalised,
+    names_in,
+    sentences,
+    statement,
+    subject_dropped,
+    tokens_of,
+    written_in_lower_case,
+)
+from engine.ingest.extraction.rules.registry import USER
+from engine.ingest.extraction.rules.speaker import speaker_of
+from engine.ingest.extraction.types import ExtractedEntity, ExtractedRelation, Extraction, TurnText
+
+MENTIONS_TYPE = "MENTIONS"
+"""A speaker's node → a name they mentioned speaking of themselves."""
+RELATED_TYPE = "RELATED"
+"""A name → another name of the same sentence."""
+UNTYPED = frozenset({MENTIONS_TYPE, RELATED_TYPE})
+PAIR_NAMES = 4
+"""Names of one sentence linked pairwise; a longer list links its first four."""
+MAX_LINKS = 24
+MAX_NAMES = 24
+"""Links and new names per turn."""
+MAX_ITEMS = 50
+"""Entities and relations per turn with the extractor's (what a `FactsExtracted` carries)."""
+
+
+def _pair(a: str, b: str) -> frozenset[str]:
+    return frozenset({a.casefold(), b.casefold()})
+
+
+def find_links(messages: Sequence[TurnText], found: Extraction) -> Extraction:
+    """`found` with the turn's links added: its entities plus the names it lacks, its typed
+    relations with their evidence, and untyped `MENTIONS`/`RELATED` links with theirs."""
+    known = {e.name.casefold() for e in found.entities}
+    known |= {m.speaker.casefold() for m in messages if m.speaker}
+    for message in messages:  # written capitalised where no sentence opens
+        for sentence in sentences(message.content):
+            known.update(bare(t).casefold() for t in tokens_of(sentence)[1:] if is_capitalised(t))
+    typed = {_pair(r.source, r.target): r for r in found.relations}
+    evidence: dict[frozenset[str], str] = {}
+    names: dict[str, ExtractedEntity] = {}
+    links: dict[tuple[str, str, str], ExtractedRelation] = {}
+    frozen_known = frozenset(known)
+    for message in messages:
+        speaker = speaker_of(message)
+        if speaker is None:
+            continue
+        node = USER if speaker.is_user else (speaker.name or USER)
+        own = {speaker.name.casefold()} if speaker.name else set()
+        lower = written_in_lower_case(message.content)
+        for sentence in filter(None, map(statement, sentences(message.content))):
+            said = evidence_of(sentence)
+            mentioned = [
+                n
+                for n in names_in(sentence, frozen_known, lower=lower)
+                if n.name.casefold() not in own
+            ]
+            if FIRST_PERSON.search(sentence) or subject_dropped(sentence, frozen_known):
+                for n in mentioned:
+                    _link(links, typed, evidence, node, MENTIONS_TYPE, n.name, said)
+            for n in mentioned:
+                seen = names.get(n.name.casefold())
+                if seen is None:
+                    names[n.name.casefold()] = ExtractedEntity(n.name, n.type, said)
+                elif seen.type == "name" and n.type != "name":  # a later cue types it
+                    names[n.name.casefold()] = replace(seen, type=n.type)
+            for a, b in combinations(mentioned[:PAIR_NAMES], 2):
+                _link(links, typed, evidence, a.name, RELATED_TYPE, b.name, said)
+    given = {e.name.casefold() for e in found.entities}
+    entities = list(found.entities) + [e for k, e in names.items() if k not in given][:MAX_NAMES]
+    relations = [
+        replace(r, evidence=r.evidence or evidence.get(_pair(r.source, r.target), ""))
+        for r in found.relations
+    ] + list(links.values())[:MAX_LINKS]
+    return Extraction(list(found.facts), entities[:MAX_ITEMS], relations[:MAX_ITEMS])
+
+
+def _link(
+    links: dict[tuple[str, str, str], ExtractedRelation],
+    typed: dict[frozenset[str], ExtractedRelation],
+    evidence: dict[frozenset[str], str],
+    source: str,
+    kind: str,
+    target: str,
+    said: str,
+) -> None:
+    pair = _pair(source, target)
+    if len(pair) < 2:
+        return
+    evidence.setdefault(pair, said)
+    if pair in typed:
+        return
+    key = (source.casefold(), kind, target.casefold())
+    if key not in links and (target.casefold(), kind, source.casefold()) not in links:
+        links[key] = ExtractedRelation(source, kind, target, said)
+
+
+def untyped(relations: Iterable[ExtractedRelation]) -> list[ExtractedRelation]:
+    """The links among `relations` (not the typed relations)."""
+    return [r for r in relations if r.type in UNTYPED]

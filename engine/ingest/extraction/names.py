@@ -1,0 +1,288 @@
+"""Names a turn mentions, found by a general method: no verb lists, no model, a few
+microseconds per sentence (`benchmarks.extraction`).
+
+* a run of capitalised words, joined through "of", "de", "van", "&"… when a capitalised word
+  follows ("University of Tartu", "Bank of America"), a possessive "'s" dropped;
+* function words, pronouns, interjections and calendar words are never names (`_NOT_NAMES`);
+* a capitalised word that opens a sentence is a name only when it is not one of those and is
+  not followed by what follows a verb or an adverb (a determiner, a pronoun, a preposition:
+  "Went to…", "Bought a…"), unless it is followed by "'s" or is known as a name anyway (a
+  speaker, an extractor's entity, or written capitalised elsewhere in the turn);
+* in a message written in lower case (its author writes "i", or no capital at all), a word
+  or two after "in", "at" or "from" ("i live in lyon"), and a word after "my brother",
+  "my dog"… ("my brother tom"), are names too.
+
+The **type** is a cue, not a classification: an organisation word in or right after the
+name ("Fernhill Analytics", "Initech's office"), a place after "in"/"from"/"near" or in a
+"City, Region" pair ("Austin, Texas"), a person after a title; otherwise "name".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_NAME_WORDS = 6
+"""A longer capitalised run is a title or shouting, not a name."""
+MAX_EVIDENCE = 300
+"""Characters of a sentence kept as evidence (cut at a word, with "…")."""
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_NOT_NAMES = _words(
+    "i i'm i've i'd i'll im ive me my mine myself we we're we've our ours us you you're your "
+    "yours he he's him his she she's her hers it it's its they they're them their theirs "
+    "this that these those there here the a an and or but so if when while after before "
+    "because since then than also just still yes no not nope ok okay oh ah hey hi hello "
+    "thanks thank well yeah yep lol haha wow nice great cool sure sorry please congrats "
+    "do does did don't didn't is are was were be been being have has had can can't could "
+    "would should will won't what what's who who's whom whose which where why how anyway "
+    "btw honestly actually originally back funny happy true right good bad last next every "
+    "all some any each both one two three none maybe perhaps guess unrelated speaking "
+    "today tomorrow yesterday tonight morning evening night weekend week month year "
+    "monday tuesday wednesday thursday friday saturday sunday january february march "
+    "april may june july august september october november december christmas easter "
+    "mom mum dad mother father sister brother wife husband son daughter friend boss "
+    "mr mrs ms dr prof sir madam dear new old big little first other another such "
+    "let let's like love hope wish think know see say said tell told ask asked"
+)
+"""Words that are never a name, however written (function words, pronouns, interjections,
+calendar words, bare kin words, and the few verbs that open chat sentences)."""
+
+_AFTER_VERB = _words(
+    "a an the my your his her our their its this that these those some any to for with "
+    "at in on up out about into from by me him us them it you i like so too"
+)
+"""Words that follow a verb or an adverb, not a name that opens a sentence ("Went to…")."""
+
+_SUBJECTS = _words(
+    "he he's she she's it it's they they're this that these those there there's here the a "
+    "an his her their its our my your you you're we i i'm someone everyone nobody people "
+    "mom mum dad mother father sister brother wife husband son daughter friend boss"
+)
+"""Openers that are a sentence's subject (so the sentence does not drop it)."""
+_QUESTION_OPENERS = _words(
+    "do does did is are was were can could would should will have has what what's who "
+    "whom whose which where why how whats wheres whos any anyone"
+)
+_CONNECTORS = _words("of de da del della di du van von der den la le y &")
+_ORG_WORDS = _words(
+    "inc corp corporation co company ltd llc plc gmbh ag sa bank university college school "
+    "institute academy labs lab analytics insurance group trust foundation games studio "
+    "studios design media marine freight kitchen systems technologies tech software "
+    "hospital clinic partners agency airlines airways holdings ventures capital consulting "
+    "solutions industries works association society council ministry museum club team "
+    "records press publishing logistics motors pharma bakery cafe restaurant hotel"
+)
+_ORG_AFTER = _words("office offices headquarters hq team staff employees ceo founder founders")
+_PLACE_WORDS = _words("city county street avenue road river lake mount island bay park valley")
+_PLACE_BEFORE = _words("in from near to around outside")
+_TITLES = _words("mr mrs ms dr prof uncle aunt auntie grandma grandpa")
+_ROLE_NOUNS = _words(
+    "mom mum dad mother father sister brother wife husband son daughter friend boss "
+    "roommate flatmate colleague coworker manager partner girlfriend boyfriend cousin "
+    "uncle aunt neighbour neighbor dog cat puppy kitten"
+)
+"""Nouns a name follows in apposition ("my brother tom"), read in lower-case messages."""
+_LOWER_CUES = _words("in at from")
+FIRST_PERSON = re.compile(
+    r"(?<![\w'’])(?:i|i'm|i've|i'd|i'll|im|ive|me|my|mine|myself|we|we're|we've|our|ours|us)"
+    r"(?![\w'’])",
+    re.IGNORECASE,
+)
+_LOWERCASE_I = re.compile(r"(?:^|\s)i(?:'m|'ve|m)?\b")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|;\s+|\s+[—–]\s+")
+_ABBREVIATION = re.compile(r"\b(?:St|Dr|Mr|Mrs|Ms|Prof|Mt|Jr|Sr|vs|etc)\.$")
+_TOKEN = re.compile(r"[^\W\d_][\w'’.-]*[\w]|[^\W\d_]|&|\d[\w:]*|[,:()\"]")
+_POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Name:
+    name: str
+    type: str
+
+
+def sentences(text: str) -> list[str]:
+    """`text` cut into sentences ("Dr." and "St." do not end one), stripped, non-empty."""
+    out: list[str] = []
+    for piece in _SENTENCE.split(text):
+        piece = piece.strip()
+        if not piece:
+            continue
+        if out and _ABBREVIATION.search(out[-1]):
+            out[-1] = f"{out[-1]} {piece}"
+        else:
+            out.append(piece)
+    return out
+
+
+def is_capitalised(token: str) -> bool:
+    return token[:1].isupper() and token.casefold() not in _NOT_NAMES
+
+
+def bare(token: str) -> str:
+    return _POSSESSIVE.sub("", token).strip(".")
+
+
+def _type_of(words: list[str], before: str, after: str, comma_next: str) -> str:
+    lowered = [w.casefold() for w in words]
+    if any(w in _ORG_WORDS for w in lowered[1:]) or after in _ORG_AFTER:
+        return "organisation"
+    if any(w in _PLACE_WORDS for w in lowered) or before in _PLACE_BEFORE:
+        return "place"
+    if after == "," and is_capitalised(comma_next) and before in _PLACE_BEFORE:
+        return "place"
+    if before in _TITLES:
+        return "person"
+    return "name"
+
+
+def _span(tokens: list[str], i: int, lower: bool) -> tuple[list[str], int]:
+    """The words of the name starting at `tokens[i]` and the index after it, or ([], i + 1)."""
+    token = tokens[i]
+    if is_capitalised(token) and token[:1].isalpha():
+        words = [token]
+        i += 1
+        while i < len(tokens) and not _POSSESSIVE.search(words[-1]):
+            nxt = tokens[i]
+            if is_capitalised(nxt) and nxt[:1].isalpha():
+                words.append(nxt)
+                i += 1
+            elif (
+                nxt.casefold() in _CONNECTORS
+                and i + 1 < len(tokens)
+                and is_capitalised(tokens[i + 1])
+            ):
+                words.extend((nxt, tokens[i + 1]))
+                i += 2
+            else:
+                break
+        return words, i
+    if (
+        lower
+        and token.casefold() in _ROLE_NOUNS
+        and i > 0
+        and tokens[i - 1].casefold()
+        in (
+            "my",
+            "our",
+            "his",
+            "her",
+        )
+    ):
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else ""
+        if nxt[:1].isalpha() and nxt.casefold() not in _NOT_NAMES | _AFTER_VERB:
+            return [nxt.title()], i + 2
+        return [], i + 1
+    if lower and token.casefold() in _LOWER_CUES:
+        words = []
+        i += 1
+        while (
+            i < len(tokens)
+            and len(words) < 2
+            and tokens[i][:1].isalpha()
+            and tokens[i].casefold() not in _NOT_NAMES
+            and tokens[i].casefold() not in _AFTER_VERB
+        ):
+            words.append(tokens[i].title())
+            i += 1
+        return words, i
+    return [], i + 1
+
+
+def names_in(
+    sentence: str, known: frozenset[str] = frozenset(), *, lower: bool = False
+) -> list[Name]:
+    """The names a sentence mentions, in order, deduplicated (see the module doc). `known`
+    holds case-folded names accepted even where a sentence opens with them; `lower` reads
+    a message whose author writes in lower case (a name after "in", "at", "from")."""
+    tokens = _TOKEN.findall(sentence)
+    found: dict[str, Name] = {}
+    last_place_end = -1
+    i = 0
+    while i < len(tokens):
+        words, end = _span(tokens, i, lower)
+        if not words:
+            i = end
+            continue
+        start = end - len(words) if not is_capitalised(tokens[i]) else i
+        i = end
+        possessive = bool(_POSSESSIVE.search(words[-1]))
+        words[-1] = bare(words[-1])
+        name = " ".join(w for w in words if w)
+        if len(name) < 2 or len(words) > MAX_NAME_WORDS:
+            continue
+        after = tokens[end].casefold() if end < len(tokens) else ""
+        opener = start == 0 and len(words) == 1 and not possessive
+        if opener and name.casefold() not in known and _verb_like(name, after):
+            continue
+        before = tokens[start - 1].casefold() if start > 0 else ""
+        comma_next = tokens[end + 1] if after == "," and end + 1 < len(tokens) else ""
+        kind = _type_of(words, before, after, comma_next)
+        if (
+            possessive
+            and kind == "name"
+            and _ORG_AFTER & {t.casefold() for t in tokens[end : end + 2]}
+        ):
+            kind = "organisation"  # "Initech's head office"
+        if kind == "name" and before == "," and last_place_end == start - 1:
+            kind = "place"  # "Austin, Texas": a name after a place's comma is a place
+        if kind == "place":
+            last_place_end = end
+        key = name.casefold()
+        if key not in found or (found[key].type == "name" and kind != "name"):
+            found[key] = Name(found[key].name if key in found else name, kind)
+    return list(found.values())
+
+
+def statement(sentence: str) -> str:
+    """The sentence as a statement: "" for a question; a sentence ending with a question
+    after a comma ("I'm from Izmir, did you know?") keeps what comes before it."""
+    text = sentence.strip()
+    if not text.endswith("?"):
+        return text
+    first = text.split(maxsplit=1)[0].casefold() if text else ""
+    if first in _QUESTION_OPENERS or "," not in text:
+        return ""
+    return text.rsplit(",", 1)[0].strip()
+
+
+def subject_dropped(sentence: str, known: frozenset[str]) -> bool:
+    """A chat sentence with no subject ("been at Quillon for a decade", "moved to Riga"):
+    its first word is neither a name, nor a pronoun or determiner, nor a question word."""
+    tokens = _TOKEN.findall(sentence)
+    if not tokens or not tokens[0][:1].isalpha():
+        return False
+    first = bare(tokens[0]).casefold()
+    if first in _SUBJECTS or first in _QUESTION_OPENERS or first in known:
+        return False
+    return not (
+        tokens[0][:1].isupper() and len(tokens) > 1 and tokens[1].casefold() not in _AFTER_VERB
+    )
+
+
+def evidence_of(sentence: str) -> str:
+    """The sentence as shown as evidence: at most `MAX_EVIDENCE` characters, cut at a word."""
+    text = " ".join(sentence.split())
+    if len(text) <= MAX_EVIDENCE:
+        return text
+    return text[:MAX_EVIDENCE].rsplit(" ", 1)[0] + "…"
+
+
+def _verb_like(word: str, after: str) -> bool:
+    """A sentence's capitalised opener that reads as a verb or an adverb ("Went to…")."""
+    return after in _AFTER_VERB or word.casefold().endswith("ly")
+
+
+def tokens_of(sentence: str) -> list[str]:
+    """Words (with inner "'", "-", "."), numbers, "&" and punctuation that matters, in order."""
+    return _TOKEN.findall(sentence)
+
+
+def written_in_lower_case(message: str) -> bool:
+    """Whether casing says nothing in `message`: its author writes "i", or no capital at all."""
+    return _LOWERCASE_I.search(message) is not None or not any(c.isupper() for c in message)
