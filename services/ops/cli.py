@@ -23,6 +23,7 @@ from services.ops.bench_cli import BENCH_CONTEXT, BENCHMARKS, bench
 from services.ops.cli_support import console, setup_logging
 from services.ops.dlq_cli import dlq_app
 from services.ops.eval_cli import eval_cases
+from services.ops.export import export_command, import_command
 from services.ops.jobs_cli import jobs_app
 from services.ops.stack import infra_app
 from services.ops.tokens import token_app
@@ -322,6 +323,8 @@ def demo() -> None:
 
 
 app.command("eval")(eval_cases)
+app.command("export")(export_command)
+app.command("import")(import_command)
 
 
 _UsageError: type[Exception] = typer.BadParameter.__mro__[1]
