@@ -48,6 +48,10 @@ EMBEDDINGS: Final = "memory.embeddings.v1"
 the thread (published by the transcripts group after its writes are durable)."""
 DLQ: Final = "memory.dlq.v1"
 """Messages that failed after bounded retries, with their error and origin."""
+INGRESS: Final = "memory.ingress.v1"
+"""`IngressEvent`s: what agent runtimes publish when the deployment seals its events (issue
+31); the `sealing` group seals each into its source topic (`INGRESS_TARGETS`), keyed as
+the runtime keyed it. A short retention (the request class): nothing is derived from it."""
 
 REPLY_PREFIX: Final = "memory.replies."
 """Each client process owns one reply topic: `REPLY_PREFIX + <client id>` (1 partition)."""
@@ -69,10 +73,13 @@ PARTITIONS: Final[dict[str, int]] = {
     JOBS: 2,
     EMBEDDINGS: 8,
     DLQ: 1,
+    INGRESS: 8,
 }
 
 
-SCALED: Final = frozenset({TURNS, REMEMBER, FACTS, CHANGED, KNOWLEDGE, WORKFLOWS, EMBEDDINGS})
+SCALED: Final = frozenset(
+    {TURNS, REMEMBER, FACTS, CHANGED, KNOWLEDGE, WORKFLOWS, EMBEDDINGS, INGRESS}
+)
 """The stream topics whose writer groups scale by processes: created with at least the
 `partitions` setting's count."""
 
@@ -85,6 +92,12 @@ DERIVED: Final = frozenset({CHANGED, EMBEDDINGS, DLQ})
 """Topics written from what the sources hold (announcements, embedding work, dead letters,
 whose originals are in their source topic): a finite retention loses nothing a replay
 needs. Every other topic carries requests and replies."""
+
+INGRESS_TARGETS: Final = (TURNS, REMEMBER, KNOWLEDGE, WORKFLOWS)
+"""The source topics agent runtimes publish to (through `INGRESS` when events are sealed)."""
+SEALED: Final = SOURCES | {EMBEDDINGS}
+"""The topics whose events carry user content: sealed under tenant keys when an event key is
+configured (`engine.sealing`)."""
 
 RetentionClass = Literal["source", "derived", "requests"]
 

@@ -113,14 +113,19 @@ class ArchiveKeys:
         """The ids of every key that opens (the current one first)."""
         return tuple(self._by_id)
 
-    def tenant_key(self, kid: str, scope: ScopeFields) -> bytes:
-        """The key of `scope`'s agent and user under the configured key of id `kid`."""
+    def master(self, kid: str, what: str = "archive") -> bytes:
+        """The configured key of id `kid`; `InputRejected` naming the id when none is."""
         master = self._by_id.get(kid)
         if master is None:
             raise InputRejected(
-                f"archive key id {kid} is not configured (neither the current key nor a "
-                "previous one): configure that key as a previous archive key"
+                f"{what} key id {kid} is not configured (neither the current key nor a "
+                f"previous one): configure that key as a previous {what} key"
             )
+        return master
+
+    def tenant_key(self, kid: str, scope: ScopeFields) -> bytes:
+        """The key of `scope`'s agent and user under the configured key of id `kid`."""
+        master = self.master(kid)
         info = json.dumps([scope.agent_wallet, scope.user_address]).encode()
         hkdf = HKDF(
             algorithm=hashes.SHA256(), length=KEY_BYTES, salt=None, info=_TENANT_INFO + info

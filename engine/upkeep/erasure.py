@@ -10,10 +10,16 @@ confined to the exact tenant: the agent's user-less rows (agent knowledge every 
 another user's and another agent's are never touched, and a call without a user is refused,
 so it cannot erase an agent's own memory by omission.
 
-Not erased, by design: the Kafka log (its retention applies; a `replay` rebuilds from what it
-still holds, as it does for item deletes), content-addressed document vectors (keyed by a
-hash of the text, not by tenant), job and eval records (the agent's operations), and archives
-already pinned to IPFS (encrypted; the local record goes).
+With sealed events (`engine.sealing`, issue 31) it first deletes the user's data key
+(`keys`, counted as `keys`): their events in the Kafka log, their dead letters and any backup
+of either can no longer be opened, so a `replay` after the erasure rebuilds nothing of them.
+Deleting the key first means an event of the user still in flight is skipped by the groups
+instead of writing again what the erasure removes.
+
+Not erased, by design: without sealed events, the Kafka log (its retention applies; a
+`replay` rebuilds from what it still holds, as it does for item deletes); content-addressed
+document vectors (keyed by a hash of the text, not by tenant), job and eval records (the
+agent's operations), and archives already pinned to IPFS (encrypted; the local record goes).
 """
 
 from __future__ import annotations
@@ -33,10 +39,12 @@ ERASED_KINDS = (
     "archives",
     "skills",
     "history",
+    "keys",
 )
 """What an erasure counts, in this order (`UserEraser.erase_user`). `history` counts the
 user's item-history changes whose texts went: the changes stay, saying what happened and
-when, no longer what was said (as a single item's hard delete leaves them)."""
+when, no longer what was said (as a single item's hard delete leaves them). `keys` counts
+the user's deleted data key (0 or 1; always 0 without sealed events)."""
 
 
 class UserEraser(Protocol):
@@ -48,7 +56,15 @@ class UserEraser(Protocol):
         ...
 
 
-async def forget_user(eraser: UserEraser, where: TenantFilter) -> dict[str, int]:
+class KeyShredder(Protocol):
+    """Deletes a tenant's data key (`engine.sealing.EventSealer`)."""
+
+    async def forget(self, agent_wallet: str, user_address: str) -> int: ...
+
+
+async def forget_user(
+    eraser: UserEraser, where: TenantFilter, keys: KeyShredder | None = None
+) -> dict[str, int]:
     """Erase the user of `where` (its thread, mode and hai are ignored: the whole user);
     the counts of `ERASED_KINDS`, every kind present. `InputRejected` without an agent or
     without a user (its widenings, `shared`, are ignored: only the user's own rows go)."""
@@ -60,5 +76,6 @@ async def forget_user(eraser: UserEraser, where: TenantFilter) -> dict[str, int]
             "forgetting a user's memory needs a userAddress: the agent's own memory is "
             "never erased this way"
         )
-    counts = await eraser.erase_user(where.agent_wallet, user)
+    shredded = 0 if keys is None else await keys.forget(where.agent_wallet, user)
+    counts = {**await eraser.erase_user(where.agent_wallet, user), "keys": shredded}
     return {kind: int(counts.get(kind, 0)) for kind in ERASED_KINDS}

@@ -98,6 +98,7 @@ def create_app(settings: Settings, client: MemoryClient | None = None) -> FastAP
             deferred_embeddings=settings.embedding.deferred,
             wait_timeout=settings.request_timeout_seconds,
             actor="gateway",
+            ingress=settings.sealing.ingress,  # sealed events: the gateway holds no key
         ) as own:
             app.state.client = own
             yield

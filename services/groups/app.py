@@ -33,6 +33,7 @@ from services.groups import (
     jobs,
     knowledge,
     patterns,
+    sealing,
     search,
     transcripts,
     workflows,
@@ -70,6 +71,7 @@ GROUPS: dict[str, Callable[[Runtime, Metrics | None], KafkaRouter]] = {
     jobs.GROUP: jobs.router,
     items.GROUP: items.router,
     admin.GROUP: admin.router,
+    sealing.GROUP: sealing.router,
 }
 """Every consumer group, by name (`mnemostream run <name>`): the function that builds its
 router from the runtime and the process's metrics (None: uninstrumented)."""
@@ -87,6 +89,7 @@ NEEDS: dict[str, frozenset[Part]] = {
     jobs.GROUP: frozenset({"embedder", "pinner"}),
     items.GROUP: frozenset({"embedder", "summariser"}),
     admin.GROUP: frozenset({"embedder", "search", "pinner"}),
+    sealing.GROUP: frozenset(),
 }
 """The heavy runtime parts each group uses (`services.runtime.Part`): a process builds those
 of its groups at start-up and no other (the invalidation group loads no embedder). A part

@@ -16,13 +16,14 @@ from services.runtime import Runtime
 from services.stream.batches import one_by_one
 from services.stream.consumers import GroupRouter
 from services.stream.metrics import Metrics, extraction_timer
+from services.stream.sealing import SealedPublisher
 
 GROUP = "extraction"
 
 
 def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
     group = GroupRouter(GROUP, rt, metrics)
-    facts = group.router.publisher(topics.FACTS)
+    facts = SealedPublisher(group.router.publisher(topics.FACTS), rt.sealer)
     extractor = rt.extractor
     if extractor is None:
         return group.router

@@ -18,6 +18,7 @@ from services.runtime import Runtime
 from services.stream.batches import one_by_one
 from services.stream.consumers import GroupRouter
 from services.stream.metrics import Metrics
+from services.stream.sealing import SealedPublisher
 
 GROUP = "facts"
 log = logging.getLogger(__name__)
@@ -25,7 +26,7 @@ log = logging.getLogger(__name__)
 
 def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
     group = GroupRouter(GROUP, rt, metrics)
-    wanted = group.router.publisher(topics.EMBEDDINGS)
+    wanted = SealedPublisher(group.router.publisher(topics.EMBEDDINGS), rt.sealer)
 
     async def stored(event: FactsExtracted) -> None:
         """Store what was extracted; ask the embeddings group for the missing vectors."""

@@ -162,7 +162,7 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
     sessions.wire(group)
 
     async def forget(scope: Scope) -> ItemReply:
-        erased = await forget_user(rt.stores.eraser, tenant_filter(scope, durable=True))
+        erased = await forget_user(rt.stores.eraser, tenant_filter(scope, durable=True), rt.sealer)
         # the whole user, whatever thread, mode or hai the request named
         user = Scope.model_validate(
             {"agentWallet": scope.agent_wallet, "userAddress": scope.user_address}

@@ -16,6 +16,7 @@ from schemas.events import EmbeddingRequested, TurnRecorded, VectorTarget
 from services.runtime import Runtime
 from services.stream.consumers import Changes, GroupRouter
 from services.stream.metrics import Metrics
+from services.stream.sealing import SealedPublisher
 
 GROUP = "transcripts"
 LAYERS = ["working", "scene", "vectors"]
@@ -56,7 +57,7 @@ def vector_requests(
 
 def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
     group = GroupRouter(GROUP, rt, metrics)
-    wanted = group.router.publisher(topics.EMBEDDINGS)
+    wanted = SealedPublisher(group.router.publisher(topics.EMBEDDINGS), rt.sealer)
 
     async def record(events: list[TurnRecorded]) -> None:
         stored = await rt.recorder.record_many(events)

@@ -206,6 +206,9 @@ async def replay(
         # rebuild, which embeds inline (no embeddings group runs) and only what is missing
         embedding_store_db=settings.embedding.store_db or settings.mongo.db,
         embedding_deferred=False,
+        # sealed events open with the live deployment's tenant keys (issue 31): an erased
+        # user's events stay unreadable, everyone else's rebuild
+        event_keys_db=settings.sealing.keys_db or settings.mongo.db,
     )
     began = time.monotonic()
     if not progress.finished:

@@ -25,6 +25,7 @@ from engine.adapters.atlas_vectors import AtlasVectorIndex, ensure_vector_index
 from engine.adapters.mongo import MEMORY, MongoMemoryStore, ensure_schema
 from engine.adapters.mongo.evals import ensure_indexes as ensure_eval_indexes
 from engine.adapters.mongo.schema import ensure_pattern_indexes
+from engine.adapters.mongo.tenant_keys import MongoTenantKeys, ensure_tenant_keys
 from engine.adapters.mongo.vectors import MongoVectorStore
 from engine.adapters.redis_cache import RedisQueryCache
 from engine.embedding_cache import CachedEmbedder
@@ -37,6 +38,7 @@ from engine.ports import ArchivePinner, Embedder, Reranker, VectorIndex
 from engine.retrieval.search import MemorySearch, SearchPolicy
 from engine.retrieval.usage import AccessRecorder
 from engine.retrieval.vector_index import ExactVectorIndex
+from engine.sealing import EventSealer
 from engine.upkeep.archive_seal import ArchiveKeys, SealedArchiveStore
 from engine.upkeep.compression import Summariser
 from services.endpoints import Endpoints, NotConfigured, read_endpoints
@@ -49,6 +51,7 @@ from services.runtime.providers import (
     build_pinner,
     build_reranker,
     build_summariser,
+    event_sealer,
     extraction_policy,
     ingest_policy,
     search_policy,
@@ -103,6 +106,8 @@ class Runtime:
         """The archive keys (None: archives are stored in clear), `engine.upkeep.archive_seal`."""
         # every archive is sealed on its way into the store and opened on its way out
         stores = replace(stores, archives=SealedArchiveStore(stores.archives, self.archive_keys))
+        self.sealer: EventSealer | None = event_sealer(settings, stores.tenant_keys)
+        """Seals and opens events under tenant keys (None: events in clear), issue 31."""
         self.stores = stores
         self.parts = parts
         self.clients = clients
@@ -354,6 +359,10 @@ async def open_runtime(
             )
 
         stores = mongo_stores(db, memory=memory, cache=cache, vectors=vectors)
+        if settings.sealing.encryption_key is not None:
+            keys_db = mongo[settings.sealing.keys_db or settings.mongo.db]
+            await ensure_tenant_keys(keys_db)
+            stores = replace(stores, tenant_keys=MongoTenantKeys(keys_db))
         parts = Parts(
             embedder=model,
             reranker=lambda: build_reranker(settings, http),

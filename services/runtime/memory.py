@@ -30,6 +30,7 @@ from engine.ingest.extraction.rules import RuleBasedExtractor
 from engine.ingest.extraction.types import Extractor
 from engine.ports import ArchivePinner, Embedder, Reranker, VectorIndex
 from engine.retrieval.vector_index import ExactVectorIndex
+from engine.sealing import InMemoryTenantKeys
 from engine.upkeep.compression import RuleSummariser, Summariser
 from services.runtime import PARTS, Part, Parts, Runtime, Stores
 from services.runtime.threads import limit_blas_threads
@@ -76,6 +77,7 @@ def memory_stores() -> Stores:
         # the counter's rows are the patterns layer's (one collection in MongoDB)
         eraser=InMemoryUserEraser(kinds, also=(patterns,)),
         history=history,
+        tenant_keys=InMemoryTenantKeys(),
     )
 
 

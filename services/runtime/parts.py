@@ -31,6 +31,7 @@ from engine.ports import (
     WorkingStore,
 )
 from engine.retrieval.rerank import Reranker
+from engine.sealing import TenantKeyStore
 from engine.upkeep.compression import SessionTranscripts, Summariser
 from engine.upkeep.erasure import UserEraser
 from engine.upkeep.items import ItemStore
@@ -90,6 +91,8 @@ class Stores:
     """Forgets a user: their records in every store above (`engine.upkeep.erasure`)."""
     history: ItemHistory
     """Every change of the long-term items (`engine.history`)."""
+    tenant_keys: TenantKeyStore | None = None
+    """The tenants' wrapped data keys of sealed events (`engine.sealing`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from engine.ports import ArchivePinner, Embedder
 from engine.retrieval.relevance import RelevancePolicy
 from engine.retrieval.rerank import Reranker
 from engine.retrieval.search import SearchPolicy
+from engine.sealing import EventSealer, TenantKeyStore
 from engine.upkeep.archive_seal import ArchiveKeys
 from engine.upkeep.compression import RuleSummariser, Summariser
 from services.endpoints import NotConfigured
@@ -133,6 +134,25 @@ def archive_keys(settings: Settings) -> ArchiveKeys | None:
     return ArchiveKeys(
         raw(archive.encryption_key), [raw(k) for k in archive.previous_encryption_keys]
     )
+
+
+def event_sealer(settings: Settings, store: TenantKeyStore | None) -> EventSealer | None:
+    """The sealer of events under tenant keys wrapped by the event master keys, or None when
+    no event key is set (events are then published and read in clear)."""
+    sealing = settings.sealing
+    if sealing.encryption_key is None or store is None:
+        return None
+
+    def raw(key: SecretStr) -> bytes:
+        value = archive_key_bytes(key)
+        if value is None:  # the settings refuse such a key
+            raise NotConfigured("an event key is not base64 of 32 bytes")
+        return value
+
+    masters = ArchiveKeys(
+        raw(sealing.encryption_key), [raw(k) for k in sealing.previous_encryption_keys]
+    )
+    return EventSealer(masters, store)
 
 
 def build_pinner(settings: Settings, http: httpx.AsyncClient) -> ArchivePinner | None:

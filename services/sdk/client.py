@@ -57,7 +57,13 @@ from schemas.search_defaults import PER_LAYER_LIMIT
 from schemas.transcripts import transcript_turns
 from services.sdk.operations import Operations
 from services.sdk.transport import Position, RequestFailed, ScopeInput, checked, scope_of
-from services.sdk.waits import remember_paths, settled, turn_paths, visible_groups
+from services.sdk.waits import (
+    remember_paths,
+    settled,
+    through_ingress,
+    turn_paths,
+    visible_groups,
+)
 from services.stream.progress import NotProcessed
 
 __all__ = ["MemoryClient", "NotProcessed", "Position", "RequestFailed"]
@@ -153,10 +159,13 @@ class MemoryClient(Operations):
         """`wait_processed` for a turn published at `at` (by any client, e.g. the position
         a gateway answered with)."""
         chosen = visible_groups(self.deferred_embeddings) if groups is None else groups
+        paths = turn_paths(event, chosen, deferred=self.deferred_embeddings)
+        if at.topic == topics.INGRESS:
+            paths = through_ingress(paths, event.session_id)
         await self.progress.wait(
             self.group_prefix,
             (at.topic, at.partition, at.offset),
-            turn_paths(event, chosen, deferred=self.deferred_embeddings),
+            paths,
             settled(event.scope),
             timeout=self._wait_seconds(timeout),
             what=f"turn {event.turn_id}",
@@ -190,10 +199,13 @@ class MemoryClient(Operations):
     ) -> None:
         """Wait until the remember published at `at` is stored and visible; `NotProcessed`
         after `timeout` seconds (default: the client's `wait_timeout`)."""
+        paths = remember_paths(event, deferred=self.deferred_embeddings)
+        if at.topic == topics.INGRESS:
+            paths = through_ingress(paths, _tenant_key(event.scope))
         await self.progress.wait(
             self.group_prefix,
             (at.topic, at.partition, at.offset),
-            remember_paths(event, deferred=self.deferred_embeddings),
+            paths,
             settled(event.scope),
             timeout=self._wait_seconds(timeout),
             what=f"remember {event.event_id}",

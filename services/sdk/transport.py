@@ -47,6 +47,7 @@ from schemas.requests import (
     SessionRequest,
 )
 from schemas.scope import Scope
+from schemas.sealing import IngressEvent
 from services.sdk.replies import ReaderStats, ReplyReader, ReplyReaderFailed
 from services.sdk.rotation import ReplyTopics
 from services.stream.progress import Progress
@@ -107,6 +108,19 @@ def checked(reply: R) -> R:
     return reply
 
 
+def to_ingress(topic: str, key: str, event: BaseModel, value: bytes) -> bytes:
+    """The `IngressEvent` of `event` (JSON `value`) for `topic`, keyed by `key`."""
+    scope: Scope = getattr(event, "scope")  # noqa: B009 - every ingress target has a scope
+    wrapped = IngressEvent(
+        topic=topic,  # type: ignore[arg-type]  # one of topics.INGRESS_TARGETS
+        key=key,
+        agent=scope.agent_wallet,
+        user=scope.user_address,
+        event=value.decode(),
+    )
+    return wrapped.model_dump_json().encode()
+
+
 class Transport:
     """Async context manager; one instance per process is enough (it is concurrency-safe)."""
 
@@ -125,6 +139,7 @@ class Transport:
         actor: str | None = None,
         reply_stall_seconds: float = 5.0,
         reply_topic_max_replies: int = 5000,
+        ingress: bool = False,
     ) -> None:
         """`timeout`: seconds a request waits for its reply unless the call says otherwise.
         `kafka_options`: aiokafka security arguments
@@ -140,7 +155,10 @@ class Transport:
         `sdk:<client id>`). `reply_stall_seconds`: how long awaited replies may see no record
         before the reply reader checks its consumer for a stall (`services.sdk.replies`);
         `reply_topic_max_replies`: records after which the reply topic is rotated
-        (`services.sdk.rotation`; it is rotated after a stall too)."""
+        (`services.sdk.rotation`; it is rotated after a stall too). `ingress`: publish
+        turns, remembers, knowledge and checkpoints through the sealing group
+        (`topics.INGRESS`), for a deployment that seals its events (the
+        `MNEMOSTREAM_EVENT_INGRESS` setting): the client then needs no key."""
         if not group_prefix.strip():
             raise ValueError("group_prefix must not be blank")
         if not 0 < wait_timeout <= MAX_WAIT_SECONDS:  # NaN and infinity included
@@ -173,6 +191,7 @@ class Transport:
         self.deferred_embeddings = deferred_embeddings
         self.wait_timeout = wait_timeout
         self.actor = actor or f"sdk:{self.client_id}"
+        self.ingress = ingress
         self.progress = Progress(bootstrap, kafka_options=kafka_options)
 
     async def __aenter__(self) -> Self:
@@ -278,9 +297,12 @@ class Transport:
         request-reply headers are sent when given (`deadline`: milliseconds since epoch)."""
         producer = self._require_producer()
         given = {"reply_to": reply_to, "correlation_id": correlation_id, "deadline": deadline}
+        value = event.model_dump_json().encode()
+        if self.ingress and topic in topics.INGRESS_TARGETS:
+            topic, value = topics.INGRESS, to_ingress(topic, key, event, value)
         meta = await producer.send_and_wait(
             topic,
-            event.model_dump_json().encode(),
+            value,
             key=key.encode(),
             headers=[
                 ("content-type", b"application/json"),

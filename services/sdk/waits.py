@@ -25,7 +25,14 @@ from schemas.events import MemoryRemembered, TurnRecorded
 from schemas.scope import Scope
 from services.stream.progress import Stage
 
-__all__ = ["TURN_GROUPS", "remember_paths", "settled", "turn_paths", "visible_groups"]
+__all__ = [
+    "TURN_GROUPS",
+    "remember_paths",
+    "settled",
+    "through_ingress",
+    "turn_paths",
+    "visible_groups",
+]
 
 TURN_GROUPS: tuple[str, ...] = ("transcripts", "embeddings", "extraction", "facts", "patterns")
 """The groups `MemoryClient.wait_processed` can wait for."""
@@ -83,3 +90,14 @@ def remember_paths(event: MemoryRemembered, *, deferred: bool) -> list[tuple[Sta
         key = topics.agent_key(event.scope.agent_wallet)
         path += (Stage("embeddings", topics.EMBEDDINGS, key),)
     return [path]
+
+
+def through_ingress(paths: list[tuple[Stage, ...]], key: str) -> list[tuple[Stage, ...]]:
+    """`paths` of a write published to `topics.INGRESS` (a sealed deployment): the sealing
+    group first (it publishes the sealed event to its source topic before it commits), then
+    each path, its first stage found on the source topic's partition of `key`."""
+    sealing = Stage("sealing", topics.INGRESS)
+    return [
+        (sealing, *(Stage(s.group, s.topic, key) if s.key is None else s for s in path))
+        for path in paths
+    ]

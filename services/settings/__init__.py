@@ -42,6 +42,7 @@ from services.settings.gateway import (
 from services.settings.mcp import McpSettings
 from services.settings.pipeline import ArchiveSettings, ExtractionSettings
 from services.settings.retrieval import EmbeddingSettings, SearchSettings
+from services.settings.sealing import SealingSettings
 from services.settings.stores import (
     KafkaSettings,
     MongoSettings,
@@ -61,6 +62,7 @@ __all__ = [
     "McpSettings",
     "MongoSettings",
     "RedisSettings",
+    "SealingSettings",
     "SearchSettings",
     "Settings",
     "TenantKey",
@@ -176,6 +178,9 @@ class Settings(BaseSettings):
         default_factory=ExtractionSettings, description="Fact extraction."
     )
     archive: ArchiveSettings = Field(default_factory=ArchiveSettings, description="Archives.")
+    sealing: SealingSettings = Field(
+        default_factory=SealingSettings, description="Sealed events (crypto-shredding)."
+    )
     gateway: GatewaySettings = Field(default_factory=GatewaySettings, description="Gateway.")
     mcp: McpSettings = Field(default_factory=McpSettings, description="MCP server.")
 

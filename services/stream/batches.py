@@ -49,11 +49,13 @@ from aiokafka import ConsumerRecord
 from faststream.kafka.message import KafkaMessage
 from pydantic import BaseModel, ValidationError
 
+from engine.sealing import EventSealer, Opened
 from schemas.scope import first_error
 from services.stream.dlq import Outage, is_outage, retried, send_dead_letter, undecodable
 from services.stream.handback import Rewinder, rewind_of
 from services.stream.metrics import EventProbe, Metrics
 from services.stream.pace import Pace, probe_units
+from services.stream.sealing import mismatch, open_batch, unsealed
 
 if TYPE_CHECKING:
     from faststream.kafka.publisher.usecase import DefaultPublisher
@@ -120,6 +122,8 @@ class BatchConsumer(Generic[E]):
     clock: Callable[[], float] = time.monotonic
     rewinder: Callable[[KafkaMessage], Rewinder | None] = rewind_of
     """How records of a message are handed back (`services.stream.handback`)."""
+    sealer: EventSealer | None = None
+    """Opens sealed records (issue 31); None: a sealed record is dead-lettered (no key)."""
     pace: Pace | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
@@ -130,13 +134,15 @@ class BatchConsumer(Generic[E]):
         """Handle the records of `message` that fit its bounds and hand the rest back (also
         when a lasting outage raises); how many were processed (the rest were dead-lettered,
         not admitted or handed back)."""
+        records, bodies = records_of(message), bodies_of(message)
+        rewind = self.rewinder(message)
+        opened = await open_batch(self, records, bodies, rewind)  # sealed events (issue 31)
         items = interleaved(
             [
-                self._item(record, body)
-                for record, body in zip(records_of(message), bodies_of(message), strict=True)
+                self._item(record, body, seen)
+                for record, body, seen in zip(records, bodies, opened, strict=True)
             ]
         )
-        rewind = self.rewinder(message)
         end = self._taken(items) if rewind is not None else len(items)
         done = processed = 0
         reason = "units"
@@ -161,8 +167,13 @@ class BatchConsumer(Generic[E]):
             self._hand_back(rewind, items[done:], len(items), reason)
         return processed
 
-    def _item(self, record: ConsumerRecord[Any, Any], body: bytes) -> Item[E]:
-        decoded = self._decode(record, body)
+    def _item(self, record: ConsumerRecord[Any, Any], body: bytes, seen: Opened | None) -> Item[E]:
+        given = unsealed(body, seen)
+        if not isinstance(given, bytes):  # None: skipped (an erased key); else dead-lettered
+            return Item(record, body, None, given, 0)
+        decoded = self._decode(record, given)
+        if not isinstance(decoded, tuple) and seen is not None:
+            decoded = mismatch(seen, decoded) or decoded
         if isinstance(decoded, tuple):
             return Item(record, body, None, decoded, 0)
         if not self.admit(decoded):

@@ -290,6 +290,7 @@ class GroupRouter(Generic[W]):
             weigh=weigh or (lambda _event: 1),
             max_units=max_units if weigh is not None and max_units else records,
             budget_seconds=kafka.batch_budget_ms / 1000,
+            sealer=getattr(rt, "sealer", None),  # sealed events, issue 31
         )
 
         async def handler(message: KafkaMessage) -> None:

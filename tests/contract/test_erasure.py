@@ -193,6 +193,7 @@ async def test_forgetting_a_user_erases_every_store_and_keeps_every_other_tenant
         "archives": 2,
         "skills": 2,
         "history": 2,
+        "keys": 0,  # no sealed events here: no key to shred
     }
     for scope in (ALICE_T1, ALICE_T2):
         assert set((await holdings(stores, scope)).values()) == {0}

@@ -90,6 +90,10 @@ VARIABLES: dict[str, str] = {
     "FACT_MAX_CHARS": "241",
     "ARCHIVE_ENCRYPTION_KEY": "cHJvYmUtYXJjaGl2ZS1rZXktb2YtMzItYnl0ZXMhISE=",  # base64 of 32 bytes
     "ARCHIVE_PREVIOUS_ENCRYPTION_KEYS": "cHJvYmUtcHJldmlvdXMta2V5LW9mLTMyLWJ5dGVzISE=",
+    "EVENT_ENCRYPTION_KEY": "cHJvYmUtZXZlbnQtbWFzdGVyLWtleS1vZi0zMi1ieXQ=",  # issue 31
+    "EVENT_PREVIOUS_ENCRYPTION_KEYS": "cHJvYmUtcHJldmlvdXMta2V5LW9mLTMyLWJ5dGVzISE=",
+    "EVENT_KEYS_DB": "probe-keys",
+    "EVENT_INGRESS": "true",
     "PINATA_JWT": "probe-pinata-jwt",
     "PINATA_API_KEY": "probe-pinata-key",
     "PINATA_API_SECRET": "probe-pinata-secret",
@@ -158,6 +162,9 @@ COMPANIONS: dict[str, dict[str, str]] = {
     "REDIS_TLS_CA_FILE": {"REDIS_TLS": "true"},
     "ARCHIVE_PREVIOUS_ENCRYPTION_KEYS": {
         "ARCHIVE_ENCRYPTION_KEY": "cHJvYmUtYXJjaGl2ZS1rZXktb2YtMzItYnl0ZXMhISE="
+    },
+    "EVENT_PREVIOUS_ENCRYPTION_KEYS": {
+        "EVENT_ENCRYPTION_KEY": "cHJvYmUtZXZlbnQtbWFzdGVyLWtleS1vZi0zMi1ieXQ="
     },
 }
 

@@ -1,0 +1,280 @@
+"""Sealed events (crypto-shredding, issue 31): the user content of an event is sealed under a
+data key of its tenant (agent and user), and erasing the user deletes that key, so every copy
+of their events — the log, dead letters, backups of either — can no longer be read.
+
+* **Data keys.** Each tenant (`Tenant`: agent wallet, user address or None) has one random
+  32-byte data key with a random id (`key_id`), created when its first event is sealed. It is
+  stored wrapped (AES-256-GCM under the master key of `master_id`, the associated data
+  naming the tenant and the key id) in a `TenantKeyStore`; the master keys are the archive
+  keys' kind (`engine.upkeep.archive_seal.ArchiveKeys`: the current one wraps, previous ones
+  unwrap, each known by its key id). A tenant whose key was deleted gets a new key (a new
+  id) with its next event; what the old one sealed stays unreadable.
+* **The envelope** (`seal`): one JSON object, `{"sealed": 1, "agent": …, "user": …, "keyId":
+  …, "data": base64(nonce ‖ ciphertext ‖ tag)}`, the event's whole JSON as the plaintext and
+  `mnemostream/event/v1` + the tenant + the key id as associated data, so an envelope moved
+  to another tenant does not open. Only the tenant ids stay in clear (they are on every
+  stored row too). `is_sealed` tells an envelope from an event in clear by its first bytes,
+  so a log holding both reads each as it is.
+* **Opening** (`EventSealer.open_many`) answers, for each record: its plaintext, or `gone`
+  (the tenant's key was erased: the record is skipped, counted and logged once per tenant,
+  never dead-lettered), or a `problem` (a tampered envelope, a master key id not configured:
+  retrying cannot help, the record is dead-lettered).
+* **Caches.** Unwrapped keys are kept `cache_seconds` in the process, so a batch costs no
+  lookup; `forget` drops the tenant's entries here, and another process holding them stops
+  using them within `cache_seconds`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from engine.errors import InputRejected
+from engine.upkeep.archive_seal import KEY_BYTES, ArchiveKeys, aes_open, aes_seal
+
+log = logging.getLogger(__name__)
+
+Tenant = tuple[str, str | None]
+"""(agent wallet, user address or None): whose data key seals an event."""
+
+PREFIX = b'{"sealed":'
+"""The first bytes of every envelope (an event in clear starts with another field)."""
+KEY_ID_HEX = 16
+SEEN_TENANTS_MAX = 10_000
+"""Tenants whose skipped events were logged (once each), before the memory is cleared."""
+_KEY_AD = b"mnemostream/event-key/v1\x00"
+_EVENT_AD = b"mnemostream/event/v1\x00"
+
+
+@dataclass(frozen=True, slots=True)
+class WrappedKey:
+    """One tenant's data key as stored: wrapped under the master key `master_id`."""
+
+    tenant: Tenant
+    key_id: str
+    wrapped: bytes
+    master_id: str
+    created_at: datetime
+
+
+class TenantKeyStore(Protocol):
+    """The tenants' wrapped data keys (one per tenant)."""
+
+    async def find(self, tenants: Sequence[Tenant]) -> dict[Tenant, WrappedKey]:
+        """The stored keys of `tenants` (absent: none stored)."""
+        ...
+
+    async def add(self, key: WrappedKey) -> WrappedKey:
+        """Store `key` unless its tenant has one; the tenant's stored key (the first
+        writer's when two race)."""
+        ...
+
+    async def delete(self, agent_wallet: str, user_address: str) -> int:
+        """Delete the tenant's key; how many were deleted (0 or 1)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """One record after opening: `plain` (the event's JSON: the record itself when it was in
+    clear), or `gone` (sealed under an erased key), or `problem` (cannot be opened).
+    `tenant`: the tenant it was sealed for (None: it came in clear)."""
+
+    plain: bytes | None
+    tenant: Tenant | None = None
+    gone: bool = False
+    problem: str | None = None
+
+
+def is_sealed(body: bytes) -> bool:
+    """Whether `body` is an envelope (`seal`)."""
+    return body[: len(PREFIX)] == PREFIX
+
+
+def _tenant_text(tenant: Tenant) -> bytes:
+    return json.dumps(list(tenant), ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def seal(tenant: Tenant, key_id: str, key: bytes, plain: bytes) -> bytes:
+    """The envelope of `plain` (an event's JSON) under the tenant's data key."""
+    associated = _EVENT_AD + _tenant_text(tenant) + b"\x00" + key_id.encode()
+    data = base64.b64encode(aes_seal(key, plain, associated)).decode("ascii")
+    head = {"sealed": 1, "agent": tenant[0], "user": tenant[1], "keyId": key_id}
+    text = json.dumps(head, ensure_ascii=False, separators=(",", ":"))
+    return f'{text[:-1]},"data":"{data}"}}'.encode()
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    tenant: Tenant
+    key_id: str
+    blob: bytes
+
+
+def envelope(body: bytes) -> Envelope:
+    """The parts of an envelope; `InputRejected` when it is not one."""
+    try:
+        data: Any = json.loads(body)
+        agent, user, kid = data["agent"], data["user"], data["keyId"]
+        blob = base64.b64decode(data["data"], validate=True)
+    except (ValueError, TypeError, KeyError, binascii.Error) as exc:
+        raise InputRejected("a sealed event's envelope is not readable") from exc
+    if not (isinstance(agent, str) and (user is None or isinstance(user, str))):
+        raise InputRejected("a sealed event's envelope names no tenant")
+    if not isinstance(kid, str):
+        raise InputRejected("a sealed event's envelope names no key")
+    return Envelope((agent, user), kid, blob)
+
+
+class EventSealer:
+    """Seals and opens events under their tenants' data keys (`keys`: the master keys,
+    `store`: the wrapped data keys). Safe for concurrent use in one event loop."""
+
+    def __init__(
+        self,
+        keys: ArchiveKeys,
+        store: TenantKeyStore,
+        *,
+        cache_seconds: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._keys = keys
+        self._store = store
+        self._cache_seconds = cache_seconds
+        self._clock = clock
+        self._by_tenant: dict[Tenant, tuple[str, bytes, float]] = {}
+        self._seen_gone: set[Tenant] = set()
+        self._unusable: dict[Tenant, str] = {}
+        self.skipped = 0
+        """Records skipped because their tenant's key was erased (since start)."""
+
+    async def seal_many(self, items: Sequence[tuple[Tenant, bytes]]) -> list[bytes]:
+        """The envelopes of `items` ((tenant, event JSON)), in order; a tenant without a key
+        gets one."""
+        keys = await self._current({tenant for tenant, _ in items})
+        return [seal(tenant, *keys[tenant], plain) for tenant, plain in items]
+
+    async def open_many(self, bodies: Sequence[bytes]) -> list[Opened]:
+        """Each body opened (see `Opened`), in order; bodies in clear are returned as they
+        are."""
+        found: dict[int, Envelope] = {}
+        results: list[Opened | None] = []
+        for n, body in enumerate(bodies):
+            if not is_sealed(body):
+                results.append(Opened(body))
+                continue
+            try:
+                found[n] = envelope(body)
+            except InputRejected as exc:
+                results.append(Opened(None, problem=str(exc)))
+                continue
+            results.append(None)
+        if found:
+            keys = await self._known({e.tenant for e in found.values()})
+            for n, sealed in found.items():
+                results[n] = self._open(sealed, keys.get(sealed.tenant))
+            self._unusable.clear()
+        return [r for r in results if r is not None]
+
+    async def forget(self, agent_wallet: str, user_address: str) -> int:
+        """Delete the tenant's data key (here and in the store): everything sealed under it
+        is unreadable from now on; how many keys were deleted."""
+        self._by_tenant.pop((agent_wallet, user_address), None)
+        return await self._store.delete(agent_wallet, user_address)
+
+    def _open(self, sealed: Envelope, key: tuple[str, bytes] | None) -> Opened:
+        problem = self._unusable.pop(sealed.tenant, None) if key is None else None
+        if problem is not None:
+            self._unusable[sealed.tenant] = problem  # for the batch's other records
+            return Opened(None, sealed.tenant, problem=problem)
+        if key is None or key[0] != sealed.key_id:
+            self.skipped += 1
+            if sealed.tenant not in self._seen_gone:
+                if len(self._seen_gone) >= SEEN_TENANTS_MAX:
+                    self._seen_gone.clear()
+                self._seen_gone.add(sealed.tenant)
+                log.warning(
+                    "skipping sealed events of an erased tenant (their key %s is gone)",
+                    sealed.key_id,
+                    extra={"agent": sealed.tenant[0], "user": sealed.tenant[1]},
+                )
+            return Opened(None, sealed.tenant, gone=True)
+        associated = _EVENT_AD + _tenant_text(sealed.tenant) + b"\x00" + sealed.key_id.encode()
+        try:
+            plain = aes_open(key[1], sealed.blob, associated, "a sealed event")
+        except InputRejected as exc:
+            return Opened(None, sealed.tenant, problem=str(exc))
+        return Opened(plain, sealed.tenant)
+
+    async def _known(self, tenants: set[Tenant]) -> dict[Tenant, tuple[str, bytes]]:
+        """The tenants' current (key id, data key) that exist (none is created)."""
+        now = self._clock()
+        known: dict[Tenant, tuple[str, bytes]] = {}
+        missing: list[Tenant] = []
+        for tenant in tenants:
+            cached = self._by_tenant.get(tenant)
+            if cached is not None and cached[2] > now:
+                known[tenant] = (cached[0], cached[1])
+            else:
+                missing.append(tenant)
+        if missing:
+            stored = await self._store.find(missing)
+            for tenant, wrapped in stored.items():
+                try:
+                    known[tenant] = self._remember(wrapped, now)
+                except InputRejected as exc:  # its master key is not configured
+                    self._unusable[tenant] = str(exc)
+        return known
+
+    async def _current(self, tenants: set[Tenant]) -> dict[Tenant, tuple[str, bytes]]:
+        known = await self._known(tenants)
+        for tenant in tenants - set(known):
+            key = os.urandom(KEY_BYTES)
+            kid = os.urandom(KEY_ID_HEX // 2).hex()
+            mid = self._keys.current_id
+            wrapped = aes_seal(self._keys.current, key, _key_associated(tenant, kid))
+            stored = await self._store.add(WrappedKey(tenant, kid, wrapped, mid, datetime.now(UTC)))
+            known[tenant] = self._remember(stored, self._clock())
+        return known
+
+    def _remember(self, wrapped: WrappedKey, now: float) -> tuple[str, bytes]:
+        master = self._keys.master(wrapped.master_id, "event")
+        key = aes_open(
+            master,
+            wrapped.wrapped,
+            _key_associated(wrapped.tenant, wrapped.key_id),
+            f"the data key {wrapped.key_id}",
+        )
+        self._by_tenant[wrapped.tenant] = (wrapped.key_id, key, now + self._cache_seconds)
+        return wrapped.key_id, key
+
+    def __repr__(self) -> str:
+        return f"EventSealer(masters={list(self._keys.ids)!r})"
+
+
+def _key_associated(tenant: Tenant, kid: str) -> bytes:
+    return _KEY_AD + _tenant_text(tenant) + b"\x00" + kid.encode()
+
+
+class InMemoryTenantKeys:
+    """`TenantKeyStore` in a dict (the in-memory runtime, unit tests)."""
+
+    def __init__(self) -> None:
+        self.keys: dict[Tenant, WrappedKey] = {}
+
+    async def find(self, tenants: Sequence[Tenant]) -> dict[Tenant, WrappedKey]:
+        return {t: self.keys[t] for t in tenants if t in self.keys}
+
+    async def add(self, key: WrappedKey) -> WrappedKey:
+        return self.keys.setdefault(key.tenant, key)
+
+    async def delete(self, agent_wallet: str, user_address: str) -> int:
+        return 1 if self.keys.pop((agent_wallet, user_address), None) is not None else 0
