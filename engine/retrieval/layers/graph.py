@@ -11,6 +11,15 @@ A fact hit that names an entity next to the user gains that entity's other links
 §1): "The user works at Acme Corp — Acme Corp BASED_IN Berlin" answers "Where is my
 employer based?", which no single row does. Links already stated by the hit are not
 repeated.
+
+**Untyped links** (`MENTIONS`, `RELATED`: `engine.ingest.extraction.links`, issue 32) are
+shown by their evidence, the sentence that links the two ends, quoted once however many
+links it states, and never when the hit's text already holds it: `Initech (organisation):
+These days I'm employed by Initech as an analyst. — "Initech's head office sits in Austin,
+Texas."`. An entity hit also walks a second hop, to its neighbours' links (not through the
+user node, which links to everything the user mentioned), after its own links and its step
+back to the user: "my company" → Initech → "head office sits in Austin" reads whole without
+a rule for either phrasing. At most `MAX_EVIDENCE` sentences per hit.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from engine.ingest.extraction.links import UNTYPED
 from engine.ingest.facts import USER_NODE, entity_id, normalise_name
 from engine.ports import RelationStore
 from engine.records import RelationRecord, ScopeFields
@@ -27,6 +37,11 @@ from engine.scoping import TenantFilter
 from schemas.scope import Scope
 
 MAX_RELATIONS = 6
+"""Typed links shown per hit."""
+MAX_EVIDENCE = 3
+"""Evidence sentences (of untyped links) shown per hit."""
+MAX_SHOWN = 12
+"""Links considered (and listed in the hit's raw `relations`) per hit, nearest first."""
 
 
 def _name(name: str) -> str:
@@ -37,8 +52,22 @@ def _link(r: RelationRecord) -> str:
     return f"{_name(r.source_name)} {r.type} {_name(r.target_name)}"
 
 
-def render_links(relations: Sequence[RelationRecord]) -> str:
-    return "; ".join(_link(r) for r in relations[:MAX_RELATIONS])
+def _evidence(r: RelationRecord) -> str:
+    said = r.metadata.get("evidence")
+    return said.strip() if isinstance(said, str) else ""
+
+
+def render_links(relations: Sequence[RelationRecord], shown: str = "") -> str:
+    """Typed links as "A TYPE B" (at most `MAX_RELATIONS`), then the evidence of untyped
+    links as quoted sentences (at most `MAX_EVIDENCE`, each once, none already in `shown`)."""
+    typed = [_link(r) for r in relations if r.type not in UNTYPED][:MAX_RELATIONS]
+    said: list[str] = []
+    for r in relations:
+        sentence = _evidence(r)
+        if r.type in UNTYPED and sentence and sentence not in said and sentence not in shown:
+            said.append(sentence)
+    quoted = [f"\u201c{s}\u201d" for s in said[:MAX_EVIDENCE]]
+    return "; ".join([*typed, *quoted])
 
 
 def _row_scope(hit: Hit) -> ScopeFields | None:
@@ -86,7 +115,8 @@ async def hydrate(
     """Entity and fact hits with the links around them (valid now, or at `as_of`); other
     hits unchanged. At most two reads of the relation store: the links of the hits' entities
     and of the user node (those of `known` nodes, read ahead, are not read again), then the
-    links of the user's neighbours."""
+    links of the next nodes: the hit entities' neighbours and the user's neighbours that a
+    fact hit names."""
     if not hits:
         return hits
     users = {
@@ -109,22 +139,35 @@ async def hydrate(
         for r in first
         if (r.source_id in users) != (r.target_id in users)
     }
-    wanted = [eid for eid in near if eid not in entity_ids]
+    facts = [h.text for h in hits if h.source == "fact"]
+    named = [eid for eid, name in near.items() if any(_mentions(text, name) for text in facts)]
+    hits_ids = set(entity_ids)
+    hop = [
+        other
+        for r in first
+        if hits_ids & {r.source_id, r.target_id}
+        for other in (r.source_id, r.target_id)
+        if other not in hits_ids and other not in users
+    ]
+    wanted = [eid for eid in dict.fromkeys([*named, *hop]) if eid not in entity_ids]
     second = [r for r in await store.around(where, wanted) if r.valid_at(as_of)] if wanted else []
     relations = _unique([*first, *second])
     out: list[Hit] = []
     for hit in hits:
         links = _links_of(hit, relations, users, near)
-        if not links:
+        rendered = render_links(links, hit.text) if links else ""
+        if not rendered:
             out.append(hit)
             continue
         raw = {
             **hit.raw,
             "relations": [
-                {"source": r.source_name, "type": r.type, "target": r.target_name} for r in links
+                {"source": r.source_name, "type": r.type, "target": r.target_name}
+                | ({"evidence": _evidence(r)} if _evidence(r) else {})
+                for r in links
             ],
         }
-        out.append(replace(hit, text=f"{hit.text} — {render_links(links)}", raw=raw))
+        out.append(replace(hit, text=f"{hit.text} \u2014 {rendered}", raw=raw))
     return out
 
 
@@ -134,10 +177,12 @@ def _links_of(
     users: set[str],
     near: dict[str, str],
 ) -> list[RelationRecord]:
+    """The links shown with `hit`, nearest first: an entity's own, its step back to the
+    user, then its neighbours' (not the user's); a fact's named neighbours' links."""
     if hit.source == "entity":
         mine = [r for r in relations if hit.id in (r.source_id, r.target_id)]
         # one step back to the user, when this entity hangs off one of the user's neighbours
-        ends = {r.source_id for r in mine} | {r.target_id for r in mine}
+        ends = ({r.source_id for r in mine} | {r.target_id for r in mine}) - users
         back = [
             r
             for r in relations
@@ -145,17 +190,25 @@ def _links_of(
             and (r.source_id in users or r.target_id in users)
             and ({r.source_id, r.target_id} & ends)
         ]
-        return _unique([*mine, *back])[:MAX_RELATIONS]
+        onward = ends - {hit.id}
+        further = [
+            r
+            for r in relations
+            if r not in mine
+            and r not in back
+            and not ({r.source_id, r.target_id} & users)
+            and ({r.source_id, r.target_id} & onward)
+        ]
+        return _unique([*mine, *back, *further])[:MAX_SHOWN]
     if hit.source != "fact":
         return []
     text = hit.text
     named = [eid for eid, name in near.items() if _mentions(text, name)]
-    links = [
+    return [
         r
         for r in relations
         if (r.source_id in named or r.target_id in named)
         and r.source_id not in users
         and r.target_id not in users
         and not (_mentions(text, r.source_name) and _mentions(text, r.target_name))
-    ]
-    return links[:MAX_RELATIONS]
+    ][:MAX_SHOWN]
