@@ -80,6 +80,7 @@ def import_command(
     remembered facts for the running groups to store, wait for them, then restore every
     exported row as it was stored. Importing the same file again changes nothing. A file of
     another format version is refused (exit 2)."""
+    from engine.adapters.mongo.export import KINDS
     from services.ops.tenant_import import ImportRefused, import_tenant, read_export
 
     try:
@@ -95,7 +96,7 @@ def import_command(
         typer.echo(f"error: {path}: {exc}", err=True)
         raise typer.Exit(2) from None
     report = asyncio.run(import_tenant(Settings(), export, wait_seconds=wait))
-    restored = ", ".join(f"{k} {n}" for k, n in report.restored.items() if n)
+    restored = ", ".join(f"{k} {n}" for k, n in report.restored.items() if n and k in KINDS)
     typer.echo(
         f"imported {report.turns} turns and {report.remembers} remembered facts through the "
         f"log, restored {restored or 'no rows'} in {report.seconds:.1f} s"

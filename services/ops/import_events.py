@@ -12,7 +12,8 @@ hold so that its groups, and a later `replay` there, rebuild the tenant.
   the original event's. The text is the one first remembered (the item history's
   `created` change), since the row's id is a hash of it; a row later edited by request and
   whose history lost that text (an erasure silenced it) has no such event, and the row is
-  restored as it is (`tenant_import`).
+  restored as it is (`tenant_import`). Nor has a fact deleted by request (`GONE`): remembering
+  it again would bring it back.
 
 Tool outcomes (the patterns group's input) are not stored apart from the transcript's
 `tool` messages, so a turn published again carries them as messages: the patterns are
@@ -35,6 +36,9 @@ from schemas.scope import Scope
 
 Doc = dict[str, Any]
 _SCOPE_KEYS = ("agentWallet", "userAddress", "mode", "haiId")
+GONE = frozenset({"deleted", "purged"})
+"""Statuses of an item deleted by request: its remember is not published (a remember after
+a delete brings the fact back), the row is restored deleted."""
 
 
 def turn_event_id(turn_key: str) -> str:
@@ -128,6 +132,8 @@ def remember_event(row: Mapping[str, Any], created: Mapping[str, str]) -> Memory
     its first text unknown, or no longer a valid event."""
     meta: Mapping[str, Any] = row.get("metadata") or {}
     if row.get("source") != "fact" or meta.get("extractor") != "explicit":
+        return None
+    if meta.get("status") in GONE:
         return None
     text = remembered_text(row, created)
     event_id = meta.get("eventId")

@@ -18,7 +18,9 @@ deployment, through the log, idempotently (issue 31).
    transcript), the item history; what the events re-derived is replaced by the same
    document. A memory row's `changedAt` is the restore's clock, the agent's epoch moves
    (search state holding the tenant reloads) and one `MemoryChanged` per restored scope
-   moves its cache namespace.
+   moves its cache namespace. An imported item's history is the exported one: the changes
+   the target's groups recorded for it during the import (its own extraction of an imported
+   turn tells a fact's creation again, under another event id) are removed.
 
 Importing the same file twice publishes the same events (the groups' writes are keyed by
 turn id and fact hash: nothing changes) and replaces the rows with the same documents.
@@ -29,13 +31,16 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from bson import ObjectId
 from pydantic import ValidationError
 from pymongo import AsyncMongoClient, ReplaceOne
 
 from engine.adapters.mongo.changes import CHANGED_AT, bump_epochs, stamp
 from engine.adapters.mongo.export import FORMAT, KINDS, MEMORY_KIND, VERSION, parse_line
+from engine.adapters.mongo.schema import HISTORY
 from schemas import topics
 from schemas.events import Event, MemoryChanged, MemoryRemembered, TurnRecorded
 from schemas.requests import ALL_LAYERS
@@ -148,8 +153,32 @@ async def _publish_and_wait(client: MemoryClient, events: Sequence[Event], secon
             await client.wait_remembered(event, at, timeout=seconds)
 
 
-async def _restore(settings: Settings, export: TenantExport) -> dict[str, int]:
-    """Replace every exported row by `_id`; move the agents' epochs. Counts by kind."""
+async def _retold(db: Any, export: TenantExport, since: datetime) -> int:
+    """Remove the item-history changes the target's groups recorded `since` (the import's
+    start) for the exported items that the export does not hold: the same creation told a
+    second time, by the target's own extraction of an imported turn (whose event id differs
+    from the source's). An imported item's history is the exported one."""
+    items = [str(r["_id"]) for r in export.rows.get(MEMORY_KIND, [])]
+    kept = [r["_id"] for r in export.rows.get("history", [])]
+    removed = 0
+    for scope in restored_scopes(export):
+        tenant = {"agentWallet": scope.agent_wallet, "userAddress": scope.user_address}
+        for i in range(0, len(items), RESTORE_BATCH):
+            result = await db[HISTORY].delete_many(
+                {
+                    **tenant,
+                    "itemId": {"$in": items[i : i + RESTORE_BATCH]},
+                    "_id": {"$nin": kept},
+                    "seq": {"$gte": ObjectId.from_datetime(since)},
+                }
+            )
+            removed += result.deleted_count
+    return removed
+
+
+async def _restore(settings: Settings, export: TenantExport, since: datetime) -> dict[str, int]:
+    """Replace every exported row by `_id`, drop the history the import retold (`_retold`),
+    move the agents' epochs. Counts by kind."""
     mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
         endpoints(settings).mongo_uri, retryWrites=False, tz_aware=True, **mongo_options(settings)
     )
@@ -166,6 +195,7 @@ async def _restore(settings: Settings, export: TenantExport) -> dict[str, int]:
                 ops = [ReplaceOne({"_id": r["_id"]}, r, upsert=True) for r in chunk]
                 await db[name].bulk_write(ops, ordered=False)
             counts[kind] = len(rows)
+        counts["retold"] = await _retold(db, export, since)
         agents = {str(r["agentWallet"]) for rows in export.rows.values() for r in rows}
         await bump_epochs(db, agents, "importing a tenant")
     finally:
@@ -194,6 +224,7 @@ async def import_tenant(
     module docstring. `NotProcessed` when the groups do not take the events within
     `wait_seconds`; nothing is restored then, and importing again finishes it."""
     began = time.monotonic()
+    since = datetime.now(UTC) - timedelta(seconds=1)  # ObjectId times are in whole seconds
     events, skipped = source_events(export)
     async with MemoryClient(
         endpoints(settings).kafka_bootstrap,
@@ -206,7 +237,7 @@ async def import_tenant(
         actor="import",
     ) as client:
         await _publish_and_wait(client, events, wait_seconds)
-        restored = await _restore(settings, export)
+        restored = await _restore(settings, export, since)
         for scope in restored_scopes(export):
             change = MemoryChanged(scope=scope, layers=list(ALL_LAYERS), producer="import")
             await client.publish(topics.CHANGED, change, topics.agent_key(scope.agent_wallet))
