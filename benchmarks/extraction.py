@@ -35,7 +35,9 @@ Precision = matched produced / produced, recall = matched expected / expected, m
 over the fixture, overall and per fact type (a false positive is counted under its produced
 type, a false negative under its expected type). The slot of a matched fact is checked
 separately ("slot right") when the fixture names one. Latency: `extract_sync` on each turn,
-`--repeat` times, p50/p95 over all runs, in microseconds, one thread.
+`--repeat` times, p50/p95 over all runs, in microseconds, one thread; then the same for
+`find_links` alone (the untyped, evidence-carrying links of issue 32) on each turn's
+extraction.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.ingest.extraction.links import find_links
 from engine.ingest.extraction.rules import NAME, extract_sync
 from engine.ingest.extraction.types import FACT_TYPES, ExtractedFact, ExtractionPolicy, TurnText
 from engine.ingest.speakers import spoken
@@ -247,6 +250,18 @@ def latency_us(cases: Sequence[Case], policy: ExtractionPolicy, repeat: int) -> 
     return samples
 
 
+def links_latency_us(cases: Sequence[Case], policy: ExtractionPolicy, repeat: int) -> list[float]:
+    """`find_links` alone (the untyped links, issue 32) on each turn's extraction."""
+    found = [(case.messages, extract_sync(case.messages, policy)) for case in cases]
+    samples = []
+    for _ in range(repeat):
+        for messages, extraction in found:
+            started = time.perf_counter_ns()
+            find_links(messages, extraction)
+            samples.append((time.perf_counter_ns() - started) / 1000)
+    return samples
+
+
 def per_case(case: Case, produced: Sequence[ExtractedFact], pairs: list[tuple[int, int]]) -> None:
     matched_p = {i for i, _ in pairs}
     matched_e = {j for _, j in pairs}
@@ -329,6 +344,13 @@ def main(argv: Sequence[str]) -> None:
         f"p50 {cuts[49]:.0f} µs, p95 {cuts[94]:.0f} µs, max {max(samples):.0f} µs"
     )
     figures["latency_us"] = {"p50": round(cuts[49]), "p95": round(cuts[94])}
+    samples = links_latency_us(cases, policy, args.repeat)
+    cuts = statistics.quantiles(samples, n=100)
+    say(
+        f"links per turn (find_links on the extraction, {len(samples)} runs): "
+        f"p50 {cuts[49]:.0f} µs, p95 {cuts[94]:.0f} µs, max {max(samples):.0f} µs"
+    )
+    figures["links_latency_us"] = {"p50": round(cuts[49]), "p95": round(cuts[94])}
     if args.json:
         print(json.dumps(figures))
 
