@@ -26,7 +26,7 @@ from engine.retrieval.layers.graph import Links, hydrate, user_links
 from engine.retrieval.layers.query import LayerQuery
 from engine.retrieval.ranking import mmr
 from engine.retrieval.reads import error_seen
-from engine.retrieval.relevance import relevance
+from engine.retrieval.relevance import pool_relevance
 from engine.retrieval.rerank.fail_soft import rerank_fail_soft
 from engine.retrieval.temporal import utc_day
 from engine.retrieval.units import Shown, shown_units
@@ -196,8 +196,8 @@ async def _search(
     hits: list[Hit] = []
     vectors = {}
     found: dict[str, tuple[MemoryRow, float | None]] = {}
-    for (row, cosine), unit in zip(candidates, shown, strict=True):
-        score = relevance(cosine, unit.lexical, q.relevance)
+    scores = pool_relevance([c for _, c in candidates], [u.lexical for u in shown], q.relevance)
+    for (row, cosine), unit, score in zip(candidates, shown, scores, strict=True):
         if score is not None:
             hits.append(_hit(options.layer, row, score, unit, q.as_of))
             found[row.vector_id] = (row, cosine)

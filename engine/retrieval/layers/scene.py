@@ -9,7 +9,7 @@ from engine.records import StoredMessage, Transcript
 from engine.retrieval.hits import Hit
 from engine.retrieval.layers.query import LayerQuery
 from engine.retrieval.lexical import all_terms, bm25
-from engine.retrieval.relevance import relevance
+from engine.retrieval.relevance import pool_relevance, relevance
 from engine.retrieval.units import shown_units
 
 WORKING_LINES_SHOWN = 5
@@ -105,10 +105,13 @@ async def search_scene(store: TranscriptStore, q: LayerQuery) -> list[Hit]:
     ]
     turns = ["\n".join(_line(m) for m in c[2]) for c in candidates]
     shown = shown_units(q.terms, turns)  # judged by its best message, shown as it
+    cosines = [
+        q.best_turn([v for v in t.turn_vectors if v.turn_id == turn_id])
+        for t, turn_id, _ in candidates
+    ]
+    scores = pool_relevance(cosines, [u.lexical for u in shown], q.relevance)
     hits: list[Hit] = []
-    for (t, turn_id, msgs), unit in zip(candidates, shown, strict=True):
-        vectors = [v for v in t.turn_vectors if v.turn_id == turn_id]
-        score = relevance(q.best_turn(vectors), unit.lexical, q.relevance)
+    for (t, turn_id, msgs), unit, score in zip(candidates, shown, scores, strict=True):
         if score is None:
             continue
         hits.append(
