@@ -37,6 +37,9 @@ class DeadLetter(BaseModel):
     partial: bool = False
     """The letter does not hold the exact value (too big for a letter, or longer than
     `RAW_CAP_BYTES` and not UTF-8): a redrive reads it back from its source offset."""
+    trace_id: str | None = None
+    """The failed record's trace (32 hex digits: its W3C `traceparent`, else the span it was
+    handled in), to find its hops in the trace store; None when it was not traced."""
 
     def value(self) -> bytes | None:
         """The failed record's exact value (None for a tombstone); `LookupError` when the

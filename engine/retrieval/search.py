@@ -50,6 +50,7 @@ from engine.retrieval.layers import (
 from engine.retrieval.packing import pack
 from engine.retrieval.reads import DEFAULT_MAX_READS, ReadMemo
 from engine.retrieval.relevance import RelevancePolicy
+from engine.retrieval.spans import LayerSpans
 from engine.retrieval.usage import MEMORY_LAYERS, AccessRecorder
 from engine.scoping import (
     GLOBAL_NAMESPACE,
@@ -153,6 +154,8 @@ class MemorySearch:
     policy: SearchPolicy = field(default_factory=SearchPolicy)
     reads: ReadMemo | None = None
     """The in-process tier of the text layers' reads; built from the policy when None."""
+    spans: LayerSpans | None = None
+    """A span per layer and for the query's embedding (traces on); None: no tracing."""
 
     def __post_init__(self) -> None:
         if self.reads is None and self.policy.read_memo_entries > 0:
@@ -162,6 +165,12 @@ class MemorySearch:
             )
 
     async def _embed_query(self, query: str) -> Vector | None:
+        if self.spans is not None:
+            with self.spans.step("embed query"):
+                return await self._embed(query)
+        return await self._embed(query)
+
+    async def _embed(self, query: str) -> Vector | None:
         try:
             [vector] = await self.embedder.embed([query], "query")
         except DependencyFailed as exc:
@@ -201,7 +210,10 @@ class MemorySearch:
             # double-ranking rule: with graph present, vectors keeps its raw order
             "vectors": memory("vectors", None, ranked=not both),
         }
-        return {name: table[name] for name in layers if name in table}
+        spans = self.spans
+        if spans is None:
+            return {name: table[name] for name in layers if name in table}
+        return {name: _spanned(spans, name, table[name]) for name in layers if name in table}
 
     async def search(
         self,
@@ -329,6 +341,16 @@ class MemorySearch:
             items=[_item(h) for h in every],
             cached=result.cached,
         )
+
+
+def _spanned(
+    spans: LayerSpans, name: str, run: Callable[[], Awaitable[list[Hit]]]
+) -> Callable[[], Awaitable[list[Hit]]]:
+    async def spanned() -> list[Hit]:
+        with spans.layer(name):
+            return await run()
+
+    return spanned
 
 
 def _item(hit: Hit) -> ContextItem:

@@ -15,9 +15,11 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
 from aiokafka.errors import KafkaError
 from faststream.kafka import KafkaBroker, KafkaRouter
+from opentelemetry.trace import TracerProvider
 
 from engine.errors import MemoryError_
 from engine.ports import Embedder
@@ -46,6 +48,9 @@ from services.stream.retention import read_retention, report
 from services.stream.security import kafka_security
 from services.stream.stalls import StallWatch
 from services.stream.startup import start_together
+from services.stream.telemetry import Tracing
+from services.stream.telemetry import start as start_tracing
+from services.stream.telemetry import stop as stop_tracing
 from services.stream.topics import create_topics
 
 log = logging.getLogger(__name__)
@@ -182,6 +187,15 @@ class JoinProgress:
             self._progress(f"group {group} ready ({self._ready}/{len(self._waiting)})")
 
 
+def traced(rt: Runtime, tracing: Tracing | None) -> list[Any]:
+    """The broker middlewares of `tracing` (none when off); the search gets its layer spans."""
+    if tracing is None:
+        return []
+    if "search" in rt.built():
+        rt.search.spans = tracing.layer_spans()
+    return tracing.middlewares()
+
+
 def _quiet(line: str) -> None:
     """The progress of a caller that asked for none."""
 
@@ -195,6 +209,7 @@ async def running_groups(
     broker_logs: bool = True,
     http_required: bool = True,
     progress: Progress | None = None,
+    tracer_provider: TracerProvider | None = None,
 ) -> AsyncIterator[Runtime]:
     """Run the named groups until the context exits. `broker_logs=False` silences
     FastStream's own lifecycle and per-message logs (our handlers still log failures).
@@ -205,7 +220,10 @@ async def running_groups(
     With `settings.http_port` set, `/livez`, `/readyz` and `/metrics` (`services.stream.health`)
     are served from before the database is reached until the groups have stopped (if the
     port cannot be bound: OSError, or with `http_required=False` a warning and no endpoints);
-    the consumer lag gauge is refreshed every `settings.lag_interval_seconds`."""
+    the consumer lag gauge is refreshed every `settings.lag_interval_seconds`.
+
+    Traces (`services.stream.telemetry`) go to `tracer_provider` when given, else to the
+    OTLP endpoint `settings.otel.endpoint`; neither: off."""
     groups = resolve_groups(names)
     tell = progress or _quiet
     tell(f"starting {len(groups)} group{'s' if len(groups) > 1 else ''}: {', '.join(groups)}")
@@ -224,6 +242,8 @@ async def running_groups(
         open_runtime(settings, embedder, needs=()) as rt,
         contextlib.AsyncExitStack() as stack,
     ):
+        tracing = start_tracing(settings, groups, tracer_provider)
+        stack.callback(stop_tracing, tracing)
         readiness.schema_ready = True  # open_runtime ensured every collection and index
         await rt.prepare(needs_of(groups), tell)
         if "search" in rt.built() and isinstance(rt.search.index, ExactVectorIndex):
@@ -239,7 +259,7 @@ async def running_groups(
             rt.endpoints.kafka_bootstrap,
             security=kafka_security(settings),
             client_id=f"mnemostream-{'-'.join(groups)}",
-            middlewares=[metrics.middleware],
+            middlewares=[metrics.middleware, *traced(rt, tracing)],
         )
         register_groups(broker, rt, groups, metrics)
         readiness.watch(broker.subscribers)

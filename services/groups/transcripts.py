@@ -17,6 +17,7 @@ from services.runtime import Runtime
 from services.stream.consumers import Changes, GroupRouter
 from services.stream.metrics import Metrics
 from services.stream.sealing import SealedPublisher
+from services.stream.telemetry import within
 
 GROUP = "transcripts"
 LAYERS = ["working", "scene", "vectors"]
@@ -55,6 +56,10 @@ def vector_requests(
     ]
 
 
+def key(request: EmbeddingRequested) -> bytes:
+    return topics.thread_key(request.thread_id).encode()
+
+
 def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
     group = GroupRouter(GROUP, rt, metrics)
     wanted = SealedPublisher(group.router.publisher(topics.EMBEDDINGS), rt.sealer)
@@ -62,8 +67,12 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
     async def record(events: list[TurnRecorded]) -> None:
         stored = await rt.recorder.record_many(events)
         requests = vector_requests(events, stored, rt.embedder.model)
+        first = {e.turn_id: e for e in reversed(events)}  # a request's trace: its first turn's
         await asyncio.gather(
-            *(wanted.publish(r, key=topics.thread_key(r.thread_id).encode()) for r in requests)
+            *(
+                within(first.get(r.targets[0].turn_id or ""), wanted.publish(r, key=key(r)))
+                for r in requests
+            )
         )
         changes = Changes()
         for event in events:

@@ -6,7 +6,7 @@ import logging
 
 from rich.console import Console
 
-from services.ops.logs import bound_repeats
+from services.ops.logs import bound_repeats, stamp_traces
 
 __all__ = ["console", "setup_logging"]
 
@@ -19,3 +19,4 @@ def setup_logging(level: str) -> None:
         level=level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
     bound_repeats()  # one record failing on every read must not flood the log
+    stamp_traces()  # a line written inside a traced span names its trace

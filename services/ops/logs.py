@@ -4,6 +4,9 @@ A consumer that meets the same failure on every read (a record it cannot handle,
 is down) would otherwise write the same line hundreds of times a second. `RepeatFilter`, on
 the CLI's log handlers, lets each distinct line through `burst` times per `window_seconds`;
 the first line after a quiet spell says how many copies were dropped.
+
+`TraceIds`, on the same handlers, ends each line written inside a traced span with its
+`trace_id=` (docs/operations.md#traces): the line and the trace store find each other.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import time
 from collections.abc import Callable
 
 from cachetools import LRUCache
+from opentelemetry import trace
 
 Key = tuple[str, int, str]
 
@@ -63,3 +67,27 @@ def bound_repeats(logger: logging.Logger | None = None) -> None:
     for handler in (logger or logging.getLogger()).handlers:
         if not any(isinstance(f, RepeatFilter) for f in handler.filters):
             handler.addFilter(RepeatFilter())
+
+
+class TraceIds(logging.Filter):
+    """Stamps each record with the current span's `trace_id` and `span_id` (hex; absent
+    outside a span) and ends its message with `trace_id=…`, so a plain-text line carries it
+    as well as a structured one (`record.trace_id`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "trace_id", None):
+            return True  # stamped by another handler's filter
+        found = trace.get_current_span().get_span_context()
+        if found.is_valid:
+            trace_id = format(found.trace_id, "032x")
+            record.__dict__.update(trace_id=trace_id, span_id=format(found.span_id, "016x"))
+            record.msg = f"{record.getMessage()} trace_id={trace_id}"
+            record.args = None
+        return True
+
+
+def stamp_traces(logger: logging.Logger | None = None) -> None:
+    """Put a `TraceIds` filter on every handler of `logger` (the root logger by default)."""
+    for handler in (logger or logging.getLogger()).handlers:
+        if not any(isinstance(f, TraceIds) for f in handler.filters):
+            handler.addFilter(TraceIds())

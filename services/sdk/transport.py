@@ -51,6 +51,7 @@ from schemas.sealing import IngressEvent
 from services.sdk.replies import ReaderStats, ReplyReader, ReplyReaderFailed
 from services.sdk.rotation import ReplyTopics
 from services.stream.progress import Progress
+from services.stream.telemetry import trace_headers
 from services.stream.topics import create_topics
 
 __all__ = [
@@ -307,6 +308,7 @@ class Transport:
             headers=[
                 ("content-type", b"application/json"),
                 *[(k, str(v).encode()) for k, v in given.items() if v is not None],
+                *trace_headers(),  # the caller's trace goes on through the groups
             ],
         )
         self.last_position = Position(meta.topic, meta.partition, meta.offset)

@@ -50,6 +50,7 @@ from services.settings.stores import (
     poll_problems,
     security_problems,
 )
+from services.settings.traces import TracesSettings
 
 __all__ = [
     "JWT_SECRET_BYTES",
@@ -66,6 +67,7 @@ __all__ = [
     "SearchSettings",
     "Settings",
     "TenantKey",
+    "TracesSettings",
     "default_state_dir",
     "security_problems",
     "settings_problem",
@@ -183,6 +185,7 @@ class Settings(BaseSettings):
     )
     gateway: GatewaySettings = Field(default_factory=GatewaySettings, description="Gateway.")
     mcp: McpSettings = Field(default_factory=McpSettings, description="MCP server.")
+    otel: TracesSettings = Field(default_factory=TracesSettings, description="Traces.")
 
     @classmethod
     def settings_customise_sources(

@@ -56,6 +56,7 @@ from services.stream.handback import Rewinder, rewind_of
 from services.stream.metrics import EventProbe, Metrics
 from services.stream.pace import Pace, probe_units
 from services.stream.sealing import mismatch, open_batch, unsealed
+from services.stream.telemetry import note_cause
 
 if TYPE_CHECKING:
     from faststream.kafka.publisher.usecase import DefaultPublisher
@@ -180,6 +181,7 @@ class BatchConsumer(Generic[E]):
             return Item(record, body, None, None, 0)
         probe = EventProbe(self.metrics, self.group, record.topic)
         entry = Entry(record, body, decoded, probe)
+        note_cause(record, decoded)  # what it causes continues its trace
         return Item(record, body, entry, None, max(1, self.weigh(decoded)))
 
     def _taken(self, items: Sequence[Item[E]]) -> int:

@@ -20,11 +20,12 @@ from schemas import topics
 from schemas.events import Event, MemoryChanged
 from schemas.scope import Scope
 from services.settings import Settings
-from services.stream.batches import BatchConsumer
+from services.stream.batches import BatchConsumer, records_of
 from services.stream.dlq import consume
 from services.stream.handback import commit
 from services.stream.metrics import Metrics
 from services.stream.parsing import raw_body, safe_headers
+from services.stream.telemetry import caused_by, record_spans
 
 E = TypeVar("E", bound=BaseModel)
 
@@ -294,7 +295,8 @@ class GroupRouter(Generic[W]):
         )
 
         async def handler(message: KafkaMessage) -> None:
-            await consumer.consume(message)  # hands unfinished records back, even if it raises
+            with record_spans(group_id, records_of(message)):  # traces on: a span per record
+                await consumer.consume(message)  # hands unfinished records back, even if raises
             await commit(message, group_id, metrics)
 
         handler.__name__ = handler.__qualname__ = name
@@ -329,17 +331,18 @@ class ChangeAnnouncer:
         self._producer = producer
 
     async def announce(self, cause: Event, scope: Scope, layers: list[str]) -> None:
-        """Keyed by agent; carries the cause's event time and id."""
-        await self._publisher.publish(
-            MemoryChanged(
-                occurred_at=cause.occurred_at,
-                scope=scope,
-                layers=layers,
-                cause_event_id=cause.event_id,
-                producer=self._producer,
-            ),
-            key=topics.agent_key(scope.agent_wallet).encode(),
+        """Keyed by agent; carries the cause's event time and id (and its trace)."""
+        changed = MemoryChanged(
+            occurred_at=cause.occurred_at,
+            scope=scope,
+            layers=layers,
+            cause_event_id=cause.event_id,
+            producer=self._producer,
         )
+        with caused_by(cause):
+            await self._publisher.publish(
+                changed, key=topics.agent_key(scope.agent_wallet).encode()
+            )
 
     async def announce_all(self, changes: Changes) -> None:
         """One `MemoryChanged` per distinct (scope, layers) of a batch, published together

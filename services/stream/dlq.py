@@ -33,6 +33,7 @@ from schemas.dead_letters import DeadLetter as DeadLetter
 from schemas.limits import MAX_MESSAGE_BYTES
 from schemas.scope import first_error
 from services.stream.metrics import EventProbe, Metrics
+from services.stream.telemetry import caused_by, trace_id_of
 
 if TYPE_CHECKING:
     from faststream.kafka.publisher.usecase import DefaultPublisher
@@ -244,8 +245,12 @@ async def send_dead_letter(
         error_type=kind,
         attempts=attempts,
     )
-    log.error("dead-lettered %s[%d]@%d: %s", record.topic, record.partition, record.offset, error)
-    await dead_letters.publish(letter, key=record.key)
+    with caused_by(record):  # the letter continues the record's trace (a batch's record)
+        letter = letter.model_copy(update={"trace_id": trace_id_of(record)})
+        log.error(
+            "dead-lettered %s[%d]@%d: %s", record.topic, record.partition, record.offset, error
+        )
+        await dead_letters.publish(letter, key=record.key)
     probe.dead_lettered(kind)
 
 

@@ -140,6 +140,10 @@ VARIABLES: dict[str, str] = {
     "MCP_USER": "probe-mcp-user",
     "MCP_THREAD": "probe-mcp-thread",
     "MCP_HOST": "probe-mcp-host",
+    # issue 33: traces (OTLP/HTTP), off by default
+    "OTEL_ENDPOINT": "http://probe-collector:4318",
+    "OTEL_SAMPLE_RATIO": "0.25",
+    "OTEL_SERVICE_NAME": "probe-service",
 }
 
 # what a variable needs beside it to make a valid combination

@@ -1,0 +1,192 @@
+"""Traces across every hop, on the real broker (issue 33): the groups run in-process with an
+in-memory span exporter; the agent's own span (the test's) wraps the SDK call.
+
+* one `record_turn` is one trace through the transcripts, embeddings and invalidation
+  consumers (the writer groups handle batches: a span per record continues the trace);
+* one `context` is one trace through the search, with a span per memory layer;
+* a dead letter carries its record's trace id, and so does the line that logs it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Tracer
+from pydantic import BaseModel
+
+from engine.adapters.local_embedder import LocalMiniLMEmbedder
+from schemas import topics
+from services.endpoints import Endpoints
+from services.groups.app import running_groups
+from services.ops.logs import TraceIds
+from services.runtime import Runtime
+from services.sdk.client import MemoryClient
+from services.stream.dead_letters import read_letters
+from services.stream.offsets import start_at_end
+from services.stream.telemetry import GROUP_ATTRIBUTE, LAYER_ATTRIBUTE
+from tests.support.pipeline import subscriptions
+from tests.support.settings import make_settings
+
+pytestmark = pytest.mark.integration
+
+GROUPS = ["transcripts", "embeddings", "invalidation", "search"]
+AGENT = "0xTraced"
+
+
+class Traced:
+    def __init__(self, rt: Runtime, client: MemoryClient, exporter: InMemorySpanExporter):
+        self.rt, self.client, self.exporter = rt, client, exporter
+        self.tracer: Tracer = TracerProvider().get_tracer("agent")  # the agent's own traces
+
+    def spans(self, trace_id: int) -> list[ReadableSpan]:
+        return [s for s in self.exporter.get_finished_spans() if s.context.trace_id == trace_id]
+
+    async def until(
+        self, trace_id: int, done: Callable[[list[ReadableSpan]], bool], seconds: float = 60
+    ) -> list[ReadableSpan]:
+        """The spans of the trace once `done` says they are all there (waits for the groups,
+        not a timing assertion)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            spans = self.spans(trace_id)
+            if done(spans) or time.monotonic() > deadline:
+                return spans
+            await asyncio.sleep(0.2)
+
+
+def group_of(span: ReadableSpan) -> str:
+    """The group of a record's span: its Kafka group id is `<prefix>.<group>`."""
+    return str((span.attributes or {}).get(GROUP_ATTRIBUTE, "")).rpartition(".")[2]
+
+
+def groups_of(spans: list[ReadableSpan]) -> set[str]:
+    return {group_of(s) for s in spans} - {""}
+
+
+@pytest.fixture
+async def traced(stack: Endpoints, minilm: LocalMiniLMEmbedder) -> AsyncIterator[Traced]:
+    tag = uuid.uuid4().hex[:10]
+    settings = make_settings(
+        stack,
+        f"traces_{tag}",
+        group_prefix=f"traces-{tag}",
+        session_timeout_ms=2000,
+        heartbeat_interval_ms=500,
+        extractor="none",
+        embedding_deferred=True,
+    )
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    await start_at_end(stack.kafka_bootstrap, subscriptions(settings.group_prefix, GROUPS))
+    async with (
+        running_groups(
+            settings, GROUPS, embedder=minilm, broker_logs=False, tracer_provider=provider
+        ) as rt,
+        MemoryClient(
+            stack.kafka_bootstrap,
+            timeout=15,
+            group_prefix=settings.group_prefix,
+            deferred_embeddings=True,
+        ) as client,
+    ):
+        yield Traced(rt, client, exporter)
+        await rt.mongo.drop_database(settings.mongo.db)
+
+
+def scope(thread: str) -> dict[str, Any]:
+    return {"agentWallet": AGENT, "userAddress": "0xUser", "threadId": thread}
+
+
+async def test_a_record_turn_is_one_trace_through_the_writer_groups(traced: Traced) -> None:
+    with traced.tracer.start_as_current_span("agent turn") as root:
+        await traced.client.record_turn(
+            {**scope("t1"), "userMessage": "I moved to Lisbon.", "assistantMessage": "Noted."}
+        )
+    trace_id = root.get_span_context().trace_id
+    wanted = {"transcripts", "embeddings", "invalidation"}
+    # invalidation twice: the transcript's change and the vector's
+    spans = await traced.until(
+        trace_id,
+        lambda s: (
+            wanted <= groups_of(s) and sum(1 for x in s if group_of(x) == "invalidation") >= 2
+        ),
+    )
+    assert wanted <= groups_of(spans), [s.name for s in spans]
+    by_group = {g: [s for s in spans if group_of(s) == g] for g in wanted}
+    assert by_group["transcripts"][0].name == f"{topics.TURNS} process"
+    assert by_group["embeddings"][0].name == f"{topics.EMBEDDINGS} process"
+    assert {s.name for s in by_group["invalidation"]} == {f"{topics.CHANGED} process"}
+    # the hops are parent and child: the transcripts record's parent is the agent's span
+    assert by_group["transcripts"][0].parent is not None
+    assert by_group["transcripts"][0].parent.span_id == root.get_span_context().span_id
+    # and every span of the groups for this turn is in this trace, none in another
+    ours = [s for s in traced.exporter.get_finished_spans() if group_of(s) in wanted]
+    assert {s.context.trace_id for s in ours} == {trace_id}
+
+
+async def test_a_context_is_one_trace_with_a_span_per_layer(traced: Traced) -> None:
+    layers = ["working", "scene", "graph", "patterns", "archives", "vectors"]
+    with traced.tracer.start_as_current_span("agent pre_turn") as root:
+        reply = await traced.client.context("where do I live?", scope("t2"), layers=layers)
+    assert reply.error is None
+    trace_id = root.get_span_context().trace_id
+    spans = await traced.until(
+        trace_id, lambda s: sum(1 for x in s if x.name.startswith("search layer ")) == len(layers)
+    )
+    names = {s.name for s in spans}
+    assert {f"search layer {name}" for name in layers} <= names, names
+    assert {str((s.attributes or {}).get(LAYER_ATTRIBUTE)) for s in spans} >= set(layers)
+    assert "search embed query" in names
+    assert f"{topics.SEARCH} process" in names  # FastStream's span of the request
+    process = next(s for s in spans if s.name == f"{topics.SEARCH} process")
+    for span in spans:
+        if span.name.startswith("search layer "):
+            assert span.parent is not None
+            assert span.parent.span_id == process.context.span_id
+
+
+class NotATurn(BaseModel):
+    nonsense: str
+
+
+async def test_a_dead_letter_and_its_log_line_carry_the_trace_id(traced: Traced) -> None:
+    lines: list[str] = []
+
+    class Lines(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    handler = Lines()
+    handler.addFilter(TraceIds())
+    dlq_log = logging.getLogger("services.stream.dlq")
+    dlq_log.addHandler(handler)
+    marker = uuid.uuid4().hex
+    try:
+        with traced.tracer.start_as_current_span("agent bad turn") as root:
+            await traced.client.publish(topics.TURNS, NotATurn(nonsense=marker), "0xTraced")
+        trace_id = format(root.get_span_context().trace_id, "032x")
+        deadline = time.monotonic() + 60
+        found = []
+        while not found and time.monotonic() < deadline:
+            letters = await read_letters(
+                traced.rt.endpoints.kafka_bootstrap,
+                group=traced.rt.group_id("transcripts"),
+                idle_ms=300,
+            )
+            found = [x.letter for x in letters if marker in x.letter.payload]
+            if not found:
+                await asyncio.sleep(0.3)
+    finally:
+        dlq_log.removeHandler(handler)
+    assert found, "the bad turn was not dead-lettered"
+    assert found[0].trace_id == trace_id
+    assert any("dead-lettered" in line and f"trace_id={trace_id}" in line for line in lines), lines
