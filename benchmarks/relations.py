@@ -21,6 +21,14 @@ user". Each expected
 relation is matched at most once. Precision = matched / produced, recall = matched /
 expected, micro-averaged; "silent" counts the turns that must give none and gave none.
 
+The typed figures count typed relations only, as before. "linked R" (issue 32) is the
+share of gold relations whose two ends the graph joins with a relation carrying its
+sentence as evidence, after the pipeline's link step (`engine.ingest.extraction.links`)
+has run on the extractor's output, as `extract_turn` does: a typed relation, or an untyped
+`MENTIONS`/`RELATED` link. "links" counts the untyped links, "on gold" those joining a gold
+relation's two ends (a strict lower bound on their precision: the annotator listed typed
+relations, not every true link), "in silent" those on turns that must give none.
+
 The LLM path is the same `OpenAICompatibleExtractor` the pipeline uses, against any server
 speaking the chat-completions protocol (`--llm-url`, `--llm-model`, `--llm-key`); without
 one, only the rules are scored.
@@ -41,8 +49,14 @@ from typing import Any
 import httpx
 
 from engine.adapters.openai_extractor import OpenAICompatibleExtractor
+from engine.ingest.extraction.links import UNTYPED, find_links
 from engine.ingest.extraction.rules import RuleBasedExtractor
-from engine.ingest.extraction.types import ExtractionPolicy, Extractor, TurnText
+from engine.ingest.extraction.types import (
+    ExtractedRelation,
+    ExtractionPolicy,
+    Extractor,
+    TurnText,
+)
 from engine.ingest.speakers import spoken
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "relation_sentences.json"
@@ -91,6 +105,49 @@ def load_cases(path: Path = FIXTURE) -> list[Case]:
     return out
 
 
+Pair = frozenset[str]
+
+
+@dataclass(slots=True)
+class LinkTally:
+    """The untyped side (issue 32): a gold relation is *linked* when the graph joins its two
+    ends with a relation that carries its sentence as evidence (typed or untyped: either is
+    a path hydration can show). `on_gold` counts untyped links whose two ends are a gold
+    relation's (a strict lower bound on their precision: most other links, such as "Jo's
+    mom, Denise, used to live in Tucson" joining Jo and Tucson, are true but unannotated);
+    `in_silent`, untyped links produced on turns that must give no relation."""
+
+    linked: int = 0
+    expected: int = 0
+    links: int = 0
+    on_gold: int = 0
+    in_silent: int = 0
+
+    def add(self, produced: Sequence[ExtractedRelation], expected: Sequence[Link]) -> set[Link]:
+        joined = {
+            frozenset({_node(r.source), _node(r.target)}) for r in produced if r.evidence.strip()
+        }
+        gold: set[Pair] = {frozenset({s, t}) for s, _, t in expected}
+        missed = {r for r in expected if frozenset({r[0], r[2]}) not in joined}
+        self.linked += len(expected) - len(missed)
+        self.expected += len(expected)
+        untyped = [r for r in produced if r.type in UNTYPED]
+        self.links += len(untyped)
+        self.on_gold += sum(frozenset({_node(r.source), _node(r.target)}) in gold for r in untyped)
+        if not expected:
+            self.in_silent += len(untyped)
+        return missed
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "linked": self.linked,
+            "linked_recall": round(self.linked / self.expected, 3) if self.expected else 1.0,
+            "links": self.links,
+            "links_on_gold": self.on_gold,
+            "links_in_silent": self.in_silent,
+        }
+
+
 @dataclass(slots=True)
 class Tally:
     matched: int = 0
@@ -132,14 +189,20 @@ async def score(
     extractor: Extractor, cases: Sequence[Case], *, per_case: bool = False
 ) -> dict[str, Any]:
     policy = ExtractionPolicy()
-    tally = Tally()
+    tally, links = Tally(), LinkTally()
     for case in cases:
         found = await extractor.extract(case.messages, policy)
         produced = [link(r.source, r.type, r.target) for r in found.relations]
         extra, missed = tally.add(produced, case.relations)
-        if per_case and (extra or missed):
-            print(f"  {case.id}: missed {sorted(missed)} extra {sorted(extra)}", file=sys.stderr)
-    return tally.figures()
+        # the same step the pipeline runs after any extractor (`extract_turn`)
+        unlinked = links.add(find_links(case.messages, found).relations, case.relations)
+        if per_case and (extra or missed or unlinked):
+            print(
+                f"  {case.id}: missed {sorted(missed)} extra {sorted(extra)}"
+                f" unlinked {sorted(unlinked)}",
+                file=sys.stderr,
+            )
+    return tally.figures() | links.figures()
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -182,13 +245,16 @@ def main(argv: Sequence[str]) -> None:
         return
     print(f"relation extraction on {figures['fixture']} (exact source, type, target)")
     print(f"{'extractor':<10}{'split':<7}{'expected':>9}{'produced':>9}{'matched':>8}"
-          f"{'P':>7}{'R':>7}{'F1':>7}{'silent':>8}")  # fmt: skip
+          f"{'P':>7}{'R':>7}{'F1':>7}{'silent':>8}{'linked R':>10}{'links':>7}"
+          f"{'on gold':>8}{'in silent':>10}")  # fmt: skip
     for name, splits in figures["extractors"].items():
         for split, f in splits.items():
             print(
                 f"{name:<10}{split:<7}{f['expected']:>9}{f['produced']:>9}{f['matched']:>8}"
                 f"{f['precision']:>7.3f}{f['recall']:>7.3f}{f['f1']:>7.3f}"
                 f"{f['silent_ok']:>5}/{f['silent']}"
+                f"{f['linked_recall']:>10.3f}{f['links']:>7}{f['links_on_gold']:>8}"
+                f"{f['links_in_silent']:>10}"
             )
 
 

@@ -4,13 +4,15 @@ that speaks the chat-completions protocol."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from benchmarks.relations import FIXTURE, Tally, link, load_cases, run
+from benchmarks.relations import FIXTURE, LinkTally, Tally, link, load_cases, run
+from engine.ingest.extraction.types import ExtractedRelation
 from tests.support.http_server import Provider, Received, Reply, Responder
 
 CASES = load_cases()
@@ -71,3 +73,30 @@ async def test_the_llm_path_is_scored_on_what_the_server_answers(
         assert llm[split]["recall"] == (1.0 if oracle else 0.0)
         assert llm[split]["silent_ok"] == llm[split]["silent"]
     assert "rules" in figures["extractors"]
+
+
+def test_a_gold_relation_is_linked_only_through_a_relation_with_evidence() -> None:
+    tally = LinkTally()
+    gold = [link("user", "WORKS_AT", "Initech"), link("Initech", "BASED_IN", "Austin")]
+    produced = [
+        ExtractedRelation("user", "MENTIONS", "Initech", "I'm employed by Initech."),
+        ExtractedRelation("Austin", "RELATED", "initech"),  # no sentence: not a path shown
+        ExtractedRelation("Initech", "RELATED", "Texas", "Initech's office is in Texas."),
+    ]
+    assert tally.add(produced, gold) == {link("Initech", "BASED_IN", "Austin")}
+    tally.add([ExtractedRelation("user", "MENTIONS", "Orbis", "If I joined Orbis…")], [])
+    assert tally.figures() == {
+        "linked": 1,
+        "linked_recall": 0.5,
+        "links": 4,
+        "links_on_gold": 2,
+        "links_in_silent": 1,
+    }
+
+
+def test_the_rules_score_a_linked_recall_beside_the_typed_figures() -> None:
+    args = argparse.Namespace(
+        fixture=FIXTURE, split="tune", per_case=False, llm_url=None, llm_model="m", llm_key=""
+    )
+    figures = asyncio.run(run(args))["extractors"]["rules"]["tune"]
+    assert figures["linked_recall"] > figures["recall"]

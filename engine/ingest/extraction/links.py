@@ -31,6 +31,7 @@ from itertools import combinations
 
 from engine.ingest.extraction.names import (
     FIRST_PERSON,
+    Name,
     bare,
     evidence_of,
     is_capitalised,
@@ -76,6 +77,8 @@ def find_links(messages: Sequence[TurnText], found: Extraction) -> Extraction:
     names: dict[str, ExtractedEntity] = {}
     links: dict[tuple[str, str, str], ExtractedRelation] = {}
     frozen_known = frozenset(known)
+    # the user's own name, said by anyone, is the user's node
+    users = {m.speaker.casefold() for m in messages if m.speaker and m.role == "user"}
     for message in messages:
         speaker = speaker_of(message)
         if speaker is None:
@@ -86,7 +89,7 @@ def find_links(messages: Sequence[TurnText], found: Extraction) -> Extraction:
         for sentence in filter(None, map(statement, sentences(message.content))):
             said = evidence_of(sentence)
             mentioned = [
-                n
+                Name(USER, "person") if n.name.casefold() in users else n
                 for n in names_in(sentence, frozen_known, lower=lower)
                 if n.name.casefold() not in own
             ]
@@ -94,6 +97,8 @@ def find_links(messages: Sequence[TurnText], found: Extraction) -> Extraction:
                 for n in mentioned:
                     _link(links, typed, evidence, node, MENTIONS_TYPE, n.name, said)
             for n in mentioned:
+                if n.name == USER:
+                    continue
                 seen = names.get(n.name.casefold())
                 if seen is None:
                     names[n.name.casefold()] = ExtractedEntity(n.name, n.type, said)
