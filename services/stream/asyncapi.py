@@ -48,6 +48,7 @@ from schemas.requests import (
     SessionReply,
     SessionRequest,
 )
+from schemas.sealing import IngressEvent
 from services.stream.readers import READERS
 
 VERSION = "1.0.0"
@@ -80,6 +81,7 @@ _PAYLOADS: tuple[tuple[str, type[BaseModel], type[BaseModel] | None], ...] = (
     (topics.JOBS, JobRequested, None),
     (topics.EMBEDDINGS, EmbeddingRequested, None),
     (topics.DLQ, DeadLetter, None),
+    (topics.INGRESS, IngressEvent, None),
 )
 
 CHANNELS: tuple[Channel, ...] = tuple(

@@ -26,6 +26,7 @@ READERS: Final[dict[str, tuple[str, ...]]] = {
     topics.JOBS: ("jobs",),
     topics.EMBEDDINGS: ("embeddings",),
     topics.DLQ: (),
+    topics.INGRESS: ("sealing",),
 }
 """Topic → the consumer group names reading it (the DLQ: none, its readers are tools)."""
 
