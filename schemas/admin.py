@@ -130,6 +130,14 @@ class EntityGraph(AdminResult):
     relations: list[dict[str, Any]]
 
 
+class ExportPage(AdminResult):
+    """`memory.export`: export lines (`engine.adapters.mongo.export`'s format) and the cursor
+    of the next page (None: the export is complete)."""
+
+    lines: list[str]
+    next: str | None = None
+
+
 ADMIN_RESULTS: Mapping[AdminOp, type[AdminResult]] = {
     "patterns.list": PatternsResponse,
     "patterns.get": PatternResponse,
@@ -146,6 +154,7 @@ ADMIN_RESULTS: Mapping[AdminOp, type[AdminResult]] = {
     "archives.sync": ArchiveSynced,
     "memory.browse": MemoryRows,
     "graph.browse": EntityGraph,
+    "memory.export": ExportPage,
 }
 """The model of each operation's `AdminReply.result`."""
 

@@ -266,6 +266,7 @@ AdminOp = Literal[
     "archives.sync",
     "memory.browse",
     "graph.browse",
+    "memory.export",
 ]
 """The reads, the one promotion and the archive pin of `memory.admin.v1` (reference §9,
 §10.2, §10.6, §12, §13), and the console's views of a tenant's memory."""
@@ -282,6 +283,8 @@ class AdminRequest(Contract):
     answers only `{ipfsHash, pinned}`). `memory.browse` lists the scope's newest stored rows
     (of `source` only, when set; replaced facts included) and `graph.browse` its entities
     and their relations, both for the exact tenant (no user: the agent's user-less rows).
+    `memory.export` answers one page of a user's export (`userAddress` required), from the
+    cursor `body["cursor"]` (absent: the first page, with the header).
     `body` is the raw `evals.run` body."""
 
     op: AdminOp

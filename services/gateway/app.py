@@ -17,6 +17,7 @@ from services.gateway import (
     compat,
     console,
     errors,
+    export,
     items,
     loop,
     manifests,
@@ -126,7 +127,8 @@ def create_app(settings: Settings, client: MemoryClient | None = None) -> FastAP
     app.add_middleware(Instrumented, metrics=metrics)  # added last: outermost
     app.include_router(probes.router)
     metrics.routes.add(probes.router.routes)
-    for module in (loop, items, sessions, patterns, ops, workflows, manifests, compat, rerank):
+    modules = (loop, items, sessions, patterns, ops, workflows, manifests, compat, rerank, export)
+    for module in modules:
         app.include_router(module.router, prefix=PREFIX)
         metrics.routes.add(module.router.routes, PREFIX)
     # GET /api/memory/{agentWallet} matches any one segment: included after every other route

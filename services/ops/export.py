@@ -46,7 +46,7 @@ async def export_lines(settings: Settings, agent: str, user: str | None) -> Asyn
 
 async def write_export(settings: Settings, agent: str, user: str | None, out: TextIO) -> int:
     """Write the tenant's export to `out`, a line each; how many rows (the header aside)."""
-    rows = -1
+    rows = -2  # the header and the last line
     async for text in export_lines(settings, agent, user):
         out.write(text + "\n")
         rows += 1

@@ -74,7 +74,8 @@ class TenantExport:
 
 def read_export(lines: Iterable[str]) -> TenantExport:
     """Parse an export. `ImportRefused` for an empty file, a first line that is not an
-    export header, an unknown format version, or a line of an unknown kind."""
+    export header, an unknown format version, a line of an unknown kind, or a file cut
+    short (no last line, or fewer rows than it says)."""
     it = iter(lines)
     first = next((text for text in it if text.strip()), None)
     if first is None:
@@ -91,17 +92,27 @@ def read_export(lines: Iterable[str]) -> TenantExport:
             f"(this mnemostream reads version {VERSION})"
         )
     export = TenantExport(head, {kind: [] for kind in KINDS})
+    end: dict[str, Any] | None = None
     for n, text in enumerate(it, start=2):
         if not text.strip():
             continue
+        if end is not None:
+            raise ImportRefused(f"line {n} follows the export's last line")
         try:
             item = parse_line(text)
         except ValueError:
             raise ImportRefused(f"line {n} is not JSON") from None
+        if isinstance(item, dict) and item.get("end") is True:
+            end = item
+            continue
         kind = item.get("kind") if isinstance(item, dict) else None
         if kind not in export.rows or not isinstance(item.get("row"), dict):
             raise ImportRefused(f"line {n} is not a row of a known kind ({kind!r})")
         export.rows[kind].append(item["row"])
+    if end is None:
+        raise ImportRefused("the export is cut short: its last line (end) is missing")
+    if end.get("rows") != export.count():
+        raise ImportRefused(f"the export says {end.get('rows')} rows and holds {export.count()}")
     return export
 
 

@@ -15,13 +15,14 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
-from engine.adapters.mongo.export import KINDS, parse_line
+from engine.adapters.mongo.export import KINDS, MongoTenantExport, parse_line
 from engine.ingest.remember import fact_hash
 from services.endpoints import Endpoints
 from services.ops.export import export_lines
@@ -37,6 +38,7 @@ GROUPS = ["transcripts", "embeddings", "extraction", "facts", "patterns", "items
 VOLATILE = {kind: COMPARED.get(name, frozenset()) for kind, name in KINDS.items()}
 """Fields that change without an event (`services.ops.verify.COMPARED`), by export kind."""
 CITIES = ("Porto", "Lisbon", "Oslo")
+HEADER = '{"format": "mnemostream.tenant-export", "version": 1}'
 
 
 @contextlib.contextmanager
@@ -79,7 +81,8 @@ def by_kind(lines: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
     """The rows of an export, by kind and `_id`, without the fields that change without an
     event."""
     found: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in KINDS}
-    for text in lines[1:]:
+    assert parse_line(lines[-1]) == {"end": True, "rows": len(lines) - 2}
+    for text in lines[1:-1]:
         item = parse_line(text)
         row = {k: v for k, v in item["row"].items() if k not in VOLATILE[item["kind"]]}
         found[item["kind"]][str(row["_id"])] = row
@@ -185,7 +188,7 @@ async def test_round_trip_into_a_fresh_deployment_through_its_own_log(
     assert all((r["agentWallet"], r.get("userAddress")) == (agent, user) for r in rows)
     assert "CANARY-ELSEWHERE" not in "\n".join(lines)
     assert "CANARY-ELSEWHERE" in "\n".join(agent_wide)  # bob's rows are the agent's
-    assert all(parse_line(t)["row"]["agentWallet"] == agent for t in agent_wide[1:])
+    assert all(parse_line(t)["row"]["agentWallet"] == agent for t in agent_wide[1:-1])
 
     with own_broker(tmp_path) as bootstrap:
         fresh = Endpoints(bootstrap, stack.mongo_uri, stack.redis_url)
@@ -225,7 +228,7 @@ async def test_round_trip_into_a_fresh_deployment_through_its_own_log(
 
 
 async def test_importing_twice_changes_nothing(
-    stack: Endpoints, minilm: LocalMiniLMEmbedder, now_ms: int
+    stack: Endpoints, minilm: LocalMiniLMEmbedder, now: datetime, now_ms: int
 ) -> None:
     from tests.support.pipeline import groups_running
 
@@ -235,6 +238,16 @@ async def test_importing_twice_changes_nothing(
     ) as (src, client):
         await record_tenant(client, agent, user, now_ms, turns=2)
         lines = await exported(src.settings, agent, user)
+        # pages of three rows, each from the cursor of the one before, give the same lines
+        reader, cursor, paged = MongoTenantExport(src.mongo[src.settings.mongo.db]), None, []
+        while True:
+            page = await reader.page(agent, user, cursor, exported_at=now, max_rows=3)
+            assert len(page.lines) <= 3 or page.next is None
+            paged += page.lines
+            if page.next is None:
+                break
+            cursor = json.loads(json.dumps(page.next))  # as a request carries it
+        assert paged[1:] == lines[1:]
     async with groups_running(
         stack, minilm, "exportdst2", GROUPS, extractor="rules", only_agents=[agent]
     ) as (dst, _):
@@ -261,6 +274,8 @@ async def test_importing_twice_changes_nothing(
             "unknown export format version 2",
         ),
         ("not json\n", "not JSON"),
+        (f"{HEADER}\n", "cut short"),
+        (f'{HEADER}\n{{"end": true, "rows": 3}}\n', "says 3 rows and holds 0"),
         ("", "empty"),
     ],
 )

@@ -8,6 +8,8 @@ gateway's `GET /api/memory/export`), read from MongoDB page by page.
 is `{"$date": ...}`, bytes `{"$binary": ...}`), so `bson.json_util.loads` gives back the same
 document, `_id` included: nothing is decoded, re-sealed or re-embedded on the way (an archive
 sealed at rest stays sealed, a vector keeps its model's bits).
+The last line, `{"end": true, "rows": N}`, says the export is complete and how many rows it
+holds: a file cut short has none.
 
 **Kinds** (`KINDS`), in the order written: the collections an erasure empties for a user
 (`engine.adapters.mongo.erasure.COLLECTIONS`, the one list of where a tenant's rows are),
@@ -63,9 +65,9 @@ MAX_CHARS = 256_000
 """A page's default bounds: well under a Kafka record's 1 MB when a page is a reply."""
 
 Cursor = dict[str, Any]
-"""Where the next page starts: `{"kind": K, "after": <last _id, Extended JSON>}` and, for
-turns, `"thread"` (the head whose turns are being read). None: the first page (with the
-header)."""
+"""Where the next page starts: `{"kind": K, "after": <last _id, Extended JSON>, "rows": rows
+written so far}` and, for turns, `"thread"` (the head whose turns are being read). None: the
+first page (with the header)."""
 
 
 def header(agent: str, user: str | None, exported_at: datetime) -> str:
@@ -79,6 +81,12 @@ def header(agent: str, user: str | None, exported_at: datetime) -> str:
             "kinds": list(KINDS),
         }
     )
+
+
+def trailer(rows: int) -> str:
+    """The last line of a complete export: how many rows it holds (a file cut short, by a
+    failed stream or a full disk, has none, and an import refuses it)."""
+    return json_util.dumps({"end": True, "rows": rows})
 
 
 def line(kind: str, row: Doc) -> str:
@@ -148,6 +156,7 @@ class MongoTenantExport:
         if cursor is None:
             out.add(header(agent, user, exported_at))
             cursor = {"kind": next(iter(KINDS))}
+        before = int(cursor.get("rows") or 0) - (1 if out.lines else 0)
         kinds = list(KINDS)
         first = str(cursor.get("kind"))
         if first not in KINDS:
@@ -161,11 +170,11 @@ class MongoTenantExport:
                 else:
                     stopped = await self._rows(kind, tenant, out, after)
                 if stopped is not None:
-                    return Page(out.lines, stopped)
+                    return Page(out.lines, {**stopped, "rows": before + len(out.lines)})
                 after, thread = None, None
         except PyMongoError as exc:
             raise DependencyFailed(f"reading the tenant's export failed: {exc}") from exc
-        return Page(out.lines, None)
+        return Page([*out.lines, trailer(before + len(out.lines))], None)
 
     async def _rows(self, kind: str, tenant: Doc, out: _Filling, after: Any) -> Cursor | None:
         """Fill `out` with the kind's rows after `after`; the cursor where it stopped."""

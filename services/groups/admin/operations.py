@@ -29,6 +29,7 @@ from schemas.requests import AdminRequest
 from schemas.scope import Scope
 from services.groups import evals
 from services.groups.admin.browse import graph_browse, memory_browse
+from services.groups.admin.export import memory_export
 from services.groups.archive_pins import sync_archive
 from services.runtime import Runtime
 
@@ -240,5 +241,6 @@ OPERATIONS: dict[str, Callable[[Runtime, AdminRequest], Awaitable[Result]]] = {
     "archives.sync": _archives_sync,
     "memory.browse": memory_browse,
     "graph.browse": graph_browse,
+    "memory.export": memory_export,
 }
 """Every `AdminOp`, bound to the engine call that answers it."""
