@@ -16,6 +16,7 @@ from schemas.sealing import IngressEvent
 from services.runtime import Runtime
 from services.stream.consumers import GroupRouter
 from services.stream.metrics import Metrics
+from services.stream.telemetry import within
 
 GROUP = "sealing"
 
@@ -31,7 +32,7 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
         sealed = await sealer.seal_many([((e.agent, e.user), e.event.encode()) for e in events])
         await asyncio.gather(
             *(
-                out[e.topic].publish(body, key=e.key.encode())
+                within(e, out[e.topic].publish(body, key=e.key.encode()))  # its trace goes on
                 for e, body in zip(events, sealed, strict=True)
             )
         )

@@ -9,10 +9,12 @@ in-memory span exporter; the agent's own span (the test's) wraps the SDK call.
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -71,8 +73,11 @@ def groups_of(spans: list[ReadableSpan]) -> set[str]:
     return {group_of(s) for s in spans} - {""}
 
 
-@pytest.fixture
-async def traced(stack: Endpoints, minilm: LocalMiniLMEmbedder) -> AsyncIterator[Traced]:
+@asynccontextmanager
+async def deployment(
+    stack: Endpoints, minilm: LocalMiniLMEmbedder, groups: list[str], **extra: Any
+) -> AsyncIterator[Traced]:
+    """`groups` running in-process, their spans in an in-memory exporter."""
     tag = uuid.uuid4().hex[:10]
     settings = make_settings(
         stack,
@@ -81,25 +86,35 @@ async def traced(stack: Endpoints, minilm: LocalMiniLMEmbedder) -> AsyncIterator
         session_timeout_ms=2000,
         heartbeat_interval_ms=500,
         extractor="none",
-        embedding_deferred=True,
+        embedding_deferred="embeddings" in groups,
+        **extra,
     )
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    await start_at_end(stack.kafka_bootstrap, subscriptions(settings.group_prefix, GROUPS))
+    await start_at_end(stack.kafka_bootstrap, subscriptions(settings.group_prefix, groups))
     async with (
         running_groups(
-            settings, GROUPS, embedder=minilm, broker_logs=False, tracer_provider=provider
+            settings, groups, embedder=minilm, broker_logs=False, tracer_provider=provider
         ) as rt,
         MemoryClient(
             stack.kafka_bootstrap,
             timeout=15,
             group_prefix=settings.group_prefix,
-            deferred_embeddings=True,
+            deferred_embeddings=settings.embedding.deferred,
+            ingress=settings.sealing.ingress,
         ) as client,
     ):
-        yield Traced(rt, client, exporter)
-        await rt.mongo.drop_database(settings.mongo.db)
+        try:
+            yield Traced(rt, client, exporter)
+        finally:
+            await rt.mongo.drop_database(settings.mongo.db)
+
+
+@pytest.fixture
+async def traced(stack: Endpoints, minilm: LocalMiniLMEmbedder) -> AsyncIterator[Traced]:
+    async with deployment(stack, minilm, GROUPS) as running:
+        yield running
 
 
 def scope(thread: str) -> dict[str, Any]:
@@ -190,3 +205,26 @@ async def test_a_dead_letter_and_its_log_line_carry_the_trace_id(traced: Traced)
     assert found, "the bad turn was not dead-lettered"
     assert found[0].trace_id == trace_id
     assert any("dead-lettered" in line and f"trace_id={trace_id}" in line for line in lines), lines
+
+
+async def test_a_sealed_turn_through_the_ingress_is_one_trace(
+    stack: Endpoints, minilm: LocalMiniLMEmbedder
+) -> None:
+    """With sealed events the runtime publishes to the ingress: the sealing group's record
+    span continues the agent's trace, and its publish to the source topic carries it on."""
+    key = base64.b64encode(b"t" * 32).decode()
+    groups = ["sealing", "transcripts", "invalidation"]
+    async with deployment(
+        stack, minilm, groups, event_encryption_key=key, event_ingress=True
+    ) as traced:
+        with traced.tracer.start_as_current_span("agent turn") as root:
+            await traced.client.record_turn(
+                {**scope("t3"), "userMessage": "I like green tea.", "assistantMessage": "Ok."}
+            )
+        trace_id = root.get_span_context().trace_id
+        spans = await traced.until(trace_id, lambda s: set(groups) <= groups_of(s))
+        assert set(groups) <= groups_of(spans), [s.name for s in spans]
+        sealing = next(s for s in spans if group_of(s) == "sealing")
+        assert sealing.name == f"{topics.INGRESS} process"
+        assert sealing.parent is not None
+        assert sealing.parent.span_id == root.get_span_context().span_id
