@@ -246,6 +246,7 @@ async def import_tenant(
         deferred_embeddings=settings.embedding.deferred,
         wait_timeout=wait_seconds,
         actor="import",
+        ingress=settings.sealing.ingress,  # sealed events: the sealing group seals them
     ) as client:
         await _publish_and_wait(client, events, wait_seconds)
         restored = await _restore(settings, export, since)
