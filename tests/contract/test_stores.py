@@ -771,3 +771,27 @@ async def test_redis_bump_on_a_dead_server_raises_dependency_failed(
 ) -> None:
     with pytest.raises(DependencyFailed, match="namespace bump failed"):
         await dead_cache.bump(["memory:ns:a:A:m:_:h:_:u:_:t:_"], 60)
+
+
+@pytest.mark.integration
+async def test_redis_token_never_repeats_after_its_counters_expired(
+    stack: Any, unique: Callable[[str], str]
+) -> None:
+    """Issue 28: INCR restarted an expired counter at 1, so one write after an idle spell gave
+    back the token of an older state, which a search process still holding that state took
+    for "nothing written". Expiry is simulated by deleting the keys, as Redis does at TTL."""
+    prefix = unique("mnemo-test")
+    client = Redis.from_url(stack.redis_url)
+    cache = RedisQueryCache(client)
+    keys = [f"{prefix}:ns:a", f"{prefix}:ns:a:u"]
+    try:
+        await cache.bump(keys, 480)
+        held = await cache.token(keys)
+        await client.delete(*keys)
+        assert await cache.token(keys) != held
+        await cache.bump(keys, 480)
+        assert await cache.token(keys) != held
+        assert 0 < await client.ttl(keys[0]) <= 480
+    finally:
+        await client.delete(*keys)
+        await client.aclose()
