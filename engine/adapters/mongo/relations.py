@@ -1,10 +1,12 @@
-"""`RelationStore` on MongoDB: the `relations` collection, keyed by `relationId`."""
+"""`RelationStore` on MongoDB: the `relations` collection, keyed by `relationId`. Typed
+relations and the untyped, evidence-carrying links (`MENTIONS`, `RELATED`, issue 32) share
+it; a link's sentence is its `metadata.evidence`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pymongo import ASCENDING
+from pymongo import ASCENDING, DESCENDING
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError, PyMongoError
@@ -14,6 +16,9 @@ from engine.adapters.mongo.schema import RELATIONS
 from engine.errors import DependencyFailed
 from engine.records import RelationRecord
 from engine.scoping import TenantFilter
+
+AROUND_LIMIT = 500
+"""Relations one read returns at most (`around`: the newest, returned oldest first)."""
 
 
 class MongoRelationStore:
@@ -48,18 +53,25 @@ class MongoRelationStore:
         if not entity_ids:
             return []
         ids = list(entity_ids)
-        return await self._find(
+        newest = await self._find(
             {
                 "$and": [
                     tenant_query(where),  # may hold a `$or` of its own: never merged into
                     {"$or": [{"sourceId": {"$in": ids}}, {"targetId": {"$in": ids}}]},
                 ]
-            }
+            },
+            newest_first=True,
         )
+        return newest[::-1]
 
-    async def _find(self, query: Doc) -> list[RelationRecord]:
+    async def _find(self, query: Doc, *, newest_first: bool = False) -> list[RelationRecord]:
+        """At most `AROUND_LIMIT` relations, oldest first; with `newest_first`, the newest
+        ones, newest first (the user node links to every name the user mentioned: a long
+        conversation passes the limit, and its newest links are the ones to keep)."""
+        order = DESCENDING if newest_first else ASCENDING
         try:
-            docs = await self._col.find(query).sort("createdAt", ASCENDING).to_list(length=500)
+            cursor = self._col.find(query).sort([("createdAt", order), ("_id", order)])
+            docs = await cursor.to_list(AROUND_LIMIT)
         except PyMongoError as exc:
             raise DependencyFailed(f"relation read failed: {exc}") from exc
         return [
