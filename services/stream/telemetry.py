@@ -53,6 +53,8 @@ _CAUSES: ContextVar[dict[int, Context] | None] = ContextVar("mnemostream_causes"
 by `id()`: what `caused_by` continues."""
 
 _active: Tracing | None = None
+_OFF = contextlib.nullcontext()
+"""What the hooks return when there is nothing to trace: one shared, reusable no-op."""
 
 
 class Tracing:
@@ -168,15 +170,20 @@ def _headers(record: ConsumerRecord[Any, Any]) -> dict[str, str]:
     }
 
 
-@contextlib.contextmanager
-def record_spans(group: str, records: Sequence[ConsumerRecord[Any, Any]]) -> Iterator[None]:
+def record_spans(
+    group: str, records: Sequence[ConsumerRecord[Any, Any]]
+) -> contextlib.AbstractContextManager[None]:
     """One span per record of a batch, child of the trace context in the record's headers,
     open while the batch is handled; `caused_by` a record (or the event `note_cause` tied
     to it) continues its span. Nothing when traces are off."""
     tracing = _active
-    if tracing is None:
-        yield
-        return
+    return _OFF if tracing is None else _record_spans(tracing, group, records)
+
+
+@contextlib.contextmanager
+def _record_spans(
+    tracing: Tracing, group: str, records: Sequence[ConsumerRecord[Any, Any]]
+) -> Iterator[None]:
     spans: list[Span] = []
     causes: dict[int, Context] = {}
     for record in records:
@@ -211,15 +218,16 @@ def note_cause(record: ConsumerRecord[Any, Any], event: object) -> None:
         causes[id(event)] = causes[id(record)]
 
 
-@contextlib.contextmanager
-def caused_by(cause: object) -> Iterator[None]:
+def caused_by(cause: object) -> contextlib.AbstractContextManager[None]:
     """Within the span of the batch record (or event) `cause`, if `record_spans` made one:
     what is published here continues its trace."""
     causes = _CAUSES.get()
     found = None if causes is None else causes.get(id(cause))
-    if found is None:
-        yield
-        return
+    return _OFF if found is None else _attached(found)
+
+
+@contextlib.contextmanager
+def _attached(found: Context) -> Iterator[None]:
     token = otel_context.attach(found)
     try:
         yield
