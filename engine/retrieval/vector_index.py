@@ -23,6 +23,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TypeGuard
 
 import numpy as np
 import numpy.typing as npt
@@ -36,6 +37,11 @@ from engine.scoping import TenantFilter
 DEFAULT_MAX_BYTES = 1 << 30
 """The states' budget by default (1 GiB: about 150k rows of 384 dimensions with their text,
 at the 6.8 KB a row `TenantRows.nbytes` estimates)."""
+DEFAULT_RECHECK_MS = 120_000
+"""How long a state is trusted on its token alone: past this since its last catch-up, the
+next search reads a delta even when the token did not move, so a write whose invalidation was
+lost (dead-lettered after its retries) is not missed for longer than the query cache (its TTL,
+120 s by default) would miss it."""
 DEFAULT_MARGIN_MS = 10_000
 """How far before its last read a delta reads back: longer than any write takes between the
 writer reading its clock and the write becoming visible, plus the clock skew between writer
@@ -63,6 +69,8 @@ class _State:
     epoch: int
     since: int
     """Rows written at or after this time (ms) are read back by the next delta."""
+    checked: float
+    """When the state last caught up with the store (monotonic seconds)."""
 
 
 class ExactVectorIndex:
@@ -72,10 +80,12 @@ class ExactVectorIndex:
         *,
         max_bytes: int = DEFAULT_MAX_BYTES,
         margin_ms: int = DEFAULT_MARGIN_MS,
+        recheck_ms: int = DEFAULT_RECHECK_MS,
     ) -> None:
         self._memory = memory
         self._max_bytes = max_bytes
         self._margin = margin_ms
+        self._recheck = recheck_ms / 1000
         # hand-kept, not a cachetools cache: a state grows in place with each delta, while a
         # cache weighs an entry once, when it is stored; and eviction must spare the key
         # being served and drop its lock with it
@@ -112,16 +122,17 @@ class ExactVectorIndex:
     ) -> TenantRows:
         key = (where, model, dim)
         state = self._states.get(key)
-        if state is not None and version is not None and state.version == version:
+        if self._current(state, version):
             self._states.move_to_end(key)
             return state.rows
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:  # concurrent layers of one request share one read
             state = self._states.get(key)
-            if state is not None and version is not None and state.version == version:
+            if self._current(state, version):
                 self._states.move_to_end(key)
                 return state.rows
             began = time.time_ns() // 1_000_000
+            checked = time.monotonic()
             epoch: int | None = None
             if state is not None:
                 # the epoch and the rows changed since, read together: a hard delete before
@@ -142,13 +153,24 @@ class ExactVectorIndex:
                 epoch = await self._memory.epoch(where.agent_wallet)
                 rows = TenantRows(model, dim)
                 rows.apply(await self._memory.active_rows(where, include_superseded=True))
-                state = _State(rows, version, epoch, began)
+                state = _State(rows, version, epoch, began, checked)
                 self.loads += 1
             state.version, state.epoch, state.since = version, epoch, began - self._margin
+            state.checked = checked
             self._states[key] = state
             self._states.move_to_end(key)
             self._evict(keep=key)  # never `key`; an evicted key's lock goes with its state
         return state.rows
+
+    def _current(self, state: _State | None, version: str | None) -> TypeGuard[_State]:
+        """The state answers as it is: its token has not moved since its last catch-up,
+        which is recent enough (`recheck_ms`)."""
+        return (
+            state is not None
+            and version is not None
+            and state.version == version
+            and time.monotonic() - state.checked < self._recheck
+        )
 
     def _evict(self, keep: _Key) -> None:
         total = self.nbytes

@@ -356,6 +356,7 @@ async def open_runtime(
                 memory,
                 max_bytes=settings.search.state_max_mb << 20,
                 margin_ms=settings.search.state_margin_ms,
+                recheck_ms=settings.search.query_cache_ttl_seconds * 1000,
             )
 
         stores = mongo_stores(db, memory=memory, cache=cache, vectors=vectors)

@@ -106,6 +106,7 @@ async def memory_runtime(
             built.memory,
             max_bytes=config.search.state_max_mb << 20,
             margin_ms=config.search.state_margin_ms,
+            recheck_ms=config.search.query_cache_ttl_seconds * 1000,
         )
 
     def rules() -> Extractor | None:

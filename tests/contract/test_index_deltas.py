@@ -255,3 +255,37 @@ async def test_a_hard_delete_is_never_served_after_it(stores: Stores) -> None:
 
     assert gone not in {r.vector_id for r, _ in after}
     assert index.loads == 2  # the epoch moved: loaded anew
+
+
+async def test_a_state_reads_a_delta_past_its_recheck_even_if_its_token_did_not_move(
+    stores: Stores,
+) -> None:
+    """A write whose invalidation was lost (dead-lettered) leaves the token where it was: the
+    state must still catch up within the query cache's TTL, as the cache itself does, not
+    answer without that write for as long as it stays in memory."""
+    world = World(stores, seed=11)
+    await world.insert(20)
+    index = ExactVectorIndex(stores.memory, margin_ms=0, recheck_ms=0)
+    where = TenantFilter(AGENT, USER)
+    [query] = await HashingEmbedder(DIM).embed(["oslo chess"], "query")
+    await index.search(where, query, model=MODEL, k=50, version="v1")
+    await asyncio.sleep(0.01)  # the new rows' stamps after the load's clock (ms)
+    await world.insert(3)
+
+    found = await index.search(where, query, model=MODEL, k=50, version="v1")  # token as was
+
+    assert (index.loads, index.deltas) == (1, 1)
+    assert len(found) == len(await ExactVectorIndex(stores.memory).search(
+        where, query, model=MODEL, k=50
+    ))
+
+
+async def test_a_state_is_trusted_on_its_token_within_its_recheck(stores: Stores) -> None:
+    world = World(stores, seed=12)
+    await world.insert(10)
+    index = ExactVectorIndex(stores.memory)  # rechecks after 120 s
+    where = TenantFilter(AGENT, USER)
+    [query] = await HashingEmbedder(DIM).embed(["oslo chess"], "query")
+    await index.search(where, query, model=MODEL, k=5, version="v1")
+    await index.search(where, query, model=MODEL, k=5, version="v1")
+    assert (index.loads, index.deltas) == (1, 0)
