@@ -181,7 +181,13 @@ async def test_llm_facts_entities_and_relations_are_recalled_from_another_thread
     assert "The user has a greyhound named Juniper." in reply.prompt
     assert "Juniper PET_OF the user" in reply.prompt  # hydrated neighbourhood
     assert await db["memory"].count_documents({"userAddress": "gina", "source": "entity"}) == 2
-    assert await db["relations"].count_documents({"userAddress": "gina"}) == 2
+    typed = {"userAddress": "gina", "type": {"$nin": ["MENTIONS", "RELATED"]}}
+    assert await db["relations"].count_documents(typed) == 2
+    # the untyped links run after the LLM too (issue 32), with the sentence as evidence
+    link = await db["relations"].find_one({"userAddress": "gina", "type": "RELATED"})
+    assert link is not None
+    assert {link["sourceName"], link["targetName"]} == {"Juniper", "Lisbon"}
+    assert link["metadata"]["evidence"] == "Our greyhound Juniper loves Lisbon's parks."
     fact = await db["memory"].find_one({"userAddress": "gina", "metadata.slot": "residence"})
     assert fact is not None
     assert fact["metadata"]["extractor"] == "llm:gpt-4o-mini"
