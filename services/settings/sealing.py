@@ -29,7 +29,8 @@ class SealingSettings(Section):
             "so the user's events in the log, dead letters and backups can no longer be "
             "read. Needed by the consumer groups only (agent runtimes publish through the "
             "sealing group: `MNEMOSTREAM_EVENT_INGRESS`). Unset: events are published and "
-            "read in clear, as before; sealed events already in the log are skipped."
+            "read in clear, as before; a sealed event met is dead-lettered "
+            "(`SealedEventNoKey`, redrivable once the key is set)."
         ),
     )
     previous_encryption_keys: Annotated[list[SecretStr], NoDecode] = Field(
@@ -54,10 +55,10 @@ class SealingSettings(Section):
         default=False,
         validation_alias="event_ingress",
         description=(
-            "Publishers (the gateway, `MemoryClient.from_settings`-style clients, the demo) "
-            "send turns, remembers, knowledge and checkpoints to `memory.ingress.v1`, whose "
-            "sealing group seals them into their source topics: set it with "
-            "`MNEMOSTREAM_EVENT_ENCRYPTION_KEY` on the groups, so no runtime needs the key."
+            "The gateway (like an SDK client made with `ingress=True`) sends turns, "
+            "remembers, knowledge and checkpoints to `memory.ingress.v1`, whose `sealing` "
+            "group seals them into their source topics: set it where the groups have "
+            "`MNEMOSTREAM_EVENT_ENCRYPTION_KEY`, so no runtime needs the key."
         ),
     )
 
