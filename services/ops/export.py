@@ -65,7 +65,13 @@ def export_command(
     scope, time), then one stored row per line with its kind (transcripts and their turns,
     working buffers, memory rows with their vectors, facts, entities, relations, patterns,
     skills, archives as stored, item history)."""
-    rows = asyncio.run(write_export(Settings(), agent, user, sys.stdout))
+    from services.endpoints import NotConfigured
+
+    try:
+        rows = asyncio.run(write_export(Settings(), agent, user, sys.stdout))
+    except NotConfigured as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     typer.echo(f"exported {rows} rows of {agent}{f' / {user}' if user else ''}", err=True)
 
 
@@ -79,9 +85,12 @@ def import_command(
     """Load an export into this deployment through its log: publish the tenant's turns and
     remembered facts for the running groups to store, wait for them, then restore every
     exported row as it was stored. Importing the same file again changes nothing. A file of
-    another format version is refused (exit 2)."""
+    another format version, or cut short, is refused (exit 2); groups that do not take the
+    events in time exit 1 with nothing restored (import again once they run)."""
     from engine.adapters.mongo.export import KINDS
+    from services.endpoints import NotConfigured
     from services.ops.tenant_import import ImportRefused, import_tenant, read_export
+    from services.stream.progress import NotProcessed
 
     try:
         if str(path) == "-":
@@ -95,7 +104,14 @@ def import_command(
     except ImportRefused as exc:
         typer.echo(f"error: {path}: {exc}", err=True)
         raise typer.Exit(2) from None
-    report = asyncio.run(import_tenant(Settings(), export, wait_seconds=wait))
+    try:
+        report = asyncio.run(import_tenant(Settings(), export, wait_seconds=wait))
+    except NotConfigured as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except NotProcessed as exc:  # the rows are not restored: importing again finishes it
+        typer.echo(f"error: the groups did not take the import's events: {exc}", err=True)
+        raise typer.Exit(1) from None
     restored = ", ".join(f"{k} {n}" for k, n in report.restored.items() if n and k in KINDS)
     typer.echo(
         f"imported {report.turns} turns and {report.remembers} remembered facts through the "
