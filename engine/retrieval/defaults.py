@@ -15,8 +15,9 @@ DEFAULT_MIN_LEXICAL = 0.34
 DEFAULT_MMR_LAMBDA = 0.7
 DEFAULT_MIN_CANDIDATES = 3
 """Hits from which the reranker is called."""
-DEFAULT_DOMINANCE_DELTA = 0.05
-"""Skip the reranker when top1 − top2 ≥ this."""
+DEFAULT_DOMINANCE_DELTA = 0.1
+"""Skip the reranker when top1 − top2 ≥ this (0.05 before issue 32: pool relevance maps
+cosine 0.15-0.65 onto [0, 1], twice the units of w·cosine)."""
 DEFAULT_QUERY_CACHE_TTL_SECONDS = 120
 
 __all__ = [

@@ -33,6 +33,17 @@ hit (measured on the `tune` split of `benchmarks.quality --dataset handwritten`)
 NOISE_COSINE = 0.15
 """Below this cosine a candidate is never a hit by meaning: two unrelated sentences of one
 conversation (shared names, shared small talk) score about this with MiniLM."""
+CALIBRATED_COSINE = 0.65
+"""The cosine a pool's relevance counts as certain: MiniLM scores a question and the
+sentence that answers it 0.3-0.6, rarely more (more is a near copy). `pool_relevance` maps
+[`noise_cosine`, this] onto [0, 1], so the packer's semantic term (0.45 of a [0, 1] score)
+tells a 0.3 paraphrase from 0.16 noise by more than the recency term (0.08) can undo."""
+FUSION_K = 10
+"""k of the reciprocal rank fusion 1/(k + rank): small, as a layer's pool is tens of
+candidates, not the thousands RRF's usual k = 60 was set for."""
+FUSION_SPREAD = 0.5
+"""Share of a hit's relevance its fused rank decides: the pool's best keeps its relevance,
+a hit far down both rankings keeps 1 - this share of it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +55,10 @@ class RelevancePolicy:
     """Share of an anchored pool's best cosine a candidate needs; 1.0 turns the relative
     floor off (only the fixed cut-offs decide, as before issue 32)."""
     noise_cosine: float = NOISE_COSINE
+    calibrated_cosine: float = CALIBRATED_COSINE
+    fusion_k: int = FUSION_K
+    fusion_spread: float = FUSION_SPREAD
+    """0 turns the fused ranking off (a hit's relevance is its combined score alone)."""
 
 
 def combined(cosine: float, lexical: float, policy: RelevancePolicy) -> float:
@@ -61,6 +76,13 @@ def relevance(cosine: float | None, lexical: float, policy: RelevancePolicy) -> 
     return combined(cosine, lexical, policy)
 
 
+def calibrated(cosine: float, lexical: float, policy: RelevancePolicy) -> float:
+    """`combined` with the cosine mapped from [noise, calibrated] onto [0, 1] (clipped)."""
+    span = max(1e-6, policy.calibrated_cosine - policy.noise_cosine)
+    scaled = (cosine - policy.noise_cosine) / span
+    return combined(max(0.0, min(1.0, scaled)), lexical, policy)
+
+
 def pool_relevance(
     cosines: Sequence[float | None], lexicals: Sequence[float], policy: RelevancePolicy
 ) -> list[float | None]:
@@ -70,14 +92,57 @@ def pool_relevance(
     one is, a candidate with a cosine ≥ max(`noise_cosine`, `relative_cosine` × the pool's
     best cosine) is a hit too, with the same combined relevance (lower than the strong
     hits', so it only fills what they leave). Without any hit on its own, nothing is."""
-    strong = [relevance(c, x, policy) for c, x in zip(cosines, lexicals, strict=True)]
-    if policy.relative_cosine >= 1.0 or all(s is None for s in strong):
-        return strong
+    hits = [relevance(c, x, policy) is not None for c, x in zip(cosines, lexicals, strict=True)]
     best = max((c for c in cosines if c is not None), default=None)
-    if best is None:
-        return strong
-    floor = max(policy.noise_cosine, policy.relative_cosine * best)
+    if policy.relative_cosine < 1.0 and any(hits) and best is not None:
+        floor = max(policy.noise_cosine, policy.relative_cosine * best)
+        hits = [h or (c is not None and c >= floor) for h, c in zip(hits, cosines, strict=True)]
+    scores = [
+        None if not h else x if c is None else calibrated(c, x, policy)
+        for h, c, x in zip(hits, cosines, lexicals, strict=True)
+    ]
+    return fused(scores, cosines, lexicals, policy)
+
+
+def _ranks(values: Sequence[float | None]) -> list[int | None]:
+    """1-based rank of each value, highest first (ties share the better rank); None and
+    values ≤ 0 are unranked (the signal did not find the candidate)."""
+    order = sorted((v for v in values if v is not None and v > 0), reverse=True)
+    first = {}
+    for i, v in enumerate(order):
+        first.setdefault(v, i + 1)
+    return [first[v] if v is not None and v > 0 else None for v in values]
+
+
+def fused(
+    scores: Sequence[float | None],
+    cosines: Sequence[float | None],
+    lexicals: Sequence[float],
+    policy: RelevancePolicy,
+) -> list[float | None]:
+    """Hits' relevance reordered by the reciprocal rank fusion of the pool's cosine and
+    lexical rankings, and kept calibrated across layers (issue 32).
+
+    fusion = w/(k + cosine rank) + (1 − w)/(k + lexical rank) over the whole pool (a signal
+    that did not find a candidate adds nothing), w the semantic weight. A hit's relevance is
+    multiplied by 1 − spread + spread · fusion / (the best hit's fusion): the layer's best
+    hit keeps its own relevance (a lone weak hit is not lifted above another layer's strong
+    one), and a hit that both rankings put far down loses up to `fusion_spread` of it, so a
+    layer's order is decided by where both signals rank it, not by a few hundredths of
+    cosine. None stays None; the result is in [0, 1]."""
+    if policy.fusion_spread <= 0:
+        return list(scores)
+    w, k = policy.semantic_weight, policy.fusion_k
+    by_cosine, by_lexical = _ranks(cosines), _ranks(lexicals)
+    fusion = [
+        (w / (k + rc) if rc is not None else 0.0) + ((1 - w) / (k + rl) if rl is not None else 0.0)
+        for rc, rl in zip(by_cosine, by_lexical, strict=True)
+    ]
+    best = max((f for f, s in zip(fusion, scores, strict=True) if s is not None), default=0.0)
+    if best <= 0:
+        return list(scores)
+    spread = policy.fusion_spread
     return [
-        s if s is not None or c is None or c < floor else combined(c, x, policy)
-        for s, c, x in zip(strong, cosines, lexicals, strict=True)
+        None if s is None else s * (1 - spread + spread * f / best)
+        for s, f in zip(scores, fusion, strict=True)
     ]

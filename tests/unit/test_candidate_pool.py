@@ -92,3 +92,25 @@ def test_the_relative_floor_needs_an_anchor_and_ranks_below_it() -> None:
     assert pool_relevance([0.29, 0.27], [0.0, 0.0], policy) == [None, None]
     off = RelevancePolicy(relative_cosine=1.0)
     assert pool_relevance([0.5, 0.27], [0.0, 0.0], off)[1] is None
+
+
+def test_a_paraphrase_outranks_noise_by_more_than_the_packers_recency_term() -> None:
+    # the packer adds 0.45 x a hit's relevance and up to 0.08 for recency: a 0.31 paraphrase
+    # must stay ahead of 0.16 noise of the newest session (it fell behind with w x cosine)
+    best, paraphrase, noise = pool_relevance([0.32, 0.31, 0.16], [0.0] * 3, RelevancePolicy())
+    assert best is not None and paraphrase is not None and noise is not None
+    assert 0.45 * (paraphrase - noise) > 0.08
+
+
+def test_fusion_lowers_a_hit_both_rankings_put_far_down_and_a_lone_hit_keeps_its_own() -> None:
+    policy = RelevancePolicy()
+    second = pool_relevance([0.5, 0.35], [0.0, 0.0], policy)[1]
+    sixth = pool_relevance([0.5, 0.45, 0.44, 0.43, 0.42, 0.35], [0.0] * 6, policy)[5]
+    assert second is not None and sixth is not None and sixth < second
+    # the words finding it too lifts it back
+    found = pool_relevance([0.5, 0.45, 0.44, 0.43, 0.42, 0.35], [0.0] * 5 + [0.2], policy)[5]
+    assert found is not None and found > sixth
+    # a lone weak hit is not lifted by being its layer's best
+    [lone] = pool_relevance([0.31], [0.0], policy)
+    [strong, _] = pool_relevance([0.55, 0.31], [0.0, 0.0], policy)
+    assert lone is not None and strong is not None and lone < strong
