@@ -34,6 +34,7 @@ from services.sdk.client import MemoryClient
 from services.stream.dead_letters import read_letters
 from services.stream.offsets import start_at_end
 from services.stream.telemetry import GROUP_ATTRIBUTE, LAYER_ATTRIBUTE
+from tests.support.http_server import Provider, Reply, Responder
 from tests.support.pipeline import subscriptions
 from tests.support.settings import make_settings
 
@@ -228,3 +229,36 @@ async def test_a_sealed_turn_through_the_ingress_is_one_trace(
         assert sealing.name == f"{topics.INGRESS} process"
         assert sealing.parent is not None
         assert sealing.parent.span_id == root.get_span_context().span_id
+
+
+async def test_the_endpoint_setting_exports_the_spans_over_otlp_http(
+    stack: Endpoints, minilm: LocalMiniLMEmbedder, provider: Callable[[Responder], Provider]
+) -> None:
+    """`MNEMOSTREAM_OTEL_ENDPOINT` alone turns traces on: the search's spans reach a local
+    OTLP/HTTP collector (protobuf on `/v1/traces`) by the time the groups have stopped."""
+    collector = provider(lambda r: Reply(200, b""))
+    tag = uuid.uuid4().hex[:10]
+    settings = make_settings(
+        stack,
+        f"otlp_{tag}",
+        group_prefix=f"otlp-{tag}",
+        session_timeout_ms=2000,
+        heartbeat_interval_ms=500,
+        extractor="none",
+        otel_endpoint=collector.url,
+        otel_service_name="traces-test",
+    )
+    await start_at_end(stack.kafka_bootstrap, subscriptions(settings.group_prefix, ["search"]))
+    agent = TracerProvider().get_tracer("agent")
+    async with (
+        running_groups(settings, ["search"], embedder=minilm, broker_logs=False) as rt,
+        MemoryClient(stack.kafka_bootstrap, timeout=15) as client,
+    ):
+        with agent.start_as_current_span("agent pre_turn") as root:
+            reply = await client.context("anything?", scope("t4"), layers=["vectors"])
+        assert reply.error is None
+        await rt.mongo.drop_database(settings.mongo.db)
+    sent = b"".join(r.body for r in collector.received if r.path == "/v1/traces")
+    assert bytes.fromhex(format(root.get_span_context().trace_id, "032x")) in sent
+    assert b"search layer vectors" in sent
+    assert b"traces-test" in sent
