@@ -34,6 +34,7 @@ import statistics
 import sys
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 from pymongo import AsyncMongoClient
@@ -85,8 +86,7 @@ async def one_round(ends: Endpoints, sealed: bool, args: argparse.Namespace) -> 
         ],
     )
     with contextlib.ExitStack() as running:
-        for names in processes:
-            running.enter_context(groups_process(ends, tag, names, env))
+        procs = [running.enter_context(groups_process(ends, tag, n, env)) for n in processes]
         async with MemoryClient(ends.kafka_bootstrap, timeout=30, ingress=sealed) as client:
             await client.record_turn(body(agent, -1, args.threads))  # the groups have joined
             await caught_up(ends, prefix, sealed, timeout=180)
@@ -96,12 +96,18 @@ async def one_round(ends: Endpoints, sealed: bool, args: argparse.Namespace) -> 
                 for n in queue:
                     await client.record_turn(body(agent, n, args.threads))
 
-            began = time.monotonic()
+            began, cpu = time.monotonic(), [cpu_seconds(p.pid) for p in procs]
             await asyncio.gather(*(publisher() for _ in range(args.concurrency)))
             published = time.monotonic() - began
             await caught_up(ends, prefix, sealed, timeout=900)
             seconds = time.monotonic() - began
-    print(f"  published in {published:.2f} s, stored in {seconds:.2f} s", file=sys.stderr)
+            used = [cpu_seconds(p.pid) - c for p, c in zip(procs, cpu, strict=True)]
+    groups = ", ".join(f"{n[0]} {u:.1f}" for n, u in zip(processes, used, strict=True))
+    print(
+        f"  published in {published:.2f} s, stored in {seconds:.2f} s; "
+        f"CPU seconds of the groups: {groups}",
+        file=sys.stderr,
+    )
     mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(ends.mongo_uri, retryWrites=False)
     try:
         turns = mongo[f"bench_{tag}"]["transcript_turns"]
@@ -112,6 +118,12 @@ async def one_round(ends: Endpoints, sealed: bool, args: argparse.Namespace) -> 
     if stored != args.turns + 1:
         raise RuntimeError(f"{stored} of {args.turns + 1} turns stored")
     return args.turns / seconds
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 STAGES = ((topics.INGRESS), (topics.TURNS))
