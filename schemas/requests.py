@@ -8,6 +8,7 @@ from pydantic import Field, model_validator
 
 from schemas.bounds import EpochMs
 from schemas.events import Contract
+from schemas.item_writes import MAX_READS, ItemWrites
 from schemas.jobs import JobStatus
 from schemas.limits import INT64_MAX, DocumentObject, LargeJsonObject
 from schemas.scope import Id, Scope
@@ -141,12 +142,15 @@ class ItemRequest(Contract):
     the value equals it or is a list holding it), by ascending id from after `after`, at most
     `limit` a page (`ItemReply.next_after` names the next page's `after`); with `query`, each
     row also gets a score (`ItemReply.scores`): the best cosine between the query and the
-    texts listed at `metadata.<texts_at>`, embedded by the deployment's embedder (issue 30)."""
+    texts listed at `metadata.<texts_at>`, embedded by the deployment's embedder (issue 30).
+    `read` answers the visible rows among `ids` (`next_after`: the first id left out of a full
+    reply); `write` applies `writes` (distinct ids) with one bulk write and one announcement."""
 
     scope: Scope
     op: Literal[
-        "get", "update", "delete", "resolve", "list", "forget", "restore", "history", "scan"
-    ]
+        "get", "update", "delete", "resolve", "list", "forget", "restore", "history", "scan",
+        "read", "write",
+    ]  # fmt: skip
     id: Id | None = Field(default=None, min_length=1, max_length=200)
     """Required by every op but `list` and `forget`."""
     limit: int = Field(default=50, ge=1, le=MAX_LIST_ITEMS)
@@ -174,11 +178,15 @@ class ItemRequest(Contract):
     """`scan` only: score each row against this text."""
     texts_at: MetadataPath | None = None
     """`scan` with `query`: the metadata path of each row's list of texts to score."""
+    ids: list[Id] | None = Field(default=None, min_length=1, max_length=MAX_READS)
+    writes: ItemWrites | None = None
 
     @model_validator(mode="after")
     def _id_unless_list(self) -> ItemRequest:
-        if self.op not in ("list", "forget", "scan") and self.id is None:
+        if self.op not in ("list", "forget", "scan", "read", "write") and self.id is None:
             raise ValueError("id is required")
+        if not {"read": self.ids, "write": self.writes}.get(self.op, True):
+            raise ValueError(f"{self.op} needs {'ids' if self.op == 'read' else 'writes'}")
         return self
 
 

@@ -8,23 +8,22 @@ filter's `shared` flag is ignored, so a user's scope never edits agent-level row
 filter does not admit is reported exactly like a missing one (`NotFound`), so ids of other
 tenants cannot be probed.
 
-Visibility: soft-deleted rows are gone for every operation except a hard delete (which
-purges them). Superseded rows stay visible to `get_item` and editable, so a user can see and
-correct history (the reference hid them, §11).
+Visibility: soft-deleted rows are gone for every operation but a hard delete (a purge).
+Superseded rows stay visible to `get_item` and editable (the reference hid them, §11).
 
 Decay: a soft delete sets `decayScore = 0`. Any decay or cleanup job must filter
 `metadata.status != "deleted"` (see `DECAY_SKIPS`) so it never raises a deleted row's score
 again (the reference's hourly decay rewrote every row, §16.16). Only a restore
-(`restore_item`, which gives it back the decay of its age) or a re-stated fact
-(`MemoryStore.revive`) brings a deleted row back.
+(`restore_item`, which gives it back the decay of its age), a re-stated fact
+(`MemoryStore.revive`) or a `put` of `engine.upkeep.item_writes` (many rows at once) brings
+a deleted row back.
 
 History: given a `Ledger` (`engine.history`), every mutating function records what it
 changed, with the ledger's cause (an update with the old and new text, a delete, a purge, a
 restore, a supersede or merge with the validity it set).
 
-Results: every mutating function returns the rows it changed (the row after the change; for a
-hard delete the row as it was), so the caller can publish `MemoryChanged` for each row's
-scope (`changed_scope`, `changed_layers`).
+Results: every mutating function returns the rows it changed (after the change; a hard-deleted
+one as it was), to publish `MemoryChanged` for (`changed_scope`, `changed_layers`).
 
 Times are milliseconds since epoch, taken from the caller's event (`at`), never the clock.
 """
@@ -47,7 +46,6 @@ from schemas.scope import Scope
 
 EDITABLE_STATUSES = ("active", "archived", "superseded")
 """The statuses a caller may set with `update_item` ("deleted" only through `delete_item`)."""
-
 
 DECAY_SKIPS = ("deleted",)
 """Statuses a decay update must never touch (a deleted row keeps `decayScore = 0`)."""
@@ -182,8 +180,7 @@ class ItemStore(Protocol):
 
 
 def exact(where: TenantFilter) -> TenantFilter:
-    """The filter without the agent-wide widenings (`shared`, `shared_sources`): items match
-    their tenant exactly."""
+    """The filter without `shared`/`shared_sources`: items match their tenant exactly."""
     return where.exact()
 
 

@@ -36,7 +36,7 @@ from engine.upkeep.listings import newest_facts
 from schemas import topics
 from schemas.requests import ALL_LAYERS, ItemReply, ItemRequest
 from schemas.scope import Scope, first_error
-from services.groups import items_scan, sessions
+from services.groups import items_bulk, items_scan, sessions
 from services.runtime import Runtime
 from services.stream.consumers import EXPIRED, GroupRouter, expired
 from services.stream.metrics import Metrics
@@ -181,9 +181,11 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
                 return await forget(request.scope)
             if request.op == "history":
                 return await history(rt, request)
-            if request.op == "scan":
-                return await items_scan.scan(rt, request, _public)
-            rows = await handle(rt, request, cause_of(request, message.correlation_id))
+            if request.op in ("scan", "read"):
+                reader = items_scan.scan if request.op == "scan" else items_bulk.read
+                return await reader(rt, request, _public)
+            writer = items_bulk.write if request.op == "write" else handle
+            rows = await writer(rt, request, cause_of(request, message.correlation_id))
         except ValidationError as exc:
             return ItemReply(error=first_error(exc))
         except NotFound as exc:
@@ -191,15 +193,17 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
         except MemoryError_ as exc:
             return ItemReply(error=str(exc))
         if request.op not in ("get", "list"):
-            for row in rows:
-                scope = changed_scope(row)
-                layers = changed_layers([row])
+            changed: dict[Scope, list[MemoryRow]] = {}
+            for row in rows:  # one announcement per written scope (a `write` has many rows)
+                changed.setdefault(changed_scope(row), []).append(row)
+            for scope, written in changed.items():
+                layers = changed_layers(written)
                 await group.changes.announce_at(scope, layers)
                 # read-your-writes (issue 30): the caller's next search must not answer from
                 # the query cache of before this change, so the written scope's namespace is
                 # bumped here, before the reply, not only when the invalidation group reads
                 # the announcement
                 await invalidate(rt.cache, scope, rt.search_policy, layers)
-        return ItemReply(items=[_public(r) for r in rows])
+        return ItemReply(items=[] if request.op == "write" else [_public(r) for r in rows])
 
     return group.router

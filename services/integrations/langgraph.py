@@ -40,19 +40,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
+from cachetools import LRUCache
 from langgraph.store.base import (
     BaseStore,
-    GetOp,
     IndexConfig,
-    Item,
-    ListNamespacesOp,
     Op,
     PutOp,
     Result,
-    SearchOp,
     TTLConfig,
     ensure_embeddings,
 )
@@ -60,33 +58,25 @@ from pydantic import ValidationError
 
 from engine.ingest.remember import fact_hash
 from schemas.scope import Scope
-from services.integrations.langgraph_ops import check_op, item_text, item_texts
-from services.integrations.langgraph_search import EmbedCache, Reader, search_item
+from services.integrations.langgraph_ops import check_op
+from services.integrations.langgraph_rounds import Relay, Rounds, Writes
+from services.integrations.langgraph_search import EmbedCache, Reader
 from services.integrations.loops import on_home_loop
 from services.integrations.store_records import (
-    FACT_TYPE,
     MAX_VALUE_CHARS,
     RECORD_KEY,
     TTL_KEY,
     Record,
     anchor,
-    moment,
     now_ms,
-    prefix_tag,
-    value_of,
 )
-from services.integrations.visibility import until_visible
 from services.sdk.client import MemoryClient
 from services.sdk.transport import RequestFailed
 
 __all__ = ["MnemoStore"]
 
-PUT_ATTEMPTS = 5
-"""Times a `put` starts again when a concurrent `delete` of its key wins the race."""
-MINUTE_MS = 60_000
-CONCURRENT_BATCHES = 32
-"""Batches of one store running at once; more wait their turn, so a burst of thousands of
-calls queues here instead of flooding the groups until their requests time out."""
+ID_CACHE = 10_000
+"""Row ids a store keeps (two hashes each), for the keys it meets over and over."""
 SWEEP_MINUTES = 5.0
 """Minutes between two sweeps of `start_ttl_sweeper` when `ttl_config` names none."""
 
@@ -98,7 +88,7 @@ class MnemoStore(BaseStore):
     queries and items here instead of the deployment's embedder. `ttl`: LangGraph's TTL
     configuration (`default_ttl`, `refresh_on_read`, `sweep_interval_minutes`). `timeout`:
     seconds each request waits for its reply (the client's default when None);
-    `write_timeout`: seconds a `put` waits for a new item to be stored."""
+    `write_timeout`: seconds a write request (many puts and deletes) waits for its reply."""
 
     supports_ttl: bool = True
 
@@ -135,7 +125,20 @@ class MnemoStore(BaseStore):
             None if embed is None else EmbedCache(ensure_embeddings(embed)),
         )
         self._sweeper: asyncio.Task[None] | None = None
-        self._gate = asyncio.Semaphore(CONCURRENT_BATCHES)  # used on the client's loop only
+        self._ids: LRUCache[tuple[tuple[str, ...], str], str] = LRUCache(maxsize=ID_CACHE)
+        self._relays: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Relay] = (
+            weakref.WeakKeyDictionary()
+        )  # one per other event loop that calls this store
+        self._rounds = Rounds(
+            client,
+            self.scope,
+            self._reader,
+            self._own,
+            self.item_id,
+            self.index_fields,
+            timeout,
+            write_timeout,
+        )
 
     # --- the two entry points ------------------------------------------------------------
 
@@ -145,11 +148,22 @@ class MnemoStore(BaseStore):
         todo = list(ops)
         for op in todo:
             check_op(op)
-        return await on_home_loop(self._client, lambda: self._all(todo))
-
-    async def _all(self, ops: Sequence[Op]) -> list[Result]:
-        async with self._gate:
-            return [await self._run(op) for op in ops]
+            if isinstance(op, PutOp) and op.value is not None:
+                size = len(json.dumps(dict(op.value), ensure_ascii=False, separators=(",", ":")))
+                if size > MAX_VALUE_CHARS:
+                    raise ValueError(
+                        f"the value is {size} characters as JSON; an item holds at most "
+                        f"{MAX_VALUE_CHARS}"
+                    )
+        here = asyncio.get_running_loop()
+        if self._client.loop in (None, here):
+            return await self._rounds.run(todo)
+        relay = self._relays.get(here)
+        if relay is None:
+            relay = self._relays[here] = Relay(
+                self._rounds, lambda make: on_home_loop(self._client, make)
+            )
+        return await relay.run(todo)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """`abatch` on the client's event loop, waited for from this thread."""
@@ -170,34 +184,23 @@ class MnemoStore(BaseStore):
             )
         return asyncio.run_coroutine_threadsafe(self.abatch(list(ops)), loop).result()
 
-    async def _run(self, op: Op) -> Result:
-        if isinstance(op, GetOp):
-            return await self._get(op.namespace, op.key, op.refresh_ttl)
-        if isinstance(op, PutOp):
-            if op.value is None:
-                await self._delete(op.namespace, op.key)
-            else:
-                await self._put(op.namespace, op.key, op.value, op.index, op.ttl)
-            return None
-        if isinstance(op, SearchOp):
-            found = await self._reader.search(op)
-            if op.refresh_ttl:
-                await self._refresh([record for record, _ in found])
-            return [search_item(record, score) for record, score in found]
-        if isinstance(op, ListNamespacesOp):
-            return await self._reader.namespaces(op)
-        raise ValueError(f"unknown operation {type(op).__name__}")
-
     # --- rows ------------------------------------------------------------------------------
 
     def item_id(self, namespace: tuple[str, ...], key: str) -> str:
-        """The memory row id of item `key` of `namespace` in this store's tenant: the id the
-        facts group gives the remembered anchor (`engine.ingest.remember`)."""
-        scope = self.scope
-        text = anchor(namespace, key)
-        return "fact_" + fact_hash(
-            scope.agent_wallet, scope.user_address, text, scope.mode, scope.hai_id
-        )
+        """The memory row id of item `key` of `namespace` in this store's tenant: the fact
+        id of an anchor text naming both (`engine.ingest.remember`), remembered per store."""
+        found: str | None = self._ids.get((namespace, key))
+        if found is None:
+            scope = self.scope
+            digest = fact_hash(
+                scope.agent_wallet,
+                scope.user_address,
+                anchor(namespace, key),
+                scope.mode,
+                scope.hai_id,
+            )
+            found = self._ids[(namespace, key)] = "fact_" + digest
+        return found
 
     def _own(self, row: Mapping[str, Any]) -> Record | None:
         """The item a row holds (its TTL included), or None when it holds none (another fact
@@ -214,143 +217,27 @@ class MnemoStore(BaseStore):
         record, ttl = metadata.get(RECORD_KEY), metadata.get(TTL_KEY)
         if not isinstance(record, Mapping):
             return None
+        # the row's creation time: a put keeps it, a put after a delete renews it
+        created = row.get("createdAt", record.get("createdAt"))
         try:
-            return Record.model_validate({**record, **(ttl if isinstance(ttl, Mapping) else {})})
+            return Record.model_validate(
+                {**record, **(ttl if isinstance(ttl, Mapping) else {}), "createdAt": created}
+            )
         except ValidationError:
             return None
 
-    async def _row(self, item_id: str) -> dict[str, Any] | None:
-        """The row (any status but deleted), or None when it is missing."""
-        reply = await self._client.item("get", item_id, self.scope, timeout=self._timeout)
-        if reply.not_found:
-            return None
-        if reply.error:
-            raise RequestFailed(reply.error)
-        return reply.items[0] if reply.items else None
-
-    # --- operations ------------------------------------------------------------------------
-
-    async def _get(self, namespace: tuple[str, ...], key: str, refresh: bool) -> Item | None:
-        row = await self._row(self.item_id(namespace, key))
-        record = None if row is None else self._own(row)
-        if record is None or tuple(record.namespace) != namespace or record.key != key:
-            return None
-        if record.expired(now_ms()):
-            await self._delete(namespace, key)  # expiry swept on read
-            return None
-        if refresh:
-            await self._refresh([record])
-        return Item(
-            value=value_of(record),
-            key=record.key,
-            namespace=tuple(record.namespace),
-            created_at=moment(record.createdAt),
-            updated_at=moment(record.updatedAt),
-        )
-
-    async def _put(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Mapping[str, Any],
-        index: Literal[False] | list[str] | None,
-        ttl: float | None,
-    ) -> None:
-        encoded = json.dumps(dict(value), ensure_ascii=False, separators=(",", ":"))
-        if len(encoded) > MAX_VALUE_CHARS:
-            raise ValueError(
-                f"the value is {len(encoded)} characters as JSON; an item holds at most "
-                f"{MAX_VALUE_CHARS}"
-            )
-        item_id = self.item_id(namespace, key)
-        fields = self.index_fields if index is None or index is False else tuple(index)
-        texts = [] if index is False else item_texts(value, fields)
-        for _ in range(PUT_ATTEMPTS):
-            now = now_ms()
-            row = await self._row(item_id)
-            earlier = None if row is None else self._own(row)
-            record = {
-                "namespace": list(namespace),
-                "key": key,
-                "value": encoded,
-                "indexed": index is not False,
-                "prefixes": [prefix_tag(namespace[:n]) for n in range(len(namespace) + 1)],
-                "createdAt": earlier.createdAt if earlier is not None else now,
-                "updatedAt": now,
-                "texts": texts,
-            }
-            expiry = {
-                "expiresAt": None if ttl is None else now + int(ttl * MINUTE_MS),
-                "ttlMinutes": ttl,
-            }
-            if row is None:  # new, or deleted: remembering the anchor again revives it
-                await self._create(item_id, namespace, key, record)
-            reply = await self._client.item(
-                "update",
-                item_id,
-                self.scope,
-                content=item_text(value, texts),
-                metadata={RECORD_KEY: record, TTL_KEY: expiry},
-                status="active",
-                timeout=self._timeout,
-            )
-            if not reply.not_found:
-                if reply.error:
-                    raise RequestFailed(reply.error)
-                return
-            # a delete of the same key came between the read and the update: put again
-        raise RequestFailed(f"LangGraph item {key!r} of {namespace} kept being deleted")
-
-    async def _create(
-        self, item_id: str, namespace: tuple[str, ...], key: str, record: dict[str, Any]
-    ) -> None:
-        """Remember the item's anchor fact and wait until the facts group stored it."""
-        await self._client.remember(
-            {
-                **self.scope.wire(),
-                "content": anchor(namespace, key),
-                "type": FACT_TYPE,
-                "metadata": {RECORD_KEY: record},
-            }
-        )
-        await until_visible(
-            lambda: self._row(item_id),
-            timeout=self._write_timeout,
-            what=f"LangGraph item {key!r} of {namespace}",
-        )
-
-    async def _delete(self, namespace: tuple[str, ...], key: str) -> None:
-        reply = await self._client.item(
-            "delete", self.item_id(namespace, key), self.scope, timeout=self._timeout
-        )
-        if reply.error and not reply.not_found:
-            raise RequestFailed(reply.error)
-
     # --- TTL -------------------------------------------------------------------------------
-
-    async def _refresh(self, records: Sequence[Record]) -> None:
-        """Start the TTL of these items again (those that have one): only their TTL key is
-        written, so a put that came meanwhile keeps its value."""
-        for record in records:
-            if record.ttlMinutes is None:
-                continue
-            expiry = {
-                "expiresAt": now_ms() + int(record.ttlMinutes * MINUTE_MS),
-                "ttlMinutes": record.ttlMinutes,
-            }
-            item_id = self.item_id(tuple(record.namespace), record.key)
-            # a delete that won the race leaves nothing to refresh: not_found is fine
-            await self._client.item(
-                "update", item_id, self.scope, metadata={TTL_KEY: expiry}, timeout=self._timeout
-            )
 
     async def sweep_ttl(self) -> int:
         """Delete the tenant's expired items; how many were deleted."""
 
         async def sweep() -> int:
             expired = await self._reader.expired()
+            writes: Writes = {}
             for record in expired:
-                await self._delete(tuple(record.namespace), record.key)
+                item_id = self.item_id(tuple(record.namespace), record.key)
+                writes[item_id] = {"id": item_id, "op": "delete"}
+            await self._rounds.send(writes)
             return len(expired)
 
         return await on_home_loop(self._client, sweep)

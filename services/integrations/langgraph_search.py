@@ -165,9 +165,26 @@ class Reader:
             scored.append((r, max(own) if own else None))
         return scored
 
+    def search_in(self, snapshot: Sequence[Scored], op: SearchOp) -> list[Scored]:
+        """The page a search without a query answers, out of `snapshot` (a `scan` of a
+        prefix of its namespace prefix)."""
+        n = len(op.namespace_prefix)
+        candidates = [
+            (r, None)
+            for r, _ in snapshot
+            if tuple(r.namespace[:n]) == tuple(op.namespace_prefix)
+            and matches(value_of(r), op.filter)
+        ]
+        return rank(candidates, False, op.offset, op.limit)
+
     async def namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         """The namespaces of the tenant's live items that `op` selects, sorted."""
-        spaces = {tuple(r.namespace) for r, _ in await self.scan(())}
+        return self.namespaces_in(await self.scan(()), op)
+
+    @staticmethod
+    def namespaces_in(snapshot: Sequence[Scored], op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        """`namespaces` out of `snapshot` (a `scan` of every item of the tenant)."""
+        spaces = {tuple(r.namespace) for r, _ in snapshot}
         chosen = [
             ns
             for ns in spaces

@@ -9,6 +9,7 @@ narrowed to a prefix with an ordinary metadata filter.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
@@ -71,6 +72,11 @@ def anchor(namespace: tuple[str, ...], key: str) -> str:
 def prefix_tag(prefix: Sequence[str]) -> str:
     """The tag of a namespace prefix: what a search filters `metadata.langgraph.prefixes` by
     (at most 512 characters, the filters' limit, whatever the labels)."""
+    return _tag(tuple(prefix))
+
+
+@functools.lru_cache(maxsize=4_096)  # a store under load tags the same prefixes over and over
+def _tag(prefix: tuple[str, ...]) -> str:
     path = json.dumps(list(prefix), ensure_ascii=False, separators=(",", ":"))
     return "p" + hashlib.sha256(path.encode("utf-8")).hexdigest()[:32]
 

@@ -34,7 +34,7 @@ from engine.retrieval.rerank import Reranker
 from engine.sealing import TenantKeyStore
 from engine.upkeep.compression import SessionTranscripts, Summariser
 from engine.upkeep.erasure import UserEraser
-from engine.upkeep.items import ItemStore
+from engine.upkeep.item_writes import BulkItemStore
 from engine.upkeep.jobs import JobStore
 from engine.upkeep.maintenance import MaintenanceStore
 from engine.upkeep.sessions import SessionStore
@@ -74,7 +74,7 @@ class Stores:
     transcripts: Transcripts
     working: WorkingStore
     memory: Memory
-    items: ItemStore
+    items: BulkItemStore
     relations: RelationStore
     pattern_layer: PatternStore
     patterns: PatternCounter

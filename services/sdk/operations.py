@@ -142,6 +142,29 @@ class Operations(Transport):
         )
         return await self._ask(topics.ITEMS, request, ItemReply, timeout)
 
+    async def read_items(
+        self, scope: ScopeInput, ids: Sequence[str], *, timeout: float | None = None
+    ) -> ItemReply:
+        """The visible rows among `ids` (at most `MAX_READS`) within `scope`, by id (`read`
+        on `memory.items.v1`); `reply.next_after` is the first id a full reply left out."""
+        request = ItemRequest(scope=scope_of(scope), op="read", ids=list(ids))
+        return await self._ask(topics.ITEMS, request, ItemReply, timeout)
+
+    async def write_items(
+        self,
+        scope: ScopeInput,
+        writes: Sequence[Mapping[str, Any]],
+        *,
+        timeout: float | None = None,
+    ) -> ItemReply:
+        """Put, patch or delete many rows of `scope` at once (`write` on `memory.items.v1`:
+        distinct ids, at most `MAX_WRITES`; `schemas.item_writes.ItemWrite`): one bulk write
+        and one change announcement, applied before the reply."""
+        request = ItemRequest.model_validate(
+            {"scope": scope_of(scope), "op": "write", "writes": list(writes), "actor": self.actor}
+        )
+        return await self._ask(topics.ITEMS, request, ItemReply, timeout)
+
     async def forget_user(self, scope: ScopeInput, *, timeout: float | None = None) -> ItemReply:
         """Erase every record of the scope's user of its agent (`forget` on
         `memory.items.v1`; see `engine.upkeep.erasure`): memory items, transcripts, working

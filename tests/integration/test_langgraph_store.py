@@ -343,31 +343,38 @@ async def test_concurrent_puts_and_deletes_of_one_key_never_raise_and_settle(
     assert again.value == {"n": 99}
 
 
-class DeleteBeforeFirstUpdate:
-    """A client on which a delete of the item lands between a put's read and its update:
-    the interleaving of a put racing a delete, made certain."""
+class DeleteBeforeFirstWrite:
+    """A client on which a delete of the item lands just before a put's write request: the
+    interleaving of a put racing a delete, made certain."""
 
-    def __init__(self, inner: MemoryClient) -> None:
+    def __init__(self, inner: MemoryClient, item_id: str) -> None:
         self._inner = inner
+        self._item_id = item_id
         self.raced = False
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    async def item(self, op: str, item_id: str, scope: Any, **kwargs: Any) -> Any:
-        if op == "update" and not self.raced:
+    async def write_items(self, scope: Any, writes: Any, **kwargs: Any) -> Any:
+        if not self.raced:
             self.raced = True
-            await self._inner.item("delete", item_id, scope)
-        return await self._inner.item(op, item_id, scope, **kwargs)
+            deleted = await self._inner.item("delete", self._item_id, scope)
+            assert not deleted.not_found
+        return await self._inner.write_items(scope, writes, **kwargs)
 
 
-async def test_a_put_whose_item_is_deleted_before_its_update_puts_again(
+async def test_a_put_whose_item_is_deleted_just_before_its_write_brings_it_back(
     rules_pipeline: tuple[Runtime, MemoryClient], unique: Any
 ) -> None:
+    """Issue 30: the put is the last write, so it wins over the delete that came first:
+    the item is back, with the put's value, created anew."""
     _, client = rules_pipeline
     agent = unique("0xRaced")
-    await MnemoStore(client, agent=agent, user="rui").aput(("race",), "k", {"n": 1})
-    racing = DeleteBeforeFirstUpdate(client)
+    first = MnemoStore(client, agent=agent, user="rui")
+    await first.aput(("race",), "k", {"n": 1})
+    before = await first.aget(("race",), "k")
+    assert before is not None
+    racing = DeleteBeforeFirstWrite(client, first.item_id(("race",), "k"))
     store = MnemoStore(cast(MemoryClient, racing), agent=agent, user="rui")
 
     await store.aput(("race",), "k", {"n": 2})  # was: RequestFailed "… not found"
@@ -376,3 +383,4 @@ async def test_a_put_whose_item_is_deleted_before_its_update_puts_again(
     got = await store.aget(("race",), "k")
     assert got is not None
     assert got.value == {"n": 2}
+    assert got.created_at >= before.updated_at

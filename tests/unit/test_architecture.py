@@ -215,6 +215,7 @@ FRAMEWORK_ADAPTERS = frozenset(
     {
         "services/integrations/langgraph.py",
         "services/integrations/langgraph_ops.py",  # the LangGraph store's op checks
+        "services/integrations/langgraph_rounds.py",  # the LangGraph store's rounds of ops
         "services/integrations/langgraph_search.py",  # the LangGraph store's reads
         "services/integrations/openai_agents.py",
     }

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from engine.adapters.memory.memory_rows import InMemoryMemoryStore
 from engine.records import INACTIVE_STATUSES, MemoryRow
 from engine.scoping import TenantFilter
 from engine.upkeep.item_tags import holds_tags
+from engine.upkeep.item_writes import RowWrite
 from engine.upkeep.items import RowPatch, apply_patch, exact, soft_delete_patch
 
 
@@ -94,3 +96,24 @@ class InMemoryItemStore(InMemoryMemoryStore):
             key=lambda r: r.vector_id,
         )
         return rows[:limit]
+
+    async def read_rows(self, where: TenantFilter, vector_ids: Sequence[str]) -> list[MemoryRow]:
+        admitted = exact(where)
+        found = (self._rows.get(i) for i in sorted(set(vector_ids)))
+        return [r for r in found if r is not None and admitted.admits(r.scope)]
+
+    async def write_rows(self, where: TenantFilter, writes: Sequence[RowWrite]) -> None:
+        for w in writes:
+            if w.new is not None:
+                self._rows.setdefault(w.vector_id, w.new)
+                continue
+            row = self._rows.get(w.vector_id)
+            if row is None or w.patch is None or not exact(where).admits(row.scope):
+                continue
+            if w.visible_only and row.status == "deleted":
+                continue
+            after = apply_patch(row, w.patch)
+            if w.revive:
+                metadata = {k: v for k, v in after.metadata.items() if k != "deletedAt"}
+                after = replace(after, created_at=w.patch.at, metadata=metadata)
+            self._rows[w.vector_id] = after

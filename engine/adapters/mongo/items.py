@@ -8,20 +8,21 @@ from a delete between the check and the write. Driver errors become `DependencyF
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from pymongo import ASCENDING, DESCENDING, ReturnDocument
+from pymongo import ASCENDING, DESCENDING, ReturnDocument, UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
 from engine.adapters.mongo.changes import CHANGED_AT, bump_epochs, stamp
 from engine.adapters.mongo.documents import Doc, tenant_query, vector
-from engine.adapters.mongo.memory_rows import row_of
+from engine.adapters.mongo.memory_rows import MongoMemoryStore, row_of
 from engine.adapters.mongo.schema import MEMORY
 from engine.errors import DependencyFailed
 from engine.records import INACTIVE_STATUSES, MemoryRow
 from engine.scoping import TenantFilter
+from engine.upkeep.item_writes import RowWrite
 from engine.upkeep.items import RowPatch, soft_delete_patch
 
 
@@ -163,3 +164,36 @@ class MongoItemStore:
         except PyMongoError as exc:
             raise DependencyFailed(f"memory item scan failed: {exc}") from exc
         return [row_of(d) for d in docs]
+
+    async def read_rows(self, where: TenantFilter, vector_ids: Sequence[str]) -> list[MemoryRow]:
+        query = {**tenant_query(where.exact()), "_id": {"$in": list(vector_ids)}}
+        try:
+            docs = await self._col.find(query).sort([("_id", ASCENDING)]).to_list(None)
+        except PyMongoError as exc:
+            raise DependencyFailed(f"memory item read failed: {exc}") from exc
+        return [row_of(d) for d in docs]
+
+    async def write_rows(self, where: TenantFilter, writes: Sequence[RowWrite]) -> None:
+        at = stamp()
+        ops: list[UpdateOne] = []
+        for w in writes:
+            if w.new is not None:
+                # an id held by any row (another tenant's too) is left alone
+                document = MongoMemoryStore.document(w.new, at)
+                ops.append(UpdateOne({"_id": w.vector_id}, {"$setOnInsert": document}, upsert=True))
+                continue
+            if w.patch is None:
+                continue
+            update = patch_update(w.patch)
+            query = self._query(where, w.vector_id, visible=True if w.visible_only else None)
+            if w.revive:
+                update["$set"] |= {"createdAt": w.patch.at, "validAt": w.patch.at}
+                update["$set"].pop("metadata.deletedAt", None)
+                update["$unset"] = {"metadata.deletedAt": ""}
+            ops.append(UpdateOne(query, update))
+        if not ops:
+            return
+        try:
+            await self._col.bulk_write(ops, ordered=False)
+        except PyMongoError as exc:
+            raise DependencyFailed(f"memory item bulk write failed: {exc}") from exc

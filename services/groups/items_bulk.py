@@ -1,0 +1,55 @@
+"""The items group's `read` and `write` (issue 30): many rows of one tenant at once, for an
+adapter that sends thousands of small item operations (a LangGraph store under load).
+
+`read` answers the visible rows among the request's ids, by id, until the reply would pass
+`PAGE_BYTES`; `next_after` then names the first id left out, to ask for again. `write`
+applies the request's writes with one read, one embedding call and one bulk write
+(`engine.upkeep.item_writes`); the caller (`services.groups.items`) announces the change
+once per written scope and bumps its cache namespace before replying, as for one item.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from engine.history import Ledger
+from engine.records import Cause, MemoryRow
+from engine.scoping import scope_fields, tenant_filter
+from engine.upkeep.item_writes import Write, write_items
+from schemas.requests import ItemReply, ItemRequest
+from services.groups.items_scan import PAGE_BYTES
+from services.runtime import Runtime
+
+
+async def read(
+    rt: Runtime, request: ItemRequest, public: Callable[[MemoryRow], dict[str, Any]]
+) -> ItemReply:
+    """The visible rows among `request.ids` (see the module docstring)."""
+    where = tenant_filter(request.scope, durable=True)
+    rows = [r for r in await rt.items.read_rows(where, request.ids or []) if r.status != "deleted"]
+    page: list[dict[str, Any]] = []
+    size = 0
+    for row in rows:
+        shown = public(row)
+        size += len(json.dumps(shown, default=str))
+        if page and size > PAGE_BYTES:
+            return ItemReply(items=page, next_after=row.vector_id)
+        page.append(shown)
+    return ItemReply(items=page)
+
+
+async def write(rt: Runtime, request: ItemRequest, cause: Cause) -> list[MemoryRow]:
+    """Apply `request.writes`; the rows they changed (as found before, new ones as created)."""
+    writes = [Write(w.id, w.op, w.content, w.metadata, w.type) for w in request.writes or []]
+    return await write_items(
+        rt.items,
+        rt.embedder,
+        tenant_filter(request.scope, durable=True),
+        scope_fields(request.scope),
+        writes,
+        at=int(time.time() * 1000),
+        ledger=Ledger(rt.history, cause),
+    )
