@@ -44,7 +44,16 @@ GROUPS = [
     "invalidation",
     "items",
 ]
-LOG = sorted(topics.SEALED | {topics.CHANGED, topics.DLQ})
+LOG = (
+    topics.TURNS,
+    topics.REMEMBER,
+    topics.FACTS,
+    topics.KNOWLEDGE,
+    topics.WORKFLOWS,
+    topics.EMBEDDINGS,
+    topics.CHANGED,
+    topics.DLQ,
+)
 """The log's topics (sources and derived): what must never hold a word in clear. Request
 and reply topics, and the ingress, keep theirs for their short retention (docs/security.md)."""
 
