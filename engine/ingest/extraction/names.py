@@ -1,13 +1,15 @@
-"""Names a turn mentions, found by a general method: no verb lists, no model, a few
-microseconds per sentence (`benchmarks.extraction`).
+"""Names a turn mentions, found by a general method: no verb lists, no model, tens of
+microseconds per turn (`python -m benchmarks.extraction`: `links_latency_us`).
 
 * a run of capitalised words, joined through "of", "de", "van", "&"… when a capitalised word
   follows ("University of Tartu", "Bank of America"), a possessive "'s" dropped;
-* function words, pronouns, interjections and calendar words are never names (`_NOT_NAMES`);
-* a capitalised word that opens a sentence is a name only when it is not one of those and is
-  not followed by what follows a verb or an adverb (a determiner, a pronoun, a preposition:
-  "Went to…", "Bought a…"), unless it is followed by "'s" or is known as a name anyway (a
-  speaker, an extractor's entity, or written capitalised elsewhere in the turn);
+* function words, pronouns, contractions, interjections, numbers and calendar words are
+  never names (`_NOT_NAMES`);
+* a capitalised word alone that opens a sentence is a name only as the sentence's subject:
+  followed by a word in -s or -ed, or "is", "has", "and"… ("Marcus works", "Felipe is",
+  "Teodor used"), not by punctuation or anything else ("Congratulations!", "Sounds
+  lovely", "Went to…"), and not in -ly or -ing; or followed by "'s"; or known as a name
+  anyway (a speaker, an extractor's entity, or written capitalised elsewhere in the turn);
 * in a message written in lower case (its author writes "i", or no capital at all), a word
   or two after "in", "at" or "from" ("i live in lyon"), and a word after "my brother",
   "my dog"… ("my brother tom"), are names too.
@@ -47,7 +49,9 @@ _NOT_NAMES = _words(
     "april may june july august september october november december christmas easter "
     "mom mum dad mother father sister brother wife husband son daughter friend boss "
     "mr mrs ms dr prof sir madam dear new old big little first other another such "
-    "let let's like love hope wish think know see say said tell told ask asked"
+    "let let's like love hope wish think know see say said tell told ask asked "
+    "four five six seven eight nine ten more most many few several lots plenty "
+    "now soon later ago already again yet ever"
 )
 """Words that are never a name, however written (function words, pronouns, interjections,
 calendar words, bare kin words, and the few verbs that open chat sentences)."""
@@ -68,6 +72,11 @@ _QUESTION_OPENERS = _words(
     "do does did is are was were can could would should will have has what what's who "
     "whom whose which where why how whats wheres whos any anyone"
 )
+_SUBJECT_FOLLOWERS = _words(
+    "and is was has had will can could would just also still never always said says did "
+    "does do went got made"
+)
+"""Words after a name that opens a sentence as its subject, besides verbs in -s and -ed."""
 _CONNECTORS = _words("of de da del della di du van von der den la le y &")
 _ORG_WORDS = _words(
     "inc corp corporation co company ltd llc plc gmbh ag sa bank university college school "
@@ -87,6 +96,8 @@ _ROLE_NOUNS = _words(
     "uncle aunt neighbour neighbor dog cat puppy kitten"
 )
 """Nouns a name follows in apposition ("my brother tom"), read in lower-case messages."""
+_LOWER_NOT_NAMES = _words("home work school uni college church bed least all first")
+"""Nouns after "in"/"at"/"from" that are no name ("i'm at work")."""
 _LOWER_CUES = _words("in at from")
 FIRST_PERSON = re.compile(
     r"(?<![\w'’])(?:i|i'm|i've|i'd|i'll|im|ive|me|my|mine|myself|we|we're|we've|our|ours|us)"
@@ -97,6 +108,7 @@ _LOWERCASE_I = re.compile(r"(?:^|\s)i(?:'m|'ve|m)?\b")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|;\s+|\s+[—–]\s+")
 _ABBREVIATION = re.compile(r"\b(?:St|Dr|Mr|Mrs|Ms|Prof|Mt|Jr|Sr|vs|etc)\.$")
 _TOKEN = re.compile(r"[^\W\d_][\w'’.-]*[\w]|[^\W\d_]|&|\d[\w:]*|[,:()\"]")
+_CONTRACTION = re.compile(r"['’](?:ll|d|ve|re|m|t)$")
 _POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
 
 
@@ -121,7 +133,13 @@ def sentences(text: str) -> list[str]:
 
 
 def is_capitalised(token: str) -> bool:
-    return token[:1].isupper() and token.casefold() not in _NOT_NAMES
+    """Written with a capital and, without a possessive, not a word that is never a name."""
+    if not token[:1].isupper():
+        return False
+    word = bare(token).casefold()
+    if _CONTRACTION.search(word):  # "We'll", "Don't"
+        return False
+    return word not in _NOT_NAMES and word not in _AFTER_VERB and word.rstrip("s") not in _NOT_NAMES
 
 
 def bare(token: str) -> str:
@@ -130,7 +148,7 @@ def bare(token: str) -> str:
 
 def _type_of(words: list[str], before: str, after: str, comma_next: str) -> str:
     lowered = [w.casefold() for w in words]
-    if any(w in _ORG_WORDS for w in lowered[1:]) or after in _ORG_AFTER:
+    if (len(words) > 1 and any(w in _ORG_WORDS for w in lowered)) or after in _ORG_AFTER:
         return "organisation"
     if any(w in _PLACE_WORDS for w in lowered) or before in _PLACE_BEFORE:
         return "place"
@@ -187,6 +205,7 @@ def _span(tokens: list[str], i: int, lower: bool) -> tuple[list[str], int]:
             and tokens[i][:1].isalpha()
             and tokens[i].casefold() not in _NOT_NAMES
             and tokens[i].casefold() not in _AFTER_VERB
+            and tokens[i].casefold() not in _LOWER_NOT_NAMES
         ):
             words.append(tokens[i].title())
             i += 1
@@ -218,7 +237,12 @@ def names_in(
             continue
         after = tokens[end].casefold() if end < len(tokens) else ""
         opener = start == 0 and len(words) == 1 and not possessive
-        if opener and name.casefold() not in known and _verb_like(name, after):
+        said_after = tokens[end] if end < len(tokens) else ""
+        if (
+            opener
+            and name.casefold() not in known
+            and (_not_a_subject(said_after) or name.casefold().endswith(("ly", "ing")))
+        ):
             continue
         before = tokens[start - 1].casefold() if start > 0 else ""
         comma_next = tokens[end + 1] if after == "," and end + 1 < len(tokens) else ""
@@ -273,9 +297,14 @@ def evidence_of(sentence: str) -> str:
     return text[:MAX_EVIDENCE].rsplit(" ", 1)[0] + "…"
 
 
-def _verb_like(word: str, after: str) -> bool:
-    """A sentence's capitalised opener that reads as a verb or an adverb ("Went to…")."""
-    return after in _AFTER_VERB or word.casefold().endswith("ly")
+def _not_a_subject(after: str) -> bool:
+    """Whether a capitalised word that opens a sentence, followed by `after`, is not a name
+    as the sentence's subject: a name there is followed by a verb ("Marcus works",
+    "Felipe is", "Teodor used") or "and"; an interjection or adjective by punctuation or
+    anything else ("Congratulations!", "Sounds lovely", "Fair enough", "Went to…")."""
+    if not after[:1].isalpha() or not after[:1].islower() or after in _AFTER_VERB:
+        return True
+    return not (after in _SUBJECT_FOLLOWERS or after.endswith(("s", "ed")))
 
 
 def tokens_of(sentence: str) -> list[str]:
