@@ -25,7 +25,7 @@ become entities (their summary: the first sentence that names them).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from itertools import combinations
 
@@ -133,8 +133,3 @@ def _link(
     key = (source.casefold(), kind, target.casefold())
     if key not in links and (target.casefold(), kind, source.casefold()) not in links:
         links[key] = ExtractedRelation(source, kind, target, said)
-
-
-def untyped(relations: Iterable[ExtractedRelation]) -> list[ExtractedRelation]:
-    """The links among `relations` (not the typed relations)."""
-    return [r for r in relations if r.type in UNTYPED]
