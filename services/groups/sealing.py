@@ -2,8 +2,8 @@
 sealed under its tenant's data key (`engine.sealing`) → published to its source topic with the
 runtime's key, before the batch is committed (so a wait that follows the source topic's
 groups finds it there). Agent runtimes thus never hold a key: only this group (and the
-groups that read the source topics) have the master key. Without an event key it consumes
-nothing (runtimes then publish to the source topics themselves)."""
+groups that read the source topics) have the master key. Without an event key it forwards
+the events unsealed (runtimes then normally publish to the source topics themselves)."""
 
 from __future__ import annotations
 
@@ -24,12 +24,13 @@ GROUP = "sealing"
 def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
     group = GroupRouter(GROUP, rt, metrics)
     sealer = rt.sealer
-    if sealer is None:
-        return group.router
     out = {topic: group.router.publisher(topic) for topic in topics.INGRESS_TARGETS}
 
     async def seal(events: list[IngressEvent]) -> None:
-        sealed = await sealer.seal_many([((e.agent, e.user), e.event.encode()) for e in events])
+        plain = [((e.agent, e.user), e.event.encode()) for e in events]
+        # without a key the events are forwarded as they are: a runtime sending through the
+        # ingress of a deployment without one loses nothing
+        sealed = [p for _, p in plain] if sealer is None else await sealer.seal_many(plain)
         await asyncio.gather(
             *(
                 within(e, out[e.topic].publish(body, key=e.key.encode()))  # its trace goes on

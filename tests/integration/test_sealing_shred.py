@@ -288,6 +288,25 @@ async def test_without_a_key_events_stay_as_they_were_and_a_sealed_one_is_dead_l
         assert client.last_position.topic == topics.TURNS  # no ingress without the setting
         turns = await records(stack.kafka_bootstrap, [topics.TURNS])
         assert any(word.encode() in v and at.turn_id.encode() in v for v in turns)
+        # a runtime sending through the ingress anyway: forwarded as it is, nothing lost
+        async with MemoryClient(
+            stack.kafka_bootstrap,
+            timeout=15,
+            group_prefix=rt.settings.group_prefix,
+            deferred_embeddings=False,
+            ingress=True,
+        ) as through:
+            body = {
+                **scope,
+                "threadId": "t2",
+                "userMessage": f"Also {word}.",
+                "assistantMessage": "Ok.",
+            }
+            forwarded = await through.record_turn(body, wait=True)
+            assert through.last_position is not None
+            assert through.last_position.topic == topics.INGRESS
+        stored = rt.mongo[rt.settings.mongo.db]["transcript_turns"]
+        assert await stored.count_documents({"turnId": forwarded.turn_id}) == 1
         # a sealed record reaching a group with no key: dead-lettered, redrivable, not lost
         before = len(await records(stack.kafka_bootstrap, [topics.DLQ]))
         envelope = {"sealed": 1, "agent": agent, "user": "u", "keyId": "0" * 16, "data": "AA=="}
