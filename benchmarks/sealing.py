@@ -117,7 +117,7 @@ async def one_round(ends: Endpoints, sealed: bool, args: argparse.Namespace) -> 
         await mongo.close()
     if stored != args.turns + 1:
         raise RuntimeError(f"{stored} of {args.turns + 1} turns stored")
-    return args.turns / seconds
+    return float(args.turns / seconds)
 
 
 def cpu_seconds(pid: int) -> float:

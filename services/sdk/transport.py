@@ -113,7 +113,7 @@ def to_ingress(topic: str, key: str, event: BaseModel, value: bytes) -> bytes:
     """The `IngressEvent` of `event` (JSON `value`) for `topic`, keyed by `key`."""
     scope: Scope = getattr(event, "scope")  # noqa: B009 - every ingress target has a scope
     wrapped = IngressEvent(
-        topic=topic,  # type: ignore[arg-type]  # one of topics.INGRESS_TARGETS
+        topic=topic,  # one of topics.INGRESS_TARGETS (validated)
         key=key,
         agent=scope.agent_wallet,
         user=scope.user_address,
