@@ -4,7 +4,7 @@ records every change in the item history (caused by the request: its correlation
 `item.<op>`, the request's `actor`) and announces `MemoryChanged` for every change (a
 forgotten user's: every layer), after bumping the changed scope's cache namespace itself,
 so the requester's next search reads its own write; also working-session requests
-(`services.groups.sessions`, on `memory.sessions.v1`)."""
+(`services.groups.items_sessions`, on `memory.sessions.v1`)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from engine.upkeep.listings import newest_facts
 from schemas import topics
 from schemas.requests import ALL_LAYERS, ItemReply, ItemRequest
 from schemas.scope import Scope, first_error
-from services.groups import items_bulk, items_scan, sessions
+from services.groups import items_bulk, items_scan, items_sessions
 from services.runtime import Runtime
 from services.stream.consumers import EXPIRED, GroupRouter, expired
 from services.stream.metrics import Metrics
@@ -159,7 +159,7 @@ async def handle(rt: Runtime, request: ItemRequest, cause: Cause) -> list[Memory
 
 def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
     group = GroupRouter(GROUP, rt, metrics)
-    sessions.wire(group)
+    items_sessions.wire(group)
 
     async def forget(scope: Scope) -> ItemReply:
         erased = await forget_user(rt.stores.eraser, tenant_filter(scope, durable=True), rt.sealer)

@@ -38,7 +38,7 @@ def eval_cases(
 
     from engine.errors import InputRejected, MemoryError_
     from services.endpoints import NotConfigured
-    from services.groups.evals import run_eval
+    from services.groups.admin.evals import run_eval
     from services.runtime import open_runtime
 
     try:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from services.groups.archive_pins import NOT_CONFIGURED
+from services.groups.jobs.archive_pins import NOT_CONFIGURED
 from tests.gateway.conftest import PREFIX, Gateway, agent
 from tests.integration.test_archive_sync import stored_archive
 

@@ -17,7 +17,7 @@ from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.records import ArchiveRecord, ScopeFields
 from engine.upkeep.archives import decrypt_payload
 from services.endpoints import Endpoints
-from services.groups.archive_pins import NOT_CONFIGURED
+from services.groups.jobs.archive_pins import NOT_CONFIGURED
 from services.runtime import Runtime
 from tests.support.http_server import Provider, Received, Reply, Responder
 from tests.support.pipeline import groups_running

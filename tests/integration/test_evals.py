@@ -19,7 +19,7 @@ from engine.errors import InputRejected
 from schemas.inputs import memory_remembered
 from schemas.requests import LayerSearchRequest
 from services.endpoints import ENV_KAFKA, ENV_MONGO, ENV_REDIS, Endpoints
-from services.groups.evals import get_eval, list_evals, run_eval
+from services.groups.admin.evals import get_eval, list_evals, run_eval
 from services.ops.cli import app
 from services.runtime import Runtime, open_runtime
 from tests.support.settings import make_settings

@@ -27,10 +27,10 @@ from engine.upkeep.jobs import JobRecord
 from schemas.jobs import job_agents
 from schemas.requests import AdminRequest
 from schemas.scope import Scope
-from services.groups import evals
+from services.groups.admin import evals
 from services.groups.admin.browse import graph_browse, memory_browse
 from services.groups.admin.export import memory_export
-from services.groups.archive_pins import sync_archive
+from services.groups.jobs.archive_pins import sync_archive
 from services.runtime import Runtime
 
 log = logging.getLogger(__name__)

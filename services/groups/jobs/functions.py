@@ -27,7 +27,7 @@ from schemas.jobs import (
     parse_job_params,
 )
 from schemas.scope import Scope, ScopeError
-from services.groups.archive_pins import pin_if_unpinned
+from services.groups.jobs.archive_pins import pin_if_unpinned
 from services.runtime import Runtime
 
 DEFAULT_BATCH = 500
