@@ -27,18 +27,22 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
-import uuid
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from benchmarks.pipeline import endpoints, groups_process
-from benchmarks.upstream_agents_plugin import ENV_BACKEND
+from benchmarks.upstream_agents_plugin import REFERENCE_INTERNALS
+from benchmarks.upstream_support import (
+    Results,
+    common_arguments,
+    compare,
+    live_stack,
+    pyproject_version,
+    run_suite,
+)
 
 PACKAGE = "openai-agents"
 PYTEST_INI = """[pytest]
@@ -82,10 +86,7 @@ def unpack(source: Path, into: Path) -> Path:
 
 
 def upstream_version(root: Path) -> str | None:
-    pyproject = root / "pyproject.toml"
-    text = pyproject.read_text(encoding="utf-8") if pyproject.exists() else ""
-    found = re.search(r'^version\s*=\s*"([^"]+)"', text, re.MULTILINE)
-    return found.group(1) if found else None
+    return pyproject_version(root / "pyproject.toml")
 
 
 def prepare(root: Path, work: Path) -> list[str]:
@@ -98,72 +99,31 @@ def prepare(root: Path, work: Path) -> list[str]:
 
 def run_pytest(
     work: Path, files: list[str], backend: str, env: dict[str, str], args: argparse.Namespace
-) -> dict[str, tuple[str, str]]:
+) -> Results:
     """Run the files on `backend`; each test's (outcome, message) by its id."""
-    report = work / f"{backend}.xml"
-    command = [
-        sys.executable, "-m", "pytest", "-q", "-p", "benchmarks.upstream_agents_plugin",
-        "-p", "no:cacheprovider", "--timeout", str(args.timeout), "--junitxml", str(report),
-        "-c", str(work / "pytest.ini"), "--rootdir", str(work), *files,
-    ]  # fmt: skip
-    if args.k:
-        command += ["-k", args.k]
-    repo = str(Path(__file__).resolve().parent.parent)
-    child = {**os.environ, **env, ENV_BACKEND: backend, "PYTHONPATH": repo}
-    print(f"--- {backend}: {' '.join(command[3:])}", flush=True)
-    subprocess.run(command, cwd=work, env=child, check=False)
-    return outcomes(report)
-
-
-def outcomes(report: Path) -> dict[str, tuple[str, str]]:
-    found: dict[str, tuple[str, str]] = {}
-    if not report.exists():
-        return found
-    # the report is the one our own pytest child just wrote
-    for case in ET.parse(report).getroot().iter("testcase"):  # noqa: S314
-        name = f"{case.get('classname')}::{case.get('name')}"
-        outcome, message = "passed", ""
-        for tag in ("failure", "error", "skipped"):
-            node = case.find(tag)
-            if node is not None:
-                outcome, message = tag, node.get("message") or ""
-                break
-        found[name] = (outcome, message)
-    return found
-
-
-def compare(control: dict[str, tuple[str, str]], ours: dict[str, tuple[str, str]]) -> int:
-    def count(results: dict[str, tuple[str, str]], outcome: str) -> int:
-        return sum(1 for o, _ in results.values() if o == outcome)
-
-    for name, results in (("SQLiteSession (control)", control), ("MnemoSession", ours)):
-        print(
-            f"{name:<24} {len(results)} tests: {count(results, 'passed')} passed, "
-            f"{count(results, 'failure') + count(results, 'error')} failed, "
-            f"{count(results, 'skipped')} skipped"
-        )
-    internal = sorted(t for t, (o, _) in ours.items() if o == "skipped" and "internals" in _)
-    if internal:
-        print(f"skipped on MnemoSession, they reach into SQLite itself ({len(internal)}):")
-        print("".join(f"  {t}\n" for t in internal), end="")
-    worse = sorted(
-        t
-        for t, (o, _) in control.items()
-        if o == "passed" and ours.get(t, ("missing", ""))[0] != "passed" and t not in internal
+    return run_suite(
+        work,
+        files,
+        plugin="benchmarks.upstream_agents_plugin",
+        backend=backend,
+        env=env,
+        args=args,
     )
-    for test in worse:
-        outcome, message = ours.get(test, ("missing", ""))
-        print(f"PASSED ON THE CONTROL ONLY: {test}: {outcome} {message[:300]}")
-    print(f"{len(worse)} tests pass on the control and not on MnemoSession")
-    return 1 if worse else 0
+
+
+def internal(ours: Results) -> list[str]:
+    """The tests skipped on MnemoSession because they reach into SQLite itself (listed)."""
+    found = sorted(t for t, (o, m) in ours.items() if o == "skipped" and REFERENCE_INTERNALS in m)
+    if found:
+        print(f"skipped on MnemoSession, they reach into SQLite itself ({len(found)}):")
+        print("".join(f"  {t}\n" for t in found), end="")
+    return found
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("source", nargs="?", type=Path, help="upstream checkout or sdist")
-    parser.add_argument("--backend", choices=["both", "sqlite", "mnemo"], default="both")
-    parser.add_argument("-k", help="pytest -k expression")
-    parser.add_argument("--timeout", type=int, default=120, help="seconds per test")
+    common_arguments(parser, "sqlite")
     args = parser.parse_args()
     installed = importlib.metadata.version(PACKAGE)
     with tempfile.TemporaryDirectory(prefix="mnemostream-upstream-") as tmp:
@@ -177,17 +137,16 @@ def main() -> None:
             )
         files = prepare(root, work)
         print(f"{PACKAGE} {installed}: {', '.join(files)}", flush=True)
-        control: dict[str, tuple[str, str]] = {}
-        ours: dict[str, tuple[str, str]] = {}
+        control: Results = {}
+        ours: Results = {}
         if args.backend in ("both", "sqlite"):
             control = run_pytest(work, files, "sqlite", {}, args)
         if args.backend in ("both", "mnemo"):
-            tag = uuid.uuid4().hex[:8]
-            with endpoints() as ends, groups_process(ends, tag, ["all"]):
-                env = {**ends.to_env(), "MNEMOSTREAM_GROUP_PREFIX": f"bench-{tag}"}
+            with live_stack() as env:
                 ours = run_pytest(work, files, "mnemo", env, args)
     if args.backend == "both":
-        raise SystemExit(compare(control, ours))
+        names = ("SQLiteSession (control)", "MnemoSession")
+        raise SystemExit(compare(names, control, ours, internal(ours)))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ reason `REFERENCE_INTERNALS`: they test that implementation, not the `Session` p
 from __future__ import annotations
 
 import inspect
-import os
 import re
 import uuid
 from collections.abc import Iterator
@@ -27,11 +26,12 @@ from typing import Any
 
 import pytest
 
+from benchmarks.upstream_support import WARM_UP_SECONDS, start_client, stop_client
+from benchmarks.upstream_support import backend as chosen
 from services.integrations.loops import LoopThread
 from services.integrations.openai_agents import MnemoSession
 from services.sdk.client import MemoryClient
 
-ENV_BACKEND = "MNEMOSTREAM_UPSTREAM_BACKEND"
 REFERENCE_INTERNALS = "reference internals: the test reaches into SQLite itself"
 INTERNAL = re.compile(
     r"\bsession\w*\._\w|SQLiteSession\._|\bsqlite3\.|_drop_sqlite_table|_sqlite_write_lock"
@@ -39,39 +39,27 @@ INTERNAL = re.compile(
 )
 """Source text of a test that exercises SQLiteSession's implementation, not the protocol."""
 
-WARM_UP_SECONDS = 240.0
-
 _state: dict[str, Any] = {}
 
 
 def backend() -> str:
-    return os.environ.get(ENV_BACKEND, "sqlite")
+    return chosen("sqlite")
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    if backend() != "mnemo":
-        return
-    thread = LoopThread("mnemostream-upstream-client")
-    client = MemoryClient(
-        os.environ["MNEMOSTREAM_KAFKA_BOOTSTRAP"],
-        timeout=30,
-        group_prefix=os.environ.get("MNEMOSTREAM_GROUP_PREFIX", "mnemostream"),
-    )
-    thread.run(client.start(), timeout=120)
-    _state.update(thread=thread, client=client)
+def _warm_up(thread: LoopThread, client: MemoryClient) -> None:
     # the groups join and load their models before the first test's write must show
     warm = {"agentWallet": f"0xWarm{uuid.uuid4().hex[:8]}", "userAddress": "w", "threadId": "w"}
     turn = {**warm, "userMessage": "warm up", "assistantMessage": "ok"}
     thread.run(client.record_turn(turn, wait=True, timeout=WARM_UP_SECONDS), timeout=300)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    if backend() == "mnemo":
+        start_client(_state, _warm_up)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
-    thread, client = _state.pop("thread", None), _state.pop("client", None)
-    if thread is not None:
-        try:
-            thread.run(client.close(), timeout=30)
-        finally:
-            thread.stop()
+    stop_client(_state)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

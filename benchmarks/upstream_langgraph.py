@@ -30,19 +30,20 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import io
-import os
-import re
 import shutil
 import subprocess
-import sys
 import tarfile
 import tempfile
-import uuid
 from pathlib import Path
 
-from benchmarks.pipeline import endpoints, groups_process
-from benchmarks.upstream_agents import outcomes
-from benchmarks.upstream_langgraph_plugin import ENV_BACKEND
+from benchmarks.upstream_support import (
+    Results,
+    common_arguments,
+    compare,
+    live_stack,
+    pyproject_version,
+    run_suite,
+)
 
 PACKAGE = "langgraph-checkpoint"
 TESTS = "libs/checkpoint/tests"
@@ -93,10 +94,7 @@ def checkout(source: Path, into: Path) -> Path:
 
 
 def upstream_version(root: Path) -> str | None:
-    pyproject = root / "libs" / "checkpoint" / "pyproject.toml"
-    text = pyproject.read_text(encoding="utf-8") if pyproject.exists() else ""
-    found = re.search(r'^version\s*=\s*"([^"]+)"', text, re.MULTILINE)
-    return found.group(1) if found else None
+    return pyproject_version(root / "libs" / "checkpoint" / "pyproject.toml")
 
 
 def prepare(root: Path, work: Path) -> list[Path]:
@@ -121,52 +119,28 @@ def prepare(root: Path, work: Path) -> list[Path]:
 
 def run_pytest(
     dirs: list[Path], backend: str, env: dict[str, str], args: argparse.Namespace
-) -> dict[str, tuple[str, str]]:
+) -> Results:
     """Run each directory's tests on `backend`; each test's (outcome, message) by its id
     (prefixed with the directory's name)."""
-    found: dict[str, tuple[str, str]] = {}
+    found: Results = {}
     for work in dirs:
-        report = work / f"{backend}.xml"
-        command = [
-            sys.executable, "-m", "pytest", "-q", "-p", "benchmarks.upstream_langgraph_plugin",
-            "-p", "no:cacheprovider", "--timeout", str(args.timeout), "--junitxml", str(report),
-            "-c", str(work / "pytest.ini"), "--rootdir", str(work), "tests",
-        ]  # fmt: skip
-        if args.k:
-            command += ["-k", args.k]
-        repo = str(Path(__file__).resolve().parent.parent)
-        child = {**os.environ, **env, ENV_BACKEND: backend, "PYTHONPATH": f"{work}:{repo}"}
-        print(f"--- {backend}, {work.name}: {' '.join(command[3:])}", flush=True)
-        subprocess.run(command, cwd=work, env=child, check=False)
-        found |= {f"{work.name}/{k}": v for k, v in outcomes(report).items()}
-    return found
-
-
-def compare(control: dict[str, tuple[str, str]], ours: dict[str, tuple[str, str]]) -> int:
-    def count(results: dict[str, tuple[str, str]], *kinds: str) -> int:
-        return sum(1 for o, _ in results.values() if o in kinds)
-
-    for name, results in (("InMemoryStore (control)", control), ("MnemoStore", ours)):
-        print(
-            f"{name:<24} {len(results)} tests: {count(results, 'passed')} passed, "
-            f"{count(results, 'failure', 'error')} failed, {count(results, 'skipped')} skipped"
+        results = run_suite(
+            work,
+            ["tests"],
+            plugin="benchmarks.upstream_langgraph_plugin",
+            backend=backend,
+            env=env,
+            args=args,
+            path=[work],
         )
-    worse = sorted(
-        t for t, (o, _) in control.items() if o == "passed" and ours.get(t, ("", ""))[0] != "passed"
-    )
-    for test in worse:
-        outcome, message = ours.get(test, ("missing", ""))
-        print(f"PASSED ON THE CONTROL ONLY: {test}: {outcome} {message[:300]}")
-    print(f"{len(worse)} tests pass on the control and not on MnemoStore")
-    return 1 if worse else 0
+        found |= {f"{work.name}/{k}": v for k, v in results.items()}
+    return found
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("source", type=Path, help="LangGraph checkout or bare git directory")
-    parser.add_argument("--backend", choices=["both", "memory", "mnemo"], default="both")
-    parser.add_argument("-k", help="pytest -k expression")
-    parser.add_argument("--timeout", type=int, default=120, help="seconds per test")
+    common_arguments(parser, "memory")
     args = parser.parse_args()
     installed = importlib.metadata.version(PACKAGE)
     with tempfile.TemporaryDirectory(prefix="mnemostream-upstream-") as tmp:
@@ -175,17 +149,15 @@ def main() -> None:
         version = upstream_version(root)
         print(f"{PACKAGE} tests of {version or 'an unknown version'}, {installed} installed")
         dirs = prepare(root, work)
-        control: dict[str, tuple[str, str]] = {}
-        ours: dict[str, tuple[str, str]] = {}
+        control: Results = {}
+        ours: Results = {}
         if args.backend in ("both", "memory"):
             control = run_pytest(dirs, "memory", {}, args)
         if args.backend in ("both", "mnemo"):
-            tag = uuid.uuid4().hex[:8]
-            with endpoints() as ends, groups_process(ends, tag, ["all"]):
-                env = {**ends.to_env(), "MNEMOSTREAM_GROUP_PREFIX": f"bench-{tag}"}
+            with live_stack() as env:
                 ours = run_pytest(dirs, "mnemo", env, args)
     if args.backend == "both":
-        raise SystemExit(compare(control, ours))
+        raise SystemExit(compare(("InMemoryStore (control)", "MnemoStore"), control, ours))
 
 
 if __name__ == "__main__":

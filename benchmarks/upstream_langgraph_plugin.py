@@ -14,53 +14,41 @@ tests' fixtures build their store with `make_store` (`benchmarks.upstream_langgr
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from benchmarks.upstream_support import WARM_UP_SECONDS, start_client, stop_client
+from benchmarks.upstream_support import backend as chosen
 from services.integrations.langgraph import MnemoStore
 from services.integrations.loops import LoopThread
 from services.sdk.client import MemoryClient
-
-ENV_BACKEND = "MNEMOSTREAM_UPSTREAM_BACKEND"
-WARM_UP_SECONDS = 240.0
 
 _state: dict[str, Any] = {}
 
 
 def backend() -> str:
-    return os.environ.get(ENV_BACKEND, "memory")
+    return chosen("memory")
+
+
+def _warm_up(thread: LoopThread, client: MemoryClient) -> None:
+    # the groups join and load their models before the first test's write must show
+    warm = MnemoStore(client, agent=f"0xWarm{uuid.uuid4().hex[:8]}", write_timeout=WARM_UP_SECONDS)
+    warm.put(("warm",), "up", {"text": "warm up"})
 
 
 def pytest_configure(config: pytest.Config) -> None:
     from benchmarks.upstream_langgraph_pg import stub_postgres
 
     stub_postgres()  # before the Postgres test modules are imported
-    if backend() != "mnemo":
-        return
-    thread = LoopThread("mnemostream-upstream-client")
-    client = MemoryClient(
-        os.environ["MNEMOSTREAM_KAFKA_BOOTSTRAP"],
-        timeout=30,
-        group_prefix=os.environ.get("MNEMOSTREAM_GROUP_PREFIX", "mnemostream"),
-    )
-    thread.run(client.start(), timeout=120)
-    _state.update(thread=thread, client=client)
-    # the groups join and load their models before the first test's write must show
-    warm = MnemoStore(client, agent=f"0xWarm{uuid.uuid4().hex[:8]}", write_timeout=WARM_UP_SECONDS)
-    warm.put(("warm",), "up", {"text": "warm up"})
+    if backend() == "mnemo":
+        start_client(_state, _warm_up)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    thread, client = _state.pop("thread", None), _state.pop("client", None)
-    if thread is not None:
-        try:
-            thread.run(client.close(), timeout=30)
-        finally:
-            thread.stop()
+    stop_client(_state)
 
 
 LAST = ("large_batches",)
