@@ -15,7 +15,8 @@ one embedding call for the texts that changed and one bulk write (`BulkItemStore
 * `delete` soft-deletes a visible row (nothing when it is absent or deleted).
 
 Every write's filter carries the tenant exactly, so a row of another tenant is never
-touched (an id taken by another tenant's row makes that put fail: ids embed their tenant).
+touched (a put naming an id another tenant's row holds leaves it alone: ids embed their
+tenant, so only a forged id meets one).
 Puts and deletes are recorded in the item history (created, updated, restored, deleted).
 """
 

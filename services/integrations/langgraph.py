@@ -15,12 +15,13 @@ its times, and one text per indexed field (`index={"fields": [...]}`, LangGraph 
 is the whole value as JSON; `put(..., index=[...])` names its own), 4,000 characters in
 all; the row's content (what pre_turn reads) is those texts, one per line.
 
-* `put` creates a missing row with `remember` and reads it back until the facts group
-  stored it, then sets its text and value with an item `update`: the next `get` and
-  `search` see it (the items group bumps the cache namespace before it replies). A `delete`
-  of the key that wins the race between the read and the update makes the `put` start again
-  (at most `PUT_ATTEMPTS` times), so concurrent puts and deletes of a key never raise.
-  `delete` is a soft item delete; `get` an item `get`.
+* Calls are coalesced (`langgraph_rounds`): the batches waiting on the client's loop run
+  together as one *round*: its puts and deletes (the last write of a key winning) as items
+  `write` requests, each one bulk write in the items group that creates, revives or updates
+  the rows itself, then its gets as items `read` requests and its listings from one scan.
+  A call returns when its round is done, so the next `get`, `search` or listing reads it
+  (the items group bumps the cache namespace before it replies); concurrent puts and
+  deletes of a key never raise, and the last one applied wins. `delete` is a soft delete.
 * `search` ranks every live item of the namespace prefix that matches the filter, then
   applies `offset`/`limit` (`langgraph_search`: a scan of the tenant's items, scored by the
   best of each item's per-field vectors); without a query it lists them, newest update first.
