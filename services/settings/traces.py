@@ -4,7 +4,9 @@ span is made (`services.stream.telemetry`, docs/operations.md#traces)."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from importlib.util import find_spec
+
+from pydantic import Field, field_validator
 
 from services.settings.base import Section
 
@@ -40,3 +42,24 @@ class TracesSettings(Section):
             "`service.name` of the spans; each process adds its groups as `mnemostream.groups`."
         ),
     )
+
+    @field_validator("endpoint")
+    @classmethod
+    def _collector_url(cls, value: str) -> str:
+        """An http(s) URL, and the exporter installed: refused at start-up in one line, not
+        when the first span is sent."""
+        value = value.strip()
+        if not value:
+            return ""
+        if not value.startswith(("http://", "https://")) or len(value.split("://", 1)[1]) == 0:
+            raise ValueError("must be an OTLP/HTTP URL, http(s)://host:port (e.g. :4318)")
+        if _missing("opentelemetry.sdk") or _missing("opentelemetry.exporter.otlp.proto.http"):
+            raise ValueError("traces need the otel extra: pip install 'mnemostream[otel]'")
+        return value
+
+
+def _missing(module: str) -> bool:
+    try:
+        return find_spec(module) is None
+    except ModuleNotFoundError:  # a parent package is missing
+        return True

@@ -13,13 +13,14 @@ from aiokafka import ConsumerRecord
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pydantic import ValidationError
 
 from schemas.dead_letters import DeadLetter
 from schemas.requests import ContextRequest
 from schemas.scope import Scope
 from services.ops.logs import TraceIds
 from services.runtime.memory import memory_runtime
-from services.settings import Settings
+from services.settings import Settings, settings_problem
 from services.stream import telemetry
 
 
@@ -145,3 +146,13 @@ async def test_the_search_makes_a_span_per_layer_when_given_them() -> None:
         "search embed query"
     }
     assert {s.parent.span_id for s in spans if s.parent} == {parent.get_span_context().span_id}
+
+
+@pytest.mark.parametrize("endpoint", ["collector:4318", "grpc://collector:4317", "http://"])
+def test_an_endpoint_that_is_not_an_http_url_is_refused_in_one_line(endpoint: str) -> None:
+    with pytest.raises(ValidationError) as refused:
+        Settings(otel_endpoint=endpoint)
+    assert settings_problem(refused.value) == (
+        "invalid setting: MNEMOSTREAM_OTEL_ENDPOINT: must be an OTLP/HTTP URL, "
+        "http(s)://host:port (e.g. :4318)"
+    )
