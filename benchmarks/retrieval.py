@@ -153,8 +153,9 @@ class StoreReads(monitoring.CommandListener):
 
     def started(self, event: monitoring.CommandStartedEvent) -> None:
         if self.on:
-            target = event.command.get(event.command_name)
-            key = f"{event.command_name} {target}" if isinstance(target, str) else event.command_name
+            name = event.command_name
+            target = event.command.get(name)
+            key = f"{name} {target}" if isinstance(target, str) else name
             self.counts[key] += 1
             self._keys[event.request_id] = key
 
@@ -186,7 +187,8 @@ async def after_writes(
     STORE_READS.micros.clear()
     async with open_runtime(settings, embedder) as rt:
         # the tenant's first, full load is not what a write costs (it showed as the p99)
-        await rt.search.context(context_request({**scope, "query": "warm up"}), int(time.time() * 1000))
+        warm_up = context_request({**scope, "query": "warm up"})
+        await rt.search.context(warm_up, int(time.time() * 1000))
         for i in range(requests):
             turn = turn_recorded({**scope, "userMessage": said[i], "assistantMessage": "Noted."})
             await rt.recorder.record(turn)

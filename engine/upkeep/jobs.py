@@ -3,8 +3,8 @@
 
 A job request names a `type`, its parameters and its time `at` (the request's `occurred_at`:
 the scheduler's fire time for scheduled jobs). `run_job` inserts a `running` record, runs the
-job's function with up to `attempts` tries (exponential backoff between them), and ends the
-record `completed` (with the function's result, the attempts and timings) or `failed` (with
+job's function with up to `attempts` tries (tenacity's exponential backoff between them), and
+ends the record `completed` (with the function's result, the attempts and timings) or `failed` (with
 the last error and its type) — whatever the function raised. Bad parameters (`InputRejected`)
 fail at once, without retries. The job id is the request's, so a redelivered request for a job
 that already ended is not run twice; the function receives `at`, never the wall clock, for
@@ -17,11 +17,17 @@ counts it, so a schedule that skips while its previous job runs does not skip fo
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
+
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential,
+)
 
 from engine.errors import InputRejected, MemoryError_
 
@@ -123,29 +129,38 @@ async def run_job(
         existing = await store.get(job_id)
         if existing is not None:
             return existing
-    error: Exception | None = None
     attempt_count = 0
-    for attempt in range(1, max(attempts, 1) + 1):
-        attempt_count = attempt
-        try:
-            result = await function(params, at)
-        except InputRejected as exc:  # bad parameters: retrying cannot help
-            error = exc
-            break
-        # Not the engine's usual narrow catch: the record must end `failed` whatever the job
-        # raised (a job function drives stores, providers and arithmetic on request
-        # parameters; an OverflowError left the record `running` and its schedule stuck).
-        except Exception as exc:
-            error = exc
-            if isinstance(exc, MemoryError_):
-                log.warning("job %s attempt %d failed: %s", job_id, attempt, exc)
-            else:
-                log.error("job %s attempt %d failed unexpectedly", job_id, attempt, exc_info=exc)
-            if attempt < attempts:
-                await asyncio.sleep(backoff_seconds * 2 ** (attempt - 1))
-            continue
+    try:
+        async for attempt in AsyncRetrying(
+            stop=stop_after_attempt(max(attempts, 1)),
+            wait=wait_exponential(multiplier=backoff_seconds),  # 0.5 s, 1 s, 2 s, …
+            retry=retry_if_exception(_retriable),
+            reraise=True,
+        ):
+            with attempt:
+                attempt_count = attempt.retry_state.attempt_number
+                try:
+                    result = await function(params, at)
+                except InputRejected:
+                    raise
+                except Exception as exc:
+                    _log_failure(job_id, attempt_count, exc)
+                    raise
+    # Not the engine's usual narrow catch: the record must end `failed` whatever the job
+    # raised (a job function drives stores, providers and arithmetic on request
+    # parameters; an OverflowError left the record `running` and its schedule stuck).
+    except Exception as exc:  # noqa: BLE001 (each attempt's failure was logged as it happened)
+        error = exc
+    else:
         done = JobRecord(
-            job_id, job_type, "completed", record.created_at, dict(params), now(), attempt, result
+            job_id,
+            job_type,
+            "completed",
+            record.created_at,
+            dict(params),
+            now(),
+            attempt_count,
+            result,
         )
         await store.finish(done)
         return done
@@ -159,6 +174,18 @@ async def run_job(
     )
     await store.finish(failed)
     return failed
+
+
+def _retriable(exc: BaseException) -> bool:
+    """Bad parameters stay bad, and a cancellation (a BaseException) is never retried."""
+    return isinstance(exc, Exception) and not isinstance(exc, InputRejected)
+
+
+def _log_failure(job_id: str, attempt: int, exc: Exception) -> None:
+    if isinstance(exc, MemoryError_):
+        log.warning("job %s attempt %d failed: %s", job_id, attempt, exc)
+    else:
+        log.error("job %s attempt %d failed unexpectedly", job_id, attempt, exc_info=exc)
 
 
 async def live_jobs(

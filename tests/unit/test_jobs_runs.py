@@ -5,8 +5,11 @@ ranges themselves: `test_job_params.py`.)"""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any
+
+import pytest
 
 from engine.adapters.memory import InMemoryJobStore
 from engine.errors import DependencyFailed
@@ -166,6 +169,42 @@ async def test_dependency_failures_are_retried_then_recorded() -> None:
         calls += 1
         if calls < 3:
             raise DependencyFailed("mongo unreachable")
+        return {"ok": True}
+
+    record = await run(store, flaky)
+
+    assert (record.status, record.attempts, record.result) == ("completed", 3, {"ok": True})
+
+
+async def test_a_cancelled_job_is_not_retried_and_stays_running_until_its_lease() -> None:
+    """Cancellation (a BaseException) ends the attempt at once: no retry, no `failed` record
+    (a retry library that catches everything would retry it)."""
+    store = InMemoryJobStore()
+    calls = 0
+
+    async def cancelled(params: Mapping[str, Any], at: int) -> dict[str, Any]:
+        nonlocal calls
+        calls += 1
+        raise asyncio.CancelledError
+
+    with pytest.raises(asyncio.CancelledError):
+        await run(store, cancelled)
+
+    assert calls == 1
+    record = await store.get("job-1")
+    assert record is not None
+    assert record.status == "running"
+
+
+async def test_a_job_that_fails_then_succeeds_is_completed_with_its_attempts() -> None:
+    store = InMemoryJobStore()
+    calls = 0
+
+    async def flaky(params: Mapping[str, Any], at: int) -> dict[str, Any]:
+        nonlocal calls
+        calls += 1
+        if calls < 3:
+            raise DependencyFailed("store hiccup")
         return {"ok": True}
 
     record = await run(store, flaky)
