@@ -44,13 +44,18 @@ from engine.ingest.extraction.names import (
 )
 from engine.ingest.extraction.rules.registry import USER
 from engine.ingest.extraction.rules.speaker import speaker_of
-from engine.ingest.extraction.types import ExtractedEntity, ExtractedRelation, Extraction, TurnText
+from engine.ingest.extraction.types import (
+    MENTIONS_TYPE,
+    RELATED_TYPE,
+    UNTYPED,
+    ExtractedEntity,
+    ExtractedRelation,
+    Extraction,
+    TurnText,
+)
 
-MENTIONS_TYPE = "MENTIONS"
-"""A speaker's node → a name they mentioned speaking of themselves."""
-RELATED_TYPE = "RELATED"
-"""A name → another name of the same sentence."""
-UNTYPED = frozenset({MENTIONS_TYPE, RELATED_TYPE})
+__all__ = ["MENTIONS_TYPE", "RELATED_TYPE", "UNTYPED", "find_links"]
+
 PAIR_NAMES = 4
 """Names of one sentence linked pairwise; a longer list links its first four."""
 MAX_LINKS = 24

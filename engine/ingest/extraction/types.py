@@ -57,6 +57,14 @@ class ExtractedRelation:
     """The sentence that states the link, as said ("" when the extractor gave none)."""
 
 
+MENTIONS_TYPE = "MENTIONS"
+"""An untyped link (`engine.ingest.extraction.links`): a speaker's node → a name they
+mentioned speaking of themselves."""
+RELATED_TYPE = "RELATED"
+"""An untyped link: a name → another name of the same sentence."""
+UNTYPED = frozenset({MENTIONS_TYPE, RELATED_TYPE})
+
+
 @dataclass(frozen=True, slots=True)
 class Extraction:
     facts: list[ExtractedFact] = field(default_factory=list)

@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from engine.ingest.extraction.links import UNTYPED
+from engine.ingest.extraction.types import UNTYPED
 from engine.ingest.facts import USER_NODE, entity_id, normalise_name
 from engine.ports import RelationStore
 from engine.records import RelationRecord, ScopeFields
