@@ -37,8 +37,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
 from engine.errors import InputRejected
-from engine.upkeep.archive_seal import KEY_BYTES, ArchiveKeys, aes_open, aes_seal
+from engine.upkeep.archive_seal import (
+    KEY_BYTES,
+    NONCE_BYTES,
+    TAG_BYTES,
+    ArchiveKeys,
+    aes_open,
+    aes_seal,
+)
 
 log = logging.getLogger(__name__)
 
@@ -103,10 +113,13 @@ def _tenant_text(tenant: Tenant) -> bytes:
     return json.dumps(list(tenant), ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def seal(tenant: Tenant, key_id: str, key: bytes, plain: bytes) -> bytes:
-    """The envelope of `plain` (an event's JSON) under the tenant's data key."""
+def seal(tenant: Tenant, key_id: str, key: AESGCM, plain: bytes) -> bytes:
+    """The envelope of `plain` (an event's JSON) under the tenant's data key (AES-256-GCM,
+    a fresh 12-byte nonce, as `engine.upkeep.archive_seal.aes_seal`; the cipher object is
+    the cached key's, not built again for each event)."""
     associated = _EVENT_AD + _tenant_text(tenant) + b"\x00" + key_id.encode()
-    data = base64.b64encode(aes_seal(key, plain, associated)).decode("ascii")
+    nonce = os.urandom(NONCE_BYTES)
+    data = base64.b64encode(nonce + key.encrypt(nonce, plain, associated)).decode("ascii")
     head = {"sealed": 1, "agent": tenant[0], "user": tenant[1], "keyId": key_id}
     text = json.dumps(head, ensure_ascii=False, separators=(",", ":"))
     return f'{text[:-1]},"data":"{data}"}}'.encode()
@@ -150,7 +163,7 @@ class EventSealer:
         self._store = store
         self._cache_seconds = cache_seconds
         self._clock = clock
-        self._by_tenant: dict[Tenant, tuple[str, bytes, float]] = {}
+        self._by_tenant: dict[Tenant, tuple[str, AESGCM, float]] = {}
         self._seen_gone: set[Tenant] = set()
         self._unusable: dict[Tenant, str] = {}
         self.skipped = 0
@@ -190,7 +203,7 @@ class EventSealer:
         self._by_tenant.pop((agent_wallet, user_address), None)
         return await self._store.delete(agent_wallet, user_address)
 
-    def _open(self, sealed: Envelope, key: tuple[str, bytes] | None) -> Opened:
+    def _open(self, sealed: Envelope, key: tuple[str, AESGCM] | None) -> Opened:
         problem = self._unusable.pop(sealed.tenant, None) if key is None else None
         if problem is not None:
             self._unusable[sealed.tenant] = problem  # for the batch's other records
@@ -208,16 +221,20 @@ class EventSealer:
                 )
             return Opened(None, sealed.tenant, gone=True)
         associated = _EVENT_AD + _tenant_text(sealed.tenant) + b"\x00" + sealed.key_id.encode()
+        blob = sealed.blob
+        if len(blob) < NONCE_BYTES + TAG_BYTES:
+            return Opened(None, sealed.tenant, problem="a sealed event is truncated")
         try:
-            plain = aes_open(key[1], sealed.blob, associated, "a sealed event")
-        except InputRejected as exc:
-            return Opened(None, sealed.tenant, problem=str(exc))
+            plain = key[1].decrypt(blob[:NONCE_BYTES], blob[NONCE_BYTES:], associated)
+        except InvalidTag:
+            problem = "a sealed event does not open with its tenant's key"
+            return Opened(None, sealed.tenant, problem=problem)
         return Opened(plain, sealed.tenant)
 
-    async def _known(self, tenants: set[Tenant]) -> dict[Tenant, tuple[str, bytes]]:
+    async def _known(self, tenants: set[Tenant]) -> dict[Tenant, tuple[str, AESGCM]]:
         """The tenants' current (key id, data key) that exist (none is created)."""
         now = self._clock()
-        known: dict[Tenant, tuple[str, bytes]] = {}
+        known: dict[Tenant, tuple[str, AESGCM]] = {}
         missing: list[Tenant] = []
         for tenant in tenants:
             cached = self._by_tenant.get(tenant)
@@ -234,7 +251,7 @@ class EventSealer:
                     self._unusable[tenant] = str(exc)
         return known
 
-    async def _current(self, tenants: set[Tenant]) -> dict[Tenant, tuple[str, bytes]]:
+    async def _current(self, tenants: set[Tenant]) -> dict[Tenant, tuple[str, AESGCM]]:
         known = await self._known(tenants)
         for tenant in tenants - set(known):
             key = os.urandom(KEY_BYTES)
@@ -245,7 +262,7 @@ class EventSealer:
             known[tenant] = self._remember(stored, self._clock())
         return known
 
-    def _remember(self, wrapped: WrappedKey, now: float) -> tuple[str, bytes]:
+    def _remember(self, wrapped: WrappedKey, now: float) -> tuple[str, AESGCM]:
         master = self._keys.master(wrapped.master_id, "event")
         key = aes_open(
             master,
@@ -253,8 +270,9 @@ class EventSealer:
             _key_associated(wrapped.tenant, wrapped.key_id),
             f"the data key {wrapped.key_id}",
         )
-        self._by_tenant[wrapped.tenant] = (wrapped.key_id, key, now + self._cache_seconds)
-        return wrapped.key_id, key
+        aead = AESGCM(key)
+        self._by_tenant[wrapped.tenant] = (wrapped.key_id, aead, now + self._cache_seconds)
+        return wrapped.key_id, aead
 
     def __repr__(self) -> str:
         return f"EventSealer(masters={list(self._keys.ids)!r})"
