@@ -59,6 +59,8 @@ PERIOD_BOOST = 0.3
 "last year": `engine.retrieval.temporal`), about as much as matching every query term."""
 MIN_TRUNCATED_TEXT_CHARS = 20
 """An oversized top item is shown truncated only if at least this much of its text fits."""
+MIN_EXCERPT_CHARS = 160
+"""A later item too long for the room left is excerpted into it when the room is this much."""
 
 
 @dataclass(frozen=True)
@@ -276,14 +278,14 @@ def _select(
         if used + cost <= budget_chars:
             chosen.append((candidate, candidate.text))
             used += cost
-        elif not chosen:
-            # The best item is too long on its own: show as much of it as fits, which fills
-            # the budget exactly, rather than dropping the most relevant memory.
-            room = budget_chars - used - len(SEPARATOR) - len(label)
-            if room >= MIN_TRUNCATED_TEXT_CHARS:
-                # cut from the whole text, so the cut still holds the part that answers
-                chosen.append((candidate, excerpt(candidate.full, terms, room)))
-                break
+        elif (room := budget_chars - used - len(SEPARATOR) - len(label)) >= (
+            MIN_EXCERPT_CHARS if chosen else MIN_TRUNCATED_TEXT_CHARS
+        ):
+            # Too long for what is left: the part that answers, cut from the whole text,
+            # fills the budget, rather than the memory being dropped (the best item), or
+            # its room being left empty (a later one: issue 32, long messages).
+            chosen.append((candidate, excerpt(candidate.full, terms, room)))
+            break
         # Otherwise skip it and keep scanning: a smaller, lower-ranked item may still fit.
     return chosen
 

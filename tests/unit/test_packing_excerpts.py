@@ -111,3 +111,23 @@ def test_sentence_spans_are_stripped_slices_in_order() -> None:
     text = "  One. Two!\nThree?  Four; five\n\n"
     spans = sentence_spans(text)
     assert [text[a:b] for a, b in spans] == ["One.", "Two!", "Three?", "Four;", "five"]
+
+
+def test_a_later_item_too_long_for_the_room_left_is_excerpted_not_dropped_issue_32() -> None:
+    now = 1_700_000_000_000
+    first = Hit(layer="vectors", id="a", text="Ana lives in Porto.", score=0.9, created_at=now)
+    filler = " ".join(f"Sentence {i} is about nothing in particular." for i in range(8))
+    long_text = f"{filler} The ferry to the island leaves at nine. {filler}"
+    second = Hit(layer="vectors", id="b", text=long_text, score=0.5, created_at=now)
+    budget = len(HEADER) + 2 + len("[VECTORS 2023-11-14] ") + len(first.text) + 260
+    packed = pack(
+        "When does the ferry leave?",
+        {"vectors": [first, second]},
+        layer_order=["vectors"],
+        budget_chars=budget,
+        now_ms=now,
+    )
+    assert packed.prompt is not None
+    assert len(packed.prompt) <= budget
+    assert "Ana lives in Porto." in packed.prompt
+    assert "The ferry to the island leaves at nine." in packed.prompt
