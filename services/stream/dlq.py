@@ -24,6 +24,13 @@ from pydantic import BaseModel, ValidationError
 from pymongo.errors import ConnectionFailure
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential,
+)
 
 from engine.errors import InputRejected
 
@@ -122,33 +129,60 @@ async def retried(
     record that failed (`services.stream.batches`): True once `work()` succeeded, False once
     `dead_letter(error, error type, attempts)` took it. `InputRejected` is dead-lettered at
     once; another failure is retried `attempts` times with exponential backoff from
-    `backoff_ms`; an outage (`is_outage`) is waited out without using up attempts, until
-    `outage_seconds` raise `StoreUnavailable`."""
-    attempt, outage = 0, Outage(backoff_ms / 1000, outage_seconds)
+    `backoff_ms` (tenacity's loop, stop and wait); a cancellation is never retried. An outage
+    (`is_outage`) is waited out inside the attempt (`through_outages`), so it uses up none,
+    until `outage_seconds` raise `StoreUnavailable`."""
+    outage = Outage(backoff_ms / 1000, outage_seconds)
+    tried = 0
+
+    def log_retry(state: RetryCallState) -> None:
+        outcome = state.outcome
+        failure = outcome.exception() if outcome is not None else None
+        probe.retrying(type(failure).__name__)
+        delay = state.upcoming_sleep
+        log.warning("attempt %d failed (%s), retrying in %.2fs", tried, failure, delay)
+
+    try:
+        async for attempt in AsyncRetrying(
+            retry=retry_if_exception(_retriable),
+            stop=stop_after_attempt(max(attempts, 1)),
+            wait=wait_exponential(multiplier=backoff_ms / 1000),
+            before_sleep=log_retry,
+            reraise=True,
+        ):
+            with attempt:
+                tried = attempt.retry_state.attempt_number
+                await through_outages(work, outage, group, probe)
+    except InputRejected as exc:
+        await dead_letter(str(exc), type(exc).__name__, tried)
+        return False
+    except StoreUnavailable:
+        raise
+    except Exception as exc:
+        log.exception("giving up after %d attempts", tried, extra={"group": group})
+        await dead_letter(str(exc), type(exc).__name__, tried)
+        return False
+    probe.processed()
+    return True
+
+
+def _retriable(exc: BaseException) -> bool:
+    return isinstance(exc, Exception) and not isinstance(exc, InputRejected | StoreUnavailable)
+
+
+async def through_outages(
+    work: Callable[[], Awaitable[Any]], outage: Outage, group: str, probe: EventProbe
+) -> Any:
+    """`work()`, run again after each failure because a store is unreachable (the message is
+    not at fault), with `outage`'s backoff until it raises `StoreUnavailable`."""
     while True:
         try:
-            await work()
-        except InputRejected as exc:
-            await dead_letter(str(exc), type(exc).__name__, attempt + 1)
-            return False
+            return await work()
         except Exception as exc:
-            kind = type(exc).__name__
-            if is_outage(exc):
-                probe.retrying(kind)
-                await outage.wait(exc, group)
-                continue
-            attempt += 1
-            if attempt >= attempts:
-                log.exception("giving up after %d attempts", attempt, extra={"group": group})
-                await dead_letter(str(exc), kind, attempt)
-                return False
-            probe.retrying(kind)
-            delay = backoff_ms * 2 ** (attempt - 1) / 1000
-            log.warning("attempt %d failed (%s), retrying in %.2fs", attempt, exc, delay)
-            await asyncio.sleep(delay)
-        else:
-            probe.processed()
-            return True
+            if not is_outage(exc):
+                raise
+            probe.retrying(type(exc).__name__)
+            await outage.wait(exc, group)
 
 
 OUTAGE_BACKOFF_MAX_SECONDS = 5.0

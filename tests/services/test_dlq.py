@@ -4,6 +4,7 @@ partition moves on."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -16,7 +17,8 @@ from engine.errors import DependencyFailed, InputRejected
 from schemas import topics
 from schemas.events import MemoryChanged
 from schemas.scope import Scope
-from services.stream.dlq import DeadLetter, StoreUnavailable, consume, is_outage
+from services.stream.dlq import DeadLetter, StoreUnavailable, consume, is_outage, retried
+from services.stream.metrics import EventProbe
 
 SOURCE = "test.source.v1"
 
@@ -163,3 +165,59 @@ async def test_an_outage_longer_than_the_wait_hands_the_message_back() -> None:
         await br.publish(changed(), SOURCE, key=b"k")
     assert len(raised) == 1
     assert "unreachable" in str(raised[0])
+
+
+async def test_a_cancellation_is_never_retried_nor_dead_lettered() -> None:
+    """The retry library catches whatever an attempt raises: a cancelled consumer must stop at
+    once, not retry, and leave the record to the next owner of its partition."""
+    calls, letters = 0, []
+
+    async def cancelled() -> None:
+        nonlocal calls
+        calls += 1
+        raise asyncio.CancelledError
+
+    async def letter(error: str, kind: str, tried: int) -> None:
+        letters.append(kind)
+
+    with pytest.raises(asyncio.CancelledError):
+        await retried(
+            cancelled,
+            group="g",
+            attempts=3,
+            backoff_ms=1,
+            outage_seconds=5,
+            probe=EventProbe(None, "g", SOURCE),
+            dead_letter=letter,
+        )
+    assert (calls, letters) == (1, [])
+
+
+async def test_an_outage_between_failures_uses_up_no_attempt() -> None:
+    failures: list[BaseException] = [
+        DependencyFailed("a"),
+        ServerSelectionTimeoutError("no primary"),
+        ServerSelectionTimeoutError("no primary"),
+        DependencyFailed("b"),
+        DependencyFailed("c"),
+    ]
+    letters: list[tuple[str, int]] = []
+
+    async def work() -> None:
+        raise failures.pop(0)
+
+    async def letter(error: str, kind: str, tried: int) -> None:
+        letters.append((error, tried))
+
+    done = await retried(
+        work,
+        group="g",
+        attempts=3,
+        backoff_ms=1,
+        outage_seconds=5,
+        probe=EventProbe(None, "g", SOURCE),
+        dead_letter=letter,
+    )
+    assert done is False
+    assert letters == [("c", 3)]
+    assert failures == []
