@@ -84,3 +84,17 @@ def test_without_a_budget_a_turn_is_shown_whole_as_before() -> None:
         "reading", {"vectors": [_hit("a", unit, NATE, 0.9)]}, layer_order=["vectors"], now_ms=NOW
     )
     assert [i.text for i in packed.items] == [NATE]
+
+
+def test_a_message_is_not_shown_alone_for_its_speakers_name_issue_32() -> None:
+    # the question names Caroline; her line in this turn says nothing the question asks,
+    # the other speaker's does (by meaning): the turn is shown whole, and it still counts
+    # the name toward its relevance (a question about what Caroline said finds her turns)
+    turn = "user: Caroline: Only if Abba is banned.\nassistant: Maya: Swimming is kind to knees."
+    [shown] = shown_units(terms("What exercise suits Caroline?"), [turn])
+    assert shown.text == turn
+    assert shown.context is None
+    assert shown.lexical > 0
+    # a match on what a message says still shows it alone
+    [said] = shown_units(terms("Caroline and Abba"), [turn])
+    assert said.text == "user: Caroline: Only if Abba is banned."
