@@ -171,6 +171,8 @@ class BatchConsumer(Generic[E]):
     def _item(self, record: ConsumerRecord[Any, Any], body: bytes, seen: Opened | None) -> Item[E]:
         given = unsealed(body, seen)
         if not isinstance(given, bytes):  # None: skipped (an erased key); else dead-lettered
+            if given is None and self.metrics is not None:
+                self.metrics.sealed_skipped.labels(group=self.group, topic=record.topic).inc()
             return Item(record, body, None, given, 0)
         decoded = self._decode(record, given)
         if not isinstance(decoded, tuple) and seen is not None:

@@ -116,6 +116,12 @@ class Metrics:
             ["group", "topic", "error_type"],
             registry=r,
         )
+        self.sealed_skipped = Counter(
+            "mnemostream_sealed_events_skipped",
+            "Sealed events skipped unread: their tenant's key was erased (crypto-shredded).",
+            ["group", "topic"],
+            registry=r,
+        )
         self.retries = Counter(
             "mnemostream_event_retries",
             "Handler attempts retried after a failure.",
