@@ -280,19 +280,3 @@ class EventSealer:
 
 def _key_associated(tenant: Tenant, kid: str) -> bytes:
     return _KEY_AD + _tenant_text(tenant) + b"\x00" + kid.encode()
-
-
-class InMemoryTenantKeys:
-    """`TenantKeyStore` in a dict (the in-memory runtime, unit tests)."""
-
-    def __init__(self) -> None:
-        self.keys: dict[Tenant, WrappedKey] = {}
-
-    async def find(self, tenants: Sequence[Tenant]) -> dict[Tenant, WrappedKey]:
-        return {t: self.keys[t] for t in tenants if t in self.keys}
-
-    async def add(self, key: WrappedKey) -> WrappedKey:
-        return self.keys.setdefault(key.tenant, key)
-
-    async def delete(self, agent_wallet: str, user_address: str) -> int:
-        return 1 if self.keys.pop((agent_wallet, user_address), None) is not None else 0

@@ -26,11 +26,11 @@ from engine.adapters.memory import (
     InMemoryWorkingSessions,
 )
 from engine.adapters.memory.erasure import Droppable, InMemoryUserEraser
+from engine.adapters.memory.tenant_keys import InMemoryTenantKeys
 from engine.ingest.extraction.rules import RuleBasedExtractor
 from engine.ingest.extraction.types import Extractor
 from engine.ports import ArchivePinner, Embedder, Reranker, VectorIndex
 from engine.retrieval.vector_index import ExactVectorIndex
-from engine.sealing import InMemoryTenantKeys
 from engine.upkeep.compression import RuleSummariser, Summariser
 from services.runtime import PARTS, Part, Parts, Runtime, Stores
 from services.runtime.threads import limit_blas_threads

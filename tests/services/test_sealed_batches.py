@@ -10,7 +10,8 @@ import os
 
 from pydantic import BaseModel
 
-from engine.sealing import EventSealer, InMemoryTenantKeys
+from engine.adapters.memory.tenant_keys import InMemoryTenantKeys
+from engine.sealing import EventSealer
 from engine.upkeep.archive_seal import ArchiveKeys
 from schemas.scope import Scope
 from services.stream.batches import BatchConsumer

@@ -11,7 +11,8 @@ import os
 
 import pytest
 
-from engine.sealing import EventSealer, InMemoryTenantKeys, is_sealed
+from engine.adapters.memory.tenant_keys import InMemoryTenantKeys
+from engine.sealing import EventSealer, is_sealed
 from engine.upkeep.archive_seal import ArchiveKeys
 
 CANARY = b"canary-7f3a the user's secret words"
