@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import InputRejected
-from engine.eval_records import (
+from engine.evals.records import (
     CaseResult,
     EvalCase,
     EvalRun,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine.eval_records import (
+from engine.evals.records import (
     STATUS_COMPLETED,
     CaseResult,
     EvalCase,

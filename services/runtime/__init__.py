@@ -22,13 +22,13 @@ from pymongo import AsyncMongoClient
 from redis.asyncio import Redis
 
 from engine.adapters.atlas_vectors import AtlasVectorIndex, ensure_vector_index
+from engine.adapters.embedding_cache import CachedEmbedder
 from engine.adapters.mongo import MEMORY, MongoMemoryStore, ensure_schema
 from engine.adapters.mongo.evals import ensure_indexes as ensure_eval_indexes
 from engine.adapters.mongo.schema import ensure_pattern_indexes
 from engine.adapters.mongo.tenant_keys import MongoTenantKeys, ensure_tenant_keys
 from engine.adapters.mongo.vectors import MongoVectorStore
 from engine.adapters.redis_cache import RedisQueryCache
-from engine.embedding_cache import CachedEmbedder
 from engine.embedding_store import StoredEmbedder
 from engine.ingest.extraction.types import ExtractionPolicy, Extractor
 from engine.ingest.facts import FactWriter

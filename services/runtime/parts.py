@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Generic, Literal, Protocol, TypeVar, get_args
 
-from engine.eval_records import EvalStore
+from engine.evals.records import EvalStore
 from engine.ingest.extraction.types import Extractor
 from engine.ingest.patterns import PatternCounter
 from engine.ingest.skills import SkillStore

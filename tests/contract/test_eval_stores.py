@@ -10,8 +10,8 @@ import pytest
 
 from engine.adapters.memory.evals import InMemoryEvalStore
 from engine.adapters.mongo.evals import MongoEvalStore, ensure_indexes
-from engine.eval_records import CaseResult, EvalCase, EvalRun, EvalStore, ItemVerdict
 from engine.evals.harness import score
+from engine.evals.records import CaseResult, EvalCase, EvalRun, EvalStore, ItemVerdict
 from tests.support.mongo import IMPLEMENTATIONS, mongo_database
 
 T0 = 1_600_000_000_000

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from engine.adapters.embedding_cache import EMBEDDING_TTL_SECONDS, CachedEmbedder, embedding_key
 from engine.adapters.memory import HashingEmbedder, InMemoryQueryCache
-from engine.embedding_cache import EMBEDDING_TTL_SECONDS, CachedEmbedder, embedding_key
 from engine.errors import DependencyFailed
 from engine.ports import InputType, Vector
 

@@ -11,7 +11,6 @@ import pytest
 
 from engine.adapters.memory import HashingEmbedder
 from engine.errors import InputRejected
-from engine.eval_records import EvalCase, Retrieved, ReturnedItem
 from engine.evals.harness import (
     DEFAULT_K,
     EvalRequest,
@@ -22,6 +21,7 @@ from engine.evals.harness import (
     percentile,
     retrieved_of,
 )
+from engine.evals.records import EvalCase, Retrieved, ReturnedItem
 from engine.evals.wire import run_of, run_wire
 from engine.ingest.remember import Rememberer
 from engine.retrieval.hits import Hit

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from pydantic import SecretStr
 
+from engine.adapters.embedding_cache import CachedEmbedder
 from engine.adapters.http_embedder import HttpEmbedder, Style
 from engine.adapters.memory import InMemoryQueryCache
-from engine.embedding_cache import CachedEmbedder
 from engine.errors import DependencyFailed, EmbeddingFailed
 from services.endpoints import NotConfigured
 from services.runtime import build_embedder

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 
-from engine.eval_records import EvalRun
+from engine.evals.records import EvalRun
 
 
 class InMemoryEvalStore:

@@ -22,7 +22,7 @@ from pymongo.errors import PyMongoError
 from engine.adapters.mongo.documents import Doc
 from engine.adapters.mongo.schema import create_indexes
 from engine.errors import DependencyFailed
-from engine.eval_records import EvalRun
+from engine.evals.records import EvalRun
 from engine.evals.wire import run_of, run_wire
 
 EVALS = "memory_evals"
