@@ -357,7 +357,13 @@ class VectorIndex(Protocol):
     with the tenant as a pre-filter)."""
 
     async def prepare(
-        self, where: TenantFilter, *, model: str, dim: int, version: str | None = None
+        self,
+        where: TenantFilter,
+        *,
+        model: str,
+        dim: int,
+        version: str | None = None,
+        shared: str | None = None,
     ) -> None:
         """Catch up with the store for this tenant now (what `search` with the same
         arguments would read first), so the reads overlap the query's embedding; a no-op
@@ -373,6 +379,7 @@ class VectorIndex(Protocol):
         k: int,
         sources: Sequence[str] | None = None,
         version: str | None = None,
+        shared: str | None = None,
         filters: Filters = NO_FILTERS,
         as_of: int | None = None,
         terms: Sequence[str] = (),
@@ -381,7 +388,9 @@ class VectorIndex(Protocol):
         that pass `filters` (applied before the top-k, never after). `version` identifies
         the tenant's data (its namespace token): an index may reuse what it loaded for the
         same version and must catch up with the store when it changed; None means "the
-        version is unknown" (check the store). `as_of` (ms) searches the rows valid then
+        version is unknown" (check the store). `shared` identifies the agent's user-less
+        rows alone (`engine.scoping.shared_chain`): when it did not move, a user's read
+        widened to them need not read them back. `as_of` (ms) searches the rows valid then
         (facts replaced later included) instead of the current ones. `terms` (content terms
         of the query) let an index add rows that hold them to the cosine candidates. The
         cosine is None for a pending row of `model` (`MemoryRow.pending`) that its terms

@@ -200,11 +200,22 @@ def family_chain(scope: Scope, family: str) -> list[str]:
     ]
 
 
+def shared_chain(scope: Scope) -> list[str]:
+    """The counter of the agent's user-less rows (its knowledge every user reads): bumped by
+    every write whose scope names no user, whatever its layers (issue 28). A user's read
+    widened to them follows it to know whether they changed, so a turn of one user does not
+    make every search read the agent's knowledge back from the store."""
+    return [f"{NAMESPACE_PREFIX}shared:{scope_key(scope.agent_wallet)}"]
+
+
 def invalidation_keys(scope: Scope, layers: Collection[str] | None = None) -> list[str]:
     """The counters a write of `layers` under `scope` bumps: the scope's chain, and the chain
     of every family one of the layers feeds. `None`, or a layer this build does not know,
-    bumps every family (a write that cannot say what it changed invalidates everything)."""
+    bumps every family (a write that cannot say what it changed invalidates everything). A
+    write that names no user also bumps `shared_chain`."""
     keys = namespace_chain(scope)
+    if scope.user_address is None:
+        keys.extend(shared_chain(scope))
     unknown = layers is None or any(layer not in ALL_LAYERS for layer in layers)
     for family, fed_by in TOKEN_FAMILIES.items():
         if unknown or any(layer in fed_by for layer in layers or ()):

@@ -247,7 +247,13 @@ class AtlasVectorIndex:
         self._index = index
 
     async def prepare(
-        self, where: TenantFilter, *, model: str, dim: int, version: str | None = None
+        self,
+        where: TenantFilter,
+        *,
+        model: str,
+        dim: int,
+        version: str | None = None,
+        shared: str | None = None,
     ) -> None:
         """Nothing to catch up with: the server's index follows the writes itself."""
 
@@ -260,6 +266,7 @@ class AtlasVectorIndex:
         k: int,
         sources: Sequence[str] | None = None,
         version: str | None = None,
+        shared: str | None = None,
         filters: Filters = NO_FILTERS,
         as_of: int | None = None,
         terms: Sequence[str] = (),

@@ -12,7 +12,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Collection, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from engine.decay import DEFAULT_HALF_LIFE_DAYS
@@ -58,6 +58,7 @@ from engine.scoping import (
     invalidation_keys,
     namespace_chain,
     scope_key,
+    shared_chain,
 )
 from schemas.ids import h32
 from schemas.requests import (
@@ -227,11 +228,12 @@ class MemorySearch:
         """Hits per layer (layers that failed are absent). Bad filters raise `InputRejected`."""
         filters = parse_filters(scope.filters)  # a clear error; nothing is dropped silently
         tenant = scope.tenant()
-        token, version, *families = await self.cache.tokens(
+        token, version, *families, shared = await self.cache.tokens(
             [
                 [GLOBAL_NAMESPACE, *namespace_chain(scope)],
                 [GLOBAL_NAMESPACE, *namespace_chain(tenant)],
                 *([GLOBAL_NAMESPACE, *family_chain(tenant, f)] for f in FAMILY_READS),
+                [GLOBAL_NAMESPACE, *shared_chain(tenant)],
             ]
         )
         key = layers_cache_key(scope, query, layers, limit, token, as_of) if token else None
@@ -254,7 +256,7 @@ class MemorySearch:
                 as_of=as_of,
                 pending=embedding,
                 reads=self.reads,
-                tokens=ReadTokens(token, version, *families),
+                tokens=replace(ReadTokens(token, version, *families), shared=shared),
                 dimension=self.embedder.dimension,
             ),
             layers,

@@ -71,6 +71,11 @@ class _State:
     """Rows written at or after this time (ms) are read back by the next delta."""
     checked: float
     """When the state last caught up with the store (monotonic seconds)."""
+    shared: str | None = None
+    """The token of the agent's user-less rows when they were last read back."""
+    shared_since: int = 0
+    """`since` of the agent's user-less rows (a delta that skipped them kept it)."""
+    shared_checked: float = 0.0
 
 
 class ExactVectorIndex:
@@ -118,7 +123,12 @@ class ExactVectorIndex:
         self._states.clear()
 
     async def _rows(
-        self, where: TenantFilter, model: str, dim: int, version: str | None
+        self,
+        where: TenantFilter,
+        model: str,
+        dim: int,
+        version: str | None,
+        shared: str | None = None,
     ) -> TenantRows:
         key = (where, model, dim)
         state = self._states.get(key)
@@ -139,11 +149,14 @@ class ExactVectorIndex:
                 # the epoch's read shows in it (the delta is dropped for a full load); one
                 # after it leaves a newer epoch for the search after its invalidation, as
                 # when the two were read one after the other
+                skip = self._shared_unchanged(where, state, shared)
                 epoch, changed = await asyncio.gather(
-                    self._memory.epoch(where.agent_wallet),
-                    self._memory.changed_rows(where, state.since),
+                    self._memory.epoch(where.agent_wallet), self._changed(where, state, skip)
                 )
                 if state.epoch == epoch:
+                    if not skip:
+                        state.shared, state.shared_since = shared, began - self._margin
+                        state.shared_checked = checked
                     state.rows.apply(changed)
                     self.deltas += 1
                     self.delta_rows += len(changed)
@@ -154,6 +167,8 @@ class ExactVectorIndex:
                 rows = TenantRows(model, dim)
                 rows.apply(await self._memory.active_rows(where, include_superseded=True))
                 state = _State(rows, version, epoch, began, checked)
+                state.shared, state.shared_since = shared, began - self._margin
+                state.shared_checked = checked
                 self.loads += 1
             state.version, state.epoch, state.since = version, epoch, began - self._margin
             state.checked = checked
@@ -161,6 +176,31 @@ class ExactVectorIndex:
             self._states.move_to_end(key)
             self._evict(keep=key)  # never `key`; an evicted key's lock goes with its state
         return state.rows
+
+    def _shared_unchanged(self, where: TenantFilter, state: _State, shared: str | None) -> bool:
+        """Whether a delta may skip the agent's user-less rows a user's read is widened to:
+        their own token did not move since they were last read back, recently enough."""
+        return (
+            where.user_address is not None
+            and (where.shared or where.widened)
+            and shared is not None
+            and state.shared == shared
+            and time.monotonic() - state.shared_checked < self._recheck
+        )
+
+    async def _changed(self, where: TenantFilter, state: _State, skip: bool) -> list[MemoryRow]:
+        """The rows written since the state's last read: the user's own since `since`, and
+        (unless `skip`) the agent's user-less ones the filter admits since `shared_since`."""
+        if where.user_address is None or not (where.shared or where.widened):
+            return await self._memory.changed_rows(where, state.since)
+        own = self._memory.changed_rows(where.exact(), state.since)
+        if skip:
+            return await own
+        agents = replace(where, user_address=None, shared=False, shared_sources=())
+        mine, theirs = await asyncio.gather(
+            own, self._memory.changed_rows(agents, state.shared_since)
+        )
+        return mine + [r for r in theirs if where.admits(r.scope, r.source)]
 
     def _current(self, state: _State | None, version: str | None) -> TypeGuard[_State]:
         """The state answers as it is: its token has not moved since its last catch-up,
@@ -184,11 +224,17 @@ class ExactVectorIndex:
             self.evictions += 1
 
     async def prepare(
-        self, where: TenantFilter, *, model: str, dim: int, version: str | None = None
+        self,
+        where: TenantFilter,
+        *,
+        model: str,
+        dim: int,
+        version: str | None = None,
+        shared: str | None = None,
     ) -> None:
         """Bring the tenant's state up to `version` (a delta, or a full load), as `search`
         would first: started while the query is embedded, the store's reads overlap it."""
-        await self._rows(where, model, dim, version)
+        await self._rows(where, model, dim, version, shared)
 
     async def search(
         self,
@@ -199,6 +245,7 @@ class ExactVectorIndex:
         k: int,
         sources: Sequence[str] | None = None,
         version: str | None = None,
+        shared: str | None = None,
         filters: Filters = NO_FILTERS,
         as_of: int | None = None,
         terms: Sequence[str] = (),
@@ -207,7 +254,7 @@ class ExactVectorIndex:
         document frequency over the tenant's rows (`_lexical_top`; pending rows returned
         with cosine None), so a row the words find is a candidate even when its cosine is
         not top-k: the hybrid's lexical half ranks the whole tenant, not the cosine pool."""
-        state = await self._rows(where, model, int(query.shape[0]), version)
+        state = await self._rows(where, model, int(query.shape[0]), version, shared)
         n = state.used
         if k <= 0 or not state.size:
             return []

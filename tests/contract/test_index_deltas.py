@@ -275,9 +275,9 @@ async def test_a_state_reads_a_delta_past_its_recheck_even_if_its_token_did_not_
     found = await index.search(where, query, model=MODEL, k=50, version="v1")  # token as was
 
     assert (index.loads, index.deltas) == (1, 1)
-    assert len(found) == len(await ExactVectorIndex(stores.memory).search(
-        where, query, model=MODEL, k=50
-    ))
+    assert len(found) == len(
+        await ExactVectorIndex(stores.memory).search(where, query, model=MODEL, k=50)
+    )
 
 
 async def test_a_state_is_trusted_on_its_token_within_its_recheck(stores: Stores) -> None:
@@ -289,3 +289,91 @@ async def test_a_state_is_trusted_on_its_token_within_its_recheck(stores: Stores
     await index.search(where, query, model=MODEL, k=5, version="v1")
     await index.search(where, query, model=MODEL, k=5, version="v1")
     assert (index.loads, index.deltas) == (1, 0)
+
+
+class CountingMemory:
+    """The memory store, recording whose rows each `changed_rows` read back (the user, or
+    None for the agent's user-less rows)."""
+
+    def __init__(self, inner: MemoryStore) -> None:
+        self.inner = inner
+        self.reads: list[str | None] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def changed_rows(self, where: TenantFilter, since: int) -> list[MemoryRow]:
+        self.reads.extend(where.users)
+        return await self.inner.changed_rows(where, since)
+
+
+async def add_knowledge(stores: Stores, first: int, count: int) -> None:
+    """The agent's user-less rows, which a user's widened read admits."""
+    await stores.memory.insert_many_if_absent(
+        [
+            MemoryRow(
+                f"know{n:04d}",
+                ScopeFields(AGENT, None, None, "global", None),
+                f"{WORDS[n % len(WORDS)]} {WORDS[(n * 5) % len(WORDS)]}",
+                exact_vector(f"{WORDS[n % len(WORDS)]} {WORDS[(n * 5) % len(WORDS)]}"),
+                MODEL,
+                "knowledge",
+                T0 + n * 1000,
+                {"status": "active"},
+            )
+            for n in range(first, first + count)
+        ]
+    )
+
+
+async def test_a_users_write_does_not_read_back_the_agents_knowledge(stores: Stores) -> None:
+    """A turn bumps its user's counters, never the agent's user-less rows' (`shared`): the
+    delta of a read widened to them reads the user's rows alone, and answers as a fresh
+    load; a write of the agent's knowledge moves `shared`, and the next delta reads it."""
+    world = World(stores, seed=21)
+    await world.insert(30)
+    await add_knowledge(stores, 0, 6)
+    counting = CountingMemory(stores.memory)
+    index = ExactVectorIndex(counting, margin_ms=0)
+    where = TenantFilter(AGENT, USER, shared_sources=("knowledge",))
+    query = exact_vector("lisbon tea porto")
+    args: dict[str, Any] = {"model": MODEL, "k": 60}
+
+    async def fresh() -> list[tuple[Any, ...]]:
+        return answer(await ExactVectorIndex(stores.memory).search(where, query, **args))
+
+    await index.search(where, query, version="v1", shared="s1", **args)
+    await asyncio.sleep(0.01)  # the writes' stamps after the load's clock (ms)
+    await world.insert(4)
+    counting.reads.clear()
+    kept = await index.search(where, query, version="v2", shared="s1", **args)
+    assert counting.reads == [USER]
+    assert answer(kept) == await fresh()
+
+    await asyncio.sleep(0.01)
+    await add_knowledge(stores, 6, 3)
+    counting.reads.clear()
+    kept = await index.search(where, query, version="v3", shared="s2", **args)
+    assert sorted(counting.reads, key=str) == sorted([USER, None], key=str)
+    assert answer(kept) == await fresh()
+    assert {"know0006", "know0007", "know0008"} <= {r.vector_id for r, _ in kept}
+    assert (index.loads, index.deltas) == (1, 2)
+
+
+async def test_the_agents_knowledge_is_read_back_past_its_recheck_even_if_unannounced(
+    stores: Stores,
+) -> None:
+    """A write of the agent's knowledge whose counter did not move (its invalidation lost)
+    is read back once the recheck passes, as the user's own rows are."""
+    await add_knowledge(stores, 0, 4)
+    counting = CountingMemory(stores.memory)
+    index = ExactVectorIndex(counting, margin_ms=0, recheck_ms=0)
+    where = TenantFilter(AGENT, USER, shared_sources=("knowledge",))
+    query = exact_vector("lisbon porto")
+    await index.search(where, query, model=MODEL, k=20, version="v1", shared="s1")
+    await asyncio.sleep(0.01)
+    await add_knowledge(stores, 4, 2)
+    counting.reads.clear()
+    kept = await index.search(where, query, model=MODEL, k=20, version="v2", shared="s1")
+    assert None in counting.reads
+    assert {"know0004", "know0005"} <= {r.vector_id for r, _ in kept}

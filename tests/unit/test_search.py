@@ -29,6 +29,7 @@ from engine.scoping import (
     family_chain,
     invalidation_keys,
     namespace_chain,
+    shared_chain,
 )
 from schemas.ids import to_ms
 from schemas.inputs import context_request, turn_recorded
@@ -373,6 +374,16 @@ def test_a_write_bumps_its_chain_and_the_families_of_its_layers_only() -> None:
     assert invalidation_keys(scope) == every  # a write that does not say what it changed
     assert invalidation_keys(scope, ["working", "a-layer-of-a-later-build"]) == every
     assert not set(every) & {GLOBAL_NAMESPACE}
+
+
+def test_only_a_write_that_names_no_user_bumps_the_agents_shared_rows() -> None:
+    """Issue 28: a user's turn leaves the agent's user-less rows' counter alone, so a search
+    widened to them need not read them back; agent knowledge (no user) moves it."""
+    user = Scope.parse(scope_body())
+    agent = Scope.parse({"agentWallet": user.agent_wallet})
+    assert not set(invalidation_keys(user, TURN_LAYERS)) & set(shared_chain(user))
+    assert set(shared_chain(agent)) <= set(invalidation_keys(agent, ["vectors"]))
+    assert shared_chain(agent) == shared_chain(user)  # one counter per agent
 
 
 async def test_a_turn_keeps_the_tenants_pattern_read_and_a_pattern_write_drops_it(

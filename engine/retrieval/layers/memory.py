@@ -141,7 +141,13 @@ async def search_memory(
     # for the same catch-up, and raises its error if it failed
     catching_up = (
         asyncio.ensure_future(
-            index.prepare(where, model=q.model, dim=q.dimension, version=options.version)
+            index.prepare(
+                where,
+                model=q.model,
+                dim=q.dimension,
+                version=options.version,
+                shared=q.tokens.shared,
+            )
         )
         if q.dimension is not None
         else None
@@ -187,6 +193,7 @@ async def _search(
         k=max(CANDIDATE_POOL, CANDIDATES_PER_RESULT * q.limit),
         sources=options.sources,
         version=options.version,
+        shared=q.tokens.shared,
         filters=q.filters.applies_to(options.layer),
         as_of=q.as_of,
         terms=q.terms,

@@ -32,6 +32,8 @@ class ReadTokens:
     patterns: str | None = None
     archives: str | None = None
     relations: str | None = None
+    shared: str | None = None
+    """The agent's user-less rows' counter (`engine.scoping.shared_chain`)."""
 
 
 NO_TOKENS = ReadTokens()
