@@ -1,0 +1,130 @@
+"""The post_turn body as one model (`schemas.turn_input.TurnInput`, issue 33): the SDK's
+parser is the model, with the gateway's types, and its refusals keep the reference's one-line
+messages."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from schemas import inputs
+from schemas.bodies import parse_body
+from schemas.bounds import ValueOutOfRange
+from schemas.scope import ScopeError
+from schemas.turn_input import MessageInput, TurnInput
+
+NOW = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
+NOW_MS = 1_704_164_645_000
+
+
+def pair(**extra: Any) -> dict[str, Any]:
+    return {
+        "agentWallet": "0xAgent",
+        "threadId": "T1",
+        "userMessage": "hello",
+        "assistantMessage": "hi there",
+        **extra,
+    }
+
+
+def test_turn_recorded_is_the_model_s_event() -> None:
+    body = pair(
+        toolEvents=[{"toolName": "search", "input": {"q": "x"}, "output": "y" * 3000}],
+        tokenCount=12,
+        model="  gpt  ",
+        occurredAt="2024-01-02T03:04:05Z",
+    )
+    event = inputs.turn_recorded(body)
+    assert event == TurnInput.model_validate(body).recorded().model_copy(
+        update={"event_id": event.event_id}
+    )
+    assert event.occurred_at == NOW
+    assert event.total_tokens == 12
+    assert event.model_used == "gpt"
+    [tool] = event.tool_events
+    assert (tool.name, tool.args, len(tool.result or ""), tool.timestamp) == (
+        "search",
+        {"q": "x"},
+        2000,
+        NOW_MS,
+    )
+
+
+@pytest.mark.parametrize(
+    ("aliases", "field", "expected"),
+    [
+        ({"modelUsed": "  ", "model": "m2"}, "model_used", "m2"),
+        ({"totalTokens": None, "tokenCount": 7}, "total_tokens", 7),
+        ({"toolEvents": None, "tool_events": [{"tool": "t"}]}, "tool_events", 1),
+        ({"agentWallet": "", "agent_id": "0xB"}, "agent_wallet", "0xB"),
+        ({"occurredAt": None, "occurred_at": NOW_MS}, "occurred_at", NOW_MS),
+    ],
+)
+def test_the_first_alias_present_wins(aliases: dict[str, Any], field: str, expected: Any) -> None:
+    body = TurnInput.model_validate(pair(**aliases))
+    value = getattr(body, field)
+    assert (len(value) if isinstance(value, list) else value) == expected
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [  # the gateway refused each of these; the SDK ignored them (issue 33: one parser)
+        ({"messages": "nope"}, r"^messages: Input should be a valid list"),
+        ({"summary": 42}, r"^summary: Input should be a valid string"),
+        (
+            {"toolEvents": [{"name": "t", "result": {"rows": 3}}]},
+            r"^toolEvents\[0\]\.result: Input should be a valid string",
+        ),
+        (
+            {"messages": [{"role": "user", "content": "x", "toolCalls": "call"}]},
+            r"^messages\[0\]\.toolCalls: Input should be a valid list",
+        ),
+        ({"userAddress": 7}, r"^userAddress: Input should be a valid string"),
+    ],
+)
+def test_the_sdk_refuses_what_the_gateway_refuses(extra: dict[str, Any], message: str) -> None:
+    with pytest.raises(ScopeError, match=message):
+        inputs.turn_recorded(pair(**extra), now=NOW)
+
+
+@pytest.mark.parametrize(
+    ("extra", "kind", "message"),
+    [
+        ({"totalTokens": 1.5}, ValueOutOfRange, r"^totalTokens must be a whole number, not 1.5$"),
+        ({"contextWindow": "big"}, ScopeError, r"^contextWindow must be a whole number$"),
+        ({"sessionId": " s"}, ScopeError, r"^sessionId: must not start or end with whitespace$"),
+        (
+            {"messages": [{"role": "user", "content": "x", "timestamp": True}]},
+            ScopeError,
+            r"^messages\[0\]\.timestamp must be an ISO-8601 time or milliseconds$",
+        ),
+        ({"occurred_at": -1}, ValueOutOfRange, r"^occurred_at must be a time from 0"),
+    ],
+)
+def test_refusals_name_the_key_that_was_sent(
+    extra: dict[str, Any], kind: type[ScopeError], message: str
+) -> None:
+    with pytest.raises(kind, match=message) as refused:
+        inputs.turn_recorded(pair(**extra), now=NOW)
+    assert type(refused.value) is kind
+
+
+def test_a_message_timestamp_may_be_an_iso_time() -> None:
+    body = pair(messages=[{"role": "user", "content": "hi", "timestamp": "2024-01-02T03:04:05Z"}])
+    assert inputs.turn_recorded(body).messages[0].timestamp == NOW_MS
+
+
+def test_a_message_parsed_alone_is_refused_under_the_given_root() -> None:
+    with pytest.raises(ScopeError, match=r"^messages\[3\]\.role is invalid$"):
+        parse_body(MessageInput, {"role": "robot", "content": "x"}, "messages[3]")
+
+
+def test_the_schema_documents_the_aliases() -> None:
+    schema = TurnInput.model_json_schema()
+    props = schema["properties"]
+    assert "tool_events" in props["toolEvents"]["description"]
+    assert "tokenCount" in props["totalTokens"]["description"]
+    assert "agent_id" in props["agentWallet"]["description"]
+    assert {"sessionId", "turnId", "occurredAt", "userMessage"} <= set(props)
