@@ -5,6 +5,7 @@ partition moves on."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -181,15 +182,7 @@ async def test_a_cancellation_is_never_retried_nor_dead_lettered() -> None:
         letters.append(kind)
 
     with pytest.raises(asyncio.CancelledError):
-        await retried(
-            cancelled,
-            group="g",
-            attempts=3,
-            backoff_ms=1,
-            outage_seconds=5,
-            probe=EventProbe(None, "g", SOURCE),
-            dead_letter=letter,
-        )
+        await retried_thrice(cancelled, letter)
     assert (calls, letters) == (1, [])
 
 
@@ -209,7 +202,16 @@ async def test_an_outage_between_failures_uses_up_no_attempt() -> None:
     async def letter(error: str, kind: str, tried: int) -> None:
         letters.append((error, tried))
 
-    done = await retried(
+    done = await retried_thrice(work, letter)
+    assert done is False
+    assert letters == [("c", 3)]
+    assert failures == []
+
+
+async def retried_thrice(
+    work: Callable[[], Awaitable[None]], letter: Callable[[str, str, int], Awaitable[None]]
+) -> bool:
+    return await retried(
         work,
         group="g",
         attempts=3,
@@ -218,6 +220,3 @@ async def test_an_outage_between_failures_uses_up_no_attempt() -> None:
         probe=EventProbe(None, "g", SOURCE),
         dead_letter=letter,
     )
-    assert done is False
-    assert letters == [("c", 3)]
-    assert failures == []
