@@ -14,6 +14,12 @@ tenant holds), the candidates whose cosine reaches a share of the best one (`rel
 are hits too, above a noise floor (`noise_cosine`). Their relevance is the same formula, so
 they rank below the strong hits of every layer and only fill room the strong ones leave;
 an unanchored pool (a question about nothing stored) still answers nothing.
+
+A pool's relevance is calibrated: the cosine is mapped from [`noise_cosine`,
+`calibrated_cosine`] onto [0, 1] before the weighting, the same for every layer, so the
+packer's semantic term separates a paraphrase from noise by more than its recency term. A
+reciprocal rank fusion of the cosine and lexical ranks (`fused`) can reorder a layer's hits
+on top of it; measured, it did not help, and it is off by default (`FUSION_SPREAD`).
 """
 
 from __future__ import annotations
@@ -41,9 +47,12 @@ tells a 0.3 paraphrase from 0.16 noise by more than the recency term (0.08) can 
 FUSION_K = 10
 """k of the reciprocal rank fusion 1/(k + rank): small, as a layer's pool is tens of
 candidates, not the thousands RRF's usual k = 60 was set for."""
-FUSION_SPREAD = 0.5
-"""Share of a hit's relevance its fused rank decides: the pool's best keeps its relevance,
-a hit far down both rankings keeps 1 - this share of it."""
+FUSION_SPREAD = 0.0
+"""Share of a hit's relevance its fused rank decides (the pool's best keeps its relevance, a
+hit far down both rankings keeps 1 - this share of it). Off by default: measured on the tune
+splits (`benchmarks.quality --split tune`, mnemostream/budget at 900 / 1,800 characters),
+0.5 gave handwritten 0.57 / 0.80 and long 0.83 / 0.92, 0.25 gave 0.57 / 0.80 and 0.85 / 0.91,
+0 gives 0.56 / 0.80 and 0.87 / 0.92: the calibrated relevance alone ranks as well."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,10 +97,10 @@ def pool_relevance(
 ) -> list[float | None]:
     """The relevance of each candidate of one layer's pool (None: not a hit), in order.
 
-    A candidate that is a hit on its own (`relevance`) keeps that relevance. When at least
-    one is, a candidate with a cosine ≥ max(`noise_cosine`, `relative_cosine` × the pool's
-    best cosine) is a hit too, with the same combined relevance (lower than the strong
-    hits', so it only fills what they leave). Without any hit on its own, nothing is."""
+    A candidate that is a hit on its own (`relevance`) is a hit. When at least one is, a
+    candidate with a cosine ≥ max(`noise_cosine`, `relative_cosine` × the pool's best
+    cosine) is a hit too. Without any hit on its own, nothing is. A hit's relevance is
+    `calibrated` (the lexical score alone without a cosine), then `fused`."""
     hits = [relevance(c, x, policy) is not None for c, x in zip(cosines, lexicals, strict=True)]
     best = max((c for c in cosines if c is not None), default=None)
     if policy.relative_cosine < 1.0 and any(hits) and best is not None:

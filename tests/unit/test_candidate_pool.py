@@ -103,7 +103,7 @@ def test_a_paraphrase_outranks_noise_by_more_than_the_packers_recency_term() -> 
 
 
 def test_fusion_lowers_a_hit_both_rankings_put_far_down_and_a_lone_hit_keeps_its_own() -> None:
-    policy = RelevancePolicy()
+    policy = RelevancePolicy(fusion_spread=0.5)  # off by default (measured: see FUSION_SPREAD)
     second = pool_relevance([0.5, 0.35], [0.0, 0.0], policy)[1]
     sixth = pool_relevance([0.5, 0.45, 0.44, 0.43, 0.42, 0.35], [0.0] * 6, policy)[5]
     assert second is not None and sixth is not None and sixth < second
@@ -111,6 +111,7 @@ def test_fusion_lowers_a_hit_both_rankings_put_far_down_and_a_lone_hit_keeps_its
     found = pool_relevance([0.5, 0.45, 0.44, 0.43, 0.42, 0.35], [0.0] * 5 + [0.2], policy)[5]
     assert found is not None and found > sixth
     # a lone weak hit is not lifted by being its layer's best
-    [lone] = pool_relevance([0.31], [0.0], policy)
-    [strong, _] = pool_relevance([0.55, 0.31], [0.0, 0.0], policy)
-    assert lone is not None and strong is not None and lone < strong
+    for p in (policy, RelevancePolicy()):
+        [lone] = pool_relevance([0.31], [0.0], p)
+        [strong, _] = pool_relevance([0.55, 0.31], [0.0, 0.0], p)
+        assert lone is not None and strong is not None and lone < strong
