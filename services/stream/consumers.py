@@ -275,7 +275,9 @@ class GroupRouter(Generic[W]):
 
         def admit(event: E) -> bool:
             scope = getattr(event, "scope", None)
-            return not only or (scope is not None and scope.agent_wallet in only)
+            # an `IngressEvent` names its tenant's agent itself (issue 31)
+            agent = getattr(event, "agent", None) if scope is None else scope.agent_wallet
+            return not only or agent in only
 
         group_id, metrics = self.group_id(part), self.metrics
         consumer = BatchConsumer(

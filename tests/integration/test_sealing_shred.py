@@ -324,3 +324,32 @@ class _Raw:
 
     def model_dump_json(self) -> str:
         return json.dumps(self.value, separators=(",", ":"))
+
+
+async def test_a_deployment_for_some_agents_seals_their_ingress_and_skips_the_others(
+    stack: Endpoints, minilm: LocalMiniLMEmbedder
+) -> None:
+    ours, theirs = (f"0x{name}{uuid.uuid4().hex[:10]}" for name in ("ours", "theirs"))
+    async with deployment(
+        stack,
+        minilm,
+        "only",
+        ["sealing", "transcripts", "invalidation"],
+        event_encryption_key=KEY,
+        event_ingress=True,
+        only_agents=[ours],
+    ) as (rt, client):
+        body = {
+            "userAddress": "u",
+            "threadId": "t",
+            "userMessage": "Hi.",
+            "assistantMessage": "Ok.",
+        }
+        turn = await client.record_turn({**body, "agentWallet": ours}, wait=True)
+        await client.record_turn({**body, "agentWallet": theirs})
+        await drained(
+            stack.kafka_bootstrap, rt.settings.group_prefix, [("sealing", topics.INGRESS)]
+        )
+        stored = rt.mongo[rt.settings.mongo.db]["transcript_turns"]
+        assert await stored.count_documents({"turnId": turn.turn_id}) == 1
+        assert await stored.count_documents({"agentWallet": theirs}) == 0
