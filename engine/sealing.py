@@ -20,7 +20,7 @@ of their events — the log, dead letters, backups of either — can no longer b
   never dead-lettered), or a `problem` (a tampered envelope, a master key id not configured:
   retrying cannot help, the record is dead-lettered).
 * **Caches.** Unwrapped keys are kept `cache_seconds` in the process, so a batch costs no
-  lookup; `forget` drops the tenant's entries here, and another process holding them stops
+  lookup; `delete` drops the tenant's entries here, and another process holding them stops
   using them within `cache_seconds`.
 """
 
@@ -197,7 +197,7 @@ class EventSealer:
             self._unusable.clear()
         return [r for r in results if r is not None]
 
-    async def forget(self, agent_wallet: str, user_address: str) -> int:
+    async def delete(self, agent_wallet: str, user_address: str) -> int:
         """Delete the tenant's data key (here and in the store): everything sealed under it
         is unreadable from now on; how many keys were deleted."""
         self._by_tenant.pop((agent_wallet, user_address), None)

@@ -57,9 +57,10 @@ class UserEraser(Protocol):
 
 
 class KeyShredder(Protocol):
-    """Deletes a tenant's data key (`engine.sealing.EventSealer`)."""
+    """Deletes a tenant's data key: `engine.sealing.EventSealer` (its cache too) or the
+    `TenantKeyStore` itself (a process without the event key still shreds)."""
 
-    async def forget(self, agent_wallet: str, user_address: str) -> int: ...
+    async def delete(self, agent_wallet: str, user_address: str) -> int: ...
 
 
 async def forget_user(
@@ -76,6 +77,6 @@ async def forget_user(
             "forgetting a user's memory needs a userAddress: the agent's own memory is "
             "never erased this way"
         )
-    shredded = 0 if keys is None else await keys.forget(where.agent_wallet, user)
+    shredded = 0 if keys is None else await keys.delete(where.agent_wallet, user)
     counts = {**await eraser.erase_user(where.agent_wallet, user), "keys": shredded}
     return {kind: int(counts.get(kind, 0)) for kind in ERASED_KINDS}

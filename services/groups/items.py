@@ -162,7 +162,8 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
     items_sessions.wire(group)
 
     async def forget(scope: Scope) -> ItemReply:
-        erased = await forget_user(rt.stores.eraser, tenant_filter(scope, durable=True), rt.sealer)
+        keys = rt.sealer or rt.stores.tenant_keys  # shredded even where no key is set
+        erased = await forget_user(rt.stores.eraser, tenant_filter(scope, durable=True), keys)
         # the whole user, whatever thread, mode or hai the request named
         user = Scope.model_validate(
             {"agentWallet": scope.agent_wallet, "userAddress": scope.user_address}

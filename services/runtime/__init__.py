@@ -360,10 +360,12 @@ async def open_runtime(
             )
 
         stores = mongo_stores(db, memory=memory, cache=cache, vectors=vectors)
+        # the key store is there without a key too, so an erasure anywhere deletes the key;
+        # its collection is made only where events are sealed
+        keys_db = mongo[settings.sealing.keys_db or settings.mongo.db]
         if settings.sealing.encryption_key is not None:
-            keys_db = mongo[settings.sealing.keys_db or settings.mongo.db]
             await ensure_tenant_keys(keys_db)
-            stores = replace(stores, tenant_keys=MongoTenantKeys(keys_db))
+        stores = replace(stores, tenant_keys=MongoTenantKeys(keys_db))
         parts = Parts(
             embedder=model,
             reranker=lambda: build_reranker(settings, http),

@@ -92,3 +92,22 @@ async def test_an_erasure_with_a_sealer_deletes_the_users_key_first(
             assert set(left) == {("0xA", "bob")}
         finally:
             await rt.mongo.drop_database(settings.mongo.db)
+
+
+async def test_an_erasure_where_no_key_is_set_still_deletes_the_users_key(
+    stack: object, unique: Callable[[str], str]
+) -> None:
+    db = unique("shredanywhere")
+    sealed = make_settings(stack, db, event_encryption_key=KEY)  # type: ignore[arg-type]
+    async with open_runtime(sealed, needs=()) as rt:
+        try:
+            assert rt.sealer is not None
+            await rt.sealer.seal_many([(("0xA", "alice"), b"{}")])
+            # the items group of a process the key was not given to
+            async with open_runtime(make_settings(stack, db), needs=()) as other:  # type: ignore[arg-type]
+                assert other.sealer is None
+                keys = other.sealer or other.stores.tenant_keys
+                erased = await forget_user(other.stores.eraser, TenantFilter("0xA", "alice"), keys)
+            assert erased["keys"] == 1
+        finally:
+            await rt.mongo.drop_database(db)

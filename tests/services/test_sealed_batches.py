@@ -40,7 +40,7 @@ async def test_a_sealed_batch_skips_the_erased_tenant_and_dead_letters_what_does
             (BOB, said(ALICE, "alice's words under bob's key")),
         ]
     )
-    await sealer.forget(*ALICE)
+    await sealer.delete(*ALICE)
     tampered = bob.replace(b'"data":"', b'"data":"AAAA')
     stored: list[str] = []
 

@@ -54,7 +54,7 @@ async def test_forgetting_a_tenant_makes_its_events_gone_and_a_new_key_seals_aft
     store = InMemoryTenantKeys()
     seals = sealer(store)
     before = await seals.seal_many([(ALICE, event(CANARY)), (BOB, event(b"kept"))])
-    assert await seals.forget(*ALICE) == 1  # type: ignore[arg-type]
+    assert await seals.delete(*ALICE) == 1  # type: ignore[arg-type]
     other = EventSealer(seals._keys, store)  # another process, nothing cached
     for reader in (seals, other):
         alice, bob = await reader.open_many(before)
