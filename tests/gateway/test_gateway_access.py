@@ -60,6 +60,7 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("POST", "/transcripts/index", BODY),
     ("POST", "/search", BODY),
     ("GET", "/0xa", None),
+    ("GET", "/export?agentWallet=0xa&userAddress=u", None),
 ]
 
 
