@@ -117,7 +117,7 @@ def _ranks(values: Sequence[float | None]) -> list[int | None]:
     """1-based rank of each value, highest first (ties share the better rank); None and
     values ≤ 0 are unranked (the signal did not find the candidate)."""
     order = sorted((v for v in values if v is not None and v > 0), reverse=True)
-    first = {}
+    first: dict[float, int] = {}
     for i, v in enumerate(order):
         first.setdefault(v, i + 1)
     return [first[v] if v is not None and v > 0 else None for v in values]

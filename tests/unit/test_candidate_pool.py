@@ -86,7 +86,8 @@ async def test_a_question_about_nothing_stored_still_gets_nothing(search: Memory
 def test_the_relative_floor_needs_an_anchor_and_ranks_below_it() -> None:
     policy = RelevancePolicy()
     anchored = pool_relevance([0.5, 0.27, 0.1], [0.0, 0.0, 0.0], policy)
-    assert anchored[0] is not None and anchored[1] is not None
+    assert anchored[0] is not None
+    assert anchored[1] is not None
     assert anchored[1] < anchored[0]
     assert anchored[2] is None  # under the noise floor
     assert pool_relevance([0.29, 0.27], [0.0, 0.0], policy) == [None, None]
@@ -98,7 +99,9 @@ def test_a_paraphrase_outranks_noise_by_more_than_the_packers_recency_term() -> 
     # the packer adds 0.45 x a hit's relevance and up to 0.08 for recency: a 0.31 paraphrase
     # must stay ahead of 0.16 noise of the newest session (it fell behind with w x cosine)
     best, paraphrase, noise = pool_relevance([0.32, 0.31, 0.16], [0.0] * 3, RelevancePolicy())
-    assert best is not None and paraphrase is not None and noise is not None
+    assert best is not None
+    assert paraphrase is not None
+    assert noise is not None
     assert 0.45 * (paraphrase - noise) > 0.08
 
 
@@ -106,12 +109,17 @@ def test_fusion_lowers_a_hit_both_rankings_put_far_down_and_a_lone_hit_keeps_its
     policy = RelevancePolicy(fusion_spread=0.5)  # off by default (measured: see FUSION_SPREAD)
     second = pool_relevance([0.5, 0.35], [0.0, 0.0], policy)[1]
     sixth = pool_relevance([0.5, 0.45, 0.44, 0.43, 0.42, 0.35], [0.0] * 6, policy)[5]
-    assert second is not None and sixth is not None and sixth < second
+    assert second is not None
+    assert sixth is not None
+    assert sixth < second
     # the words finding it too lifts it back
     found = pool_relevance([0.5, 0.45, 0.44, 0.43, 0.42, 0.35], [0.0] * 5 + [0.2], policy)[5]
-    assert found is not None and found > sixth
+    assert found is not None
+    assert found > sixth
     # a lone weak hit is not lifted by being its layer's best
     for p in (policy, RelevancePolicy()):
         [lone] = pool_relevance([0.31], [0.0], p)
         [strong, _] = pool_relevance([0.55, 0.31], [0.0, 0.0], p)
-        assert lone is not None and strong is not None and lone < strong
+        assert lone is not None
+        assert strong is not None
+        assert lone < strong

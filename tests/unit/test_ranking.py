@@ -102,13 +102,17 @@ def test_min_candidates_is_floored_at_two() -> None:
     [(0.80, 0.75), (0.30, 0.25), (0.95, 0.10)],  # 0.30 - 0.25 is 0.04999… in binary floats
 )
 def test_a_dominant_top_hit_is_skipped(top1: float, top2: float) -> None:
-    reason = should_rerank([hit("b", top2), hit("a", top1), hit("c", 0.1)])
+    # the gap rule at a delta of 0.05 (the default is 0.1 since issue 32's calibrated scale)
+    reason = should_rerank([hit("b", top2), hit("a", top1), hit("c", 0.1)], dominance_delta=0.05)
     assert reason is not None
     assert "dominates" in reason
 
 
 def test_a_gap_just_below_the_delta_is_reranked() -> None:
-    assert should_rerank([hit("a", 0.80), hit("b", 0.751), hit("c", 0.1)]) is None
+    assert (
+        should_rerank([hit("a", 0.80), hit("b", 0.751), hit("c", 0.1)], dominance_delta=0.05)
+        is None
+    )
 
 
 # --- merging reranker scores ------------------------------------------------------------------
