@@ -4,6 +4,7 @@ namespaces, search, put again, delete; all concurrent), on a live local stack, t
 
     python -m benchmarks.upstream_langgraph_load                # N=1000, M=10: 60,000 calls
     python -m benchmarks.upstream_langgraph_load -n 100 --json
+    python -m benchmarks.upstream_langgraph_load -n 100 --threads 10   # test_large_batches
 
 Prints the calls, the seconds they took, the rate, the errors (LangGraph's test expects none
 and its per-test timeout in `benchmarks.upstream_langgraph` is 120 s), and with `--json` one
@@ -20,6 +21,7 @@ import json
 import os
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from benchmarks.upstream_support import WARM_UP_SECONDS, live_stack, start_client, stop_client
@@ -48,10 +50,34 @@ async def load(store: MnemoStore, n: int, m: int) -> tuple[int, float, list[str]
     return len(calls), seconds, [repr(r) for r in results if isinstance(r, BaseException)]
 
 
+def threaded(store: MnemoStore, n: int, m: int, threads: int) -> tuple[int, float, list[str]]:
+    """LangGraph's `test_large_batches`: the same calls, synchronous, from `threads` threads."""
+    calls: list[tuple[Any, tuple[Any, ...], dict[str, Any]]] = []
+    for repeat in range(m):
+        space = ("test", "foo", "bar", "baz", str(repeat % 2))
+        for i in range(n):
+            calls += [
+                (store.put, (space, f"key{i}"), {"value": {"foo": f"bar{i}"}}),
+                (store.get, (space, f"key{i}"), {}),
+                (store.list_namespaces, (), {"prefix": None, "max_depth": repeat + 1}),
+                (store.search, (("test",),), {}),
+                (store.put, (space, f"key{i}"), {"value": {"foo": f"bar{i}"}}),
+                (store.put, (space, f"key{i}", None), {}),
+            ]
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        futures = [pool.submit(call, *a, **kw) for call, a, kw in calls]
+        errors = [repr(f.exception()) for f in futures if f.exception() is not None]
+    return len(calls), time.perf_counter() - started, errors
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("-n", type=int, default=1000, help="keys (LangGraph's N)")
     parser.add_argument("-m", type=int, default=10, help="repeats (LangGraph's M)")
+    parser.add_argument(
+        "--threads", type=int, default=0, help="synchronous calls from this many threads"
+    )
     parser.add_argument("--json", action="store_true", help="also print one JSON object")
     args = parser.parse_args()
     state: dict[str, Any] = {}
@@ -67,7 +93,10 @@ def main() -> None:
         client = start_client(state, warm_up)
         try:
             store = MnemoStore(client, agent=f"0xLoad{uuid.uuid4().hex[:8]}", user="load")
-            calls, seconds, errors = asyncio.run(load(store, args.n, args.m))
+            if args.threads:
+                calls, seconds, errors = threaded(store, args.n, args.m, args.threads)
+            else:
+                calls, seconds, errors = asyncio.run(load(store, args.n, args.m))
         finally:
             stop_client(state)
     print(
@@ -78,6 +107,7 @@ def main() -> None:
         print(f"  {error[:300]}")
     if args.json:
         figures = {"calls": calls, "seconds": round(seconds, 2), "errors": len(errors)}
+        figures["threads"] = args.threads
         print(json.dumps({"benchmark": "upstream_langgraph_load", **figures}))
 
 

@@ -144,7 +144,7 @@ class ItemRequest(Contract):
     row also gets a score (`ItemReply.scores`): the best cosine between the query and the
     texts listed at `metadata.<texts_at>`, embedded by the deployment's embedder (issue 30).
     `read` answers the visible rows among `ids` (`next_after`: the first id left out of a full
-    reply); `write` applies `writes` (distinct ids) with one bulk write and one announcement."""
+    reply); `write` applies `writes` (distinct ids) in one bulk write, then answers as `read`."""
 
     scope: Scope
     op: Literal[

@@ -205,6 +205,8 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
                 # bumped here, before the reply, not only when the invalidation group reads
                 # the announcement
                 await invalidate(rt.cache, scope, rt.search_policy, layers)
-        return ItemReply(items=[] if request.op == "write" else [_public(r) for r in rows])
+        if request.op == "write":  # its reply holds what it reads back, if anything
+            return await items_bulk.read(rt, request, _public)
+        return ItemReply(items=[_public(r) for r in rows])
 
     return group.router

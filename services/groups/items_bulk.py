@@ -2,7 +2,8 @@
 adapter that sends thousands of small item operations (a LangGraph store under load).
 
 `read` answers the visible rows among the request's ids, by id, until the reply would pass
-`PAGE_BYTES`; `next_after` then names the first id left out, to ask for again. `write`
+`PAGE_BYTES`; `next_after` then names the first id left out, to ask for again. A `write`
+with ids answers them the same way once its writes are applied (a read saved). `write`
 applies the request's writes with one read, one embedding call and one bulk write
 (`engine.upkeep.item_writes`); the caller (`services.groups.items`) announces the change
 once per written scope and bumps its cache namespace before replying, as for one item.
@@ -27,7 +28,10 @@ from services.runtime import Runtime
 async def read(
     rt: Runtime, request: ItemRequest, public: Callable[[MemoryRow], dict[str, Any]]
 ) -> ItemReply:
-    """The visible rows among `request.ids` (see the module docstring)."""
+    """The visible rows among `request.ids` (see the module docstring); none without ids
+    (a `write` that reads nothing back)."""
+    if not request.ids:
+        return ItemReply()
     where = tenant_filter(request.scope, durable=True)
     rows = [r for r in await rt.items.read_rows(where, request.ids or []) if r.status != "deleted"]
     page: list[dict[str, Any]] = []

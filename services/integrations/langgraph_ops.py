@@ -1,5 +1,5 @@
-"""What `MnemoStore` checks of a LangGraph op before any of its batch runs, and the text it
-embeds for an item (`services.integrations.langgraph`)."""
+"""What `MnemoStore` checks of a LangGraph op before any of its batch runs, the text it
+embeds for an item, and the items write a put becomes (`services.integrations.langgraph`)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,15 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from services.integrations.store_records import MAX_TEXT_CHARS
+from services.integrations.store_records import (
+    FACT_TYPE,
+    MAX_TEXT_CHARS,
+    MINUTE_MS,
+    RECORD_KEY,
+    TTL_KEY,
+    now_ms,
+    prefix_tag,
+)
 
 
 def item_texts(value: Mapping[str, Any], fields: Sequence[str]) -> list[str]:
@@ -56,3 +64,35 @@ def check_op(op: Op) -> None:
             raise ValueError("a LangGraph item's value must be a mapping")
     elif not isinstance(op, GetOp | SearchOp | ListNamespacesOp | PutOp):
         raise ValueError(f"unknown operation {type(op).__name__}")
+
+
+def put_write(item_id: str, op: PutOp, fields: Sequence[str]) -> dict[str, Any]:
+    """The items `write` (`schemas.item_writes.ItemWrite`) of a put of row `item_id` (a
+    delete when its value is None); `fields`: the store's indexed paths."""
+    if op.value is None:
+        return {"id": item_id, "op": "delete"}
+    value = dict(op.value)
+    paths = fields if op.index is None or op.index is False else tuple(op.index)
+    texts = [] if op.index is False else item_texts(value, paths)
+    now = now_ms()
+    record = {
+        "namespace": list(op.namespace),
+        "key": op.key,
+        "value": json.dumps(value, ensure_ascii=False, separators=(",", ":")),
+        "indexed": op.index is not False,
+        "prefixes": [prefix_tag(op.namespace[:n]) for n in range(len(op.namespace) + 1)],
+        "createdAt": now,  # what is read back is the row's own creation time
+        "updatedAt": now,
+        "texts": texts,
+    }
+    expiry = {
+        "expiresAt": None if op.ttl is None else now + int(op.ttl * MINUTE_MS),
+        "ttlMinutes": op.ttl,
+    }
+    return {
+        "id": item_id,
+        "op": "put",
+        "content": item_text(value, texts),
+        "metadata": {RECORD_KEY: record, TTL_KEY: expiry},
+        "type": FACT_TYPE,
+    }

@@ -9,12 +9,14 @@ answered in order). So a store's batches wait in one queue on the client's loop,
 
 1. **writes**: the puts and deletes of the round, the last write of each key winning
    (submission order), sent as items `write` requests (`MAX_WRITES` rows, `WRITE_BYTES`
-   each): one bulk write and one change announcement per request;
-2. **reads**: the gets as items `read` requests; the searches without a query and the
-   namespace listings from one scan of their common namespace prefix; each distinct search
-   with a query once (`Reader.search`);
+   each): one bulk write and one change announcement per request; the last one also reads
+   back the rows of the round's gets, and the first page of the scan its listings need is
+   asked right behind it (`write_and_scan_items`): one round trip for the whole round;
+2. **reads**: the gets not read back as items `read` requests; the searches without a
+   query and the namespace listings from one scan of their common namespace prefix; each
+   distinct search with a query once (`Reader.search`);
 3. **follow-ups**: what the reads found to write (a TTL refreshed on read, an expired item
-   deleted), as one more write.
+   deleted) goes with the next round's writes (or alone, when no round comes).
 
 A caller's batch gets its results when its round ends, so its next call runs in a later
 round and reads its writes; the rounds of a store run one at a time. Concurrent callers are
@@ -26,8 +28,7 @@ its ops in order (a run of reads, then a run of writes, …).
 from __future__ import annotations
 
 import asyncio
-import functools
-import json
+import contextlib
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,12 +37,15 @@ from typing import Any
 from langgraph.store.base import GetOp, Item, ListNamespacesOp, Op, PutOp, Result, SearchOp
 
 from schemas.item_writes import MAX_READS, MAX_WRITES
+from schemas.requests import ItemReply
 from schemas.scope import Scope
-from services.integrations.langgraph_ops import item_text, item_texts
+from services.integrations.langgraph_ops import put_write
 from services.integrations.langgraph_search import Reader, Scored, search_item
 from services.integrations.store_records import (
-    FACT_TYPE,
+    MINUTE_MS,
+    PREFIXES_KEY,
     RECORD_KEY,
+    SCAN_PAGE,
     TTL_KEY,
     Record,
     moment,
@@ -52,11 +56,14 @@ from services.integrations.store_records import (
 from services.sdk.client import MemoryClient
 from services.sdk.transport import RequestFailed
 
+ROUNDS_AT_ONCE = 1
+"""Rounds of one store in flight at once: a call that comes while they all run waits for the
+next round. 1: with 4, ten threads of synchronous calls were measured no faster on a loaded
+2-core machine (`benchmarks.upstream_langgraph_load --threads 10`), for more requests."""
 ROUND_OPS = 10_000
 """Ops of one round at most (whole batches: a bigger batch is a round of its own)."""
 WRITE_BYTES = 400_000
 """JSON bytes of one `write` request's rows at most, well inside one message."""
-MINUTE_MS = 60_000
 
 Writes = dict[str, dict[str, Any]]
 """The writes of a phase by row id, in the order of each id's last write."""
@@ -87,14 +94,21 @@ class Rounds:
     timeout: float | None = None
     write_timeout: float | None = None
     _waiting: deque[tuple[list[Op], asyncio.Future[list[Result]]]] = field(default_factory=deque)
-    _drainer: asyncio.Task[None] | None = None
+    _workers: int = 0
+    _tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    _later: Writes = field(default_factory=dict)
+    """What reads found to write (TTL refreshes, expired items' deletes): the next round
+    sends it before its own writes, so it costs no request of its own under load."""
 
     async def run(self, ops: list[Op]) -> list[Result]:
         """`ops`' results, once the round that takes them has run (on the client's loop)."""
         done: asyncio.Future[list[Result]] = asyncio.get_running_loop().create_future()
         self._waiting.append((ops, done))
-        if self._drainer is None or self._drainer.done():
-            self._drainer = asyncio.get_running_loop().create_task(self._drain())
+        if self._workers < ROUNDS_AT_ONCE:
+            self._workers += 1
+            task = asyncio.get_running_loop().create_task(self._drain())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
         return await done
 
     async def run_many(self, batches: Sequence[list[Op]]) -> list[list[Result] | BaseException]:
@@ -102,18 +116,28 @@ class Rounds:
         return await asyncio.gather(*(self.run(ops) for ops in batches), return_exceptions=True)
 
     async def _drain(self) -> None:
-        while self._waiting:
-            batch = self._take()
-            try:
-                results = await self._round([ops for ops, _ in batch])
-            except Exception as exc:  # noqa: BLE001 - handed to every caller of the round
-                for _, done in batch:
-                    if not done.done():
-                        done.set_exception(exc)
-                continue
-            for (_, done), result in zip(batch, results, strict=True):
-                if not done.done():  # a caller that gave up (cancelled) gets nothing
-                    done.set_result(result)
+        """One worker: rounds of what waits, until nothing does (the last worker then sends
+        the follow-ups no round took)."""
+        try:
+            while self._waiting or (self._later and self._workers == 1):
+                if not self._waiting:
+                    pending, self._later = self._later, {}
+                    with contextlib.suppress(RequestFailed, TimeoutError):
+                        await self.send(pending)  # a refresh or an expiry may be lost, no more
+                    continue
+                batch = self._take()
+                try:
+                    results = await self._round([ops for ops, _ in batch])
+                except Exception as exc:  # noqa: BLE001 - handed to every caller of the round
+                    for _, done in batch:
+                        if not done.done():
+                            done.set_exception(exc)
+                    continue
+                for (_, done), result in zip(batch, results, strict=True):
+                    if not done.done():  # a caller that gave up (cancelled) gets nothing
+                        done.set_result(result)
+        finally:
+            self._workers -= 1
 
     def _take(self) -> list[tuple[list[Op], asyncio.Future[list[Result]]]]:
         """The next round's batches: a batch that is not `mergeable` alone, else every
@@ -144,7 +168,13 @@ class Rounds:
                     phases[-1].append(slot)
                 else:
                     phases.append([slot])
-        for phase in phases:
+        pending, self._later = self._later, {}
+        if pending and not (phases[0] and is_write(phases[0][0][2])):
+            await self.send(pending)  # what earlier reads found to write goes first
+            pending = {}
+        known: dict[str, Mapping[str, Any] | None] | None = None
+        first: ItemReply | None = None
+        for n, phase in enumerate(phases):
             if not phase:
                 continue
             if is_write(phase[0][2]):
@@ -154,9 +184,21 @@ class Rounds:
                     item_id = self.item_id(op.namespace, op.key)
                     last.pop(item_id, None)  # the last write of a key wins, and goes last
                     last[item_id] = op
-                await self.send({i: self._write_of(i, op) for i, op in last.items()})
+                writes = {i: w for i, w in pending.items() if i not in last}
+                pending = {}
+                writes |= {i: put_write(i, op, self.fields) for i, op in last.items()}
+                after = phases[n + 1] if n + 1 < len(phases) else []
+                gets = [
+                    self.item_id(op.namespace, op.key)
+                    for _, _, op in after
+                    if isinstance(op, GetOp)
+                ]
+                listed = [op for _, _, op in after if _listing(op)]
+                prefix = _common_prefix(listed) if listed else None
+                known, first = await self.send(writes, read_back=gets, scan=prefix)
             else:
-                await self._read(phase, results)
+                await self._read(phase, results, known or {}, first)
+                known, first = None, None
         return results
 
     # --- writes ----------------------------------------------------------------------------
@@ -167,55 +209,51 @@ class Rounds:
         writes.pop(write["id"], None)
         writes[write["id"]] = write
 
-    def _write_of(self, item_id: str, op: PutOp) -> dict[str, Any]:
-        """The items `write` of a put of row `item_id` (a delete when its value is None)."""
-        if op.value is None:
-            return {"id": item_id, "op": "delete"}
-        value = dict(op.value)
-        fields = self.fields if op.index is None or op.index is False else tuple(op.index)
-        texts = [] if op.index is False else item_texts(value, fields)
-        now = now_ms()
-        record = {
-            "namespace": list(op.namespace),
-            "key": op.key,
-            "value": json.dumps(value, ensure_ascii=False, separators=(",", ":")),
-            "indexed": op.index is not False,
-            "prefixes": [prefix_tag(op.namespace[:n]) for n in range(len(op.namespace) + 1)],
-            "createdAt": now,  # what is read back is the row's own creation time
-            "updatedAt": now,
-            "texts": texts,
-        }
-        expiry = {
-            "expiresAt": None if op.ttl is None else now + int(op.ttl * MINUTE_MS),
-            "ttlMinutes": op.ttl,
-        }
-        return {
-            "id": item_id,
-            "op": "put",
-            "content": item_text(value, texts),
-            "metadata": {RECORD_KEY: record, TTL_KEY: expiry},
-            "type": FACT_TYPE,
-        }
-
-    async def send(self, writes: Writes) -> None:
+    async def send(
+        self, writes: Writes, read_back: Sequence[str] = (), scan: Sequence[str] | None = None
+    ) -> tuple[dict[str, Mapping[str, Any] | None], ItemReply | None]:
         """The writes as items `write` requests of at most `MAX_WRITES` rows and
-        `WRITE_BYTES` bytes, one after the other."""
+        `WRITE_BYTES` bytes, one after the other. The last one also reads back the visible
+        rows among `read_back` (those it answered, by id), and with `scan` (a namespace
+        prefix) the first page of that prefix's scan after it comes in the same round trip
+        (`write_and_scan_items`): a round of writes and reads costs one round trip."""
         chunk: list[dict[str, Any]] = []
         size = 0
         for write in writes.values():
             grown = size + _size(write)
             if chunk and (len(chunk) == MAX_WRITES or grown > WRITE_BYTES):
-                await self._write(chunk)
+                await self._write(chunk, [], None)
                 chunk, grown = [], grown - size
             chunk.append(write)
             size = grown
-        if chunk:
-            await self._write(chunk)
+        return await self._write(chunk, read_back, scan) if chunk else ({}, None)
 
-    async def _write(self, chunk: list[dict[str, Any]]) -> None:
-        reply = await self.client.write_items(self.scope, chunk, timeout=self.write_timeout)
+    async def _write(
+        self, chunk: list[dict[str, Any]], read_back: Sequence[str], scan: Sequence[str] | None
+    ) -> tuple[dict[str, Mapping[str, Any] | None], ItemReply | None]:
+        ids = sorted(set(read_back))
+        asked = ids if len(ids) <= MAX_READS else []
+        first = None
+        if scan is None:
+            reply = await self.client.write_items(
+                self.scope, chunk, read_back=asked, timeout=self.write_timeout
+            )
+        else:
+            reply, first = await self.client.write_and_scan_items(
+                self.scope,
+                chunk,
+                read_back=asked,
+                tagged={PREFIXES_KEY: prefix_tag(scan)},
+                limit=SCAN_PAGE,
+                timeout=self.write_timeout,
+            )
         if reply.error:
             raise RequestFailed(reply.error)
+        if first is not None and first.error:
+            first = None  # the reads scan again, and report it
+        if not asked or reply.next_after is not None:
+            return {}, first  # none read back, or not all of them: the reads ask again
+        return {i: None for i in asked} | {str(row.get("id")): row for row in reply.items}, first
 
     def refresh(self, writes: Writes, records: Iterable[Record]) -> None:
         """Add a TTL refresh of each record that has a TTL: only its TTL key is written, so a
@@ -248,26 +286,30 @@ class Rounds:
         return found
 
     async def _read(
-        self, phase: Sequence[tuple[int, int, Op]], results: list[list[Result]]
+        self,
+        phase: Sequence[tuple[int, int, Op]],
+        results: list[list[Result]],
+        known: Mapping[str, Mapping[str, Any] | None],
+        first: ItemReply | None = None,
     ) -> None:
+        """Answer the reads of a phase; `known`: rows already read (None: found missing)."""
         gets = [(b, i, op) for b, i, op in phase if isinstance(op, GetOp)]
         ids = [self.item_id(get.namespace, get.key) for _, _, get in gets]
-        listed = [
-            (b, i, op)
-            for b, i, op in phase
-            if isinstance(op, ListNamespacesOp) or (isinstance(op, SearchOp) and not op.query)
-        ]
+        listed = [(b, i, op) for b, i, op in phase if _listing(op)]
         queries = {repr(op): op for _, _, op in phase if isinstance(op, SearchOp) and op.query}
+        unknown = [i for i in ids if i not in known]
         rows, snapshot, *answers = await asyncio.gather(
-            self.rows(ids) if ids else _nothing(),
-            self.reader.scan(_common_prefix([op for _, _, op in listed])) if listed else _none(),
+            self.rows(unknown) if unknown else _nothing(),
+            self.reader.scan(_common_prefix([op for _, _, op in listed]), first=first)
+            if listed
+            else _none(),
             *(self.reader.search(op) for op in queries.values()),
         )
         found = dict(zip(queries, answers, strict=True))
         follow: Writes = {}
         at = now_ms()
         for (b, i, get), item_id in zip(gets, ids, strict=True):
-            row = rows.get(item_id)
+            row = known[item_id] if item_id in known else rows.get(item_id)
             record = None if row is None else self.own(row)
             if record is None or tuple(record.namespace) != get.namespace or record.key != get.key:
                 continue
@@ -293,45 +335,9 @@ class Rounds:
                 if op.refresh_ttl:
                     self.refresh(follow, [record for record, _ in scored])
                 results[b][i] = [search_item(record, score) for record, score in scored]
-        if follow:
-            await self.send(follow)
-
-
-@dataclass
-class Relay:
-    """The batches of one other event loop than the client's, handed to the client's loop
-    together: everything that waited on this loop while the previous hand-over ran goes in
-    one `run_coroutine_threadsafe`, not one each (60,000 hand-overs between two threads cost
-    more than the requests they carry)."""
-
-    rounds: Rounds
-    hand_over: Callable[[Callable[[], Any]], Any]
-    """`loops.on_home_loop` bound to the client: runs a coroutine maker on its loop."""
-    _waiting: list[tuple[list[Op], asyncio.Future[list[Result]]]] = field(default_factory=list)
-    _drainer: asyncio.Task[None] | None = None
-
-    async def run(self, ops: list[Op]) -> list[Result]:
-        done: asyncio.Future[list[Result]] = asyncio.get_running_loop().create_future()
-        self._waiting.append((ops, done))
-        if self._drainer is None or self._drainer.done():
-            self._drainer = asyncio.get_running_loop().create_task(self._drain())
-        return await done
-
-    async def _drain(self) -> None:
-        while self._waiting:
-            taken, self._waiting = self._waiting, []
-            batches = [ops for ops, _ in taken]
-            try:
-                results = await self.hand_over(functools.partial(self.rounds.run_many, batches))
-            except Exception as exc:  # noqa: BLE001 - handed to every caller waiting
-                results = [exc] * len(taken)
-            for (_, done), result in zip(taken, results, strict=True):
-                if done.done():
-                    continue
-                if isinstance(result, BaseException):
-                    done.set_exception(result)
-                else:
-                    done.set_result(result)
+        for write in follow.values():  # sent first thing in the next round (or at the end)
+            if write["id"] not in self._later or write["op"] == "delete":
+                self._add(self._later, write)
 
 
 def _size(write: Mapping[str, Any]) -> int:
@@ -339,6 +345,11 @@ def _size(write: Mapping[str, Any]) -> int:
     record = (write.get("metadata") or {}).get(RECORD_KEY) or {}
     texts = [write.get("content") or "", record.get("value") or "", *record.get("texts", [])]
     return 1_000 + 4 * sum(len(t) for t in texts)
+
+
+def _listing(op: Op) -> bool:
+    """Whether `op` is answered from the round's scan (a listing, a search without a query)."""
+    return isinstance(op, ListNamespacesOp) or (isinstance(op, SearchOp) and not op.query)
 
 
 def _common_prefix(ops: Sequence[Op]) -> tuple[str, ...]:

@@ -31,6 +31,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import ListNamespacesOp, SearchItem, SearchOp
 
+from schemas.requests import ItemReply
 from schemas.scope import Scope
 from services.integrations.store_records import (
     PREFIXES_KEY,
@@ -90,14 +91,17 @@ class Reader:
     timeout: float | None = None
     embed: EmbedCache | None = None
 
-    async def scan(self, prefix: Sequence[str], query: str | None = None) -> list[Scored]:
+    async def scan(
+        self, prefix: Sequence[str], query: str | None = None, first: ItemReply | None = None
+    ) -> list[Scored]:
         """Every live item of namespace `prefix` (and below), each with its score against
-        `query` as the items group computes it (None without a query), by row id."""
+        `query` as the items group computes it (None without a query), by row id. `first`:
+        the first page's reply, when it was asked already (without a query)."""
         found: list[Scored] = []
         after: str | None = None
         at = self.now()
         while True:
-            reply = await self.client.scan_items(
+            reply = first or await self.client.scan_items(
                 self.scope,
                 tagged={PREFIXES_KEY: prefix_tag(prefix)},
                 after=after,
@@ -118,7 +122,7 @@ class Reader:
                     found.append((record, scores.get(str(row.get("id")))))
             if reply.next_after is None:
                 return found
-            after = reply.next_after
+            after, first = reply.next_after, None
 
     async def expired(self) -> list[Record]:
         """The tenant's items whose TTL has run out (what a sweep deletes)."""

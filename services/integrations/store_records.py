@@ -34,6 +34,8 @@ TEXTS_KEY = f"{RECORD_KEY}.texts"
 """The metadata path of an item's indexed texts (what a scan scores a query against)."""
 PREFIXES_KEY = f"{RECORD_KEY}.prefixes"
 """The metadata path of an item's namespace prefix tags (what a scan selects by)."""
+MINUTE_MS = 60_000
+"""Milliseconds in a minute (TTLs are in minutes)."""
 SCAN_PAGE = 200
 """Rows one scan request reads at most (the items group's page limit)."""
 

@@ -9,6 +9,8 @@ a value the request contract refuses raises before anything is published (`Scope
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeAlias
@@ -155,15 +157,78 @@ class Operations(Transport):
         scope: ScopeInput,
         writes: Sequence[Mapping[str, Any]],
         *,
+        read_back: Sequence[str] = (),
         timeout: float | None = None,
     ) -> ItemReply:
         """Put, patch or delete many rows of `scope` at once (`write` on `memory.items.v1`:
         distinct ids, at most `MAX_WRITES`; `schemas.item_writes.ItemWrite`): one bulk write
-        and one change announcement, applied before the reply."""
-        request = ItemRequest.model_validate(
-            {"scope": scope_of(scope), "op": "write", "writes": list(writes), "actor": self.actor}
-        )
+        and one change announcement, applied before the reply; then `reply.items` holds the
+        visible rows among `read_back` (as `read_items` answers them)."""
+        request = self._write_request(scope, writes, read_back)
         return await self._ask(topics.ITEMS, request, ItemReply, timeout)
+
+    def _write_request(
+        self, scope: ScopeInput, writes: Sequence[Mapping[str, Any]], read_back: Sequence[str]
+    ) -> ItemRequest:
+        return ItemRequest.model_validate(
+            {
+                "scope": scope_of(scope),
+                "op": "write",
+                "writes": list(writes),
+                "ids": list(read_back) or None,
+                "actor": self.actor,
+            }
+        )
+
+    async def write_and_scan_items(
+        self,
+        scope: ScopeInput,
+        writes: Sequence[Mapping[str, Any]],
+        *,
+        read_back: Sequence[str] = (),
+        tagged: Mapping[str, str],
+        limit: int = 100,
+        timeout: float | None = None,
+    ) -> tuple[ItemReply, ItemReply]:
+        """`write_items`, then the first page of `scan_items(tagged=...)` as it is after the
+        writes, in one round trip: the scan is published once the broker has the write (one
+        tenant's item requests share a partition, which the items group answers one request
+        at a time, in order), then both replies are awaited."""
+        write = self._write_request(scope, writes, read_back)
+        scan = ItemRequest(scope=scope_of(scope), op="scan", tagged=dict(tagged), limit=limit)
+        written, scanned = await self._in_order([write, scan], timeout)
+        return written, scanned
+
+    async def _in_order(
+        self, requests: Sequence[ItemRequest], timeout: float | None
+    ) -> list[ItemReply]:
+        """Item requests of one tenant published one after the other (each once the broker
+        has the one before), then every reply awaited (`timeout` seconds in all)."""
+        if self._started_replies:
+            self._reply_topics.check()  # a reader that is down fails the requests at once
+        wait = timeout or self._timeout
+        deadline = int((time.time() + wait) * 1000)
+        waiting: list[tuple[str, asyncio.Future[bytes]]] = []
+        try:
+            for request in requests:
+                correlation_id = uuid.uuid4().hex
+                future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+                waiting.append((correlation_id, future))
+                await self.publish(
+                    topics.ITEMS,
+                    request,
+                    request.scope.agent_wallet,
+                    reply_to=self._reply_topics.register(correlation_id, future),
+                    correlation_id=correlation_id,
+                    deadline=deadline,
+                )
+            async with asyncio.timeout(wait):
+                payloads = [await future for _, future in waiting]
+        finally:
+            for correlation_id, future in waiting:
+                answered = future.done() and not future.cancelled() and not future.exception()
+                self._reply_topics.forget(correlation_id, answered)
+        return [ItemReply.model_validate_json(payload) for payload in payloads]
 
     async def forget_user(self, scope: ScopeInput, *, timeout: float | None = None) -> ItemReply:
         """Erase every record of the scope's user of its agent (`forget` on
