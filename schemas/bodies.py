@@ -54,13 +54,23 @@ location names the field)."""
 
 
 class Refused(ScopeError):
-    """A body refused by a model validator: `problem`, about `field` of the object at the
-    error's location (None: the object itself)."""
+    """A body refused by one of its validators: `problem`, about `field` of the value at the
+    error's location (None: the value itself); `out_of_range` makes it `ValueOutOfRange`
+    (422) once `refusal` has named where. `problem` may start with ":" (`field: problem`)."""
 
-    def __init__(self, problem: str, field: str | None = None) -> None:
+    def __init__(
+        self, problem: str, field: str | None = None, *, out_of_range: bool = False
+    ) -> None:
         super().__init__(f"{field} {problem}" if field else problem)
         self.problem = problem
         self.field = field
+        self.out_of_range = out_of_range
+
+    @classmethod
+    def of(cls, exc: ScopeError) -> Refused:
+        """A `schemas.bounds` refusal made for the field `_NAMED`, relative to its field."""
+        problem = str(exc).replace(_NAMED, "").lstrip(" ")
+        return cls(problem, out_of_range=isinstance(exc, ValueOutOfRange))
 
 
 # --- refusals ------------------------------------------------------------------------------
@@ -83,17 +93,12 @@ def refusal(error: Mapping[str, Any], root: str = "") -> ScopeError:
     (`ValueOutOfRange` is 422), pydantic's are `field: message`."""
     loc = tuple(error.get("loc", ()))
     cause = (error.get("ctx") or {}).get("error")
-    if isinstance(cause, Refused):
-        where = _where(loc, root)
-        subject = f"{where}.{cause.field}" if where and cause.field else where or cause.field
-        return type(cause)(f"{subject} {cause.problem}" if subject else cause.problem)
-    if isinstance(cause, ScopeError):
-        text = str(cause).replace(f"{_NAMED} ", "").replace(_NAMED, "")
-        where = _where(loc, root)
-        if not where:
-            return type(cause)(text)
-        return type(cause)(f"{where}{'' if text.startswith(':') else ' '}{text}")
     where = _where(loc, root)
+    if isinstance(cause, Refused):
+        subject = f"{where}.{cause.field}" if where and cause.field else where or cause.field
+        gap = "" if cause.problem.startswith(":") else " "
+        text = f"{subject}{gap}{cause.problem}" if subject else cause.problem
+        return ValueOutOfRange(text) if cause.out_of_range else ScopeError(text)
     msg = str(error.get("msg", "invalid input")).removeprefix("Value error, ")
     kind = ValueOutOfRange if error.get("type") in OUT_OF_RANGE_TYPES else ScopeError
     return kind(f"{where}: {msg}" if where else msg)
@@ -134,16 +139,22 @@ def _loose_id(value: object) -> object:
     if value == "":
         return None
     if isinstance(value, str) and (problem := id_problem(value)) is not None:
-        raise ScopeError(f": {problem}")
+        raise Refused(f": {problem}")
     return value
 
 
 def _time(value: object) -> object:
-    return epoch_ms(value, _NAMED)
+    try:
+        return epoch_ms(value, _NAMED)
+    except ScopeError as exc:
+        raise Refused.of(exc) from None
 
 
 def _tokens(value: object) -> object:
-    return whole_count(value, _NAMED, minimum=0)
+    try:
+        return whole_count(value, _NAMED, minimum=0)
+    except ScopeError as exc:
+        raise Refused.of(exc) from None
 
 
 Text = Annotated[str | None, AfterValidator(_text)]

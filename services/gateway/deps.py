@@ -9,6 +9,7 @@ from fastapi import Depends, Request
 from pydantic import BaseModel
 
 from schemas.admin import R, result_of
+from schemas.bodies import ScopeInput
 from schemas.requests import ALL_LAYERS, AdminReply, ItemReply
 from schemas.scope import Scope
 from services.gateway.auth import Principal
@@ -38,6 +39,11 @@ def body_scope(caller: Principal, data: dict[str, Any]) -> Scope:
     scope = Scope.parse(data)
     caller.allow(scope)
     return scope
+
+
+def input_scope(caller: Principal, body: ScopeInput) -> Scope:
+    """`body_scope` of a body model (`schemas.bodies`): its scope keys, never a dump of it."""
+    return body_scope(caller, body.scope_keys())
 
 
 def query_scope(

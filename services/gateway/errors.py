@@ -36,6 +36,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException
 
 from engine.errors import InputRejected, NotFound
+from schemas.bodies import Refused, refusal
 from schemas.bounds import OUT_OF_RANGE_TYPES, ValueOutOfRange, is_out_of_range
 from schemas.scope import ScopeError, first_error
 from services.gateway.metrics import GatewayMetrics
@@ -91,6 +92,8 @@ def validation_message(exc: RequestValidationError) -> str:
     err = errors[0]
     if err.get("type") == "json_invalid":
         return "request body is not valid JSON"
+    if (refused := _refused(err)) is not None:
+        return str(refused)
     parts: list[str] = []
     for part in err.get("loc", ())[1:] if err.get("loc", ("",))[0] == "body" else err["loc"]:
         if isinstance(part, int):
@@ -107,7 +110,17 @@ def validation_message(exc: RequestValidationError) -> str:
 def validation_status(exc: RequestValidationError) -> int:
     """422 when the reported (first) problem is a value out of its range, else 400."""
     errors = exc.errors()
+    if errors and (refused := _refused(errors[0])) is not None:
+        return 422 if isinstance(refused, ValueOutOfRange) else 400
     return 422 if errors and errors[0].get("type") in OUT_OF_RANGE_TYPES else 400
+
+
+def _refused(err: Mapping[str, Any]) -> ScopeError | None:
+    """A body model's own refusal (`schemas.bodies`), in the same words as the SDK's."""
+    if not isinstance((err.get("ctx") or {}).get("error"), Refused):
+        return None
+    loc = tuple(err.get("loc", ()))
+    return refusal({**err, "loc": loc[1:] if loc[:1] == ("body",) else loc})
 
 
 def install(app: FastAPI) -> None:

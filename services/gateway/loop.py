@@ -17,12 +17,14 @@ from fastapi import APIRouter, Query, Response
 
 from engine.filters import parse_filters
 from engine.ingest.remember import fact_hash
+from schemas.bodies import parse_body
 from schemas.camel import camel_view
-from schemas.inputs import context_request, memory_remembered, turn_recorded
+from schemas.inputs import context_request, memory_remembered
 from schemas.requests import MAX_WAIT_SECONDS, ContextReply
 from schemas.scope import ScopeError
+from schemas.turn_input import TurnInput
 from services.gateway.auth import Caller, Principal
-from services.gateway.deps import Client, body_scope, raw
+from services.gateway.deps import Client, body_scope, input_scope, raw
 from services.gateway.errors import ERRORS
 from services.gateway.limits import StrictJsonRoute
 from services.gateway.models import (
@@ -34,7 +36,6 @@ from services.gateway.models import (
     RememberBody,
     RememberedMemory,
     TurnAccepted,
-    TurnBody,
     Workflow,
 )
 from services.sdk import client as sdk
@@ -95,12 +96,11 @@ async def assemble(
 
 
 async def record(
-    client: sdk.MemoryClient, caller: Principal, data: dict[str, Any], wait: Wait = NO_WAIT
+    client: sdk.MemoryClient, caller: Principal, body: TurnInput, wait: Wait = NO_WAIT
 ) -> TurnAccepted:
-    """post_turn: validate (400), check the tenant (403), publish the `TurnRecorded`; with
-    `wait`, wait until it is visible (`NotProcessed`, 504, when it is not in time)."""
-    body_scope(caller, data)
-    event = turn_recorded(data)
+    """post_turn (a validated body): check the tenant (403), publish the `TurnRecorded`;
+    with `wait`, wait until it is visible (`NotProcessed`, 504, when it is not in time)."""
+    event = body.recorded(input_scope(caller, body))
     at = await client.publish_turn(event)
     if wait.wait:
         await client.wait_turn(event, at, timeout=wait.timeout)
@@ -157,7 +157,7 @@ WAITED: dict[int | str, dict[str, Any]] = {
 
 @router.post("/turns/record", response_model=TurnAccepted, status_code=202, responses=WAITED)
 async def record_turn(
-    body: TurnBody,
+    body: TurnInput,
     response: Response,
     client: Client,
     caller: Caller,
@@ -169,7 +169,7 @@ async def record_turn(
     200 once the turn is visible to pre_turn."""
     if wait:
         response.status_code = 200
-    return await record(client, caller, raw(body), Wait(wait, wait_timeout))
+    return await record(client, caller, body, Wait(wait, wait_timeout))
 
 
 @router.post("/remember", response_model=RememberAccepted, status_code=202, responses=WAITED)
@@ -213,5 +213,5 @@ async def loop(
         return await assemble(client, caller, data)
     response.status_code = 200 if wait else 202
     if step == "post_turn":
-        return await record(client, caller, data, Wait(wait, wait_timeout))
+        return await record(client, caller, parse_body(TurnInput, data), Wait(wait, wait_timeout))
     return await remember(client, caller, data, Wait(wait, wait_timeout))

@@ -8,6 +8,8 @@ number or a time outside its range (the types of `schemas.bounds` and `schemas.j
 contracts' own) a 422. These bodies are not the contracts in camelCase: the reference's
 input is looser than a contract (aliases, first present wins, a count above its maximum
 lowered to it, an empty string meaning absent), and `schemas.inputs` turns it into one.
+post_turn's body is already a wire body model of `schemas` (`TurnInput`): the route takes it
+and passes it on, with the same refusals as the SDK (issue 33).
 
 Responses use the reference's camelCase keys. An answer that is a Kafka reply is that
 contract's camelCase view (`schemas.camel`: a subclass, no field re-listed); an admin
@@ -22,10 +24,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.evals.harness import MAX_K
-from schemas.bounds import Count, EpochMs, Moment, Ratio, TokenCount
+from schemas.bounds import Count, EpochMs, Moment, Ratio
 from schemas.camel import CAMEL
 from schemas.jobs import BatchSize, Days, TimeRange
 from schemas.requests import ContextItem, ContextReply, ContextUsage, LayerSearchReply
+from schemas.turn_input import TurnInput
 
 WORKFLOW_VERSION = "compose.agent_memory.v1"
 
@@ -104,39 +107,8 @@ class MessageBody(LooseBody):
     toolCalls: list[dict[str, Any]] | None = None
 
 
-class ToolEventBody(LooseBody):
-    """One tool call of the turn; its `status` feeds the patterns' success rates."""
-
-    name: str | None = Field(default=None, description="Required (aliases toolName, tool).")
-    args: dict[str, Any] | None = Field(default=None, description="Alias input. Default {}.")
-    status: str | None = Field(
-        default=None,
-        description="completed/ok/success/… count as success, unknown (the default when "
-        "absent) moves no success rate, any other word is a failure.",
-    )
-    result: str | None = Field(default=None, description="Alias output; first 2000 chars kept.")
-    timestamp: EpochMs | None = Field(default=None, description="ms since epoch.")
-
-
-class TurnBody(ScopeBody):
-    """post_turn (reference §7.1): `messages`, or `userMessage` + `assistantMessage`."""
-
-    messages: list[MessageBody] | None = None
-    userMessage: str | None = None
-    assistantMessage: str | None = None
-    toolEvents: list[ToolEventBody] | None = Field(
-        default=None, description="A list of tool events (an object is refused), at most 200."
-    )
-    sessionId: str | None = None
-    turnId: str | None = None
-    contextId: str | None = None
-    summary: str | None = None
-    totalTokens: TokenCount | None = None
-    tokenCount: TokenCount | None = Field(default=None, description="Alias of totalTokens.")
-    modelUsed: str | None = None
-    model: str | None = None
-    contextWindow: TokenCount | None = None
-    occurredAt: Moment | None = Field(default=None, description="ISO-8601 or ms since epoch.")
+TurnBody = TurnInput
+"""post_turn (reference §7.1): the wire body's own model (`schemas.turn_input`)."""
 
 
 class RememberBody(ScopeBody):

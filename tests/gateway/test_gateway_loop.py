@@ -153,10 +153,10 @@ TURN = {"agentWallet": "0xa", "threadId": "t", "userMessage": "a", "assistantMes
             {"agentWallet": "0xa", "threadId": "t", "messages": "nope"},
             "messages: ",
         ),
-        (
+        (  # issue 33: one model, one message on both routes ("toolEvents: Input should…")
             "/turns/record",
             {**TURN, "toolEvents": {"name": "search_flights", "status": "completed"}},
-            "toolEvents: ",
+            "toolEvents must be a list of tool events, not an object",
         ),
         (  # issue 17: the loop route accepted the object and dropped it (202)
             "/loop",
