@@ -22,7 +22,8 @@ With each after-write figure, how the exact index caught up (full loads of a ten
 deltas, and the rows the deltas read back: a regression to full reloads shows here), the
 search process's resident set (RSS, MiB) once it is done, and in-process the MongoDB
 commands an after-write request sent (by collection: the round trips a write costs the next
-read, whatever the machine's load). `--in-process-only` skips the figures over Kafka.
+read, whatever the machine's load). `--in-process-only` skips the figures over Kafka;
+`--thread-turns N` makes the live thread N turns long first (the scene layer reads its newest).
 
 Figures in milliseconds (p50/p95/p99). Set MNEMOSTREAM_KAFKA_BOOTSTRAP, MNEMOSTREAM_MONGO_URI
 and MNEMOSTREAM_REDIS_URL to use your own servers.
@@ -76,10 +77,10 @@ async def seed(
     embedder: LocalMiniLMEmbedder,
     base: list[str],
     vectors: np.ndarray,
+    thread_turns: int = 6,
 ) -> None:
     async with open_runtime(settings, embedder) as rt:
         store = MongoMemoryStore(rt.mongo[settings.mongo.db])
-        scope = ScopeFields(agent, "user", None, None, None)
         now = int(time.time() * 1000)
         rng = random.Random(size)
         rows: list[MemoryRow] = []
@@ -100,19 +101,18 @@ async def seed(
             )
         for start in range(0, size, 2000):
             await store.insert_many_if_absent(rows[start : start + 2000])
-        for k in range(6):
+        for k in range(thread_turns):  # the live thread, as long as asked
             await rt.recorder.record(
                 turn_recorded(
                     {
                         "agentWallet": agent,
                         "userAddress": "user",
                         "threadId": "live",
-                        "userMessage": base[k],
+                        "userMessage": base[k % len(base)],
                         "assistantMessage": "Noted.",
                     }
                 )
             )
-        del scope
 
 
 async def in_process(
@@ -301,6 +301,9 @@ def main() -> None:
     parser.add_argument(
         "--in-process-only", action="store_true", help="skip the figures over Kafka"
     )
+    parser.add_argument(
+        "--thread-turns", type=int, default=6, help="turns of the live thread before the runs"
+    )
     args = parser.parse_args()
     out = sys.stderr if args.json else sys.stdout
     sizes: dict[str, dict[str, dict[str, float]]] = {}
@@ -345,7 +348,7 @@ def main() -> None:
                 group_prefix=f"bench-{tag}",
             )
             agent = f"0xRetrieval{tag}"
-            asyncio.run(seed(settings, agent, size, embedder, base, vectors))
+            asyncio.run(seed(settings, agent, size, embedder, base, vectors, args.thread_turns))
             # a tenant's memories were written before the conversation: past the index's
             # margin, a delta does not read the seeded rows back
             time.sleep(settings.search.state_margin_ms / 1000)

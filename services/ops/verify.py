@@ -29,7 +29,8 @@ from services.settings import Settings
 from services.stream.security import mongo_options
 
 COMPARED: Mapping[str, frozenset[str]] = {
-    TRANSCRIPTS: frozenset(),
+    # the turns a head counts (the search's turn windows): absent from heads written before
+    TRANSCRIPTS: frozenset({"turns"}),
     TRANSCRIPT_TURNS: frozenset({"seq"}),  # the writer's clock: its order, not its value
     SESSIONS: frozenset({"lastAccessedAt", "rev"}),
     MEMORY: frozenset({"accessCount", "lastAccessedAt", "decayScore", "changedAt"}),

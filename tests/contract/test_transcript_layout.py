@@ -21,7 +21,13 @@ from engine.adapters.mongo import (
 from engine.adapters.mongo.documents import vector
 from engine.adapters.mongo.transcript_layout import LAYOUT_ID
 from engine.ports import TranscriptStore
-from engine.records import ScopeFields, StoredMessage, TranscriptAppend
+from engine.records import (
+    ScopeFields,
+    StoredMessage,
+    TranscriptAppend,
+    TurnVector,
+    TurnVectorFill,
+)
 from engine.scoping import TenantFilter
 from tests.support.mongo import IMPLEMENTATIONS, mongo_database
 
@@ -197,3 +203,69 @@ async def test_turns_said_in_the_same_millisecond_keep_the_order_they_were_store
     said = [m.content for m in whole.messages if m.role == "user"]
     assert said == ["q 9", "q 5", "q 7", "q 1"]
     assert [m.content for m in newest.messages if m.role == "user"] == ["q 7", "q 1"]
+
+
+@pytest.fixture
+async def mongo_db(stack: Any, unique: Callable[[str], str]) -> AsyncIterator[AsyncDatabase[Any]]:
+    async with mongo_database(stack, unique("db")) as db:
+        await ensure_schema(db)
+        yield db
+
+
+def comparable(found: list[Any]) -> list[Any]:
+    return [
+        (
+            t.session_id,
+            t.messages,
+            t.summary,
+            t.token_count,
+            t.created_at,
+            t.updated_at,
+            [(v.turn_id, v.embedding.tolist(), v.model) for v in t.turn_vectors],
+            t.metadata,
+        )
+        for t in found
+    ]
+
+
+@pytest.mark.integration
+async def test_the_scenes_read_of_a_long_thread_follows_it_by_deltas(
+    mongo_db: AsyncDatabase[Any],
+) -> None:
+    """Issue 28: after a turn, the newest turns of a thread are read back by a delta (the
+    turns since the window's newest, and vectors filled since), never the thread again, and
+    answer exactly as a store that reads it whole; a turn the delta cannot see (stamped
+    earlier than its margin), a redelivery and an erased, re-created thread are read right."""
+    kept = MongoTranscriptStore(mongo_db)
+
+    async def same() -> None:
+        got = await kept.recent(WHERE, 5, turns=40)
+        assert comparable(got) == comparable(
+            await MongoTranscriptStore(mongo_db).recent(WHERE, 5, turns=40)
+        )
+
+    await kept.append_many([turn(n, T0 + 10_000 * n) for n in range(60)])
+    await same()
+    assert (kept.windows.loads, kept.windows.deltas) == (1, 0)
+
+    await kept.append_many([turn(n, T0 + 10_000 * n) for n in range(60, 63)])
+    await kept.append(turn(61, T0 + 610_000))  # redelivered: nothing inserted, nothing counted
+    await same()
+    fill = TurnVectorFill("S1", SCOPE, TurnVector("t40", np.ones(4, dtype=np.float32), "m"))
+    assert await kept.add_turn_vectors([fill]) == 1  # an old turn's vector, filled late
+    await same()
+    assert (kept.windows.loads, kept.windows.deltas) == (1, 2)
+
+    await kept.append(turn(99, T0))  # stamped long before the window's newest turn
+    await same()
+    assert kept.windows.loads == 2  # the count told: read whole
+
+    await mongo_db[TRANSCRIPT_TURNS].delete_many({})  # erased (as forget_user does) …
+    await mongo_db[TRANSCRIPTS].delete_many({})
+    await kept.append_many([turn(n, T0 + 900_000 + n) for n in range(2)])  # … and again
+    await same()
+    loads = kept.windows.loads
+    for burst in (range(2, 60), range(60, 63)):  # every turn within the delta's margin
+        await kept.append_many([turn(n, T0 + 900_000 + n) for n in burst])
+        await same()
+    assert kept.windows.loads == loads  # the turns it let go (trimmed) are not taken as new

@@ -45,6 +45,7 @@ from engine.adapters.mongo.documents import (
     turn_vector_of,
 )
 from engine.adapters.mongo.schema import TRANSCRIPT_TURNS, TRANSCRIPTS
+from engine.adapters.mongo.turn_windows import TURN_COUNT, TurnWindows
 from engine.errors import DependencyFailed
 from engine.records import TRANSCRIPT_TURN_VECTORS, Transcript, TranscriptAppend, TurnVectorFill
 from engine.scoping import TenantFilter
@@ -82,13 +83,16 @@ def turn_doc(turn: TranscriptAppend, seq: int = 0) -> Doc:
     return doc
 
 
-def head_update(turns: Sequence[TranscriptAppend]) -> Doc:
-    """The head's update for `turns` of one thread: idempotent operators only."""
+def head_update(turns: Sequence[TranscriptAppend], inserted: int = 0) -> Doc:
+    """The head's update for `turns` of one thread: idempotent operators, and the count of
+    the turns this write inserted (`inserted`: none for a redelivered turn), which the
+    search's turn windows check (`turn_windows`)."""
     first = turns[0]
     return {
         "$setOnInsert": {"sessionId": first.session_id, **scope_doc(first.scope)},
         "$min": {"createdAt": min(t.at for t in turns)},
         "$max": {"updatedAt": max(t.at for t in turns)},
+        "$inc": {TURN_COUNT: inserted},
     }
 
 
@@ -96,6 +100,9 @@ class MongoTranscriptStore:
     def __init__(self, db: AsyncDatabase[Doc]) -> None:
         self._heads: AsyncCollection[Doc] = db[TRANSCRIPTS]
         self._turns: AsyncCollection[Doc] = db[TRANSCRIPT_TURNS]
+        self.windows = TurnWindows()
+        """The newest turns of the threads this store's reader asked for (`recent(…, turns=n)`:
+        the scene layer), followed by deltas."""
 
     async def append(self, turn: TranscriptAppend) -> bool:
         [applied] = await self.append_many([turn])
@@ -115,9 +122,15 @@ class MongoTranscriptStore:
             self._turns, [docs[i] for i in first.values()], "transcript append"
         )
         threads: dict[str, list[TranscriptAppend]] = {}
-        for turn, doc in zip(turns, docs, strict=True):
+        added: dict[str, int] = {}
+        for i, (turn, doc) in enumerate(zip(turns, docs, strict=True)):
             threads.setdefault(doc["thread"], []).append(turn)
-        ops = [UpdateOne({"_id": k}, head_update(g), upsert=True) for k, g in threads.items()]
+            if first[doc["_id"]] == i and doc["_id"] in inserted:
+                added[doc["thread"]] = added.get(doc["thread"], 0) + 1
+        ops = [
+            UpdateOne({"_id": k}, head_update(g, added.get(k, 0)), upsert=True)
+            for k, g in threads.items()
+        ]
         try:
             await self._heads.bulk_write(ops, ordered=False)
         except PyMongoError as exc:
@@ -183,8 +196,10 @@ class MongoTranscriptStore:
             parts = await asyncio.gather(
                 *(self._read({"thread": {"$in": c}}, None) for c in chunks)
             )
-        else:  # the newest turns of each thread: one query each, read together
-            parts = await asyncio.gather(*(self._read({"thread": k}, newest) for k in keys))
+        else:  # the newest turns of each thread: one query each (a delta), read together
+            parts = await asyncio.gather(
+                *(self.windows.newest(h, newest, self._read) for h in heads)
+            )
         by_thread: dict[str, list[Doc]] = {k: [] for k in keys}
         for part in parts:
             for doc in part:

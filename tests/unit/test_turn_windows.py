@@ -1,0 +1,73 @@
+"""`TurnWindows` on a reader over a list of turn documents (the MongoDB path:
+tests/contract/test_transcript_layout.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.adapters.mongo.turn_windows import TurnWindows
+
+Doc = dict[str, Any]
+
+
+class Thread:
+    def __init__(self) -> None:
+        self.docs: list[Doc] = []
+        self.reads: list[Doc] = []
+
+    def add(self, n: int, text: str = "hi") -> None:
+        self.docs.append(
+            {
+                "_id": f"T|t{n}",
+                "thread": "T",
+                "at": 1_000 * n,
+                "seq": n,
+                "messages": [{"content": text}],
+                "vector": [1.0],
+            }
+        )
+
+    def head(self) -> Doc:
+        return {"_id": "T", "createdAt": 0, "turns": len(self.docs)}
+
+    async def read(self, query: Doc, newest: int | None) -> list[Doc]:
+        self.reads.append(query)
+        if "_id" in query:
+            return [d for d in self.docs if d["_id"] in query["_id"]["$in"]]
+        since = query.get("at", {}).get("$gte", -1)
+        found = sorted((d for d in self.docs if d["at"] >= since), key=lambda d: d["at"])
+        return found if newest is None else found[-newest:]
+
+
+async def test_a_window_follows_its_thread_and_reads_only_the_new_turns() -> None:
+    thread, windows = Thread(), TurnWindows()
+    for n in range(500):
+        thread.add(n)
+    assert len(await windows.newest(thread.head(), 100, thread.read)) == 100
+    thread.add(500)
+    got = await windows.newest(thread.head(), 100, thread.read)
+    assert sorted(d["_id"] for d in got) == sorted(f"T|t{n}" for n in range(401, 501))
+    assert (windows.loads, windows.deltas) == (1, 1)
+    assert thread.reads[-1] == {
+        "thread": "T",
+        "at": {"$gte": 499_000 - 2_000},
+    }  # its newest, less the margin
+
+
+async def test_a_window_larger_than_the_budget_is_not_kept() -> None:
+    thread, windows = Thread(), TurnWindows(max_bytes=10_000)
+    for n in range(50):
+        thread.add(n, "x" * 1_000)
+    for _ in range(2):
+        assert len(await windows.newest(thread.head(), 50, thread.read)) == 50
+    assert (windows.loads, windows.deltas) == (2, 0)  # read whole each time, no error
+
+
+async def test_a_head_without_a_count_is_read_whole() -> None:
+    thread, windows = Thread(), TurnWindows()
+    thread.add(1)
+    head = {"_id": "T", "createdAt": 0}  # written before heads counted their turns
+    for _ in range(2):
+        await windows.newest(head, 10, thread.read)
+    assert (windows.loads, windows.deltas) == (0, 0)
+    assert thread.reads == [{"thread": "T"}, {"thread": "T"}]
