@@ -20,11 +20,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from schemas.bounds import epoch_ms
+from schemas.bodies import parse_body
 from schemas.events import MAX_MESSAGES, TurnRecorded, utc_now
 from schemas.ids import from_ms, h32, to_ms
-from schemas.inputs import ROLES, turn_recorded
-from schemas.scope import SCOPE_KEYS, Scope, ScopeError, clean_id, clean_str
+from schemas.inputs import turn_recorded
+from schemas.scope import SCOPE_KEYS, Scope, ScopeError, clean_id
+from schemas.turn_input import MessageInput
 
 MAX_TRANSCRIPT_MESSAGES = 2_000
 """Upper bound on the messages of one call (send a longer transcript in parts)."""
@@ -37,7 +38,8 @@ def _messages(raw: object, now_ms: int) -> list[dict[str, Any]]:
     """The non-blank messages with a role and a timestamp each (given, else `now_ms` + the
     position, so the transcript's order survives; a given one outside
     `schemas.bounds.TIME_RANGE` is refused); blank ones are dropped (an assistant message
-    carrying only tool calls has no text to store)."""
+    carrying only tool calls has no text to store). Each is a turn's message
+    (`schemas.turn_input.MessageInput`), refused in the same words."""
     if not isinstance(raw, list):
         raise ScopeError("messages must be a non-empty array")
     if len(raw) > MAX_TRANSCRIPT_MESSAGES:
@@ -46,23 +48,16 @@ def _messages(raw: object, now_ms: int) -> list[dict[str, Any]]:
         )
     kept: list[dict[str, Any]] = []
     for i, item in enumerate(raw):
-        if not isinstance(item, dict):
-            raise ScopeError(f"messages[{i}] must be an object")
-        role = item.get("role")
-        if role not in ROLES:
-            raise ScopeError(f"messages[{i}].role is invalid")
-        content = clean_str(item.get("content"))
-        if content is None:
+        message = parse_body(MessageInput, item, f"messages[{i}]")
+        if message.content is None:
             continue
-        stamp = epoch_ms(item.get("timestamp"), f"messages[{i}].timestamp")
-        calls = item.get("toolCalls", item.get("tool_calls"))
         kept.append(
             {
-                "role": role,
-                "content": content,
-                "timestamp": now_ms + i if stamp is None else stamp,
+                "role": message.role,
+                "content": message.content,
+                "timestamp": now_ms + i if message.timestamp is None else message.timestamp,
                 "index": i,
-                **({"toolCalls": calls} if isinstance(calls, list) else {}),
+                **({"toolCalls": message.tool_calls} if message.tool_calls is not None else {}),
             }
         )
     return kept

@@ -32,13 +32,13 @@ from schemas.bounds import Count, TokenCount
 from schemas.scope import ScopeError, clean_str
 from schemas.search_defaults import PER_LAYER_LIMIT, PER_LAYER_LIMIT_MAX
 from schemas.transcripts import transcript_turns
+from schemas.turn_input import MessageInput
 from services.gateway.auth import Caller
 from services.gateway.deps import Client, at_most, body_scope, item_rows, query_scope, raw
 from services.gateway.errors import ERRORS
 from services.gateway.limits import StrictJsonRoute
 from services.gateway.models import (
     Answer,
-    MessageBody,
     Position,
     ScopeBody,
 )
@@ -60,7 +60,7 @@ class TranscriptBody(ScopeBody):
     """reference §13.3: `sessionId`, `threadId`, `agentWallet` and `messages[]` are required."""
 
     sessionId: str | None = Field(default=None, description="Required: the transcript's id.")
-    messages: list[MessageBody] | None = Field(default=None, description="Required.")
+    messages: list[MessageInput] | None = Field(default=None, description="Required.")
     modelUsed: str | None = None
     model: str | None = None
     totalTokens: TokenCount | None = None

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.evals.harness import MAX_K
-from schemas.bounds import Count, EpochMs, Moment, Ratio
+from schemas.bounds import Count, Moment, Ratio
 from schemas.camel import CAMEL
 from schemas.jobs import BatchSize, Days, TimeRange
 from schemas.requests import ContextItem, ContextReply, ContextUsage, LayerSearchReply
@@ -98,13 +98,6 @@ class ContextBody(ScopeBody):
     )
     includeRaw: bool | None = None
     asOf: Moment | None = Field(default=None, description="ISO-8601 or ms since epoch.")
-
-
-class MessageBody(LooseBody):
-    role: str | None = Field(default=None, description="user, assistant, system or tool.")
-    content: str | None = None
-    timestamp: EpochMs | None = Field(default=None, description="ms since epoch.")
-    toolCalls: list[dict[str, Any]] | None = None
 
 
 TurnBody = TurnInput

@@ -121,7 +121,6 @@ def field(spec: dict[str, Any], model: str, name: str) -> dict[str, Any]:
         ("TurnInput", "contextWindow", {"type": "integer", "minimum": 0}),
         ("TurnInput", "occurredAt", {"type": "integer", "minimum": 0, "maximum": MAX_TIME_MS}),
         ("TranscriptBody", "totalTokens", {"type": "integer", "minimum": 0}),
-        ("MessageBody", "timestamp", {"type": "integer", "minimum": 0, "maximum": MAX_TIME_MS}),
         ("MessageInput", "timestamp", {"type": "integer", "minimum": 0, "maximum": MAX_TIME_MS}),
         ("ToolEventInput", "timestamp", {"type": "integer", "minimum": 0, "maximum": MAX_TIME_MS}),
         ("RememberBody", "confidence", {"type": "number", "minimum": 0, "maximum": 1}),

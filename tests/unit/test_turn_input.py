@@ -13,6 +13,7 @@ from schemas import inputs
 from schemas.bodies import parse_body
 from schemas.bounds import ValueOutOfRange
 from schemas.scope import ScopeError
+from schemas.transcripts import transcript_turns
 from schemas.turn_input import MessageInput, TurnInput
 
 NOW = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -128,3 +129,27 @@ def test_the_schema_documents_the_aliases() -> None:
     assert "tokenCount" in props["totalTokens"]["description"]
     assert "agent_id" in props["agentWallet"]["description"]
     assert {"sessionId", "turnId", "occurredAt", "userMessage"} <= set(props)
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        "hi",
+        {"role": "robot", "content": "x"},
+        {"role": "user", "content": "x", "name": " "},
+        {"role": "user", "content": "x", "raw": ""},
+        {"role": "user", "content": "x", "toolCalls": "call"},
+        {"role": "user", "content": 7},
+        {"role": "user", "content": "x", "timestamp": -1},
+    ],
+)
+def test_a_transcript_refuses_a_message_as_a_turn_does(item: object) -> None:
+    """Message validation lives in one place (`MessageInput`): a transcript's messages are
+    refused in the same words as a turn's (the transcript ignored a bad name, raw, toolCalls
+    or content before issue 33)."""
+    messages = [{"role": "user", "content": "a"}, item]
+    with pytest.raises(ScopeError) as turn:
+        inputs.turn_recorded(pair(messages=messages), now=NOW)
+    with pytest.raises(ScopeError) as transcript:
+        transcript_turns(pair(sessionId="s1", messages=messages), now=NOW)
+    assert (type(transcript.value), str(transcript.value)) == (type(turn.value), str(turn.value))
