@@ -49,7 +49,12 @@ async def _pages(client: MemoryClient, scope: Scope, first: ExportPage) -> Async
 @router.get(
     "/export",
     response_class=StreamingResponse,
-    responses={200: {"content": {MEDIA_TYPE: {}}, "description": "JSON lines"}},
+    responses={
+        200: {
+            "content": {MEDIA_TYPE: {"schema": {"type": "string", "format": "jsonl"}}},
+            "description": "JSON lines: a header, one stored row a line, an end line",
+        }
+    },
 )
 async def export_memory(
     client: Client,

@@ -61,6 +61,7 @@ from schemas.requests import (
     SessionRequest,
 )
 from schemas.scope import Scope, ScopeError
+from schemas.sealing import IngressEvent
 from schemas.transcripts import transcript_turns
 from services.stream.asyncapi import CHANNELS
 from services.stream.dlq import DeadLetter, consume
@@ -340,6 +341,15 @@ VALID: dict[type[BaseModel], dict[str, Any]] = {
     ReliabilityRequest: {"scope": SCOPE, "agent": "planner", "last": 5},
     SessionRequest: {"scope": SCOPE, "op": "update", "session_id": "s1", "context": ["a"]},
     RerankRequest: {"query": "tea", "documents": [{"content": "a", "score": 0.5}], "top_k": 3},
+    IngressEvent: {
+        "topic": topics.TURNS,
+        "key": "0xA1|t1",
+        "agent": "0xA1",
+        "user": "u1",
+        "event": turn_recorded(
+            {**SCOPE, "userMessage": "a", "assistantMessage": "b"}, now=NOW
+        ).model_dump_json(),
+    },
 }
 
 

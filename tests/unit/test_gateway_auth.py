@@ -430,6 +430,7 @@ def test_openapi_documents_every_route_with_errors_and_security() -> None:
         ("post", "/api/memory/search"),
         ("post", "/api/memory/rerank"),
         ("get", "/api/memory/{agentWallet}"),
+        ("get", "/api/memory/export"),
         ("get", "/healthz"),
     }
     found = {(m, p) for p, ops in paths.items() for m in ops}
@@ -442,6 +443,8 @@ def test_openapi_documents_every_route_with_errors_and_security() -> None:
         }
         assert operation["security"] == [{"ApiKey": []}, {"Bearer": []}]
         ok = next(code for code in operation["responses"] if code.startswith("2"))
-        assert "schema" in operation["responses"][ok]["content"]["application/json"]
+        content = operation["responses"][ok]["content"]  # JSON; the export: JSON lines
+        assert all("schema" in media for media in content.values()), (method, path)
+        assert set(content) <= {"application/json", "application/x-ndjson"}, (method, path)
     assert "security" not in paths["/healthz"]["get"]
     assert set(spec["components"]["securitySchemes"]) == {"ApiKey", "Bearer"}
