@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.history import change
-from engine.ingest.extraction.links import find_links
 from engine.ingest.extraction.types import (
     FACT_TYPES,
     ExtractionPolicy,
@@ -153,8 +152,7 @@ async def remembered_links(
     """The entities and relations the remembered text names, as a `FactsExtracted`
     without facts (the remembered row is the fact), or None when it names none. The text is
     read as the user's words. May raise `DependencyFailed` (a remote extractor)."""
-    said = [TurnText("user", event.content)]
-    found = find_links(said, await extractor.extract(said, policy))  # as a turn's (issue 32)
+    found = await extractor.extract([TurnText("user", event.content)], policy)
     if not found.relations:
         return None
     return FactsExtracted(
@@ -165,7 +163,6 @@ async def remembered_links(
         extractor=extractor.name,
         entities=[EntityItem(name=e.name, type=e.type, summary=e.summary) for e in found.entities],
         relations=[
-            RelationItem(source=r.source, type=r.type, target=r.target, evidence=r.evidence)
-            for r in found.relations
+            RelationItem(source=r.source, type=r.type, target=r.target) for r in found.relations
         ],
     )
