@@ -6,7 +6,7 @@ excerpt is the window of the text around the sentence that best matches the quer
 (BM25 over the text's own sentences, so a rare word of the query outweighs a common one),
 grown by whole neighbouring sentences while they fit, "..." marking each cut side.
 
-Pure and deterministic. Lengths are `str` characters, as in `engine.text.truncate`.
+Pure and deterministic. Lengths are `str` characters, as in `engine.retrieval.text.truncate`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 
 from engine.retrieval.lexical import all_terms, bm25
-from engine.text import truncate
+from engine.retrieval.text import truncate
 
 ELLIPSIS = "..."
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")

@@ -11,7 +11,7 @@ from engine.retrieval.excerpts import ELLIPSIS, excerpt, sentence_spans
 from engine.retrieval.hits import Hit
 from engine.retrieval.lexical import terms
 from engine.retrieval.packing import HEADER, pack
-from engine.text import truncate
+from engine.retrieval.text import truncate
 from schemas.search_defaults import MAX_ITEM_CHARS
 
 NOW = 1_700_000_000_000

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.text import FEEDBACK_SENTENCE, fingerprint, query_terms, sanitize, truncate
+from engine.retrieval.text import FEEDBACK_SENTENCE, fingerprint, query_terms, sanitize, truncate
 
 # --- sanitize -----------------------------------------------------------------------------
 
