@@ -14,12 +14,13 @@ from typing import Any
 
 from schemas.bodies import parse_body
 from schemas.bodies import within_message_limit as within_message_limit
-from schemas.bounds import ValueOutOfRange, epoch_ms, parse_contract, whole_count
+from schemas.bounds import epoch_ms, parse_contract, whole_count
 from schemas.events import MemoryRemembered, TurnRecorded, memory_type_problem, utc_now
 from schemas.ids import from_ms as from_ms
 from schemas.ids import h32 as h32
 from schemas.ids import thread_session_id as thread_session_id
 from schemas.ids import to_ms as to_ms
+from schemas.remember_input import RememberInput
 from schemas.requests import ALL_LAYERS, ContextRequest, LayerName
 from schemas.scope import Scope, ScopeError, clean_str
 from schemas.search_defaults import (
@@ -164,33 +165,8 @@ def memory_type(value: str) -> str:
 
 
 def memory_remembered(body: object, *, now: datetime | None = None) -> MemoryRemembered:
-    """remember body → `MemoryRemembered` (reference §7.4 steps 1-4)."""
+    """remember body → `MemoryRemembered` (reference §7.4 steps 1-4): the scope checked
+    first, then the body as `schemas.remember_input.RememberInput`."""
     data = _require_object(body, "body")
     scope = Scope.parse(data)
-    content = clean_str(data.get("content")) or clean_str(data.get("fact"))
-    if content is None:
-        raise ScopeError("content is required")
-    confidence = data.get("confidence")
-    if confidence is not None and (
-        isinstance(confidence, bool) or not isinstance(confidence, int | float)
-    ):
-        raise ScopeError("confidence must be a number from 0 to 1")
-    if isinstance(confidence, int) and not 0 <= confidence <= 1:  # 10**400 has no float
-        raise ValueOutOfRange(f"confidence must be a number from 0 to 1, not {confidence}")
-    metadata = data.get("metadata")
-    event = parse_contract(
-        MemoryRemembered,
-        {
-            "occurred_at": occurred_at_when(data, now),
-            "scope": scope,
-            "content": content,
-            "type": memory_type(clean_str(data.get("type")) or "explicit_save"),
-            "retention": clean_str(data.get("retention")),
-            "confidence": 1.0 if confidence is None else confidence,
-            "conflict_policy": clean_str(data.get("conflictPolicy"))
-            or clean_str(data.get("conflict_policy")),
-            "memory_scope": clean_str(data.get("scope")),
-            "metadata": metadata if isinstance(metadata, dict) else {},
-        },
-    )
-    return within_message_limit(event, "the fact")
+    return parse_body(RememberInput, data).remembered(scope, now=now)

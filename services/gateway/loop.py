@@ -19,7 +19,8 @@ from engine.filters import parse_filters
 from engine.ingest.remember import fact_hash
 from schemas.bodies import parse_body
 from schemas.camel import camel_view
-from schemas.inputs import context_request, memory_remembered
+from schemas.inputs import context_request
+from schemas.remember_input import RememberInput
 from schemas.requests import MAX_WAIT_SECONDS, ContextReply
 from schemas.scope import ScopeError
 from schemas.turn_input import TurnInput
@@ -33,7 +34,6 @@ from services.gateway.models import (
     LoopBody,
     Position,
     RememberAccepted,
-    RememberBody,
     RememberedMemory,
     TurnAccepted,
     Workflow,
@@ -116,13 +116,12 @@ async def record(
 
 
 async def remember(
-    client: sdk.MemoryClient, caller: Principal, data: dict[str, Any], wait: Wait = NO_WAIT
+    client: sdk.MemoryClient, caller: Principal, body: RememberInput, wait: Wait = NO_WAIT
 ) -> RememberAccepted:
-    """remember: validate (400), check the tenant (403), publish the `MemoryRemembered`
+    """remember (a validated body): check the tenant (403), publish the `MemoryRemembered`
     (with `wait`, as `record`). `memory.id` is the fact's item id: remembering the same fact
     again names the same item."""
-    body_scope(caller, data)
-    event = memory_remembered(data)
+    event = body.remembered(input_scope(caller, body))
     at = await client.publish_remember(event)
     if wait.wait:
         await client.wait_remembered(event, at, timeout=wait.timeout)
@@ -174,7 +173,7 @@ async def record_turn(
 
 @router.post("/remember", response_model=RememberAccepted, status_code=202, responses=WAITED)
 async def remember_fact(
-    body: RememberBody,
+    body: RememberInput,
     response: Response,
     client: Client,
     caller: Caller,
@@ -185,7 +184,7 @@ async def remember_fact(
     answered 200 once it is stored and visible."""
     if wait:
         response.status_code = 200
-    return await remember(client, caller, raw(body), Wait(wait, wait_timeout))
+    return await remember(client, caller, body, Wait(wait, wait_timeout))
 
 
 @router.post(
@@ -214,4 +213,4 @@ async def loop(
     response.status_code = 200 if wait else 202
     if step == "post_turn":
         return await record(client, caller, parse_body(TurnInput, data), Wait(wait, wait_timeout))
-    return await remember(client, caller, data, Wait(wait, wait_timeout))
+    return await remember(client, caller, parse_body(RememberInput, data), Wait(wait, wait_timeout))

@@ -8,7 +8,8 @@ number or a time outside its range (the types of `schemas.bounds` and `schemas.j
 contracts' own) a 422. These bodies are not the contracts in camelCase: the reference's
 input is looser than a contract (aliases, first present wins, a count above its maximum
 lowered to it, an empty string meaning absent), and `schemas.inputs` turns it into one.
-post_turn's body is already a wire body model of `schemas` (`TurnInput`): the route takes it
+post_turn's and remember's bodies are wire body models of `schemas` (`TurnInput`,
+`RememberInput`): the routes take them
 and passes it on, with the same refusals as the SDK (issue 33).
 
 Responses use the reference's camelCase keys. An answer that is a Kafka reply is that
@@ -28,7 +29,6 @@ from schemas.bounds import Count, Moment, Ratio
 from schemas.camel import CAMEL
 from schemas.jobs import BatchSize, Days, TimeRange
 from schemas.requests import ContextItem, ContextReply, ContextUsage, LayerSearchReply
-from schemas.turn_input import TurnInput
 
 WORKFLOW_VERSION = "compose.agent_memory.v1"
 
@@ -98,24 +98,6 @@ class ContextBody(ScopeBody):
     )
     includeRaw: bool | None = None
     asOf: Moment | None = Field(default=None, description="ISO-8601 or ms since epoch.")
-
-
-TurnBody = TurnInput
-"""post_turn (reference §7.1): the wire body's own model (`schemas.turn_input`)."""
-
-
-class RememberBody(ScopeBody):
-    """remember (reference §7.4): `content` (alias `fact`) is required."""
-
-    content: str | None = None
-    fact: str | None = None
-    type: str | None = None
-    retention: str | None = None
-    confidence: Ratio | None = None
-    scope: str | None = None
-    conflictPolicy: str | None = None
-    conflict_policy: str | None = None
-    occurredAt: Moment | None = Field(default=None, description="ISO-8601 or ms since epoch.")
 
 
 class LoopBody(LooseBody):

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from schemas.bounds import ValueOutOfRange
-from schemas.inputs import turn_recorded
+from schemas.inputs import memory_remembered, turn_recorded
 from schemas.scope import ScopeError
 from tests.gateway.conftest import PREFIX, Gateway, agent
 
@@ -67,3 +67,27 @@ async def test_the_route_documents_the_model_and_its_aliases(gw: Gateway) -> Non
     assert ref.endswith("/TurnInput")
     assert "tool_events" in props["toolEvents"]["description"]
     assert "agent_id" in props["agentWallet"]["description"]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"content": " "},
+        {"content": 42},
+        {"confidence": 2},
+        {"confidence": "high"},
+        {"type": "a b"},
+        {"retention": 5},
+        {"occurredAt": "yesterday"},
+    ],
+)
+async def test_the_gateway_refuses_a_fact_as_the_sdk_does(
+    gw: Gateway, extra: dict[str, Any]
+) -> None:
+    body = {"agentWallet": "0xa", "content": "likes tea", **extra}
+    with pytest.raises(ScopeError) as refused:
+        memory_remembered(body)
+    for path, sent in (("/remember", body), ("/loop", {"step": "remember", **body})):
+        r = await gw.http.post(f"{PREFIX}{path}", json=sent)
+        assert r.json() == {"error": str(refused.value)}, path
+        assert r.status_code == (422 if isinstance(refused.value, ValueOutOfRange) else 400)

@@ -614,9 +614,17 @@ def test_remember_takes_content_or_fact(key: str) -> None:
     assert (event.type, event.confidence) == ("explicit_save", 1.0)
 
 
-@pytest.mark.parametrize("extra", [{}, {"content": "  "}, {"fact": 3}])
-def test_remember_without_content_is_rejected(extra: dict[str, Any]) -> None:
-    with pytest.raises(ScopeError, match=r"^content is required$"):
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({}, r"^content is required$"),
+        ({"content": "  "}, r"^content is required$"),
+        # issue 33: one model, the gateway's types: a number is not text (it was ignored)
+        ({"fact": 3}, r"^fact: Input should be a valid string"),
+    ],
+)
+def test_remember_without_content_is_rejected(extra: dict[str, Any], message: str) -> None:
+    with pytest.raises(ScopeError, match=message):
         inputs.memory_remembered({"agentWallet": "A", **extra}, now=NOW)
 
 

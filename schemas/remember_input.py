@@ -1,0 +1,100 @@
+"""The remember body (reference §7.4) as one model, `RememberInput`; `RememberInput.remembered`
+makes the `MemoryRemembered` event. The loose rules and the refusals are `schemas.bodies`'.
+Times are milliseconds since epoch.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Self
+
+from pydantic import AliasChoices, BeforeValidator, Field, field_validator, model_validator
+
+from schemas.bodies import Refused, ScopeInput, Text, Time, drop_absent, within_message_limit
+from schemas.bounds import parse_contract
+from schemas.events import MemoryRemembered, memory_type_problem, utc_now
+from schemas.ids import from_ms
+from schemas.scope import Scope
+
+DEFAULT_TYPE = "explicit_save"
+
+
+def _ratio(value: object) -> object:
+    """A confidence: a JSON number from 0 to 1 (`10**400`, which has no float, included)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise Refused("must be a number from 0 to 1")
+    if not 0 <= value <= 1:  # NaN too
+        raise Refused(f"must be a number from 0 to 1, not {value}", out_of_range=True)
+    return value
+
+
+Confidence = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False), BeforeValidator(_ratio)]
+
+
+class RememberInput(ScopeInput):
+    """remember (reference §7.4): `content` (alias `fact`) is required."""
+
+    content: Text = Field(
+        default=None,
+        validation_alias=AliasChoices("content", "fact"),
+        description="Required (alias fact).",
+    )
+    type: Text = Field(default=None, description=f"One word; default {DEFAULT_TYPE}.")
+    retention: Text = None
+    confidence: Confidence | None = Field(default=None, description="From 0 to 1; default 1.")
+    memory_scope: Text = Field(default=None, validation_alias="scope")
+    conflict_policy: Text = Field(
+        default=None,
+        validation_alias=AliasChoices("conflictPolicy", "conflict_policy"),
+        description="Alias conflict_policy.",
+    )
+    occurred_at: Time = Field(
+        default=None,
+        validation_alias=AliasChoices("occurredAt", "occurred_at"),
+        description="ISO-8601 or ms since epoch (alias occurred_at). Default: now.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _aliases(cls, data: Any) -> Any:
+        return drop_absent(
+            data,
+            ("content", "fact"),
+            ("conflictPolicy", "conflict_policy"),
+            ("occurredAt", "occurred_at"),
+        )
+
+    @field_validator("type")
+    @classmethod
+    def _type(cls, value: str | None) -> str | None:
+        if value is not None and (problem := memory_type_problem(value)) is not None:
+            raise Refused(f": {problem}")
+        return value
+
+    @model_validator(mode="after")
+    def _said(self) -> Self:
+        if self.content is None:
+            raise Refused("content is required")
+        return self
+
+    def remembered(
+        self, scope: Scope | None = None, *, now: datetime | None = None
+    ) -> MemoryRemembered:
+        """The `MemoryRemembered` event (reference §7.4 steps 1-4), in `scope` (default:
+        this body's, checked); its time is `now`, else `occurredAt`, else the clock."""
+        given = from_ms(self.occurred_at) if self.occurred_at is not None else None
+        event = parse_contract(
+            MemoryRemembered,
+            {
+                "occurred_at": now or given or utc_now(),
+                "scope": scope or Scope.parse(self.scope_keys()),
+                "content": self.content,
+                "type": self.type or DEFAULT_TYPE,
+                "retention": self.retention,
+                "confidence": 1.0 if self.confidence is None else self.confidence,
+                "conflict_policy": self.conflict_policy,
+                "memory_scope": self.memory_scope,
+                "metadata": self.metadata or {},
+            },
+        )
+        return within_message_limit(event, "the fact")
