@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode
@@ -61,8 +61,49 @@ class ExtractionSettings(Section):
     )
 
 
-class ArchiveSettings(Section):
+class KeyRing(Section):
+    """A current key and previous ones (rotation), each base64 of 32 bytes: an empty variable
+    means no key, previous keys are `a,b` or a JSON list, and previous keys need a current
+    one. The values never appear in a message. Subclasses declare `encryption_key` and
+    `previous_encryption_keys` and name their variables' prefix and what each key does."""
+
+    _prefix: ClassVar[str]
+    _roles: ClassVar[str]
+
+    @field_validator("encryption_key", mode="before", check_fields=False)
+    @classmethod
+    def _blank_key_is_unset(cls, value: Any) -> Any:
+        """An empty variable (as compose passes an unset one) means no key."""
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("previous_encryption_keys", mode="before", check_fields=False)
+    @classmethod
+    def _split_keys(cls, value: Any) -> Any:
+        """`a,b` or `["a", "b"]` from the environment (`split_keys`)."""
+        return split_keys(value)
+
+    @model_validator(mode="after")
+    def _check_keys(self) -> Self:
+        current: SecretStr | None = getattr(self, "encryption_key", None)
+        previous: list[SecretStr] = getattr(self, "previous_encryption_keys", [])
+        if current is not None and archive_key_bytes(current) is None:
+            raise ValueError(f"{self._prefix}_ENCRYPTION_KEY {_KEY_FORMAT}")
+        for n, key in enumerate(previous, 1):
+            if archive_key_bytes(key) is None:
+                raise ValueError(f"{self._prefix}_PREVIOUS_ENCRYPTION_KEYS: key {n} {_KEY_FORMAT}")
+        if previous and current is None:
+            raise ValueError(
+                f"{self._prefix}_PREVIOUS_ENCRYPTION_KEYS needs {self._prefix}_ENCRYPTION_KEY: "
+                f"{self._roles}"
+            )
+        return self
+
+
+class ArchiveSettings(KeyRing):
     """Archives: their encryption keys and the Pinata (IPFS) credentials."""
+
+    _prefix: ClassVar[str] = "MNEMOSTREAM_ARCHIVE"
+    _roles: ClassVar[str] = "previous keys open archives, the current key seals them"
 
     encryption_key: SecretStr | None = Field(
         default=None,
@@ -101,37 +142,6 @@ class ArchiveSettings(Section):
         validation_alias="pinata_base_url",
         description="Pinata API base URL.",
     )
-
-    @field_validator("encryption_key", mode="before")
-    @classmethod
-    def _blank_key_is_unset(cls, value: Any) -> Any:
-        """An empty variable (as compose passes an unset one) means no key."""
-        return None if isinstance(value, str) and not value.strip() else value
-
-    @field_validator("previous_encryption_keys", mode="before")
-    @classmethod
-    def _split_keys(cls, value: Any) -> Any:
-        """`a,b` or `["a", "b"]` from the environment (`split_keys`)."""
-        return split_keys(value)
-
-    @model_validator(mode="after")
-    def _check_keys(self) -> ArchiveSettings:
-        """Every key is base64 of 32 bytes; previous keys need a current one (the values
-        never appear in the message)."""
-        if self.encryption_key is not None and archive_key_bytes(self.encryption_key) is None:
-            raise ValueError(f"MNEMOSTREAM_ARCHIVE_ENCRYPTION_KEY {_KEY_FORMAT}")
-        for n, key in enumerate(self.previous_encryption_keys, 1):
-            if archive_key_bytes(key) is None:
-                raise ValueError(
-                    f"MNEMOSTREAM_ARCHIVE_PREVIOUS_ENCRYPTION_KEYS: key {n} {_KEY_FORMAT}"
-                )
-        if self.previous_encryption_keys and self.encryption_key is None:
-            raise ValueError(
-                "MNEMOSTREAM_ARCHIVE_PREVIOUS_ENCRYPTION_KEYS needs "
-                "MNEMOSTREAM_ARCHIVE_ENCRYPTION_KEY: previous keys open archives, the current "
-                "key seals them"
-            )
-        return self
 
 
 _KEY_FORMAT = "must be base64 of 32 bytes (e.g. `openssl rand -base64 32`)"

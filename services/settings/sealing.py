@@ -4,19 +4,19 @@ sends its events through the sealing group (`docs/security.md#sealed-events`).""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, ClassVar
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr
 from pydantic_settings import NoDecode
 
-from services.settings.base import Section, split_keys
-from services.settings.pipeline import archive_key_bytes
-
-_KEY_FORMAT = "must be base64 of 32 bytes (e.g. `openssl rand -base64 32`)"
+from services.settings.pipeline import KeyRing
 
 
-class SealingSettings(Section):
+class SealingSettings(KeyRing):
     """Events sealed under per-tenant data keys; erasing a user deletes their key."""
+
+    _prefix: ClassVar[str] = "MNEMOSTREAM_EVENT"
+    _roles: ClassVar[str] = "previous keys unwrap, the current key wraps"
 
     encryption_key: SecretStr | None = Field(
         default=None,
@@ -61,32 +61,3 @@ class SealingSettings(Section):
             "`MNEMOSTREAM_EVENT_ENCRYPTION_KEY`, so no runtime needs the key."
         ),
     )
-
-    @field_validator("encryption_key", mode="before")
-    @classmethod
-    def _blank_key_is_unset(cls, value: Any) -> Any:
-        """An empty variable (as compose passes an unset one) means no key."""
-        return None if isinstance(value, str) and not value.strip() else value
-
-    @field_validator("previous_encryption_keys", mode="before")
-    @classmethod
-    def _split_keys(cls, value: Any) -> Any:
-        return split_keys(value)
-
-    @model_validator(mode="after")
-    def _check_keys(self) -> SealingSettings:
-        """Every key is base64 of 32 bytes; previous keys need a current one (the values
-        never appear in the message)."""
-        if self.encryption_key is not None and archive_key_bytes(self.encryption_key) is None:
-            raise ValueError(f"MNEMOSTREAM_EVENT_ENCRYPTION_KEY {_KEY_FORMAT}")
-        for n, key in enumerate(self.previous_encryption_keys, 1):
-            if archive_key_bytes(key) is None:
-                raise ValueError(
-                    f"MNEMOSTREAM_EVENT_PREVIOUS_ENCRYPTION_KEYS: key {n} {_KEY_FORMAT}"
-                )
-        if self.previous_encryption_keys and self.encryption_key is None:
-            raise ValueError(
-                "MNEMOSTREAM_EVENT_PREVIOUS_ENCRYPTION_KEYS needs "
-                "MNEMOSTREAM_EVENT_ENCRYPTION_KEY: previous keys unwrap, the current key wraps"
-            )
-        return self
