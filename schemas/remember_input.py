@@ -6,7 +6,7 @@ Times are milliseconds since epoch.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Self
+from typing import Annotated, Any
 
 from pydantic import AliasChoices, BeforeValidator, Field, field_validator, model_validator
 
@@ -71,23 +71,22 @@ class RememberInput(ScopeInput):
             raise Refused(f": {problem}")
         return value
 
-    @model_validator(mode="after")
-    def _said(self) -> Self:
-        if self.content is None:
-            raise Refused("content is required")
-        return self
-
     def remembered(
         self, scope: Scope | None = None, *, now: datetime | None = None
     ) -> MemoryRemembered:
         """The `MemoryRemembered` event (reference §7.4 steps 1-4), in `scope` (default:
-        this body's, checked); its time is `now`, else `occurredAt`, else the clock."""
+        this body's, checked); its time is `now`, else `occurredAt`, else the clock. The
+        content is checked here, after the caller's scope was allowed (a credential is
+        refused another tenant's fact, 403, whatever it says)."""
+        scope = scope or Scope.parse(self.scope_keys())
+        if self.content is None:
+            raise Refused("content is required")
         given = from_ms(self.occurred_at) if self.occurred_at is not None else None
         event = parse_contract(
             MemoryRemembered,
             {
                 "occurred_at": now or given or utc_now(),
-                "scope": scope or Scope.parse(self.scope_keys()),
+                "scope": scope,
                 "content": self.content,
                 "type": self.type or DEFAULT_TYPE,
                 "retention": self.retention,

@@ -201,16 +201,16 @@ class TurnInput(ScopeInput):
                 break
         return drop_absent(data, ("toolEvents", "tool_events"))
 
-    @model_validator(mode="after")
-    def _said(self) -> Self:
+    def _said(self) -> None:
+        """What a turn must say. Checked when the event is made, after the caller's scope
+        was allowed: a credential is refused another tenant's turn (403) whatever it says."""
         if self.messages is None:
             if self.user_message is None or self.assistant_message is None:
                 raise Refused("messages or userMessage plus assistantMessage are required")
-            return self
+            return
         for i, message in enumerate(self.messages):
             if message.content is None:
                 raise Refused("is required", f"messages[{i}].content")
-        return self
 
     def recorded(self, scope: Scope | None = None, *, now: datetime | None = None) -> TurnRecorded:
         """The `TurnRecorded` event (reference §7.1 steps 1-5), in `scope` (default: this
@@ -221,6 +221,7 @@ class TurnInput(ScopeInput):
         different turns of a thread in the same millisecond are not (the reference hashed
         sessionId|threadId|now only, and turn ids deduplicate writes)."""
         scope = scope or Scope.parse(self.scope_keys())
+        self._said()
         given = from_ms(self.occurred_at) if self.occurred_at is not None else None
         occurred = now or given or utc_now()
         now_ms = to_ms(occurred)
