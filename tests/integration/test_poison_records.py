@@ -34,6 +34,7 @@ from schemas.events import (
 from schemas.inputs import memory_remembered, turn_recorded
 from schemas.requests import ContextReply
 from schemas.scope import Scope
+from schemas.sealing import IngressEvent
 from services.endpoints import Endpoints
 from services.stream.asyncapi import CHANNELS
 from services.stream.dead_letters import read_letters, redrive
@@ -107,6 +108,22 @@ def _valid_events(agent: str) -> dict[str, Callable[[int], Any]]:
             thread_id="t",
             model="all-MiniLM-L6-v2",
             targets=[VectorTarget(vector_id=f"vec_missing_{i}", text=f"Ana likes tea {i}.")],
+        ),
+        # a runtime's turn on its way to be sealed (forwarded as it is without a key)
+        topics.INGRESS: lambda i: IngressEvent(
+            topic=topics.TURNS,
+            key=f"{agent}|t",
+            agent=agent,
+            user="ana",
+            event=turn_recorded(
+                {
+                    "agentWallet": agent,
+                    "userAddress": "ana",
+                    "threadId": "t",
+                    "userMessage": f"Through the ingress, number {i}.",
+                    "assistantMessage": "Noted.",
+                }
+            ).model_dump_json(),
         ),
     }
 
