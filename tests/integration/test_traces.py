@@ -144,9 +144,8 @@ async def test_a_record_turn_is_one_trace_through_the_writer_groups(traced: Trac
     # the hops are parent and child: the transcripts record's parent is the agent's span
     assert by_group["transcripts"][0].parent is not None
     assert by_group["transcripts"][0].parent.span_id == root.get_span_context().span_id
-    # and every span of the groups for this turn is in this trace, none in another
-    ours = [s for s in traced.exporter.get_finished_spans() if group_of(s) in wanted]
-    assert {s.context.trace_id for s in ours} == {trace_id}
+    # (every span the groups finished, not only this turn's, was compared with this trace
+    # here: in the full suite the groups also process other tests' records, in other traces)
 
 
 async def test_a_context_is_one_trace_with_a_span_per_layer(traced: Traced) -> None:
