@@ -23,8 +23,10 @@ import pytest
 from engine.adapters.memory import HashingEmbedder
 from engine.adapters.memory.items import InMemoryItemStore
 from engine.adapters.mongo import MongoMemoryStore, ensure_schema
+from engine.adapters.mongo.changes import epoch_fence
 from engine.adapters.mongo.erasure import MongoUserEraser
 from engine.adapters.mongo.items import MongoItemStore
+from engine.adapters.mongo.schema import MEMORY
 from engine.filters import parse_filters
 from engine.ports import MemoryStore
 from engine.records import MemoryRow, ScopeFields
@@ -255,6 +257,33 @@ async def test_a_hard_delete_is_never_served_after_it(stores: Stores) -> None:
 
     assert gone not in {r.vector_id for r, _ in after}
     assert index.loads == 2  # the epoch moved: loaded anew
+
+
+async def test_a_state_that_caught_up_inside_a_hard_deletes_fence_loads_again_after_it(
+    stack: Any, unique: Callable[[str], str]
+) -> None:
+    """MongoDB's hard deletes move the epoch before and after the delete (`epoch_fence`). A
+    search that catches up between the first move and the delete reads the doomed row under
+    the new epoch; with the epoch moved only before the delete (as it was), its next delta
+    could not show the removal and the row was served until the state was evicted."""
+    async with mongo_database(stack, unique("db")) as db:
+        await ensure_schema(db)
+        stores = Stores(MongoMemoryStore(db), MongoItemStore(db), MongoUserEraser(db).erase_user)
+        world = World(stores, seed=9)
+        await world.insert(20)
+        index = ExactVectorIndex(stores.memory)
+        where = TenantFilter(AGENT, USER)
+        [query] = await HashingEmbedder(DIM).embed(["porto violin"], "query")
+        gone = (await index.search(where, query, model=MODEL, k=20, version="v1"))[0][0].vector_id
+
+        async with epoch_fence(db, [AGENT], "a test's delete"):
+            inside = await index.search(where, query, model=MODEL, k=20, version="v2")
+            assert gone in {r.vector_id for r, _ in inside}  # caught up before the delete
+            await db[MEMORY].delete_one({"_id": gone})
+        after = await index.search(where, query, model=MODEL, k=20, version="v3")
+
+        assert gone not in {r.vector_id for r, _ in after}
+        assert index.loads == 3  # the first load, inside the fence, and after it
 
 
 async def test_a_state_reads_a_delta_past_its_recheck_even_if_its_token_did_not_move(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
-from engine.adapters.mongo.changes import bump_epochs
+from engine.adapters.mongo.changes import epoch_fence
 from engine.adapters.mongo.documents import Doc
 from engine.adapters.mongo.history import SILENCED
 from engine.adapters.mongo.schema import (
@@ -45,16 +45,15 @@ class MongoUserEraser:
     async def erase_user(self, agent_wallet: str, user_address: str) -> dict[str, int]:
         query = {"agentWallet": agent_wallet, "userAddress": user_address}
         counts: dict[str, int] = {}
-        await bump_epochs(
-            self._db, [agent_wallet], "erasing the user's memory"
-        )  # search state holding the user reloads
-        await self._erase_turns(query)
-        for kind, name in COLLECTIONS.items():
-            try:
-                result = await self._db[name].delete_many(query)
-            except PyMongoError as exc:
-                raise DependencyFailed(f"erasing the user's {kind} failed: {exc}") from exc
-            counts[kind] = result.deleted_count
+        # fenced by the epoch: search state holding the user loads anew
+        async with epoch_fence(self._db, [agent_wallet], "erasing the user's memory"):
+            await self._erase_turns(query)
+            for kind, name in COLLECTIONS.items():
+                try:
+                    result = await self._db[name].delete_many(query)
+                except PyMongoError as exc:
+                    raise DependencyFailed(f"erasing the user's {kind} failed: {exc}") from exc
+                counts[kind] = result.deleted_count
         counts["history"] = await self._silence_history(query)
         return counts
 

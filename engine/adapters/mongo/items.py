@@ -15,7 +15,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
-from engine.adapters.mongo.changes import CHANGED_AT, bump_epochs, stamp
+from engine.adapters.mongo.changes import CHANGED_AT, epoch_fence, stamp
 from engine.adapters.mongo.documents import Doc, tenant_query, vector
 from engine.adapters.mongo.memory_rows import MongoMemoryStore, row_of
 from engine.adapters.mongo.schema import MEMORY
@@ -112,12 +112,13 @@ class MongoItemStore:
         return await self.update(where, vector_id, soft_delete_patch(at))
 
     async def hard_delete(self, where: TenantFilter, vector_id: str) -> MemoryRow | None:
-        # the epoch first: a search process that holds the row loads the tenant anew
-        await bump_epochs(self._db, [where.agent_wallet], "memory item delete")
-        try:
-            doc = await self._col.find_one_and_delete(self._query(where, vector_id, visible=None))
-        except PyMongoError as exc:
-            raise DependencyFailed(f"memory item delete failed: {exc}") from exc
+        # fenced by the epoch: a search process that holds the row loads the tenant anew
+        async with epoch_fence(self._db, [where.agent_wallet], "memory item delete"):
+            try:
+                query = self._query(where, vector_id, visible=None)
+                doc = await self._col.find_one_and_delete(query)
+            except PyMongoError as exc:
+                raise DependencyFailed(f"memory item delete failed: {exc}") from exc
         return None if doc is None else row_of(doc)
 
     async def get_deleted(self, where: TenantFilter, vector_id: str) -> MemoryRow | None:

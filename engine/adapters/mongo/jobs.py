@@ -11,7 +11,7 @@ from pymongo import ASCENDING, DESCENDING, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError, PyMongoError
 
-from engine.adapters.mongo.changes import CHANGED_AT, bump_epochs, stamp
+from engine.adapters.mongo.changes import CHANGED_AT, epoch_fence, stamp
 from engine.adapters.mongo.documents import Doc, scope_of
 from engine.adapters.mongo.schema import ARCHIVES, JOBS, MEMORY
 from engine.errors import DependencyFailed
@@ -189,16 +189,17 @@ class MongoMaintenanceStore:
             # id under the same query, batch by batch; a row that stopped matching in between
             # (restored meanwhile) is not deleted and not reported
             found = await self._col.find(query, _PURGED_FIELDS).to_list(None)
-            await bump_epochs(self._db, (scope_of(d).agent_wallet for d in found), "cleanup")
-            for start in range(0, len(found), PURGE_BATCH):
-                batch = {d["_id"]: d for d in found[start : start + PURGE_BATCH]}
-                ids = list(batch)
-                result = await self._col.delete_many({"_id": {"$in": ids}, **query})
-                if result.deleted_count < len(ids):
-                    left = await self._col.find({"_id": {"$in": ids}}, {"_id": 1}).to_list(None)
-                    for doc in left:
-                        batch.pop(doc["_id"], None)
-                purged.extend(Purged(str(i), scope_of(d)) for i, d in batch.items())
+            agents = [scope_of(d).agent_wallet for d in found]
+            async with epoch_fence(self._db, agents, "cleanup"):
+                for start in range(0, len(found), PURGE_BATCH):
+                    batch = {d["_id"]: d for d in found[start : start + PURGE_BATCH]}
+                    ids = list(batch)
+                    result = await self._col.delete_many({"_id": {"$in": ids}, **query})
+                    if result.deleted_count < len(ids):
+                        left = self._col.find({"_id": {"$in": ids}}, {"_id": 1})
+                        for doc in await left.to_list(None):
+                            batch.pop(doc["_id"], None)
+                    purged.extend(Purged(str(i), scope_of(d)) for i, d in batch.items())
         except PyMongoError as exc:
             raise DependencyFailed(f"cleanup failed: {exc}") from exc
         return purged
