@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.adapters.mongo.turn_windows import TurnWindows
+from engine.adapters.mongo.turn_windows import TurnWindows, Window, order, weight
 
 Doc = dict[str, Any]
 
@@ -71,3 +71,26 @@ async def test_a_head_without_a_count_is_read_whole() -> None:
         await windows.newest(head, 10, thread.read)
     assert (windows.loads, windows.deltas) == (0, 0)
     assert thread.reads == [{"thread": "T"}, {"thread": "T"}]
+
+
+async def test_a_window_keeps_thread_order_and_its_byte_estimate_through_deltas() -> None:
+    """The window's order and bytes are running state (no sort or sum over the window per
+    delta): after deltas that append, refill a vector, and place a turn stamped inside the
+    margin before held ones, both equal what a fresh window computes."""
+    thread, windows = Thread(), TurnWindows()
+    for n in range(40):
+        thread.add(n, "y" * n)
+    await windows.newest(thread.head(), 30, thread.read)
+    thread.add(40, "z" * 7)
+    thread.docs[-2] = {**thread.docs[-2], "messages": [{"content": "longer " * 9}]}
+    late = {**thread.docs[-1], "_id": "T|late", "at": 39_500, "seq": 0, "messages": []}
+    thread.docs.append(late)  # stamped between two held turns, inside the margin
+    got = await windows.newest(thread.head(), 30, thread.read)
+
+    window = windows._windows["T"]
+    fresh = Window(0, len(thread.docs), 30, list(window.docs.values()), 0.0)
+    assert list(window.docs) == [str(d["_id"]) for d in sorted(got, key=order)]
+    assert "T|late" in window.docs
+    assert len(window.docs) == 30
+    assert window.nbytes == fresh.nbytes == sum(weight(d) for d in got)
+    assert windows.deltas == 1

@@ -22,9 +22,9 @@ first out."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
 from cachetools import LRUCache
 
@@ -52,36 +52,62 @@ def order(doc: Doc) -> tuple[int, int, str]:
     return int(doc["at"]), int(doc.get("seq", 0)), str(doc["_id"])
 
 
-@dataclass(slots=True)
-class Window:
-    created_at: int
-    count: int
-    """The head's `turns` when the window was last brought up to date."""
-    newest: int
-    docs: dict[str, Doc]
-    loaded: float
-    """When the window was last read whole (monotonic seconds)."""
+def weight(doc: Doc) -> int:
+    """A turn document's estimated bytes: its messages' text and a fixed overhead."""
+    return 256 + sum(len(str(m.get("content", ""))) for m in doc.get("messages", []))
 
-    @property
-    def nbytes(self) -> int:
-        return sum(
-            256 + sum(len(str(m.get("content", ""))) for m in d.get("messages", []))
-            for d in self.docs.values()
-        )
+
+class Window:
+    """One thread's newest turns, kept in thread order (`order`) with their estimated bytes
+    as running state: a delta's work is the turns it read, not the window's length."""
+
+    __slots__ = ("count", "created_at", "docs", "loaded", "nbytes", "newest")
+
+    def __init__(
+        self, created_at: int, count: int, newest: int, docs: list[Doc], loaded: float
+    ) -> None:
+        self.created_at = created_at
+        self.count = count
+        """The head's `turns` when the window was last brought up to date."""
+        self.newest = newest
+        self.docs: dict[str, Doc] = {str(d["_id"]): d for d in sorted(docs, key=order)}
+        """By id, in thread order (oldest first)."""
+        self.loaded = loaded
+        """When the window was last read whole (monotonic seconds)."""
+        self.nbytes = sum(weight(d) for d in self.docs.values())
+
+    def oldest(self) -> tuple[int, int, str]:
+        return order(next(iter(self.docs.values()))) if self.docs else (0, 0, "")
 
     def since(self) -> int:
-        return max((int(d["at"]) for d in self.docs.values()), default=0) - AT_MARGIN_MS
+        if not self.docs:
+            return -AT_MARGIN_MS
+        return int(next(reversed(self.docs.values()))["at"]) - AT_MARGIN_MS
 
     def pending(self, since: int) -> list[str]:
         """Of the window's newest `PENDING_TURNS` turns, those older than `since` still
         without their vector (an older one waits for the window's reload)."""
-        newest = sorted(self.docs.values(), key=order)[-PENDING_TURNS:]
+        newest = itertools.islice(reversed(self.docs.values()), PENDING_TURNS)
         return [str(d["_id"]) for d in newest if "vector" not in d and int(d["at"]) < since]
 
-    def trim(self) -> None:
-        if len(self.docs) > self.newest:
-            kept = sorted(self.docs.values(), key=order)[-self.newest :]
-            self.docs = {str(d["_id"]): d for d in kept}
+    def update(self, found: list[Doc]) -> None:
+        """Take the delta's turns (new ones, or newer copies of held ones), keep thread
+        order, and let the oldest go beyond `newest`."""
+        last = order(next(reversed(self.docs.values()))) if self.docs else None
+        resort = False
+        for doc in sorted(found, key=order):
+            key = str(doc["_id"])
+            held = self.docs.get(key)
+            if held is not None:
+                self.nbytes -= weight(held)  # a newer copy keeps its place
+            elif last is not None and order(doc) < last:
+                resort = True  # a new turn among the held ones (within the margin)
+            self.docs[key] = doc
+            self.nbytes += weight(doc)
+        if resort:
+            self.docs = {str(d["_id"]): d for d in sorted(self.docs.values(), key=order)}
+        while len(self.docs) > self.newest:
+            self.nbytes -= weight(self.docs.pop(next(iter(self.docs))))
 
 
 Reader = Callable[[Doc, int | None], Awaitable[list[Doc]]]
@@ -114,8 +140,7 @@ class TurnWindows:
                 return docs
         docs = await read({"thread": key}, newest)
         if isinstance(count, int) and newest > 0:
-            by_id = {str(d["_id"]): d for d in docs}
-            self._keep(key, Window(created, count, newest, by_id, time.monotonic()))
+            self._keep(key, Window(created, count, newest, docs, time.monotonic()))
             self.loads += 1
         return docs
 
@@ -133,15 +158,14 @@ class TurnWindows:
             found += await read({"_id": {"$in": pending}}, None)
         # a turn older than the window's oldest is one it let go (trimmed), or a new one
         # stamped too early to place: then the count tells, and the thread is read whole
-        oldest = min((order(d) for d in window.docs.values()), default=(0, 0, ""))
+        oldest = window.oldest()
         found = [d for d in found if order(d) >= oldest]
         added = {str(d["_id"]) for d in found} - window.docs.keys()
         if window.count + len(added) != count:
             self._windows.pop(key, None)
             return None  # a turn the delta cannot see: read the thread whole
-        window.docs.update({str(d["_id"]): d for d in found})
+        window.update(found)
         window.count = count
-        window.trim()
         self._keep(key, window)  # weighed again: it grew
         self.deltas += 1
         return list(window.docs.values())
