@@ -16,6 +16,10 @@ time, with contradictions resolved over time.
 * **Relations** link two entities with a type (`LIVES_IN`, `SISTER_OF`, …), one per
   (source, type, target) per tenant; of a single-valued type (`LIVES_IN`, `WORKS_AT`, …)
   only the newest per source is current, older ones keep their `invalidAt`.
+* **Evidence** (issue 32, `engine.derivation`): every entity row and relation records the
+  memory item it was read from (a turn's session row, or the remembered fact's row) with that
+  item's words; a row another item names again gains that item's evidence too, so forgetting
+  an item forgets what the graph read from it (`engine.upkeep.derived`).
 """
 
 from __future__ import annotations
@@ -25,12 +29,20 @@ import re
 from dataclasses import dataclass, field
 from itertools import zip_longest
 
+from engine.derivation import DERIVED_FROM, SOURCES, Attachment, Evidence, GraphSources
 from engine.errors import EmbeddingFailed
 from engine.history import change, validity
 from engine.ingest.remember import fact_hash
 from engine.ingest.turns import PENDING, KnownVectors
 from engine.ports import Embedder, ItemHistory, MemoryStore, RelationStore, Vector
-from engine.records import Cause, ItemChange, MemoryRow, RelationRecord, ScopeFields
+from engine.records import (
+    Cause,
+    ItemChange,
+    MemoryRow,
+    RelationRecord,
+    ScopeFields,
+    session_row_id,
+)
 from engine.scoping import TenantFilter, scope_fields
 from schemas.events import EntityItem, FactItem, FactsExtracted
 from schemas.ids import h32, to_ms
@@ -82,6 +94,9 @@ class FactWriter:
     history: ItemHistory | None = None
     """Where the facts' and entities' creation, return and validity changes are recorded
     (None: not recorded), caused by the `FactsExtracted` event."""
+    graph: GraphSources | None = None
+    """Where an entity row or relation that exists already gains the evidence of another
+    item (`engine.derivation`; None: only new rows record theirs)."""
 
     async def _note(self, changes: list[ItemChange]) -> None:
         if self.history is not None and changes:
@@ -101,10 +116,13 @@ class FactWriter:
             )
         return found
 
-    async def store(self, event: FactsExtracted) -> FactsStored:
+    async def store(self, event: FactsExtracted, source: str | None = None) -> FactsStored:
+        """Store what `event` read from the memory item `source` (None: the turn's session
+        row); every entity row and relation records that item with its words as evidence."""
         at = to_ms(event.occurred_at)
         scope = event.scope
         fields = scope_fields(scope)
+        item = source or derived_from(event)
         cause = Cause("event", event.event_id, "FactsExtracted", f"extractor:{event.extractor}")
         notes: list[ItemChange] = []
         facts = {
@@ -134,7 +152,7 @@ class FactWriter:
             self._fact_row(event, vid, fact, fields, at, vector)
             for (vid, fact), vector in zip(new_facts.items(), vectors, strict=False)
         ] + [
-            self._entity_row(event, eid, entity, fields, at, vector)
+            self._entity_row(event, eid, entity, fields, Evidence(item, entity.summary, at), vector)
             for (eid, entity), vector in zip(
                 new_entities.items(), vectors[len(new_facts) :], strict=True
             )
@@ -169,9 +187,14 @@ class FactWriter:
                 await self.memory.set_slot_if_absent(vid, tenant, fact.slot)
         entities_inserted = sum(1 for eid in new_entities if eid in inserted)
         relations_inserted = 0
+        attachments = [
+            Attachment("entity", eid, Evidence(item, e.summary, at)) for eid, e in entities.items()
+        ]
         for rel in event.relations:
             source_id, target_id = entity_id(fields, rel.source), entity_id(fields, rel.target)
             relation_id = "rel_" + h32(json.dumps([source_id, rel.type, target_id]))
+            said = Evidence(item, rel.evidence, at)
+            attachments.append(Attachment("relation", relation_id, said))
             relations_inserted += await self.relations.insert_if_absent(
                 RelationRecord(
                     relation_id=relation_id,
@@ -183,9 +206,12 @@ class FactWriter:
                     target_name=rel.target,
                     created_at=at,
                     metadata={"sourceTurnId": event.turn_id}
-                    | ({"evidence": rel.evidence} if rel.evidence else {}),
+                    | ({"evidence": rel.evidence} if rel.evidence else {})
+                    | evidence_fields(said),
                 )
             )
+        if self.graph is not None:  # rows that existed gain this item's evidence
+            await self.graph.attach(attachments)
         slots = sorted({f.slot for f in event.facts if f.slot})
         for slot in slots:
             await self.resolve_slot(fields, slot, cause=cause, at=at)
@@ -239,7 +265,7 @@ class FactWriter:
         eid: str,
         entity: EntityItem,
         fields: ScopeFields,
-        at: int,
+        said: Evidence,
         vector: Vector | None,
     ) -> MemoryRow:
         metadata = {
@@ -248,27 +274,19 @@ class FactWriter:
             "name": entity.name,
             "normalisedName": normalise_name(entity.name),
             "sourceTurnId": event.turn_id,
+            **evidence_fields(said),
         }
         text, embedding = entity_text(entity), _or_pending(vector)
-        return MemoryRow(eid, fields, text, embedding, self.embedder.model, "entity", at, metadata)
+        model, at = self.embedder.model, said.at
+        return MemoryRow(eid, fields, text, embedding, model, "entity", at, metadata)
 
     async def resolve_relation(self, fields: ScopeFields, source_id: str, kind: str) -> None:
         """Only the newest link of a single-valued type stays current (order-independent)."""
-        rows = await self.relations.from_source(self._tenant(fields), source_id, kind)
-        rows.sort(key=lambda r: (r.created_at, r.relation_id))
-        for row, successor in zip_longest(rows, rows[1:]):  # the newest: successor None
-            invalid_at = successor.created_at if successor else None
-            if row.invalid_at != invalid_at:
-                await self.relations.set_validity(row.relation_id, invalid_at)
+        await resolve_relation(self.relations, fields, source_id, kind)
 
     @staticmethod
     def _tenant(fields: ScopeFields) -> TenantFilter:
-        return TenantFilter(
-            agent_wallet=fields.agent_wallet,
-            user_address=fields.user_address,
-            mode=fields.mode,
-            hai_id=fields.hai_id,
-        )
+        return tenant_of(fields)
 
     async def resolve_slot(
         self, fields: ScopeFields, slot: str, *, cause: Cause | None = None, at: int = 0
@@ -294,6 +312,38 @@ class FactWriter:
                     details = {**validity(row, invalid_at, by), "slot": slot}
                     notes.append(change(row.vector_id, row.scope, kind, cause, at, details=details))
         await self._note(notes)
+
+
+def derived_from(event: FactsExtracted) -> str:
+    """The memory item a turn's extraction was read from: the turn's session row."""
+    return session_row_id(event.scope.agent_wallet, event.session_id, event.turn_id)
+
+
+def evidence_fields(said: Evidence) -> dict[str, object]:
+    """The evidence of a new graph row, as its metadata holds it (`engine.derivation`)."""
+    return {DERIVED_FROM: [said.item], SOURCES: [said.stored()]}
+
+
+def tenant_of(fields: ScopeFields) -> TenantFilter:
+    return TenantFilter(
+        agent_wallet=fields.agent_wallet,
+        user_address=fields.user_address,
+        mode=fields.mode,
+        hai_id=fields.hai_id,
+    )
+
+
+async def resolve_relation(
+    relations: RelationStore, fields: ScopeFields, source_id: str, kind: str
+) -> None:
+    """Only the newest link of a single-valued type from `source_id` stays current, whatever
+    order they came in (also after one was removed: the one before it is current again)."""
+    rows = await relations.from_source(tenant_of(fields), source_id, kind)
+    rows.sort(key=lambda r: (r.created_at, r.relation_id))
+    for row, successor in zip_longest(rows, rows[1:]):  # the newest: successor None
+        invalid_at = successor.created_at if successor else None
+        if row.invalid_at != invalid_at:
+            await relations.set_validity(row.relation_id, invalid_at)
 
 
 def _or_pending(vector: Vector | None) -> Vector:

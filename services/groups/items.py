@@ -132,9 +132,9 @@ async def handle(rt: Runtime, request: ItemRequest, cause: Cause) -> list[Memory
             )
         ]
     if request.op == "delete":
-        return [
-            await delete_item(store, where, request.id, hard=request.hard, at=at, ledger=ledger)
-        ]
+        gone = await delete_item(store, where, request.id, hard=request.hard, at=at, ledger=ledger)
+        await items_bulk.forget_read_from(rt, where, [gone.vector_id], at, ledger)
+        return [gone]
     if request.op == "restore":
         half_life = rt.settings.search.half_life_days
         return [

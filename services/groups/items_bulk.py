@@ -18,7 +18,8 @@ from typing import Any
 
 from engine.history import Ledger
 from engine.records import Cause, MemoryRow
-from engine.scoping import scope_fields, tenant_filter
+from engine.scoping import TenantFilter, scope_fields, tenant_filter
+from engine.upkeep.derived import forget_derived
 from engine.upkeep.item_writes import Write, write_items
 from schemas.requests import ItemReply, ItemRequest
 from services.groups.items_scan import PAGE_BYTES
@@ -46,14 +47,30 @@ async def read(
 
 
 async def write(rt: Runtime, request: ItemRequest, cause: Cause) -> list[MemoryRow]:
-    """Apply `request.writes`; the rows they changed (as found before, new ones as created)."""
+    """Apply `request.writes`; the rows they changed (as found before, new ones as created).
+    What the graph read from a deleted row goes with it (`engine.upkeep.derived`)."""
     writes = [Write(w.id, w.op, w.content, w.metadata, w.type) for w in request.writes or []]
-    return await write_items(
-        rt.items,
-        rt.embedder,
+    where, at, ledger = (
         tenant_filter(request.scope, durable=True),
-        scope_fields(request.scope),
-        writes,
-        at=int(time.time() * 1000),
-        ledger=Ledger(rt.history, cause),
+        int(time.time() * 1000),
+        Ledger(rt.history, cause),
     )
+    rows = await write_items(
+        rt.items, rt.embedder, where, scope_fields(request.scope), writes, at=at, ledger=ledger
+    )
+    deleted = {w.vector_id for w in writes if w.kind == "delete"}
+    await forget_read_from(
+        rt, where, [r.vector_id for r in rows if r.vector_id in deleted], at, ledger
+    )
+    return rows
+
+
+async def forget_read_from(
+    rt: Runtime, where: TenantFilter, item_ids: list[str], at: int, ledger: Ledger
+) -> None:
+    """What the graph read from deleted items goes with them (`engine.upkeep.derived`)."""
+    graph = rt.stores.graph
+    if graph is not None and item_ids:
+        await forget_derived(
+            graph, rt.stores.relations, rt.embedder, where, item_ids, at=at, ledger=ledger
+        )

@@ -138,7 +138,12 @@ class Runtime:
         self._rememberer = Lazy(lambda: Rememberer(stores.memory, self.embedder, stores.history))
         self._facts = Lazy(
             lambda: FactWriter(
-                stores.memory, stores.relations, self.embedder, self._known(), stores.history
+                stores.memory,
+                stores.relations,
+                self.embedder,
+                self._known(),
+                stores.history,
+                stores.graph,
             )
         )
         self._search: MemorySearch | None = None

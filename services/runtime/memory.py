@@ -26,6 +26,7 @@ from engine.adapters.memory import (
     InMemoryWorkingSessions,
 )
 from engine.adapters.memory.erasure import Droppable, InMemoryUserEraser
+from engine.adapters.memory.graph_sources import InMemoryGraphSources
 from engine.adapters.memory.tenant_keys import InMemoryTenantKeys
 from engine.ingest.extraction.rules import RuleBasedExtractor
 from engine.ingest.extraction.types import Extractor
@@ -78,6 +79,7 @@ def memory_stores() -> Stores:
         eraser=InMemoryUserEraser(kinds, also=(patterns,)),
         history=history,
         tenant_keys=InMemoryTenantKeys(),
+        graph=InMemoryGraphSources(memory, relations),
     )
 
 

@@ -17,6 +17,7 @@ from engine.adapters.mongo import (
 )
 from engine.adapters.mongo.erasure import MongoUserEraser
 from engine.adapters.mongo.evals import MongoEvalStore
+from engine.adapters.mongo.graph_sources import MongoGraphSources
 from engine.adapters.mongo.history import MongoItemHistory
 from engine.adapters.mongo.items import MongoItemStore
 from engine.adapters.mongo.jobs import MongoJobStore, MongoMaintenanceStore
@@ -54,4 +55,5 @@ def mongo_stores(
         vectors=vectors,
         eraser=MongoUserEraser(db),
         history=MongoItemHistory(db),
+        graph=MongoGraphSources(db),
     )

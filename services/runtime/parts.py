@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Generic, Literal, Protocol, TypeVar, get_args
 
+from engine.derivation import GraphSources
 from engine.evals.records import EvalStore
 from engine.ingest.extraction.types import Extractor
 from engine.ingest.patterns import PatternCounter
@@ -93,6 +94,9 @@ class Stores:
     """Every change of the long-term items (`engine.history`)."""
     tenant_keys: TenantKeyStore | None = None
     """The tenants' wrapped data keys of sealed events (`engine.sealing`)."""
+    graph: GraphSources | None = None
+    """The evidence of the graph rows: what forgetting an item removes from them
+    (`engine.derivation`; None: forgetting an item leaves the graph as it is)."""
 
 
 @dataclass(frozen=True, slots=True)

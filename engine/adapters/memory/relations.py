@@ -17,6 +17,15 @@ class InMemoryRelationStore:
     def drop_user(self, agent_wallet: str, user_address: str) -> int:
         return len(drop_user(self._rows, lambda r: r.scope, agent_wallet, user_address))
 
+    def rows(self) -> list[RelationRecord]:
+        return list(self._rows.values())
+
+    def put(self, relation: RelationRecord) -> None:
+        self._rows[relation.relation_id] = relation
+
+    def drop(self, relation_id: str) -> None:
+        self._rows.pop(relation_id, None)
+
     async def insert_if_absent(self, relation: RelationRecord) -> bool:
         if relation.relation_id in self._rows:
             return False

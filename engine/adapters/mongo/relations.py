@@ -21,6 +21,22 @@ AROUND_LIMIT = 500
 """Relations one read returns at most (`around`: the newest, returned oldest first)."""
 
 
+def relation_of(d: Doc) -> RelationRecord:
+    """The relation of a stored document."""
+    return RelationRecord(
+        relation_id=d["relationId"],
+        scope=scope_of(d),
+        source_id=d["sourceId"],
+        source_name=d["sourceName"],
+        type=d["type"],
+        target_id=d["targetId"],
+        target_name=d["targetName"],
+        created_at=int(d["createdAt"]),
+        metadata=dict(d.get("metadata") or {}),
+        invalid_at=d.get("invalidAt"),
+    )
+
+
 class MongoRelationStore:
     def __init__(self, db: AsyncDatabase[Doc]) -> None:
         self._col: AsyncCollection[Doc] = db[RELATIONS]
@@ -74,21 +90,7 @@ class MongoRelationStore:
             docs = await cursor.to_list(AROUND_LIMIT)
         except PyMongoError as exc:
             raise DependencyFailed(f"relation read failed: {exc}") from exc
-        return [
-            RelationRecord(
-                relation_id=d["relationId"],
-                scope=scope_of(d),
-                source_id=d["sourceId"],
-                source_name=d["sourceName"],
-                type=d["type"],
-                target_id=d["targetId"],
-                target_name=d["targetName"],
-                created_at=int(d["createdAt"]),
-                metadata=dict(d.get("metadata") or {}),
-                invalid_at=d.get("invalidAt"),
-            )
-            for d in docs
-        ]
+        return [relation_of(d) for d in docs]
 
     async def from_source(
         self, where: TenantFilter, source_id: str, type: str
