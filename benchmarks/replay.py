@@ -12,6 +12,12 @@
 2. **Replay:** `services.ops.replay.replay` rebuilds the same records into another database
    under fresh groups. Rate = the same log records / seconds, group joins included.
 3. **Verify:** the rebuilt database is compared with the live one (it must be equal).
+4. **Sealing** (issue 31): replay turns/s of a sealed log against a plain one, on
+   `benchmarks.sealing`'s alternating rounds of `--sealing-turns` turns (`--sealing-rounds`
+   of each mode; 0: skipped): each round's turns are stored by its groups, then replayed
+   alone into a fresh database (`benchmarks.sealing_replay`); the rounds' stored turns/s too.
+
+With `--json`, exactly one JSON object on stdout.
 
 Set MNEMOSTREAM_KAFKA_BOOTSTRAP, MNEMOSTREAM_MONGO_URI and MNEMOSTREAM_REDIS_URL to run it
 against servers of your own instead.
@@ -21,11 +27,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
 import platform
+import sys
 import time
 import uuid
+from typing import Any
 
+from benchmarks import sealing
 from benchmarks.pipeline import endpoints
+from benchmarks.sealing_replay import ReplayRate
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from schemas import topics
 from services.endpoints import Endpoints
@@ -94,7 +106,7 @@ async def live_ingest(
         vectors = await end_offsets(ends.kafka_bootstrap, [topics.EMBEDDINGS])
         await wait_caught_up(ends.kafka_bootstrap, rt.group_id("embeddings"), vectors, timeout=900)
         seconds = time.monotonic() - began
-        print(f"stored in {stored:.1f} s, every vector filled in {seconds:.1f} s")
+        print(f"stored in {stored:.1f} s, every vector filled in {seconds:.1f} s", file=sys.stderr)
         after = await end_offsets(ends.kafka_bootstrap, SOURCE_TOPICS)
     records = sum(after[k] - before.get(k, 0) for k in after)
     return records, seconds
@@ -104,9 +116,15 @@ def _of(offsets: dict[tuple[str, int], int], topic: str) -> dict[tuple[str, int]
     return {k: v for k, v in offsets.items() if k[0] == topic}
 
 
-async def main(turns: int, remembers: int) -> None:
+async def main(args: argparse.Namespace) -> dict[str, Any]:
     tag = uuid.uuid4().hex[:8]
     agent = f"0xbench{tag}"
+    out: dict[str, Any] = {
+        "machine": f"{platform.machine()} {platform.system()}, {os.cpu_count()} cpus",
+        "python": platform.python_version(),
+        "turns": args.turns,
+        "remembers": args.remembers,
+    }
     with endpoints() as ends:
         settings = Settings(
             kafka_bootstrap=ends.kafka_bootstrap,
@@ -118,24 +136,70 @@ async def main(turns: int, remembers: int) -> None:
             session_timeout_ms=2000,
             heartbeat_interval_ms=500,
         )
-        records, seconds = await live_ingest(settings, ends, agent, turns, remembers)
+        records, seconds = await live_ingest(settings, ends, agent, args.turns, args.remembers)
         model = LocalMiniLMEmbedder.load()
         target = f"bench_rebuilt_{tag}"
         report = await replay(settings, target, embedder=model)
         checked = await compare(settings, settings.mongo.db, target)
-    print(f"machine: {platform.machine()} {platform.system()}, python {platform.python_version()}")
-    print(f"log: {turns} turns + {remembers} remembers -> {records} records (with facts events)")
-    print(f"live ingest  {records / seconds:8.1f} records/s  ({seconds:6.1f} s, 5 groups)")
+        out.update(
+            records=records,
+            live_seconds=round(seconds, 1),
+            live_per_s=round(records / seconds, 1),
+            replay_seconds=round(report.seconds, 1),
+            replay_records=report.records,
+            replay_per_s=round(report.rate, 1),
+            verify_equal=checked.equal,
+        )
+        if args.sealing_rounds > 0:
+            rates = ReplayRate()
+            stored = await sealing.compare(
+                ends,
+                turns=args.sealing_turns,
+                rounds=args.sealing_rounds,
+                extra=rates,
+                label="replay",
+            )
+            out["sealing"] = {**rates.result(), "turns": args.sealing_turns, "stored": stored}
+    return out
+
+
+def report(out: dict[str, Any]) -> None:
+    """The figures as lines."""
+    print(f"machine: {out['machine']}, python {out['python']}")
     print(
-        f"replay       {report.rate:8.1f} records/s  ({report.seconds:6.1f} s, "
-        f"{report.records} records, group joins included)"
+        f"log: {out['turns']} turns + {out['remembers']} remembers -> {out['records']} records "
+        "(with facts events)"
     )
-    print(f"verify       {'equal' if checked.equal else 'DIFFERENT'}")
+    print(
+        f"live ingest  {out['live_per_s']:8.1f} records/s  ({out['live_seconds']:6.1f} s, 5 groups)"
+    )
+    print(
+        f"replay       {out['replay_per_s']:8.1f} records/s  ({out['replay_seconds']:6.1f} s, "
+        f"{out['replay_records']} records, group joins included)"
+    )
+    print(f"verify       {'equal' if out['verify_equal'] else 'DIFFERENT'}")
+    if "sealing" in out:
+        sealed, joins = out["sealing"], out["sealing"]["with_joins"]
+        stored = sealed["stored"]
+        print(
+            f"sealing      replay turns/s plain {sealed['plain_per_s']}, sealed "
+            f"{sealed['sealed_per_s']}: sealed/plain {sealed['sealed_vs_plain']} "
+            f"(joins included: {joins['sealed_vs_plain']}); stored turns/s plain "
+            f"{stored['plain_per_s']}, sealed {stored['sealed_per_s']}: "
+            f"{stored['sealed_vs_plain']}; load average {stored['load_average']}"
+        )
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=500)
     parser.add_argument("--remembers", type=int, default=50)
+    parser.add_argument("--sealing-rounds", type=int, default=2, help="of each mode; 0: none")
+    parser.add_argument("--sealing-turns", type=int, default=2000, help="turns a sealing round")
+    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     args = parser.parse_args()
-    asyncio.run(main(args.turns, args.remembers))
+    result = asyncio.run(main(args))
+    if args.json:
+        print(json.dumps(result))
+    else:
+        report(result)

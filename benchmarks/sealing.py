@@ -19,6 +19,10 @@ session row stored; embedding deferred, as `benchmarks.throughput`'s `stored_per
 
 Reports each round's turns/s, the median of each mode and `sealed_vs_plain` (median ratio;
 the goal is ≥ 0.90). With `--json`, exactly one JSON object on stdout.
+
+`compare` is the same alternation for other benchmarks (`benchmarks.throughput` and
+`benchmarks.replay` run it with `--sealing-rounds N`); an `Extra` measures more on each
+round's log before its database is dropped (`benchmarks.sealing_replay`: the replay rate).
 """
 
 from __future__ import annotations
@@ -34,8 +38,10 @@ import statistics
 import sys
 import time
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pymongo import AsyncMongoClient
 
@@ -70,54 +76,92 @@ def body(agent: str, n: int, threads: int) -> dict[str, Any]:
     }
 
 
-async def one_round(ends: Endpoints, sealed: bool, args: argparse.Namespace) -> float:
-    """Stored turns/s of one round: each group in its own `mnemostream run` process."""
-    tag = uuid.uuid4().hex[:8]
+@dataclass(frozen=True, slots=True)
+class Round:
+    """One round's deployment: its groups' database and prefix, its agent, its event key."""
+
+    ends: Endpoints
+    tag: str
+    sealed: bool
+    key: str | None
+    """`MNEMOSTREAM_EVENT_ENCRYPTION_KEY` of the round's groups (sealed rounds only)."""
+
+    @property
+    def db(self) -> str:
+        return f"bench_{self.tag}"
+
+    @property
+    def prefix(self) -> str:
+        return f"bench-{self.tag}"
+
+    @property
+    def agent(self) -> str:
+        return f"0xseal{self.tag}"
+
+
+class Extra(Protocol):
+    """More to measure on each round: `before` runs before its first publish, `after` once
+    its turns are stored and its groups stopped, before its database is dropped (a line of
+    detail for the round's report)."""
+
+    async def before(self, r: Round) -> None: ...
+
+    async def after(self, r: Round, turns: int) -> str: ...
+
+
+async def one_round(
+    ends: Endpoints, sealed: bool, args: argparse.Namespace, extra: Extra | None = None
+) -> tuple[float, str]:
+    """(stored turns/s, a line of detail) of one round: each group in its own
+    `mnemostream run` process."""
+    key = base64.b64encode(os.urandom(32)).decode() if sealed else None
+    r = Round(ends, uuid.uuid4().hex[:8], sealed, key)
     processes = [["sealing"], ["transcripts"]] if sealed else [["transcripts"]]
     env = {"MNEMOSTREAM_EXTRACTOR": "none", "MNEMOSTREAM_EMBEDDING_DEFERRED": "true"}
-    if sealed:
-        env["MNEMOSTREAM_EVENT_ENCRYPTION_KEY"] = base64.b64encode(os.urandom(32)).decode()
-    prefix, agent = f"bench-{tag}", f"0xseal{tag}"
+    if key is not None:
+        env["MNEMOSTREAM_EVENT_ENCRYPTION_KEY"] = key
     await start_at_end(
         ends.kafka_bootstrap,
         [
-            (f"{prefix}.{g[0]}", t)
+            (f"{r.prefix}.{g[0]}", t)
             for g, t in zip(processes, STAGES[-len(processes) :], strict=True)
         ],
     )
+    if extra is not None:
+        await extra.before(r)
     with contextlib.ExitStack() as running:
-        procs = [running.enter_context(groups_process(ends, tag, n, env)) for n in processes]
+        procs = [running.enter_context(groups_process(ends, r.tag, n, env)) for n in processes]
         async with MemoryClient(ends.kafka_bootstrap, timeout=30, ingress=sealed) as client:
-            await client.record_turn(body(agent, -1, args.threads))  # the groups have joined
-            await caught_up(ends, prefix, sealed, timeout=180)
+            await client.record_turn(body(r.agent, -1, args.threads))  # the groups have joined
+            await caught_up(ends, r.prefix, sealed, timeout=180)
             queue = iter(range(args.turns))
 
             async def publisher() -> None:
                 for n in queue:
-                    await client.record_turn(body(agent, n, args.threads))
+                    await client.record_turn(body(r.agent, n, args.threads))
 
             began, cpu = time.monotonic(), [cpu_seconds(p.pid) for p in procs]
             await asyncio.gather(*(publisher() for _ in range(args.concurrency)))
             published = time.monotonic() - began
-            await caught_up(ends, prefix, sealed, timeout=900)
+            await caught_up(ends, r.prefix, sealed, timeout=900)
             seconds = time.monotonic() - began
             used = [cpu_seconds(p.pid) - c for p, c in zip(procs, cpu, strict=True)]
     groups = ", ".join(f"{n[0]} {u:.1f}" for n, u in zip(processes, used, strict=True))
-    print(
-        f"  published in {published:.2f} s, stored in {seconds:.2f} s; "
-        f"CPU seconds of the groups: {groups}",
-        file=sys.stderr,
+    detail = (
+        f"published in {published:.2f} s, stored in {seconds:.2f} s; "
+        f"CPU seconds of the groups: {groups}"
     )
     mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(ends.mongo_uri, retryWrites=False)
     try:
-        turns = mongo[f"bench_{tag}"]["transcript_turns"]
-        stored = await turns.count_documents({"agentWallet": agent})
-        await mongo.drop_database(f"bench_{tag}")
+        stored = await mongo[r.db]["transcript_turns"].count_documents({"agentWallet": r.agent})
+        if stored != args.turns + 1:
+            raise RuntimeError(f"{stored} of {args.turns + 1} turns stored")
+        if extra is not None:
+            detail += "\n  " + await extra.after(r, args.turns + 1)
     finally:
+        await mongo.drop_database(r.db)
         await mongo.close()
-    if stored != args.turns + 1:
-        raise RuntimeError(f"{stored} of {args.turns + 1} turns stored")
-    return float(args.turns / seconds)
+    return float(args.turns / seconds), detail
 
 
 def cpu_seconds(pid: int) -> float:
@@ -139,24 +183,60 @@ async def caught_up(ends: Endpoints, prefix: str, sealed: bool, timeout: float) 
         await wait_caught_up(ends.kafka_bootstrap, f"{prefix}.{group}", done, timeout=timeout)
 
 
-async def main(args: argparse.Namespace) -> dict[str, Any]:
-    rates: dict[str, list[float]] = {"plain": [], "sealed": []}
-    with endpoints() as ends:
-        for n in range(args.rounds * 2):
-            mode = "plain" if n % 2 == 0 else "sealed"
-            rate = await one_round(ends, mode == "sealed", args)
-            rates[mode].append(rate)
-            print(f"round {n + 1}: {mode:6} {rate:8.1f} stored turns/s", file=sys.stderr)
-    plain, sealed = (statistics.median(rates[m]) for m in ("plain", "sealed"))
+def summary(plain: Sequence[float], sealed: Sequence[float]) -> dict[str, Any]:
+    """Each mode's median rate, its rounds, and `sealed_vs_plain` (median ÷ median)."""
+    p, s = statistics.median(plain), statistics.median(sealed)
     return {
-        "turns": args.turns,
-        "rounds": args.rounds,
+        "plain_per_s": round(p, 1),
+        "sealed_per_s": round(s, 1),
+        "sealed_vs_plain": round(s / p, 3),
+        "plain_rounds_per_s": [round(x, 1) for x in plain],
+        "sealed_rounds_per_s": [round(x, 1) for x in sealed],
+    }
+
+
+async def compare(
+    ends: Endpoints,
+    *,
+    turns: int,
+    rounds: int,
+    threads: int = 50,
+    concurrency: int = 64,
+    extra: Extra | None = None,
+    label: str = "sealing",
+) -> dict[str, Any]:
+    """`rounds` rounds of each mode, alternating (plain first): `summary` of the stored
+    turns/s, with `turns`, `rounds` and `load_average` (1 min, at the start and the end)."""
+    args = argparse.Namespace(turns=turns, threads=threads, concurrency=concurrency)
+    rates: dict[str, list[float]] = {"plain": [], "sealed": []}
+    load = [round(os.getloadavg()[0], 2)]
+    for n in range(rounds * 2):
+        mode = "plain" if n % 2 == 0 else "sealed"
+        print(f"[{label}] round {n + 1}: {mode}", file=sys.stderr, flush=True)
+        rate, detail = await one_round(ends, mode == "sealed", args, extra)
+        rates[mode].append(rate)
+        print(f"  {rate:8.1f} stored turns/s; {detail}", file=sys.stderr, flush=True)
+    load.append(round(os.getloadavg()[0], 2))
+    return {
+        "turns": turns,
+        "rounds": rounds,
+        **summary(rates["plain"], rates["sealed"]),
+        "load_average": load,
+    }
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
+    with endpoints() as ends:
+        found = await compare(
+            ends,
+            turns=args.turns,
+            rounds=args.rounds,
+            threads=args.threads,
+            concurrency=args.concurrency,
+        )
+    return {
+        **found,
         "concurrency": args.concurrency,
-        "plain_per_s": [round(r, 1) for r in rates["plain"]],
-        "sealed_per_s": [round(r, 1) for r in rates["sealed"]],
-        "plain_median_per_s": round(plain, 1),
-        "sealed_median_per_s": round(sealed, 1),
-        "sealed_vs_plain": round(sealed / plain, 3),
         "machine": f"{platform.machine()} {platform.system()}, {os.cpu_count()} cpus",
     }
 

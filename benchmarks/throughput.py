@@ -26,6 +26,8 @@ writer groups (`transcripts`, and `embeddings` where it exists), one `search` an
 6. `store_ceiling_per_s`: `benchmarks.store_ceiling`'s `record_turns` on the same server at
    the groups' batch size (12,000 turns of the same text, no broker), and
    `stored_vs_ceiling` = `stored_per_s / store_ceiling_per_s`.
+7. `sealing`: stored turns/s without and with an event key, `--sealing-rounds` rounds of each
+   (`benchmarks.sealing.compare`, `--sealing-turns` turns a round; 0 rounds: skipped).
 
 Human-readable lines, or with `--json` exactly one JSON object on stdout (progress goes to
 stderr). Group logs: `$TMPDIR/mnemostream-throughput-<tag>-<group>-<n>.log`.
@@ -48,6 +50,7 @@ from typing import Any
 
 from pymongo import AsyncMongoClient
 
+from benchmarks import sealing
 from benchmarks.pipeline import endpoints
 from benchmarks.throughput_procs import cli, group_env, group_processes, time_to_ready, turns_lag
 from benchmarks.throughput_store import Store
@@ -80,6 +83,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--skip-replay", action="store_true")
     p.add_argument("--skip-ready", action="store_true")
+    p.add_argument("--sealing-rounds", type=int, default=2, help="of each mode; 0: none")
+    p.add_argument("--sealing-turns", type=int, default=2000, help="turns a sealing round")
     return p
 
 
@@ -287,7 +292,6 @@ async def rebuild(
     """Phase 5: replay the log into a fresh database, then verify it."""
     from services.ops.replay import replay
     from services.ops.verify import compare
-    from services.stream.offsets import end_offsets
 
     settings = Settings(
         kafka_bootstrap=ends.kafka_bootstrap,
@@ -355,6 +359,12 @@ async def run(args: argparse.Namespace, ends: Endpoints, tag: str, out: dict[str
     if not args.skip_replay:
         await rebuild(ends, tag, model, out)
     await ceiling(ends, tag, out)
+    if args.sealing_rounds > 0:  # phase 7, the groups stopped
+        began = time.monotonic()
+        out["sealing"] = await sealing.compare(
+            ends, turns=args.sealing_turns, rounds=args.sealing_rounds, label="throughput"
+        )
+        out["phase_seconds"]["sealing"] = time.monotonic() - began
 
 
 def main(argv: Sequence[str] | None = None) -> None:

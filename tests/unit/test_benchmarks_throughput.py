@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+from benchmarks.sealing import summary
 from benchmarks.throughput import parser, pct
 from benchmarks.throughput_store import _embedded_filter
 from benchmarks.throughput_text import exchange, marker_word, scopes, texts, turn_body
@@ -16,6 +17,7 @@ def test_the_defaults_are_the_issue_15_run() -> None:
     assert (args.turns, args.processes, args.rate, args.seconds) == (20000, 1, 500, 10)
     assert (args.json, args.skip_replay, args.skip_ready) == (False, False, False)
     assert args.agents * args.users == 50
+    assert (args.sealing_rounds, args.sealing_turns) == (2, 2000)  # issue 31: in every run
 
 
 def test_the_options_parse() -> None:
@@ -23,10 +25,19 @@ def test_the_options_parse() -> None:
         [
             *("--turns", "2000", "--seconds", "4", "--processes", "2", "--rate", "250"),
             *("--json", "--skip-replay", "--skip-ready"),
+            *("--sealing-rounds", "0", "--sealing-turns", "500"),
         ]
     )
     assert (args.turns, args.seconds, args.processes, args.rate) == (2000, 4, 2, 250)
     assert (args.json, args.skip_replay, args.skip_ready) == (True, True, True)
+    assert (args.sealing_rounds, args.sealing_turns) == (0, 500)
+
+
+def test_the_sealing_summary_is_the_ratio_of_the_medians() -> None:
+    found = summary([100.0, 300.0, 200.0], [90.0, 150.0, 250.0])
+    assert (found["plain_per_s"], found["sealed_per_s"]) == (200.0, 150.0)
+    assert found["sealed_vs_plain"] == 0.75
+    assert found["sealed_rounds_per_s"] == [90.0, 150.0, 250.0]
 
 
 def test_turn_texts_are_seeded_varied_and_of_realistic_length() -> None:
