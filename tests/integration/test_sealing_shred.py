@@ -21,13 +21,11 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from schemas import topics
 from services.endpoints import Endpoints
-from services.groups.app import running_groups
 from services.ops.replay import replay
 from services.runtime import Runtime
 from services.sdk.client import MemoryClient
-from services.stream.offsets import end_offsets, start_at_end
-from tests.support.pipeline import drained, subscriptions
-from tests.support.settings import make_settings
+from services.stream.offsets import end_offsets
+from tests.support.pipeline import drained, groups_running
 
 pytestmark = pytest.mark.integration
 
@@ -62,32 +60,8 @@ and reply topics, and the ingress, keep theirs for their short retention (docs/s
 async def deployment(
     stack: Endpoints, minilm: LocalMiniLMEmbedder, name: str, groups: list[str], **extra: Any
 ) -> AsyncIterator[tuple[Runtime, MemoryClient]]:
-    tag = uuid.uuid4().hex[:10]
-    settings = make_settings(
-        stack,
-        f"{name}_{tag}",
-        group_prefix=f"{name}-{tag}",
-        session_timeout_ms=2000,
-        heartbeat_interval_ms=500,
-        extractor="rules",
-        embedding_deferred="embeddings" in groups,
-        **extra,
-    )
-    await start_at_end(stack.kafka_bootstrap, subscriptions(settings.group_prefix, groups))
-    async with (
-        running_groups(settings, groups, embedder=minilm, broker_logs=False) as rt,
-        MemoryClient(
-            stack.kafka_bootstrap,
-            timeout=15,
-            group_prefix=settings.group_prefix,
-            deferred_embeddings=settings.embedding.deferred,
-            ingress=settings.sealing.ingress,
-        ) as client,
-    ):
-        try:
-            yield rt, client
-        finally:
-            await rt.mongo.drop_database(settings.mongo.db)
+    async with groups_running(stack, minilm, name, groups, extractor="rules", **extra) as running:
+        yield running
 
 
 async def records(bootstrap: str, names: Iterable[str]) -> list[bytes]:

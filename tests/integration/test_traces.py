@@ -27,16 +27,13 @@ from pydantic import BaseModel
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from schemas import topics
 from services.endpoints import Endpoints
-from services.groups.app import running_groups
 from services.ops.logs import TraceIds
 from services.runtime import Runtime
 from services.sdk.client import MemoryClient
 from services.stream.dead_letters import read_letters
-from services.stream.offsets import start_at_end
 from services.stream.telemetry import GROUP_ATTRIBUTE, LAYER_ATTRIBUTE
 from tests.support.http_server import Provider, Reply, Responder
-from tests.support.pipeline import subscriptions
-from tests.support.settings import make_settings
+from tests.support.pipeline import groups_running
 
 pytestmark = pytest.mark.integration
 
@@ -79,37 +76,13 @@ async def deployment(
     stack: Endpoints, minilm: LocalMiniLMEmbedder, groups: list[str], **extra: Any
 ) -> AsyncIterator[Traced]:
     """`groups` running in-process, their spans in an in-memory exporter."""
-    tag = uuid.uuid4().hex[:10]
-    settings = make_settings(
-        stack,
-        f"traces_{tag}",
-        group_prefix=f"traces-{tag}",
-        session_timeout_ms=2000,
-        heartbeat_interval_ms=500,
-        extractor="none",
-        embedding_deferred="embeddings" in groups,
-        **extra,
-    )
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    await start_at_end(stack.kafka_bootstrap, subscriptions(settings.group_prefix, groups))
-    async with (
-        running_groups(
-            settings, groups, embedder=minilm, broker_logs=False, tracer_provider=provider
-        ) as rt,
-        MemoryClient(
-            stack.kafka_bootstrap,
-            timeout=15,
-            group_prefix=settings.group_prefix,
-            deferred_embeddings=settings.embedding.deferred,
-            ingress=settings.sealing.ingress,
-        ) as client,
-    ):
-        try:
-            yield Traced(rt, client, exporter)
-        finally:
-            await rt.mongo.drop_database(settings.mongo.db)
+    async with groups_running(
+        stack, minilm, "traces", groups, tracer_provider=provider, **extra
+    ) as (rt, client):
+        yield Traced(rt, client, exporter)
 
 
 @pytest.fixture
@@ -236,27 +209,18 @@ async def test_the_endpoint_setting_exports_the_spans_over_otlp_http(
     """`MNEMOSTREAM_OTEL_ENDPOINT` alone turns traces on: the search's spans reach a local
     OTLP/HTTP collector (protobuf on `/v1/traces`) by the time the groups have stopped."""
     collector = provider(lambda r: Reply(200, b""))
-    tag = uuid.uuid4().hex[:10]
-    settings = make_settings(
+    agent = TracerProvider().get_tracer("agent")
+    async with groups_running(
         stack,
-        f"otlp_{tag}",
-        group_prefix=f"otlp-{tag}",
-        session_timeout_ms=2000,
-        heartbeat_interval_ms=500,
-        extractor="none",
+        minilm,
+        "otlp",
+        ["search"],
         otel_endpoint=collector.url,
         otel_service_name="traces-test",
-    )
-    await start_at_end(stack.kafka_bootstrap, subscriptions(settings.group_prefix, ["search"]))
-    agent = TracerProvider().get_tracer("agent")
-    async with (
-        running_groups(settings, ["search"], embedder=minilm, broker_logs=False) as rt,
-        MemoryClient(stack.kafka_bootstrap, timeout=15) as client,
-    ):
+    ) as (_, client):
         with agent.start_as_current_span("agent pre_turn") as root:
             reply = await client.context("anything?", scope("t4"), layers=["vectors"])
         assert reply.error is None
-        await rt.mongo.drop_database(settings.mongo.db)
     sent = b"".join(r.body for r in collector.received if r.path == "/v1/traces")
     assert bytes.fromhex(format(root.get_span_context().trace_id, "032x")) in sent
     assert b"search layer vectors" in sent

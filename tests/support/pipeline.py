@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+from opentelemetry.sdk.trace import TracerProvider
+
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from services.endpoints import Endpoints
 from services.groups.app import resolve_groups, running_groups
@@ -66,10 +68,12 @@ async def groups_running(
     groups: Sequence[str],
     *,
     from_start: bool = False,
+    tracer_provider: TracerProvider | None = None,
     **settings: Any,
 ) -> AsyncIterator[tuple[Runtime, MemoryClient]]:
     """`groups` of a deployment named `name` (fast group joins, no extractor unless set);
-    `minilm=None` builds the embedder the settings name.
+    `minilm=None` builds the embedder the settings name; spans go to `tracer_provider` when
+    given. The client publishes turns through the ingress when the settings say so.
 
     The topics are shared by every test of the session, so the groups start at the topics'
     current ends and see only what the test publishes; `from_start=True` makes them read
@@ -92,13 +96,18 @@ async def groups_running(
     if not from_start:
         await start_at_end(stack.kafka_bootstrap, subscriptions(config.group_prefix, groups))
     async with (
-        running_groups(config, groups, embedder=minilm, broker_logs=False) as rt,
+        running_groups(
+            config, groups, embedder=minilm, broker_logs=False, tracer_provider=tracer_provider
+        ) as rt,
         MemoryClient(
             stack.kafka_bootstrap,
             timeout=15,
             group_prefix=config.group_prefix,
             deferred_embeddings=config.embedding.deferred,
+            ingress=config.sealing.ingress,
         ) as client,
     ):
-        yield rt, client
-        await rt.mongo.drop_database(config.mongo.db)
+        try:
+            yield rt, client
+        finally:
+            await rt.mongo.drop_database(config.mongo.db)
