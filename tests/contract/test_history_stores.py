@@ -363,6 +363,18 @@ async def test_jobs_record_what_they_supersede_and_purge(stores: Stores) -> None
     assert (superseded.kind, superseded.cause.name) == ("superseded", "consolidate")
     assert superseded.details["supersededBy"] == "d2"
 
+    ops = Ledger(stores.history, Cause("request", "corr-u", "item.update", "operator_key"))
+    await update_item(
+        stores.items,
+        HashingEmbedder(32),
+        MINE,
+        "d2",
+        content="Ann likes jazz a lot.",
+        at=T0 + 55,
+        ledger=ops,
+    )  # the history of d2 now says what was said
+    said = [(c.old_content, c.new_content) for c in await stores.history.of_item(MINE, "d2", 9)]
+    assert said == [("Ann likes jazz.", "Ann likes jazz a lot.")]
     await delete_item(stores.items, MINE, "d2", at=T0 + 60)
     cleanup = Ledger(stores.history, Cause("job", "cleanup@1", "cleanup", "job"))
     now = T0 + 200 * 86_400_000
@@ -375,6 +387,10 @@ async def test_jobs_record_what_they_supersede_and_purge(stores: Stores) -> None
     }
     assert set(purged) == {"d1", "d2"}
     assert {c.cause.id for c in purged.values()} == {"cleanup@1"}
+    # issue 31: the purge keeps what happened and erases what was said, as a hard delete does
+    kept = [c for item in ("d1", "d2") for c in await stores.history.of_item(MINE, item, 10)]
+    assert [c.kind for c in kept] == ["superseded", "purged", "updated", "purged"]
+    assert "jazz" not in repr([(c.old_content, c.new_content, c.details) for c in kept])
 
 
 async def test_an_item_with_no_recorded_history_starts_with_its_row(stores: Stores) -> None:
