@@ -8,8 +8,9 @@ twice (or redelivering the event) keeps one row: the reference never deduplicate
 
 The remembered text is also read by the extractor for its entities and relations
 (`remembered_links`, issue 17 §1): "My manager is Dana." is a fact row *and* Dana MANAGER_OF
-user in the graph. The text itself stays the one fact: the extractor's rephrasings of it are
-not stored beside it.
+user in the graph, with the untyped links a turn gets (issue 32). The text itself stays the
+one fact: the extractor's rephrasings of it are not stored beside it. Every graph row read
+from it records the fact's row as its source, so forgetting the fact forgets them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.history import change
+from engine.ingest.extraction.links import find_links
 from engine.ingest.extraction.types import (
     FACT_TYPES,
     ExtractionPolicy,
@@ -151,8 +153,12 @@ async def remembered_links(
 ) -> FactsExtracted | None:
     """The entities and relations the remembered text names, as a `FactsExtracted`
     without facts (the remembered row is the fact), or None when it names none. The text is
-    read as the user's words. May raise `DependencyFailed` (a remote extractor)."""
-    found = await extractor.extract([TurnText("user", event.content)], policy)
+    read as the user's words, as a turn's are: the extractor's typed relations and the
+    untyped links around them, each with its sentence (issue 32). Stored with the fact's row
+    as their source (`FactWriter.store`), so forgetting the fact forgets them
+    (`engine.upkeep.derived`). May raise `DependencyFailed` (a remote extractor)."""
+    said = [TurnText("user", event.content)]
+    found = find_links(said, await extractor.extract(said, policy))
     if not found.relations:
         return None
     return FactsExtracted(
@@ -163,6 +169,7 @@ async def remembered_links(
         extractor=extractor.name,
         entities=[EntityItem(name=e.name, type=e.type, summary=e.summary) for e in found.entities],
         relations=[
-            RelationItem(source=r.source, type=r.type, target=r.target) for r in found.relations
+            RelationItem(source=r.source, type=r.type, target=r.target, evidence=r.evidence)
+            for r in found.relations
         ],
     )

@@ -28,9 +28,10 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
     group = GroupRouter(GROUP, rt, metrics)
     wanted = SealedPublisher(group.router.publisher(topics.EMBEDDINGS), rt.sealer)
 
-    async def stored(event: FactsExtracted) -> None:
-        """Store what was extracted; ask the embeddings group for the missing vectors."""
-        found = await rt.facts.store(event)
+    async def stored(event: FactsExtracted, source: str | None = None) -> None:
+        """Store what was extracted (from the memory item `source`, None: the event's
+        turn); ask the embeddings group for the missing vectors."""
+        found = await rt.facts.store(event, source)
         if found.pending:  # the embeddings group fills their vectors
             targets = [VectorTarget(vector_id=i, text=t) for i, t in found.pending.items()]
             await wanted.publish(
@@ -44,7 +45,7 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
             )
 
     async def remember(event: MemoryRemembered) -> None:
-        await rt.rememberer.remember(event)
+        fact = await rt.rememberer.remember(event)
         extractor = rt.extractor
         if extractor is not None:
             try:
@@ -53,8 +54,8 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
                 # the fact is stored; only its graph links wait for the next remember
                 log.warning("remember %s: no graph links (%s)", event.event_id, exc)
                 links = None
-            if links is not None:
-                await stored(links)
+            if links is not None:  # read from the fact's row: forgotten with it
+                await stored(links, fact.vector_id)
         await group.changes.announce(event, event.scope, ["graph", "vectors"])
 
     group.on_events(
