@@ -100,3 +100,17 @@ async def test_a_bulk_delete_forgets_what_the_graph_read_from_the_row(start: Sta
         left = graph_texts(g.rt, tenant)
     assert "head office" not in left
     assert "Austin" not in left
+
+
+async def test_forgetting_the_user_leaves_no_graph_row_nor_its_words(start: Start) -> None:
+    tenant = scope()
+    async with start(["facts", "items"]) as g:
+        await remembered(g, tenant, EMPLOYED)
+        await remembered(g, tenant, OFFICE)
+        assert "head office" in graph_texts(g.rt, tenant)
+        erased = await g.request(ItemRequest(scope=tenant, op="forget"), topics.ITEMS, ItemReply)
+        assert erased.erased is not None
+        assert erased.erased["relations"] >= 2
+        left = graph_texts(g.rt, tenant, sources=True)
+    for said in ("head office", "Austin", "employed", "Initech"):
+        assert said not in left
