@@ -83,8 +83,9 @@ class GraphSources(Protocol):
     `relations` collections; in memory their stores' rows."""
 
     async def attach(self, attachments: Sequence[Attachment]) -> None:
-        """Record each evidence on its row (a row that does not exist is skipped); a row
-        keeps one evidence per item, the first recorded (a redelivery changes nothing)."""
+        """Record each evidence on its row (a row that does not exist, or was written before
+        the bookkeeping, is skipped); a row keeps one evidence per item, the first recorded
+        (a redelivery changes nothing)."""
         ...
 
     async def detach(self, where: TenantFilter, item_ids: Sequence[str]) -> DerivedRows:

@@ -257,6 +257,19 @@ async def test_another_tenant_and_rows_without_evidence_are_left_alone(graph: Gr
     )
     assert await graph.memory.insert_if_absent(legacy)
 
+    named_again = extracted(
+        1,
+        [EntityItem(name="Legacy", type="thing", summary="Legacy again, said later.")],
+        [],
+        "remember:e9",
+    )
+    await writer.store(named_again, "fact_later")  # a later item does not adopt it
+    await graph.forget("fact_later")
+    kept = await entity(graph, "Legacy")
+    assert kept is not None
+    assert kept.content == legacy.content
+    assert DERIVED_FROM not in kept.metadata
+
     await graph.forget("fact_employed", where=OTHER)  # not this tenant's: nothing happens
     assert await entity(graph, "Initech") is not None
 

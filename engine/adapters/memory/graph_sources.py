@@ -16,7 +16,10 @@ from engine.scoping import TenantFilter
 
 
 def _with(metadata: Mapping[str, Any], attachment: Attachment) -> dict[str, Any] | None:
-    """The metadata with the evidence added, or None when the item is there already."""
+    """The metadata with the evidence added, or None when the item is there already (or
+    the row was written before the bookkeeping: it is left as it is)."""
+    if DERIVED_FROM not in metadata:
+        return None
     held = list(metadata.get(DERIVED_FROM) or [])
     item = attachment.evidence.item
     if item in held:

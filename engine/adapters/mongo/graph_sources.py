@@ -34,7 +34,8 @@ def _attach(a: Attachment) -> UpdateOne:
     push: Doc = {"$push": {_SOURCES: a.evidence.stored()}, "$addToSet": {_FROM: a.evidence.item}}
     if a.kind == "entity":
         push["$set"] = {CHANGED_AT: stamp()}
-    return UpdateOne({"_id": a.row_id, _FROM: {"$ne": a.evidence.item}}, push)
+    # a row written before the bookkeeping (no `derivedFrom`) is left as it is
+    return UpdateOne({"_id": a.row_id, _FROM: {"$exists": True, "$ne": a.evidence.item}}, push)
 
 
 class MongoGraphSources:
