@@ -62,7 +62,9 @@ class MongoGraphSources:
         pull: Doc = {"$pull": {_SOURCES: {"item": {"$in": items}}, _FROM: {"$in": items}}}
         docs: dict[str, list[Doc]] = {}
         for name, col in (("entity", self._memory), ("relation", self._relations)):
-            query = {"$and": [tenant, {_FROM: {"$in": items}}]}
+            # entity rows by (tenant, source): the memory index's prefix, not every row
+            only = {"source": "entity"} if name == "entity" else {}
+            query = {"$and": [tenant, {**only, _FROM: {"$in": items}}]}
             update = pull | ({"$set": {CHANGED_AT: stamp()}} if name == "entity" else {})
             try:
                 ids = [d["_id"] for d in await col.find(query, {"_id": 1}).to_list(None)]
