@@ -4,8 +4,8 @@ and `metadata.sources` (one entry per item).
 
 Every write is one atomic update per row: an evidence is pushed only while the row does not
 hold the item yet, detached with `$pull`, and a row is dropped only while it holds none, so a
-concurrent attach is never lost. Entity writes mark `changedAt` (a removal first moves the
-agent's epoch), as every `memory` write does (`engine.adapters.mongo.changes`)."""
+concurrent attach is never lost. Entity writes mark `changedAt` (a removal is fenced by the
+agent's epoch, `epoch_fence`), as every `memory` write does (`engine.adapters.mongo.changes`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
-from engine.adapters.mongo.changes import CHANGED_AT, bump_epochs, stamp
+from engine.adapters.mongo.changes import CHANGED_AT, epoch_fence, stamp
 from engine.adapters.mongo.documents import Doc, tenant_query, vector
 from engine.adapters.mongo.memory_rows import row_of
 from engine.adapters.mongo.relations import relation_of
@@ -91,21 +91,28 @@ class MongoGraphSources:
         bare = {"$or": [{_SOURCES: {"$size": 0}}, {_SOURCES: {"$exists": False}}]}
         dropped: list[list[str]] = []
         for col, ids in ((self._memory, entity_ids), (self._relations, relation_ids)):
-            fenced = col is self._memory and bool(ids)
-            if fenced:  # a reader holding the rows loads the tenant anew (before and after)
-                await bump_epochs(self._db, [where.agent_wallet], "graph entity removal")
             gone: list[str] = []
-            for i in dict.fromkeys(ids):
-                try:
-                    doc = await col.find_one_and_delete({"$and": [tenant, {"_id": i}, bare]})
-                except PyMongoError as exc:
-                    raise DependencyFailed(f"graph row removal failed: {exc}") from exc
-                if doc is not None:
-                    gone.append(i)
-            if fenced:
-                await bump_epochs(self._db, [where.agent_wallet], "graph entity removal")
+            if col is self._memory and ids:  # a reader holding the rows loads the tenant anew
+                async with epoch_fence(self._db, [where.agent_wallet], "graph entity removal"):
+                    gone = await self._drop(col, tenant, bare, ids)
+            else:
+                gone = await self._drop(col, tenant, bare, ids)
             dropped.append(gone)
         return dropped[0], dropped[1]
+
+    @staticmethod
+    async def _drop(
+        col: AsyncCollection[Doc], tenant: Doc, bare: Doc, ids: Sequence[str]
+    ) -> list[str]:
+        gone: list[str] = []
+        for i in dict.fromkeys(ids):
+            try:
+                doc = await col.find_one_and_delete({"$and": [tenant, {"_id": i}, bare]})
+            except PyMongoError as exc:
+                raise DependencyFailed(f"graph row removal failed: {exc}") from exc
+            if doc is not None:
+                gone.append(i)
+        return gone
 
     async def show_entity(
         self, where: TenantFilter, entity_id: str, content: str, embedding: Vector, model: str
