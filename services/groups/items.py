@@ -80,6 +80,14 @@ def _change(c: ItemChange) -> dict[str, Any]:
     }
 
 
+def announced_layers(request: ItemRequest, rows: list[MemoryRow]) -> list[str]:
+    """The layers a change of `rows` affects; a delete's the graph too, as what the graph
+    read from the row went with it (`engine.upkeep.derived`)."""
+    layers = changed_layers(rows)
+    deleting = request.op == "delete" or any(w.op == "delete" for w in request.writes or [])
+    return layers if not deleting or "graph" in layers else ["graph", *layers]
+
+
 def cause_of(request: ItemRequest, correlation_id: str | None) -> Cause:
     """The cause of a request's changes: the request (its correlation id, else a new id)."""
     return Cause(
@@ -198,7 +206,7 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
             for row in rows:  # one announcement per written scope (a `write` has many rows)
                 changed.setdefault(changed_scope(row), []).append(row)
             for scope, written in changed.items():
-                layers = changed_layers(written)
+                layers = announced_layers(request, written)
                 await group.changes.announce_at(scope, layers)
                 # read-your-writes (issue 30): the caller's next search must not answer from
                 # the query cache of before this change, so the written scope's namespace is
