@@ -1,14 +1,16 @@
 """Wire bodies as models: the reference's loose JSON (reference §1.1, §7.1) parsed once.
 
 The gateway takes these as its request bodies (their JSON schema is the OpenAPI document's)
-and the SDK, MCP and the CLI parse through them (`schemas.inputs`), so one model says what a
-body may hold, and each refusal has one message. The reference's looseness is on the model:
+and the SDK, MCP and the CLI parse through them, so one model says what a body may hold, and
+each refusal has one message. The reference's looseness is on the model:
 
-* aliases with `AliasChoices`; the first alias *present* wins (a blank or null one is absent,
-  dropped by `drop_absent` before pydantic picks one);
+* aliases with `AliasChoices`; the first alias *present* wins (an absent one, null or blank,
+  is dropped by `Body._loose`, from the model's alias table `ALIASES`, before pydantic
+  picks one);
 * an empty (or blank, for text) string means absent;
 * a value of the wrong JSON type is refused (400), a number or time out of its range is
-  `ValueOutOfRange` (422), never clamped into range nor replaced by a default.
+  `ValueOutOfRange` (422), never clamped into range nor replaced by a default (a per-page
+  count above its maximum is lowered to it, reference §6.1: `ContextInput`).
 
 Validators raise `Refused` / `ScopeError` / `ValueOutOfRange` with a message relative to
 where they sit; `refusal` puts the location in front (`messages[1].role is invalid`), so the
@@ -19,7 +21,8 @@ milliseconds since epoch.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, TypeVar
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -28,7 +31,9 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    StringConstraints,
     ValidationError,
+    ValidationInfo,
     WithJsonSchema,
     model_validator,
 )
@@ -42,8 +47,8 @@ from schemas.bounds import (
     epoch_ms,
     whole_count,
 )
-from schemas.limits import INT64_MAX, MAX_MESSAGE_BYTES
-from schemas.scope import ScopeError, id_problem
+from schemas.limits import INT64_MAX, MAX_MESSAGE_BYTES, check_json_object
+from schemas.scope import MAX_ID_CHARS, Id, Scope, ScopeError, id_problem
 
 B = TypeVar("B", bound=BaseModel)
 E = TypeVar("E", bound=BaseModel)
@@ -105,7 +110,10 @@ def refusal(error: Mapping[str, Any], root: str = "") -> ScopeError:
 
 
 def parse_body(model: type[B], data: object, root: str = "") -> B:
-    """`model.model_validate(data)`, the first problem raised as its `refusal`."""
+    """`model.model_validate(data)`, the first problem raised as its `refusal` under `root`;
+    a value that is not an object is refused as `root` (default "body")."""
+    if not isinstance(data, Mapping):
+        raise ScopeError(f"{root or 'body'} must be an object")
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -130,8 +138,8 @@ def within_message_limit(event: E, label: str) -> E:
 
 
 def _text(value: str | None) -> str | None:
-    """`str()` of reference §0: trimmed; blank is absent."""
-    return (value.strip() or None) if value is not None else None
+    """`str()` of reference §0 (trimmed by `Text`'s constraint): blank is absent."""
+    return value or None
 
 
 def _loose_id(value: object) -> object:
@@ -157,8 +165,30 @@ def _tokens(value: object) -> object:
         raise Refused.of(exc) from None
 
 
-Text = Annotated[str | None, AfterValidator(_text)]
-"""A string, trimmed; blank means absent."""
+def _objects(*, document: bool) -> AfterValidator:
+    """The bounds of a free-form object (`schemas.limits.check_json_object`), refused as a
+    400 naming the path, as the scope's objects always were."""
+
+    def check(value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        try:
+            return check_json_object(value, info.field_name or "object", document=document)
+        except ValueError as exc:
+            raise Refused(f": {exc}") from None
+
+    return AfterValidator(check)
+
+
+def _count(value: object) -> object:
+    try:
+        return whole_count(value, _NAMED)
+    except ScopeError as exc:
+        raise Refused.of(exc) from None
+
+
+Text = Annotated[
+    Annotated[str, StringConstraints(strip_whitespace=True)] | None, AfterValidator(_text)
+]
+"""A string, trimmed; blank means absent. A field's `max_length` applies to the trimmed text."""
 LooseId = Annotated[str | None, BeforeValidator(_loose_id)]
 """An identifier, never trimmed; empty means absent."""
 Time = Annotated[
@@ -177,23 +207,9 @@ Time = Annotated[
 """ms since epoch or ISO-8601 (naive means UTC), as ms; `ValueOutOfRange` outside the range."""
 Tokens = Annotated[int, Field(ge=0, le=INT64_MAX), BeforeValidator(_tokens)]
 """A token count: a whole number of at least 0 (an integral float is its integer)."""
-
-
-def _absent(value: object) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
-
-
-def drop_absent(data: Any, *groups: tuple[str, ...]) -> Any:
-    """`data` without the absent (null or blank) keys of each alias group, so `AliasChoices`
-    takes the first one present (first present wins)."""
-    if not isinstance(data, dict):
-        return data
-    out = dict(data)
-    for group in groups:
-        for key in group:
-            if key in out and _absent(out[key]):
-                del out[key]
-    return out
+LooseCount = Annotated[int, Field(ge=1, le=INT64_MAX), BeforeValidator(_count)]
+"""A count: a whole number of at least 1 (an integral float is its integer); a per-page
+count above its maximum is lowered to it by its model."""
 
 
 def json_type(value: object) -> str:
@@ -207,77 +223,127 @@ def json_type(value: object) -> str:
     return "a number" if isinstance(value, int | float) else "a list"
 
 
+@dataclass(frozen=True, slots=True)
+class Alias:
+    """One row of a model's alias table (`Body.ALIASES`): the keys of one field, first
+    *present* wins. `absent` says which values are absent (dropped, so the next key is
+    used): `"blank"` null or a blank string (text), `"empty"` null or "" (an id: a blank
+    one is refused by the id rule), `"null"` null only (then the first key present must be
+    a `kind`, else it is refused with `problem`, where `{given}` is the value's JSON type)."""
+
+    keys: tuple[str, ...]
+    absent: Literal["blank", "empty", "null"] = "blank"
+    kind: type | None = None
+    problem: str = ""
+
+    def gone(self, value: object) -> bool:
+        if value is None:
+            return True
+        if not isinstance(value, str) or self.absent == "null":
+            return False
+        return not (value.strip() if self.absent == "blank" else value)
+
+
 class Body(BaseModel):
-    """A wire body: frozen; unknown keys are ignored (the reference's bodies carry more)."""
+    """A wire body: frozen; unknown keys are ignored (the reference's bodies carry more).
+    `ALIASES` is the model's alias table, applied by one before-validator for every model:
+    the body must be an object, absent values of each row are dropped, the first key present
+    must be of the row's `kind`."""
 
     model_config = ConfigDict(
         frozen=True, extra="ignore", populate_by_name=True, protected_namespaces=()
     )
 
+    ALIASES: ClassVar[tuple[Alias, ...]] = ()
 
-def require_object(data: Any) -> Any:
-    if not isinstance(data, dict):
-        raise Refused("must be an object")
-    return data
+    @model_validator(mode="before")
+    @classmethod
+    def _loose(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            raise Refused("must be an object")
+        out = dict(data)
+        for row in cls.ALIASES:
+            for key in row.keys:
+                if key in out and row.gone(out[key]):
+                    del out[key]
+            first = next((key for key in row.keys if key in out), None)
+            if first is not None and row.kind is not None and not isinstance(out[first], row.kind):
+                raise Refused(row.problem.format(given=json_type(out[first])), first)
+        return out
 
 
 # --- the scope keys ------------------------------------------------------------------------
 
 
-class ScopeInput(Body):
-    """The tenant scope (reference §1.1) as sent; `Scope.parse` checks it (`scope_keys`)."""
+SCOPE_ALIASES = tuple(
+    Alias(keys, "empty")
+    for keys in (
+        ("agentWallet", "agent_id", "agent_wallet"),
+        ("userAddress", "user_id", "user_address"),
+        ("threadId", "thread_id", "runId", "run_id"),
+        ("haiId", "hai_id"),
+    )
+)
+"""The scope's rows: a blank id is refused (`schemas.scope.id_problem`), not absent."""
 
-    agent_wallet: str | None = Field(
+
+class ScopeInput(Body):
+    """The tenant scope (reference §1.1) as sent. Every id is checked here (the id rule,
+    `schemas.scope.Id`, and its length), so `scope()` makes the `Scope` without a second
+    pass."""
+
+    agent_wallet: Id | None = Field(
         default=None,
         validation_alias=AliasChoices("agentWallet", "agent_id", "agent_wallet"),
+        max_length=MAX_ID_CHARS,
         description="Required (aliases agent_id, agent_wallet).",
     )
-    user_address: str | None = Field(
+    user_address: Id | None = Field(
         default=None,
         validation_alias=AliasChoices("userAddress", "user_id", "user_address"),
+        max_length=MAX_ID_CHARS,
         description="Aliases user_id, user_address.",
     )
-    thread_id: str | None = Field(
+    thread_id: Id | None = Field(
         default=None,
         validation_alias=AliasChoices("threadId", "thread_id", "runId", "run_id"),
+        max_length=MAX_ID_CHARS,
         description="Aliases thread_id, runId, run_id.",
     )
-    mode: str | None = Field(
+    mode: Id | None = Field(
         default=None, description='"global" or "local" (else ignored; never padded).'
     )
-    hai_id: str | None = Field(
+    hai_id: Id | None = Field(
         default=None,
         validation_alias=AliasChoices("haiId", "hai_id"),
+        max_length=MAX_ID_CHARS,
         description="Required when mode is local (alias hai_id).",
     )
-    filters: dict[str, Any] | None = Field(default=None, description="Allowlisted filters.")
-    metadata: dict[str, Any] | None = None
+    filters: Annotated[dict[str, Any], _objects(document=False)] | None = Field(
+        default=None, description="Allowlisted filters."
+    )
+    metadata: Annotated[dict[str, Any], _objects(document=True)] | None = None
 
-    @model_validator(mode="before")
-    @classmethod
-    def _scope_aliases(cls, data: Any) -> Any:
-        data = require_object(data)
-        out = dict(data)
-        for group in (
-            ("agentWallet", "agent_id", "agent_wallet"),
-            ("userAddress", "user_id", "user_address"),
-            ("threadId", "thread_id", "runId", "run_id"),
-            ("haiId", "hai_id"),
-        ):
-            for key in group:
-                if out.get(key, 0) in (None, ""):
-                    del out[key]
-        return out
+    ALIASES = SCOPE_ALIASES
 
-    def scope_keys(self) -> dict[str, Any]:
-        """The scope as `Scope.parse` takes it (canonical names; absent keys left out)."""
-        keys = {
-            "agentWallet": self.agent_wallet,
-            "userAddress": self.user_address,
-            "threadId": self.thread_id,
-            "mode": self.mode,
-            "haiId": self.hai_id,
-            "filters": self.filters,
-            "metadata": self.metadata,
-        }
-        return {k: v for k, v in keys.items() if v is not None}
+    def scope(self, *, agent: str | None = None, user: str | None = None) -> Scope:
+        """The `Scope` (reference §1.1-§1.2), made from the checked keys. `agent` and `user`
+        stand for an absent `agentWallet` and `userAddress` (a confined credential's own);
+        `mode` is kept when it is "global" or "local"."""
+        wallet = self.agent_wallet or agent
+        if wallet is None:
+            raise ScopeError("agentWallet is required")
+        mode: Literal["global", "local"] | None = (
+            "global" if self.mode == "global" else "local" if self.mode == "local" else None
+        )
+        if mode == "local" and self.hai_id is None:
+            raise ScopeError("haiId is required when mode is local")
+        return Scope.model_construct(
+            agent_wallet=wallet,
+            user_address=self.user_address or user,
+            thread_id=self.thread_id,
+            mode=mode,
+            hai_id=self.hai_id,
+            filters=self.filters,
+            metadata=self.metadata,
+        )

@@ -11,20 +11,32 @@ import math
 from datetime import datetime
 from typing import Any, get_args
 
-from schemas.bounds import ValueOutOfRange, parse_contract
+from schemas.bodies import within_message_limit
+from schemas.bounds import ValueOutOfRange, epoch_ms, parse_contract
 from schemas.events import (
     CheckpointKind,
     KnowledgeFormat,
     KnowledgeSubmitted,
     WorkflowCheckpointRecorded,
+    utc_now,
 )
-from schemas.inputs import ROLES, occurred_at_when, within_message_limit
+from schemas.ids import from_ms
 from schemas.scope import Scope, ScopeError, clean_id, clean_str
+from schemas.turn_input import ROLES
 
 KNOWLEDGE_FORMATS: tuple[str, ...] = get_args(KnowledgeFormat)
 CHECKPOINT_KINDS: tuple[str, ...] = get_args(CheckpointKind)
 WALLET_ALIASES = ("workflowWallet", "workflow_wallet")
 """Names of the workflow wallet in the reference's workflow calls; `agentWallet` wins."""
+
+
+def occurred_at_when(data: dict[str, Any], now: datetime | None) -> datetime:
+    """The event's time: `now` when given, else the body's `occurredAt` (alias
+    `occurred_at`: ms since epoch or ISO-8601, naive means UTC), else the wall clock. A given
+    `occurredAt` is checked either way (`ValueOutOfRange` outside the time range)."""
+    key = "occurredAt" if data.get("occurredAt") is not None else "occurred_at"
+    ms = epoch_ms(data.get(key), key)
+    return now or (from_ms(ms) if ms is not None else None) or utc_now()
 
 
 def _object(body: object) -> dict[str, Any]:

@@ -6,12 +6,19 @@ Times are milliseconds since epoch.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
-from pydantic import AliasChoices, BeforeValidator, Field, field_validator, model_validator
+from pydantic import AliasChoices, BeforeValidator, Field, field_validator
 
-from schemas.bodies import Refused, ScopeInput, Text, Time, drop_absent, within_message_limit
-from schemas.bounds import parse_contract
+from schemas.bodies import (
+    SCOPE_ALIASES,
+    Alias,
+    Refused,
+    ScopeInput,
+    Text,
+    Time,
+    within_message_limit,
+)
 from schemas.events import MemoryRemembered, memory_type_problem, utc_now
 from schemas.ids import from_ms
 from schemas.scope import Scope
@@ -37,15 +44,17 @@ class RememberInput(ScopeInput):
     content: Text = Field(
         default=None,
         validation_alias=AliasChoices("content", "fact"),
+        max_length=4_000,
         description="Required (alias fact).",
     )
     type: Text = Field(default=None, description=f"One word; default {DEFAULT_TYPE}.")
-    retention: Text = None
+    retention: Text = Field(default=None, max_length=32)
     confidence: Confidence | None = Field(default=None, description="From 0 to 1; default 1.")
-    memory_scope: Text = Field(default=None, validation_alias="scope")
+    memory_scope: Text = Field(default=None, validation_alias="scope", max_length=64)
     conflict_policy: Text = Field(
         default=None,
         validation_alias=AliasChoices("conflictPolicy", "conflict_policy"),
+        max_length=32,
         description="Alias conflict_policy.",
     )
     occurred_at: Time = Field(
@@ -54,15 +63,12 @@ class RememberInput(ScopeInput):
         description="ISO-8601 or ms since epoch (alias occurred_at). Default: now.",
     )
 
-    @model_validator(mode="before")
-    @classmethod
-    def _aliases(cls, data: Any) -> Any:
-        return drop_absent(
-            data,
-            ("content", "fact"),
-            ("conflictPolicy", "conflict_policy"),
-            ("occurredAt", "occurred_at"),
-        )
+    ALIASES = (
+        *SCOPE_ALIASES,
+        Alias(("content", "fact")),
+        Alias(("conflictPolicy", "conflict_policy")),
+        Alias(("occurredAt", "occurred_at")),
+    )
 
     @field_validator("type")
     @classmethod
@@ -78,22 +84,20 @@ class RememberInput(ScopeInput):
         this body's, checked); its time is `now`, else `occurredAt`, else the clock. The
         content is checked here, after the caller's scope was allowed (a credential is
         refused another tenant's fact, 403, whatever it says)."""
-        scope = scope or Scope.parse(self.scope_keys())
+        scope = scope or self.scope()
         if self.content is None:
             raise Refused("content is required")
         given = from_ms(self.occurred_at) if self.occurred_at is not None else None
-        event = parse_contract(
-            MemoryRemembered,
-            {
-                "occurred_at": now or given or utc_now(),
-                "scope": scope,
-                "content": self.content,
-                "type": self.type or DEFAULT_TYPE,
-                "retention": self.retention,
-                "confidence": 1.0 if self.confidence is None else self.confidence,
-                "conflict_policy": self.conflict_policy,
-                "memory_scope": self.memory_scope,
-                "metadata": self.metadata or {},
-            },
+        # every field was checked by this model (and the scope by `Scope`): no second pass
+        event = MemoryRemembered.model_construct(
+            occurred_at=now or given or utc_now(),
+            scope=scope,
+            content=self.content,
+            type=self.type or DEFAULT_TYPE,
+            retention=self.retention,
+            confidence=1.0 if self.confidence is None else float(self.confidence),
+            conflict_policy=self.conflict_policy,
+            memory_scope=self.memory_scope,
+            metadata=self.metadata or {},
         )
         return within_message_limit(event, "the fact")

@@ -7,11 +7,13 @@ events (`MessageInput`, `ToolEventInput`; a transcript's messages are `MessageIn
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Self
+from typing import Annotated
 
-from pydantic import AliasChoices, Field, field_validator, model_validator
+from pydantic import AliasChoices, Field, StringConstraints, field_validator
 
 from schemas.bodies import (
+    SCOPE_ALIASES,
+    Alias,
     Body,
     LooseId,
     Refused,
@@ -19,14 +21,24 @@ from schemas.bodies import (
     Text,
     Time,
     Tokens,
-    drop_absent,
-    json_type,
-    require_object,
     within_message_limit,
 )
-from schemas.bounds import parse_contract
-from schemas.events import UNKNOWN_STATUS, Message, ToolEvent, TurnRecorded, utc_now
+from schemas.bounds import MAX_TIME_MS, ValueOutOfRange
+from schemas.events import (
+    MAX_CONTENT_CHARS,
+    MAX_MESSAGES,
+    MAX_SPEAKER_CHARS,
+    MAX_TOOL_CALLS,
+    UNKNOWN_STATUS,
+    Message,
+    Role,
+    ToolCall,
+    ToolEvent,
+    TurnRecorded,
+    utc_now,
+)
 from schemas.ids import from_ms, h32, thread_session_id, to_ms
+from schemas.limits import DocumentObject
 from schemas.scope import Scope, ScopeError
 
 ROLES = ("user", "assistant", "system", "tool")
@@ -35,57 +47,58 @@ TOOL_RESULT_CHARS = 2000
 
 class MessageInput(Body):
     """One message of a turn or a transcript. `content` may be blank here (a transcript
-    drops such a message; a turn refuses it)."""
+    drops such a message; a turn refuses it). Every bound of the `Message` contract is
+    checked here, so the contract is made from it without a second pass."""
 
-    role: str | None = Field(
+    role: Role | None = Field(
         default=None, validate_default=True, description="user, assistant, system or tool."
     )
-    content: Text = None
+    content: Text = Field(default=None, max_length=MAX_CONTENT_CHARS)
     timestamp: Time = Field(default=None, description="ms since epoch or ISO-8601.")
-    tool_calls: list[dict[str, Any]] | None = Field(
-        default=None, validation_alias=AliasChoices("toolCalls", "tool_calls")
+    tool_calls: list[ToolCall] | None = Field(
+        default=None,
+        validation_alias=AliasChoices("toolCalls", "tool_calls"),
+        max_length=MAX_TOOL_CALLS,
     )
-    name: str | None = Field(default=None, description="The speaker's name (non-empty).")
-    raw: str | None = Field(default=None, description="The caller's own form (non-empty).")
+    name: Annotated[str, StringConstraints(strip_whitespace=True)] | None = Field(
+        default=None, max_length=MAX_SPEAKER_CHARS, description="The speaker's name (non-empty)."
+    )
+    raw: str | None = Field(
+        default=None,
+        max_length=MAX_CONTENT_CHARS,
+        description="The caller's own form (non-empty).",
+    )
 
-    @model_validator(mode="before")
-    @classmethod
-    def _aliases(cls, data: Any) -> Any:
-        return drop_absent(require_object(data), ("toolCalls",))
+    ALIASES = (Alias(("toolCalls",)),)
 
-    @field_validator("role")
+    @field_validator("role", mode="before")
     @classmethod
-    def _role(cls, value: str | None) -> str | None:
+    def _role(cls, value: object) -> object:
         if value not in ROLES:
             raise Refused("is invalid")
         return value
 
-    @field_validator("name")
+    @field_validator("name", "raw")
     @classmethod
-    def _name(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip():
-            raise Refused("must be a non-empty string")
-        return value.strip() if value is not None else None
-
-    @field_validator("raw")
-    @classmethod
-    def _raw(cls, value: str | None) -> str | None:
+    def _given(cls, value: str | None) -> str | None:
+        """A speaker's name (trimmed already) or a raw form: absent, or not empty."""
         if value == "":
             raise Refused("must be a non-empty string")
         return value
 
-    def message(self, default_ms: int) -> Message:
-        """The contract (`timestamp` absent ⇒ `default_ms`); content must be present."""
-        return parse_contract(
-            Message,
-            {
-                "role": self.role,
-                "content": self.content,
-                "timestamp": default_ms if self.timestamp is None else self.timestamp,
-                "tool_calls": self.tool_calls,
-                "name": self.name,
-                "raw": self.raw,
-            },
+    def message(self, default_ms: int, where: str = "message") -> Message:
+        """The contract (`timestamp` absent ⇒ `default_ms`), made without a second pass:
+        this model checked every bound. A turn's message must say something: `ScopeError`
+        ("`where`.content is required") when its content is absent."""
+        if self.content is None or self.role is None:  # the role is never None (`_role`)
+            raise Refused("is required", f"{where}.content")
+        return Message.model_construct(
+            role=self.role,
+            content=self.content,
+            timestamp=default_ms if self.timestamp is None else self.timestamp,
+            tool_calls=self.tool_calls,
+            name=self.name,
+            raw=self.raw,
         )
 
 
@@ -95,15 +108,17 @@ class ToolEventInput(Body):
     name: Text = Field(
         default=None,
         validation_alias=AliasChoices("name", "toolName", "tool"),
+        max_length=200,
         description="Required (aliases toolName, tool).",
     )
-    args: dict[str, Any] | None = Field(
+    args: DocumentObject | None = Field(
         default=None,
         validation_alias=AliasChoices("args", "input"),
         description="Alias input. Default {}.",
     )
     status: Text = Field(
         default=None,
+        max_length=64,
         description="completed/ok/success/… count as success, unknown (the default when "
         "absent) moves no success rate, any other word is a failure.",
     )
@@ -114,36 +129,23 @@ class ToolEventInput(Body):
     )
     timestamp: Time = Field(default=None, description="ms since epoch or ISO-8601.")
 
-    @model_validator(mode="before")
-    @classmethod
-    def _aliases(cls, data: Any) -> Any:
-        data = drop_absent(require_object(data), ("name", "toolName", "tool"))
-        for key in ("args", "input"):
-            if data.get(key) is not None:
-                if not isinstance(data[key], dict):
-                    raise Refused("must be an object", key)
-                break
-        status = data.get("status")
-        if status is not None and not isinstance(status, str):
-            raise Refused("must be a string", "status")
-        return drop_absent(data, ("args", "input"))
+    ALIASES = (
+        Alias(("name", "toolName", "tool")),
+        Alias(("args", "input"), "null", dict, "must be an object"),
+        Alias(("status",), "null", str, "must be a string"),
+    )
 
-    @model_validator(mode="after")
-    def _named(self) -> Self:
+    def tool_event(self, default_ms: int, where: str = "toolEvent") -> ToolEvent:
+        """The contract, made without a second pass (this model checked every bound); a tool
+        event must be named: `ScopeError` ("`where`.name is required") otherwise."""
         if self.name is None:
-            raise Refused("is required", "name")
-        return self
-
-    def tool_event(self, default_ms: int) -> ToolEvent:
-        return parse_contract(
-            ToolEvent,
-            {
-                "name": self.name,
-                "args": self.args or {},
-                "status": self.status or UNKNOWN_STATUS,
-                "result": self.result[:TOOL_RESULT_CHARS] if self.result is not None else None,
-                "timestamp": default_ms if self.timestamp is None else self.timestamp,
-            },
+            raise Refused("is required", f"{where}.name")
+        return ToolEvent.model_construct(
+            name=self.name,
+            args=self.args or {},
+            status=self.status or UNKNOWN_STATUS,
+            result=self.result[:TOOL_RESULT_CHARS] if self.result is not None else None,
+            timestamp=default_ms if self.timestamp is None else self.timestamp,
         )
 
 
@@ -155,23 +157,29 @@ class TurnInput(ScopeInput):
         validation_alias=AliasChoices("occurredAt", "occurred_at"),
         description="ISO-8601 or ms since epoch (alias occurred_at). Default: now.",
     )
-    messages: list[MessageInput] | None = None
-    user_message: Text = Field(default=None, validation_alias="userMessage")
-    assistant_message: Text = Field(default=None, validation_alias="assistantMessage")
+    messages: list[MessageInput] | None = Field(default=None, max_length=MAX_MESSAGES)
+    user_message: Text = Field(
+        default=None, validation_alias="userMessage", max_length=MAX_CONTENT_CHARS
+    )
+    assistant_message: Text = Field(
+        default=None, validation_alias="assistantMessage", max_length=MAX_CONTENT_CHARS
+    )
     tool_events: list[ToolEventInput] | None = Field(
         default=None,
+        max_length=MAX_MESSAGES,
         validation_alias=AliasChoices("toolEvents", "tool_events"),
         description="A list of tool events (an object is refused), at most 200 "
         "(alias tool_events).",
     )
-    session_id: LooseId = Field(default=None, validation_alias="sessionId")
+    session_id: LooseId = Field(default=None, validation_alias="sessionId", max_length=512)
     turn_id: LooseId = Field(
         default=None,
         validation_alias="turnId",
+        max_length=128,
         description="Default: a hash of the session, thread, time and messages.",
     )
-    context_id: LooseId = Field(default=None, validation_alias="contextId")
-    summary: Text = None
+    context_id: LooseId = Field(default=None, validation_alias="contextId", max_length=128)
+    summary: Text = Field(default=None, max_length=MAX_CONTENT_CHARS)
     total_tokens: Tokens | None = Field(
         default=None,
         validation_alias=AliasChoices("totalTokens", "tokenCount"),
@@ -180,37 +188,23 @@ class TurnInput(ScopeInput):
     model_used: Text = Field(
         default=None,
         validation_alias=AliasChoices("modelUsed", "model"),
+        max_length=200,
         description='Alias model. Default "external".',
     )
     context_window: Tokens | None = Field(default=None, validation_alias="contextWindow")
 
-    @model_validator(mode="before")
-    @classmethod
-    def _aliases(cls, data: Any) -> Any:
-        data = drop_absent(
-            require_object(data),
-            ("occurredAt", "occurred_at"),
-            ("modelUsed", "model"),
-            ("totalTokens", "tokenCount"),
-        )
-        for key in ("toolEvents", "tool_events"):
-            if data.get(key) is not None:
-                if not isinstance(data[key], list):
-                    problem = f"must be a list of tool events, not {json_type(data[key])}"
-                    raise Refused(problem, key)
-                break
-        return drop_absent(data, ("toolEvents", "tool_events"))
-
-    def _said(self) -> None:
-        """What a turn must say. Checked when the event is made, after the caller's scope
-        was allowed: a credential is refused another tenant's turn (403) whatever it says."""
-        if self.messages is None:
-            if self.user_message is None or self.assistant_message is None:
-                raise Refused("messages or userMessage plus assistantMessage are required")
-            return
-        for i, message in enumerate(self.messages):
-            if message.content is None:
-                raise Refused("is required", f"messages[{i}].content")
+    ALIASES = (
+        *SCOPE_ALIASES,
+        Alias(("occurredAt", "occurred_at")),
+        Alias(("modelUsed", "model")),
+        Alias(("totalTokens", "tokenCount")),
+        Alias(
+            ("toolEvents", "tool_events"),
+            "null",
+            list,
+            "must be a list of tool events, not {given}",
+        ),
+    )
 
     def recorded(self, scope: Scope | None = None, *, now: datetime | None = None) -> TurnRecorded:
         """The `TurnRecorded` event (reference §7.1 steps 1-5), in `scope` (default: this
@@ -220,43 +214,55 @@ class TurnInput(ScopeInput):
         the same body published twice with the same `occurredAt` is the same turn, while two
         different turns of a thread in the same millisecond are not (the reference hashed
         sessionId|threadId|now only, and turn ids deduplicate writes)."""
-        scope = scope or Scope.parse(self.scope_keys())
-        self._said()
+        scope = scope or self.scope()
         given = from_ms(self.occurred_at) if self.occurred_at is not None else None
         occurred = now or given or utc_now()
         now_ms = to_ms(occurred)
-        if self.messages is None:  # at the last millisecond of the range, the answer is out
+        # what a turn must say is checked here, after the caller's scope was allowed: a
+        # credential is refused another tenant's turn (403) whatever it says
+        if self.messages is None:
+            user, assistant = self.user_message, self.assistant_message
+            if user is None or assistant is None:
+                raise Refused("messages or userMessage plus assistantMessage are required")
             messages = [
-                parse_contract(Message, {"role": r, "content": c, "timestamp": now_ms + n})
-                for n, (r, c) in enumerate(
-                    (("user", self.user_message), ("assistant", self.assistant_message))
-                )
+                Message.model_construct(role="user", content=user, timestamp=now_ms),
+                Message.model_construct(role="assistant", content=assistant, timestamp=now_ms + 1),
             ]
+        elif not self.messages:
+            raise Refused(": List should have at least 1 item after validation, not 0", "messages")
         else:
-            messages = [m.message(now_ms + i) for i, m in enumerate(self.messages)]
-        tools = [t.tool_event(now_ms + i) for i, t in enumerate(self.tool_events or ())]
+            messages = [
+                m.message(now_ms + i, f"messages[{i}]") for i, m in enumerate(self.messages)
+            ]
+        tools = [
+            t.tool_event(now_ms + i, f"toolEvents[{i}]")
+            for i, t in enumerate(self.tool_events or ())
+        ]
+        if now_ms + max(len(messages), len(tools)) - 1 > MAX_TIME_MS:
+            raise ValueOutOfRange(
+                "occurredAt leaves no millisecond for each message and tool event before "
+                f"{MAX_TIME_MS}"
+            )
         if self.session_id is None and scope.thread_id is None:
             raise ScopeError("threadId or sessionId is required")
         session_id = self.session_id or thread_session_id(scope)
         thread_id = scope.thread_id or session_id
         spoken = "\n".join(f"{m.role}:{m.content}" for m in messages)
         turn_id = self.turn_id or "turn_" + h32(f"{session_id}|{thread_id}|{now_ms}|{h32(spoken)}")
-        event = parse_contract(
-            TurnRecorded,
-            {
-                "occurred_at": occurred,
-                "scope": scope,
-                "session_id": session_id,
-                "thread_id": thread_id,
-                "turn_id": turn_id,
-                "context_id": self.context_id,
-                "messages": messages,
-                "tool_events": tools,
-                "summary": self.summary,
-                "total_tokens": self.total_tokens or 0,
-                "model_used": self.model_used or "external",
-                "context_window": self.context_window or 0,
-                "metadata": self.metadata or {},
-            },
+        # every field was checked by this model (and the scope by `Scope`): no second pass
+        event = TurnRecorded.model_construct(
+            occurred_at=occurred,
+            scope=scope,
+            session_id=session_id,
+            thread_id=thread_id,
+            turn_id=turn_id,
+            context_id=self.context_id,
+            messages=messages,
+            tool_events=tools,
+            summary=self.summary,
+            total_tokens=self.total_tokens or 0,
+            model_used=self.model_used or "external",
+            context_window=self.context_window or 0,
+            metadata=self.metadata or {},
         )
         return within_message_limit(event, "the turn")

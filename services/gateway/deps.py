@@ -42,8 +42,11 @@ def body_scope(caller: Principal, data: dict[str, Any]) -> Scope:
 
 
 def input_scope(caller: Principal, body: ScopeInput) -> Scope:
-    """`body_scope` of a body model (`schemas.bodies`): its scope keys, never a dump of it."""
-    return body_scope(caller, body.scope_keys())
+    """The scope of a body model (`schemas.bodies`), the caller's own agent and user filling
+    absent ones, allowed for the caller (403)."""
+    scope = body.scope(agent=caller.agent, user=caller.user)
+    caller.allow(scope)
+    return scope
 
 
 def query_scope(

@@ -19,17 +19,16 @@ from engine.filters import parse_filters
 from engine.ingest.remember import fact_hash
 from schemas.bodies import parse_body
 from schemas.camel import camel_view
-from schemas.inputs import context_request
+from schemas.context_input import ContextInput
 from schemas.remember_input import RememberInput
 from schemas.requests import MAX_WAIT_SECONDS, ContextReply
 from schemas.scope import ScopeError
 from schemas.turn_input import TurnInput
 from services.gateway.auth import Caller, Principal
-from services.gateway.deps import Client, body_scope, input_scope, raw
+from services.gateway.deps import Client, input_scope, raw
 from services.gateway.errors import ERRORS
 from services.gateway.limits import StrictJsonRoute
 from services.gateway.models import (
-    ContextBody,
     ContextResponse,
     LoopBody,
     Position,
@@ -86,11 +85,10 @@ def context_response(reply: ContextReply) -> ContextResponse:
 
 
 async def assemble(
-    client: sdk.MemoryClient, caller: Principal, data: dict[str, Any]
+    client: sdk.MemoryClient, caller: Principal, body: ContextInput
 ) -> ContextResponse:
-    """pre_turn: validate (400), check the tenant (403), ask the search group."""
-    body_scope(caller, data)
-    request = context_request(data)
+    """pre_turn (a validated body): check the tenant (403), ask the search group."""
+    request = body.request(input_scope(caller, body))
     parse_filters(request.scope.filters)
     return context_response(await client.request_context(request))
 
@@ -144,9 +142,9 @@ async def remember(
 
 
 @router.post("/context/assemble", response_model=ContextResponse)
-async def assemble_context(body: ContextBody, client: Client, caller: Caller) -> ContextResponse:
+async def assemble_context(body: ContextInput, client: Client, caller: Caller) -> ContextResponse:
     """pre_turn: the packed Memory context for a query (reference §6)."""
-    return await assemble(client, caller, raw(body))
+    return await assemble(client, caller, body)
 
 
 WAITED: dict[int | str, dict[str, Any]] = {
@@ -209,7 +207,7 @@ async def loop(
     if step is None:
         raise ScopeError("step must be pre_turn, post_turn, or remember")
     if step == "pre_turn":
-        return await assemble(client, caller, data)
+        return await assemble(client, caller, parse_body(ContextInput, data))
     response.status_code = 200 if wait else 202
     if step == "post_turn":
         return await record(client, caller, parse_body(TurnInput, data), Wait(wait, wait_timeout))

@@ -1,16 +1,12 @@
 """The gateway's documented request and response shapes (the OpenAPI document).
 
-Request bodies are the reference's loose JSON (reference §1.1, §6.1, §7.1, §7.4): every key
-is optional here and unknown keys are kept, because aliases (`agent_id`, `user_id`, …) and
-"first present wins" rules are applied afterwards by `schemas.inputs`, which raises the
-reference's 400 messages. A key of the wrong JSON type is a 400 already at this level, and a
-number or a time outside its range (the types of `schemas.bounds` and `schemas.jobs`, the
-contracts' own) a 422. These bodies are not the contracts in camelCase: the reference's
-input is looser than a contract (aliases, first present wins, a count above its maximum
-lowered to it, an empty string meaning absent), and `schemas.inputs` turns it into one.
-post_turn's and remember's bodies are wire body models of `schemas` (`TurnInput`,
-`RememberInput`): the routes take them
-and passes it on, with the same refusals as the SDK (issue 33).
+Request bodies are the reference's loose JSON (reference §1.1, §6.1, §7.1, §7.4).
+pre_turn's, post_turn's and remember's bodies are the wire body models of `schemas`
+(`ContextInput`, `TurnInput`, `RememberInput`, issue 33): the routes take them and pass them
+on, with the same refusals as the SDK, MCP and the CLI. The other bodies below keep every key
+optional and unknown keys kept, their aliases and "first present wins" rules applied by the
+route; a key of the wrong JSON type is a 400 already at this level, and a number or a time
+outside its range (the types of `schemas.bounds` and `schemas.jobs`) a 422.
 
 Responses use the reference's camelCase keys. An answer that is a Kafka reply is that
 contract's camelCase view (`schemas.camel`: a subclass, no field re-listed); an admin
@@ -25,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.evals.harness import MAX_K
-from schemas.bounds import Count, Moment, Ratio
+from schemas.bounds import Count, Ratio
 from schemas.camel import CAMEL
 from schemas.jobs import BatchSize, Days, TimeRange
 from schemas.requests import ContextItem, ContextReply, ContextUsage, LayerSearchReply
@@ -66,38 +62,6 @@ class ScopeBody(LooseBody):
     hai_id: str | None = None
     filters: dict[str, Any] | None = Field(default=None, description="Allowlisted filters.")
     metadata: dict[str, Any] | None = None
-
-
-class BudgetBody(LooseBody):
-    """The packed context's character budget (held exactly); absent means no budget."""
-
-    maxCharacters: Count | None = Field(default=None, description="At least 1.")
-    max_chars: Count | None = Field(default=None, description="Alias of maxCharacters.")
-
-
-class ContextBody(ScopeBody):
-    """pre_turn (reference §6.1). A count below 1 is refused (422); one above its maximum is
-    lowered to it."""
-
-    query: str | None = Field(default=None, description="Required.")
-    layers: list[str] | None = None
-    limit: Count | None = Field(
-        default=None,
-        description="Per layer, at most 20. Default 5; with only a budget, 1 per 150 characters.",
-    )
-    maxItems: Count | None = Field(
-        default=None, description="At most 24. Default 8; with only a budget, until it is full."
-    )
-    maxItemChars: Count | None = Field(default=None, description="Default 500, at most 2000.")
-    budget: BudgetBody | None = None
-    maxContextCharacters: Count | None = Field(
-        default=None, description="Alias of budget.maxCharacters."
-    )
-    max_context_chars: Count | None = Field(
-        default=None, description="Alias of budget.maxCharacters."
-    )
-    includeRaw: bool | None = None
-    asOf: Moment | None = Field(default=None, description="ISO-8601 or ms since epoch.")
 
 
 class LoopBody(LooseBody):

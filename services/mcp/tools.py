@@ -17,9 +17,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.ingest.remember import fact_hash, stored_fact_type
 from schemas.bounds import epoch_ms
+from schemas.remember_input import RememberInput
 from schemas.requests import MAX_LIST_ITEMS, ContextItem, ItemReply, LayerName
 from schemas.scope import Scope, ScopeError, first_error
 from schemas.search_defaults import PER_LAYER_LIMIT, PER_LAYER_LIMIT_MAX
+from schemas.turn_input import TurnInput
 from services.mcp.models import (
     Fact,
     Facts,
@@ -143,11 +145,9 @@ def memory_tools(client: MemoryClient, scope_of: ScopeOf) -> list[Tool]:
         item. Answers once the fact is stored, so the next call finds it."""
         with tool_errors():
             scope = scope_of()
-            body = {**scope.wire(), "content": content, "type": type}
+            fact = RememberInput(content=content, type=type, retention="pinned" if pinned else None)
             try:  # answered once stored: the next call (forget, list_facts, recall) reads it
-                event = await client.remember(
-                    {**body, "retention": "pinned" if pinned else None}, wait=True
-                )
+                event = await client.remember(fact, scope=scope, wait=True)
             except NotProcessed as exc:
                 raise ToolError(
                     f"the fact was accepted but is not stored yet ({exc}); it will be once "
@@ -171,10 +171,11 @@ def memory_tools(client: MemoryClient, scope_of: ScopeOf) -> list[Tool]:
         answer) after answering: it becomes the transcript, working memory and the facts
         extracted from it."""
         with tool_errors():
-            body = {"threadId": DEFAULT_THREAD, **scope_of().wire()}
-            event = await client.record_turn(
-                {**body, "userMessage": user_message, "assistantMessage": assistant_message}
-            )
+            scope = scope_of()
+            if scope.thread_id is None:
+                scope = scope.model_copy(update={"thread_id": DEFAULT_THREAD})
+            turn = TurnInput(user_message=user_message, assistant_message=assistant_message)
+            event = await client.record_turn(turn, scope=scope)
         return TurnStored(
             turn_id=event.turn_id,
             thread_id=event.thread_id,

@@ -34,15 +34,17 @@ from typing import Any
 from cachetools import LRUCache
 
 from schemas import topics
+from schemas.bodies import parse_body
 from schemas.bounds import parse_contract
 from schemas.callers import checkpoint_recorded, knowledge_submitted
+from schemas.context_input import ContextInput
 from schemas.events import (
     KnowledgeSubmitted,
     MemoryRemembered,
     TurnRecorded,
     WorkflowCheckpointRecorded,
 )
-from schemas.inputs import context_request, memory_remembered, turn_recorded
+from schemas.remember_input import RememberInput
 from schemas.requests import (
     MAX_WAIT_SECONDS,
     ContextReply,
@@ -55,6 +57,7 @@ from schemas.requests import (
 from schemas.scope import Scope
 from schemas.search_defaults import PER_LAYER_LIMIT
 from schemas.transcripts import transcript_turns
+from schemas.turn_input import TurnInput
 from services.sdk.operations import Operations
 from services.sdk.transport import Position, RequestFailed, ScopeInput, checked, scope_of
 from services.sdk.waits import (
@@ -103,18 +106,26 @@ class MemoryClient(Operations):
         return timeout
 
     async def record_turn(
-        self, body: Mapping[str, Any], *, wait: bool = False, timeout: float | None = None
+        self,
+        body: Mapping[str, Any] | TurnInput,
+        *,
+        scope: Scope | None = None,
+        wait: bool = False,
+        timeout: float | None = None,
     ) -> TurnRecorded:
         """post_turn: the reference body (`agentWallet`, `threadId`, `messages` or
-        `userMessage` + `assistantMessage`, `toolEvents`, …). With `wait`, returns once the
-        turn is stored, its vector filled (deferred embedding) and the query cache told, so
-        the next `context(...)` sees it; `NotProcessed` after `timeout` seconds (default:
-        the client's `wait_timeout`)."""
-        event = turn_recorded(_body(body))
-        seconds = self._wait_seconds(timeout)  # a bad timeout is refused before publishing
+        `userMessage` + `assistantMessage`, `toolEvents`, …), or its model
+        (`schemas.turn_input.TurnInput`), in `scope` when given (a checked scope, instead of
+        the body's). With `wait`, returns once the turn is stored, its vector filled
+        (deferred embedding) and the query cache told, so the next `context(...)` sees it;
+        `NotProcessed` after `timeout` seconds (default: the client's `wait_timeout`)."""
+        turn = body if isinstance(body, TurnInput) else parse_body(TurnInput, body)
+        event = turn.recorded(scope)
+        if timeout is not None:  # a bad timeout is refused before publishing
+            self._wait_seconds(timeout)
         at = await self.publish_turn(event)
         if wait:
-            await self.wait_turn(event, at, timeout=seconds)
+            await self.wait_turn(event, at, timeout=timeout)
         return event
 
     async def publish_turn(self, event: TurnRecorded) -> Position:
@@ -182,16 +193,24 @@ class MemoryClient(Operations):
         return turns
 
     async def remember(
-        self, body: Mapping[str, Any], *, wait: bool = False, timeout: float | None = None
+        self,
+        body: Mapping[str, Any] | RememberInput,
+        *,
+        scope: Scope | None = None,
+        wait: bool = False,
+        timeout: float | None = None,
     ) -> MemoryRemembered:
-        """remember: an explicit fact (`content`, `type`, … and the scope) for the tenant's
-        durable memory. With `wait`, returns once the fact is stored and visible (as
-        `record_turn`'s `wait`)."""
-        event = memory_remembered(_body(body))
-        seconds = self._wait_seconds(timeout)  # a bad timeout is refused before publishing
+        """remember: an explicit fact (`content`, `type`, … and the scope), or its model
+        (`schemas.remember_input.RememberInput`) in `scope`, for the tenant's durable
+        memory. With `wait`, returns once the fact is stored and visible (as `record_turn`'s
+        `wait`)."""
+        fact = body if isinstance(body, RememberInput) else parse_body(RememberInput, body)
+        event = fact.remembered(scope)
+        if timeout is not None:  # a bad timeout is refused before publishing
+            self._wait_seconds(timeout)
         at = await self.publish_remember(event)
         if wait:
-            await self.wait_remembered(event, at, timeout=seconds)
+            await self.wait_remembered(event, at, timeout=timeout)
         return event
 
     async def wait_remembered(
@@ -255,24 +274,24 @@ class MemoryClient(Operations):
         timeout: float | None = None,
     ) -> ContextReply:
         """pre_turn: the packed Memory context of `query` within `scope`, with the ranges of
-        reference §6.1 (`schemas.inputs.context_request`): `limit` per layer (at most 20),
+        reference §6.1 (`schemas.context_input.ContextInput`): `limit` per layer (at most 20),
         `max_items` (at most 24), `max_item_chars` (500, at most 2,000), `budget_chars`
         (none), `as_of` (milliseconds since epoch or ISO-8601: recall what was true then).
         Without a budget, `limit` and `max_items` default to 5 and 8; with only a budget,
         the budget shapes the context (`ContextRequest.shape`). A count above its maximum is
         lowered to it; one below 1 is refused."""
+        checked = scope_of(scope)  # the scope's refusals come first
         options: dict[str, Any] = {
+            "query": query,
             "layers": None if layers is None else list(layers),
             "limit": limit,
             "maxItems": max_items,
             "maxItemChars": max_item_chars,
             "budget": None if budget_chars is None else {"maxCharacters": budget_chars},
-            "includeRaw": True if include_raw else None,
+            "includeRaw": include_raw,
             "asOf": as_of,
         }
-        scope_body = scope.wire() if isinstance(scope, Scope) else scope
-        given = {k: v for k, v in options.items() if v is not None}
-        request = context_request({**scope_body, **given, "query": query})
+        request = parse_body(ContextInput, options).request(checked)
         return await self.request_context(request, timeout=timeout)
 
     async def request_context(

@@ -109,12 +109,12 @@ def field(spec: dict[str, Any], model: str, name: str) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("model", "name", "expected"),
     [
-        ("ContextBody", "limit", {"type": "integer", "minimum": 1}),
-        ("ContextBody", "maxItems", {"type": "integer", "minimum": 1}),
-        ("ContextBody", "maxItemChars", {"type": "integer", "minimum": 1}),
-        ("ContextBody", "maxContextCharacters", {"type": "integer", "minimum": 1}),
-        ("BudgetBody", "maxCharacters", {"type": "integer", "minimum": 1}),
-        ("ContextBody", "asOf", {"type": "integer", "minimum": 0, "maximum": MAX_TIME_MS}),
+        ("ContextInput", "limit", {"type": "integer", "minimum": 1}),
+        ("ContextInput", "maxItems", {"type": "integer", "minimum": 1}),
+        ("ContextInput", "maxItemChars", {"type": "integer", "minimum": 1}),
+        ("ContextInput", "maxContextCharacters", {"type": "integer", "minimum": 1}),
+        ("BudgetInput", "maxCharacters", {"type": "integer", "minimum": 1}),
+        ("ContextInput", "asOf", {"type": "integer", "minimum": 0, "maximum": MAX_TIME_MS}),
         ("LayerSearchBody", "limit", {"type": "integer", "minimum": 1}),
         ("SearchBody", "limit", {"type": "integer", "minimum": 1}),
         ("TurnInput", "totalTokens", {"type": "integer", "minimum": 0}),  # alias tokenCount

@@ -10,6 +10,7 @@ import pytest
 from schemas import inputs
 from schemas.bounds import MAX_TIME_MS, ValueOutOfRange
 from schemas.events import ToolEvent, TurnRecorded
+from schemas.ids import thread_session_id, to_ms
 from schemas.requests import ALL_LAYERS
 from schemas.scope import Scope, ScopeError
 from schemas.search_defaults import BUDGET_MAX_ITEMS
@@ -490,7 +491,7 @@ def test_explicit_session_with_thread_keeps_both() -> None:
 
 def test_thread_session_id_defaults_to_main() -> None:
     scope = Scope.parse({"agentWallet": "A"})
-    assert inputs.thread_session_id(scope) == "session:global:A:main"
+    assert thread_session_id(scope) == "session:global:A:main"
 
 
 # --- turn ids and timestamps ---------------------------------------------------------------
@@ -588,7 +589,7 @@ def test_the_ends_of_the_time_range_are_times() -> None:
     assert first.occurred_at == datetime(1970, 1, 1, tzinfo=UTC)
     late = MAX_TIME_MS - 1  # the answer is stamped 1 ms after the question
     last = inputs.turn_recorded(pair(occurredAt=late))
-    assert inputs.to_ms(last.occurred_at) == late
+    assert to_ms(last.occurred_at) == late
     assert TurnRecorded.model_validate_json(last.model_dump_json()) == last
 
 

@@ -10,8 +10,11 @@ from typing import Any
 import pytest
 
 from schemas import inputs
-from schemas.bodies import parse_body
-from schemas.bounds import ValueOutOfRange
+from schemas.bodies import SCOPE_ALIASES, Body, parse_body
+from schemas.bounds import MAX_TIME_MS, ValueOutOfRange
+from schemas.context_input import ContextInput
+from schemas.events import TurnRecorded
+from schemas.remember_input import RememberInput
 from schemas.scope import ScopeError
 from schemas.transcripts import transcript_turns
 from schemas.turn_input import MessageInput, TurnInput
@@ -153,3 +156,49 @@ def test_a_transcript_refuses_a_message_as_a_turn_does(item: object) -> None:
     with pytest.raises(ScopeError) as transcript:
         transcript_turns(pair(sessionId="s1", messages=messages), now=NOW)
     assert (type(transcript.value), str(transcript.value)) == (type(turn.value), str(turn.value))
+
+
+def test_the_event_made_without_a_second_pass_is_what_its_contract_reads_back() -> None:
+    """`TurnInput.recorded` makes `TurnRecorded` with `model_construct` (issue 33: no second
+    validation): every field it sets must be one the contract accepts from the wire."""
+    body = pair(
+        messages=[
+            {"role": "user", "content": " hi ", "name": " Noa ", "timestamp": NOW_MS - 5},
+            {"role": "assistant", "content": "yo", "toolCalls": [{"name": "t", "args": {}}]},
+        ],
+        toolEvents=[{"tool": "search", "input": {"q": 1}, "status": "ok"}],
+        metadata={"source": "unit"},
+        contextWindow=8000,
+        mode="local",
+        haiId="h1",
+    )
+    event = inputs.turn_recorded(body, now=NOW)
+    assert TurnRecorded.model_validate_json(event.model_dump_json()) == event
+    assert (event.messages[0].content, event.messages[0].name) == ("hi", "Noa")
+
+
+def test_a_turn_with_no_millisecond_left_for_its_messages_is_out_of_range() -> None:
+    """The messages are timed `occurredAt` + their position: past the last millisecond a
+    time can hold, the turn is refused (the contract would refuse its second message)."""
+    with pytest.raises(ValueOutOfRange, match=r"^occurredAt leaves no millisecond"):
+        inputs.turn_recorded(pair(occurredAt=MAX_TIME_MS))
+    assert inputs.turn_recorded(pair(occurredAt=MAX_TIME_MS - 1)).messages[1].timestamp == (
+        MAX_TIME_MS
+    )
+
+
+@pytest.mark.parametrize(
+    ("model", "body"),
+    [
+        (TurnInput, pair(toolEvents=[{"name": "t"}])),
+        (RememberInput, {"agentWallet": "0xAgent", "fact": "tea"}),
+        (ContextInput, {"agentWallet": "0xAgent", "query": "q"}),
+    ],
+)
+def test_every_body_model_takes_its_aliases_from_one_table(model: type[Body], body: Any) -> None:
+    """One alias step for every model (`Body._loose`, issue 33): a model's rows are its
+    scope's plus its own, and the scope's rows come first."""
+    assert model.ALIASES[: len(SCOPE_ALIASES)] == SCOPE_ALIASES
+    assert "_loose" in model.__pydantic_decorators__.model_validators
+    assert set(model.__pydantic_decorators__.model_validators) == {"_loose"}
+    assert parse_body(model, body) is not None
