@@ -49,7 +49,7 @@ class InMemoryGraphSources:
                 if row is not None and (metadata := _with(row.metadata, a)) is not None:
                     self._memory.put(replace(row, metadata=metadata))
                 continue
-            rel = next((r for r in self._relations.rows() if r.relation_id == a.row_id), None)
+            rel = self._relations.row(a.row_id)
             if rel is not None and (metadata := _with(rel.metadata, a)) is not None:
                 self._relations.put(replace(rel, metadata=metadata))
 
@@ -79,9 +79,8 @@ class InMemoryGraphSources:
                 self._memory.drop(i)
                 entities.append(i)
         relations: list[str] = []
-        held = {r.relation_id: r for r in self._relations.rows()}
         for i in dict.fromkeys(relation_ids):
-            rel = held.get(i)
+            rel = self._relations.row(i)
             if rel is not None and exact.admits(rel.scope) and not rel.metadata.get(SOURCES):
                 self._relations.drop(i)
                 relations.append(i)
@@ -99,7 +98,7 @@ class InMemoryGraphSources:
     async def show_relation(
         self, where: TenantFilter, relation_id: str, evidence: str, created_at: int
     ) -> None:
-        rel = next((r for r in self._relations.rows() if r.relation_id == relation_id), None)
+        rel = self._relations.row(relation_id)
         if rel is not None and where.exact().admits(rel.scope):
             metadata = {**rel.metadata, "evidence": evidence}
             self._relations.put(replace(rel, metadata=metadata, created_at=created_at))

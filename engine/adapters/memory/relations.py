@@ -20,6 +20,9 @@ class InMemoryRelationStore:
     def rows(self) -> list[RelationRecord]:
         return list(self._rows.values())
 
+    def row(self, relation_id: str) -> RelationRecord | None:
+        return self._rows.get(relation_id)
+
     def put(self, relation: RelationRecord) -> None:
         self._rows[relation.relation_id] = relation
 
