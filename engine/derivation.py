@@ -28,6 +28,12 @@ from engine.scoping import TenantFilter
 
 DERIVED_FROM = "derivedFrom"
 SOURCES = "sources"
+MAX_EVIDENCE = 32
+"""The most items a graph row records (the first recorded kept): a name said in every turn
+would otherwise grow its row without bound (MongoDB refuses a document over 16 MB). A row
+shows words of recorded items only, so forgetting an unrecorded item leaves nothing of it
+shown; a row whose recorded items are all forgotten goes, and comes back when it is named
+again."""
 GraphKind = Literal["entity", "relation"]
 
 
@@ -85,7 +91,7 @@ class GraphSources(Protocol):
     async def attach(self, attachments: Sequence[Attachment]) -> None:
         """Record each evidence on its row (a row that does not exist, or was written before
         the bookkeeping, is skipped); a row keeps one evidence per item, the first recorded
-        (a redelivery changes nothing)."""
+        (a redelivery changes nothing), and at most `MAX_EVIDENCE` items."""
         ...
 
     async def detach(self, where: TenantFilter, item_ids: Sequence[str]) -> DerivedRows:

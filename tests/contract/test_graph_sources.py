@@ -24,7 +24,7 @@ from engine.adapters.memory.graph_sources import InMemoryGraphSources
 from engine.adapters.mongo import MongoItemHistory, MongoMemoryStore, ensure_schema
 from engine.adapters.mongo.graph_sources import MongoGraphSources
 from engine.adapters.mongo.relations import MongoRelationStore
-from engine.derivation import DERIVED_FROM, GraphSources, evidence_of
+from engine.derivation import DERIVED_FROM, MAX_EVIDENCE, GraphSources, evidence_of
 from engine.history import Ledger
 from engine.ingest.facts import FactWriter, entity_id
 from engine.ports import ItemHistory, MemoryStore, RelationStore
@@ -276,3 +276,34 @@ async def test_another_tenant_and_rows_without_evidence_are_left_alone(graph: Gr
     await graph.forget("fact_employed")
     assert await entity(graph, "Initech") is None
     assert await entity(graph, "Legacy") is not None  # no evidence recorded: kept as it was
+
+
+async def test_a_row_records_at_most_max_evidence_items(graph: Graph) -> None:
+    """A name said again and again does not grow its row without bound: the first
+    `MAX_EVIDENCE` items are recorded; forgetting an unrecorded one changes nothing shown,
+    forgetting every recorded one removes the row."""
+    writer = graph.writer()
+    items = [f"fact_{n:02}" for n in range(MAX_EVIDENCE + 3)]
+    for n, item in enumerate(items):
+        said = f"Initech came up again, time {n}."
+        again = extracted(
+            n,
+            [EntityItem(name="Initech", type="organisation", summary=said)],
+            [RelationItem(source="user", type="MENTIONS", target="Initech", evidence=said)],
+            f"remember:m{n}",
+        )
+        await writer.store(again, item)
+
+    initech = await entity(graph, "Initech")
+    assert initech is not None
+    assert initech.metadata[DERIVED_FROM] == items[:MAX_EVIDENCE]
+    assert len(evidence_of(initech.metadata)) == MAX_EVIDENCE
+    [link] = await relations_of(graph, "Initech")
+    assert link.metadata[DERIVED_FROM] == items[:MAX_EVIDENCE]
+
+    await graph.forget(items[-1])  # never recorded: nothing it said is shown
+    still = await entity(graph, "Initech")
+    assert still is not None
+    assert still.content == initech.content
+    await graph.forget(*items[:MAX_EVIDENCE])
+    assert await entity(graph, "Initech") is None

@@ -10,7 +10,7 @@ from typing import Any
 
 from engine.adapters.memory.memory_rows import InMemoryMemoryStore
 from engine.adapters.memory.relations import InMemoryRelationStore
-from engine.derivation import DERIVED_FROM, SOURCES, Attachment, DerivedRows
+from engine.derivation import DERIVED_FROM, MAX_EVIDENCE, SOURCES, Attachment, DerivedRows
 from engine.records import Vector
 from engine.scoping import TenantFilter
 
@@ -22,7 +22,7 @@ def _with(metadata: Mapping[str, Any], attachment: Attachment) -> dict[str, Any]
         return None
     held = list(metadata.get(DERIVED_FROM) or [])
     item = attachment.evidence.item
-    if item in held:
+    if item in held or len(held) >= MAX_EVIDENCE:
         return None
     sources = [*list(metadata.get(SOURCES) or []), attachment.evidence.stored()]
     return {**metadata, DERIVED_FROM: [*held, item], SOURCES: sources}

@@ -21,7 +21,7 @@ from engine.adapters.mongo.documents import Doc, tenant_query, vector
 from engine.adapters.mongo.memory_rows import row_of
 from engine.adapters.mongo.relations import relation_of
 from engine.adapters.mongo.schema import MEMORY, RELATIONS
-from engine.derivation import DERIVED_FROM, SOURCES, Attachment, DerivedRows
+from engine.derivation import DERIVED_FROM, MAX_EVIDENCE, SOURCES, Attachment, DerivedRows
 from engine.errors import DependencyFailed
 from engine.records import Vector
 from engine.scoping import TenantFilter
@@ -35,7 +35,10 @@ def _attach(a: Attachment) -> UpdateOne:
     if a.kind == "entity":
         push["$set"] = {CHANGED_AT: stamp()}
     # a row written before the bookkeeping (no `derivedFrom`) is left as it is
-    return UpdateOne({"_id": a.row_id, _FROM: {"$exists": True, "$ne": a.evidence.item}}, push)
+    # and a row that holds `MAX_EVIDENCE` items takes no more
+    full = f"{_FROM}.{MAX_EVIDENCE - 1}"
+    query = {"_id": a.row_id, _FROM: {"$exists": True, "$ne": a.evidence.item}, full: None}
+    return UpdateOne(query, push)
 
 
 class MongoGraphSources:
