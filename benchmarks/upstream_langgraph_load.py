@@ -87,6 +87,7 @@ def main() -> None:
             client, agent=f"0xWarm{uuid.uuid4().hex[:8]}", write_timeout=WARM_UP_SECONDS
         )
         warm.put(("warm",), "up", {"text": "warm up"})
+        warm.flush()  # applied: the first reply of the client came (a put returns before it)
 
     with live_stack() as env:
         os.environ.update(env)

@@ -37,6 +37,7 @@ def _warm_up(thread: LoopThread, client: MemoryClient) -> None:
     # the groups join and load their models before the first test's write must show
     warm = MnemoStore(client, agent=f"0xWarm{uuid.uuid4().hex[:8]}", write_timeout=WARM_UP_SECONDS)
     warm.put(("warm",), "up", {"text": "warm up"})
+    warm.flush()  # applied: the first reply of the client came (a put returns before it)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -15,13 +15,16 @@ its times, and one text per indexed field (`index={"fields": [...]}`, LangGraph 
 is the whole value as JSON; `put(..., index=[...])` names its own), 4,000 characters in
 all; the row's content (what pre_turn reads) is those texts, one per line.
 
-* Calls are coalesced (`langgraph_rounds`): the batches waiting on the client's loop run
-  together as one *round*: its puts and deletes (the last write of a key winning) as items
-  `write` requests, each one bulk write in the items group that creates, revives or updates
-  the rows itself, then its gets as items `read` requests and its listings from one scan.
-  A call returns when its round is done, so the next `get`, `search` or listing reads it
-  (the items group bumps the cache namespace before it replies); concurrent puts and
-  deletes of a key never raise, and the last one applied wins. `delete` is a soft delete.
+* A `put` or `delete` returns once the broker has it (`langgraph_writes`): every request of
+  the store goes to the tenant's partition of the items topic, answered in order, so the
+  next `get`, `search` or listing (this store's or another's) reads it; concurrent puts and
+  deletes of a key never raise, and the last one published wins. The items group applies
+  them in bulk (one `write` request creates, revives or updates many rows, and bumps the
+  cache namespace); a write it did not apply is raised by the store's next call, and
+  `aflush`/`flush` waits until all are applied (for pre_turn). `delete` is a soft delete.
+* Reads are coalesced (`langgraph_rounds`): the batches waiting on the client's loop run
+  together as one *round*: its gets as items `read` requests and its listings from one
+  scan (a batch mixing writes and reads runs its writes first, applied, read back).
 * `search` ranks every live item of the namespace prefix that matches the filter, then
   applies `offset`/`limit` (`langgraph_search`: a scan of the tenant's items, scored by the
   best of each item's per-field vectors); without a query it lists them, newest update first.
@@ -62,8 +65,9 @@ from pydantic import ValidationError
 from engine.ingest.remember import fact_hash
 from schemas.scope import Scope
 from services.integrations.langgraph_ops import check_op
-from services.integrations.langgraph_rounds import Rounds, Writes
+from services.integrations.langgraph_rounds import Rounds
 from services.integrations.langgraph_search import EmbedCache, Reader
+from services.integrations.langgraph_writes import Writes
 from services.integrations.loops import on_home_loop
 from services.integrations.store_records import (
     MAX_VALUE_CHARS,
@@ -223,6 +227,19 @@ class MnemoStore(BaseStore):
                 "the asynchronous methods (aget, aput, asearch, …) or graph.ainvoke"
             )
         return asyncio.run_coroutine_threadsafe(self.abatch(list(ops)), loop).result()
+
+    async def aflush(self) -> None:
+        """Wait until the items group has applied every put and delete this store
+        acknowledged (`langgraph_writes`): what a reader outside the store needs, such as
+        pre_turn (`client.context`). Raises the failure of one that was not applied."""
+        await on_home_loop(self._client, self._rounds.lane.flush)
+
+    def flush(self) -> None:
+        """`aflush`, waited for from this thread (not on the client's loop)."""
+        loop = self._client.loop
+        if loop is None or not loop.is_running():
+            raise RuntimeError("MnemoStore's client is not running on a loop")
+        asyncio.run_coroutine_threadsafe(self.aflush(), loop).result()
 
     # --- rows ------------------------------------------------------------------------------
 

@@ -36,15 +36,15 @@ from typing import Any
 
 from langgraph.store.base import GetOp, Item, ListNamespacesOp, Op, PutOp, Result, SearchOp
 
-from schemas.item_writes import MAX_READS, MAX_WRITES
+from schemas.item_writes import MAX_READS
 from schemas.requests import ItemReply
 from schemas.scope import Scope
 from services.integrations.langgraph_ops import put_write
 from services.integrations.langgraph_search import Reader, Scored, search_item
+from services.integrations.langgraph_writes import WriteLane, Writes, chunks
 from services.integrations.store_records import (
     MINUTE_MS,
     PREFIXES_KEY,
-    RECORD_KEY,
     SCAN_PAGE,
     TTL_KEY,
     Record,
@@ -62,11 +62,6 @@ next round. 1: with 4, ten threads of synchronous calls were measured no faster 
 2-core machine (`benchmarks.upstream_langgraph_load --threads 10`), for more requests."""
 ROUND_OPS = 10_000
 """Ops of one round at most (whole batches: a bigger batch is a round of its own)."""
-WRITE_BYTES = 400_000
-"""JSON bytes of one `write` request's rows at most, well inside one message."""
-
-Writes = dict[str, dict[str, Any]]
-"""The writes of a phase by row id, in the order of each id's last write."""
 
 
 def is_write(op: Op) -> bool:
@@ -99,9 +94,19 @@ class Rounds:
     _later: Writes = field(default_factory=dict)
     """What reads found to write (TTL refreshes, expired items' deletes): the next round
     sends it before its own writes, so it costs no request of its own under load."""
+    lane: WriteLane = field(init=False)
+    """Where batches of puts and deletes alone go (`langgraph_writes`)."""
+
+    def __post_init__(self) -> None:
+        self.lane = WriteLane(self.client, self.scope, self.write_timeout)
 
     async def run(self, ops: list[Op]) -> list[Result]:
-        """`ops`' results, once the round that takes them has run (on the client's loop)."""
+        """`ops`' results, once the round that takes them has run (on the client's loop); a
+        batch of puts and deletes alone once the broker has them (`langgraph_writes`). An
+        earlier acknowledged write that failed to apply is raised here."""
+        self.lane.check()
+        if ops and all(is_write(op) for op in ops):
+            return await self._write_behind(ops)
         done: asyncio.Future[list[Result]] = asyncio.get_running_loop().create_future()
         self._waiting.append((ops, done))
         if self._workers < ROUNDS_AT_ONCE:
@@ -110,6 +115,17 @@ class Rounds:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         return await done
+
+    async def _write_behind(self, ops: list[Op]) -> list[Result]:
+        last: Writes = {}
+        for op in ops:
+            assert isinstance(op, PutOp)  # noqa: S101 - is_write
+            item_id = self.item_id(op.namespace, op.key)
+            last.pop(item_id, None)  # the last write of a key wins, and goes last
+            last[item_id] = put_write(item_id, op, self.fields)
+        pending, self._later = self._later, {}  # what earlier reads found to write goes first
+        await self.lane.send({i: w for i, w in pending.items() if i not in last} | last)
+        return [None] * len(ops)
 
     async def run_many(self, batches: Sequence[list[Op]]) -> list[list[Result] | BaseException]:
         """Each batch's results (or its error), the batches queued together."""
@@ -123,7 +139,7 @@ class Rounds:
                 if not self._waiting:
                     pending, self._later = self._later, {}
                     with contextlib.suppress(RequestFailed, TimeoutError):
-                        await self.send(pending)  # a refresh or an expiry may be lost, no more
+                        await self.lane.send(pending)  # a refresh or an expiry may be lost
                     continue
                 batch = self._take()
                 try:
@@ -217,16 +233,10 @@ class Rounds:
         rows among `read_back` (those it answered, by id), and with `scan` (a namespace
         prefix) the first page of that prefix's scan after it comes in the same round trip
         (`write_and_scan_items`): a round of writes and reads costs one round trip."""
-        chunk: list[dict[str, Any]] = []
-        size = 0
-        for write in writes.values():
-            grown = size + _size(write)
-            if chunk and (len(chunk) == MAX_WRITES or grown > WRITE_BYTES):
-                await self._write(chunk, [], None)
-                chunk, grown = [], grown - size
-            chunk.append(write)
-            size = grown
-        return await self._write(chunk, read_back, scan) if chunk else ({}, None)
+        *first, last = list(chunks(writes)) or [[]]
+        for chunk in first:
+            await self._write(chunk, [], None)
+        return await self._write(last, read_back, scan) if last else ({}, None)
 
     async def _write(
         self, chunk: list[dict[str, Any]], read_back: Sequence[str], scan: Sequence[str] | None
@@ -292,25 +302,34 @@ class Rounds:
         known: Mapping[str, Mapping[str, Any] | None],
         first: ItemReply | None = None,
     ) -> None:
-        """Answer the reads of a phase; `known`: rows already read (None: found missing)."""
+        """Answer the reads of a phase; `known`: rows already read (None: found missing). The
+        gets below the prefix of the phase's scan read it (it holds every live item there)."""
         gets = [(b, i, op) for b, i, op in phase if isinstance(op, GetOp)]
         ids = [self.item_id(get.namespace, get.key) for _, _, get in gets]
         listed = [(b, i, op) for b, i, op in phase if _listing(op)]
         queries = {repr(op): op for _, _, op in phase if isinstance(op, SearchOp) and op.query}
-        unknown = [i for i in ids if i not in known]
+        prefix = _common_prefix([op for _, _, op in listed]) if listed else None
+        unknown = [
+            item_id
+            for (_, _, get), item_id in zip(gets, ids, strict=True)
+            if item_id not in known and (prefix is None or get.namespace[: len(prefix)] != prefix)
+        ]
+        asked = set(unknown)
         rows, snapshot, *answers = await asyncio.gather(
             self.rows(unknown) if unknown else _nothing(),
-            self.reader.scan(_common_prefix([op for _, _, op in listed]), first=first)
-            if listed
-            else _none(),
+            self.reader.scan(prefix, first=first) if prefix is not None else _none(),
             *(self.reader.search(op) for op in queries.values()),
         )
         found = dict(zip(queries, answers, strict=True))
+        scanned = {(tuple(r.namespace), r.key): r for r, _ in snapshot or []}
         follow: Writes = {}
         at = now_ms()
         for (b, i, get), item_id in zip(gets, ids, strict=True):
-            row = known[item_id] if item_id in known else rows.get(item_id)
-            record = None if row is None else self.own(row)
+            if item_id in known or item_id in asked:
+                row = known[item_id] if item_id in known else rows.get(item_id)
+                record = None if row is None else self.own(row)
+            else:  # live and unexpired, as the scan holds it
+                record = scanned.get((get.namespace, get.key))
             if record is None or tuple(record.namespace) != get.namespace or record.key != get.key:
                 continue
             if record.expired(at):  # expiry swept on read
@@ -338,13 +357,6 @@ class Rounds:
         for write in follow.values():  # sent first thing in the next round (or at the end)
             if write["id"] not in self._later or write["op"] == "delete":
                 self._add(self._later, write)
-
-
-def _size(write: Mapping[str, Any]) -> int:
-    """About the JSON bytes of a write (its texts counted as UTF-8 at worst, 4 a character)."""
-    record = (write.get("metadata") or {}).get(RECORD_KEY) or {}
-    texts = [write.get("content") or "", record.get("value") or "", *record.get("texts", [])]
-    return 1_000 + 4 * sum(len(t) for t in texts)
 
 
 def _listing(op: Op) -> bool:

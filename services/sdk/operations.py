@@ -10,7 +10,6 @@ a value the request contract refuses raises before anything is published (`Scope
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeAlias
@@ -199,36 +198,25 @@ class Operations(Transport):
         written, scanned = await self._in_order([write, scan], timeout)
         return written, scanned
 
+    async def write_items_logged(
+        self,
+        scope: ScopeInput,
+        writes: Sequence[Mapping[str, Any]],
+        *,
+        timeout: float | None = None,
+    ) -> asyncio.Task[list[ItemReply]]:
+        """`write_items` without its read-back, returning once the broker has the request (a
+        request of the tenant published later is answered after it is applied); the task
+        answers its reply (`timeout` seconds from now; the request's deadline too)."""
+        return await self._published(
+            topics.ITEMS, [self._write_request(scope, writes, ())], ItemReply, timeout
+        )
+
     async def _in_order(
         self, requests: Sequence[ItemRequest], timeout: float | None
     ) -> list[ItemReply]:
-        """Item requests of one tenant published one after the other (each once the broker
-        has the one before), then every reply awaited (`timeout` seconds in all)."""
-        if self._started_replies:
-            self._reply_topics.check()  # a reader that is down fails the requests at once
-        wait = timeout or self._timeout
-        deadline = int((time.time() + wait) * 1000)
-        waiting: list[tuple[str, asyncio.Future[bytes]]] = []
-        try:
-            for request in requests:
-                correlation_id = uuid.uuid4().hex
-                future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-                waiting.append((correlation_id, future))
-                await self.publish(
-                    topics.ITEMS,
-                    request,
-                    request.scope.agent_wallet,
-                    reply_to=self._reply_topics.register(correlation_id, future),
-                    correlation_id=correlation_id,
-                    deadline=deadline,
-                )
-            async with asyncio.timeout(wait):
-                payloads = [await future for _, future in waiting]
-        finally:
-            for correlation_id, future in waiting:
-                answered = future.done() and not future.cancelled() and not future.exception()
-                self._reply_topics.forget(correlation_id, answered)
-        return [ItemReply.model_validate_json(payload) for payload in payloads]
+        """Item requests of one tenant published in order (`_published`), every reply awaited."""
+        return await (await self._published(topics.ITEMS, requests, ItemReply, timeout))
 
     async def forget_user(self, scope: ScopeInput, *, timeout: float | None = None) -> ItemReply:
         """Erase every record of the scope's user of its agent (`forget` on

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self, TypeAlias, TypeVar
@@ -349,6 +349,47 @@ class Transport:
         keeps an idle client from fetching every few milliseconds."""
         if self._reply_reader is not None:
             self._reply_reader.listen(on)
+
+    async def _published(
+        self, topic: str, requests: Sequence[ScopedRequest], reply: type[A], timeout: float | None
+    ) -> asyncio.Task[list[A]]:
+        """Requests of one tenant published one after the other (each once the broker
+        has the one before); a task awaiting every reply (`timeout` seconds in all)."""
+        if self._started_replies:
+            self._reply_topics.check()  # a reader that is down fails the requests at once
+        wait = timeout or self._timeout
+        deadline = int((time.time() + wait) * 1000)
+        waiting: list[tuple[str, asyncio.Future[bytes]]] = []
+
+        async def replies() -> list[A]:
+            try:
+                async with asyncio.timeout_at(ends):
+                    payloads = [await future for _, future in waiting]
+            finally:
+                for correlation_id, future in waiting:
+                    answered = future.done() and not future.cancelled() and not future.exception()
+                    self._reply_topics.forget(correlation_id, answered)
+            return [reply.model_validate_json(payload) for payload in payloads]
+
+        ends = asyncio.get_running_loop().time() + wait
+        try:
+            for request in requests:
+                correlation_id = uuid.uuid4().hex
+                future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+                waiting.append((correlation_id, future))
+                await self.publish(
+                    topic,
+                    request,
+                    request.scope.agent_wallet,
+                    reply_to=self._reply_topics.register(correlation_id, future),
+                    correlation_id=correlation_id,
+                    deadline=deadline,
+                )
+        except BaseException:
+            for correlation_id, _ in waiting:
+                self._reply_topics.forget(correlation_id, False)
+            raise
+        return asyncio.get_running_loop().create_task(replies())
 
     async def _ask(
         self, topic: str, request: ScopedRequest, reply: type[A], timeout: float | None

@@ -355,12 +355,19 @@ class DeleteBeforeFirstWrite:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    async def write_items(self, scope: Any, writes: Any, **kwargs: Any) -> Any:
+    async def _race(self, scope: Any) -> None:
         if not self.raced:
             self.raced = True
             deleted = await self._inner.item("delete", self._item_id, scope)
             assert not deleted.not_found
+
+    async def write_items(self, scope: Any, writes: Any, **kwargs: Any) -> Any:
+        await self._race(scope)
         return await self._inner.write_items(scope, writes, **kwargs)
+
+    async def write_items_logged(self, scope: Any, writes: Any, **kwargs: Any) -> Any:
+        await self._race(scope)  # a put alone is published without waiting for its reply
+        return await self._inner.write_items_logged(scope, writes, **kwargs)
 
 
 async def test_a_put_whose_item_is_deleted_just_before_its_write_brings_it_back(

@@ -1,0 +1,131 @@
+"""`MnemoStore`'s puts and deletes acknowledged once the broker has them (issue 30,
+`services.integrations.langgraph_writes`): the store's next read sees them because it is
+answered after them in the log, a write the items group did not apply is raised by the
+store's next call, and `aflush` waits until they are applied (for pre_turn). On the real
+stack. Each test first waits for one reply on its fresh client (`warm`): the first request
+of a client may wait for the groups to join and for its reply reader's first records (the
+SDK restarts a reader that delivered nothing for 16 s); these tests are about what follows."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from services.integrations.langgraph import MnemoStore
+from services.runtime import Runtime
+from services.sdk.client import MemoryClient
+from services.sdk.transport import RequestFailed
+
+pytestmark = pytest.mark.integration
+
+
+async def warm(client: MemoryClient, agent: str) -> None:
+    """One reply on the fresh client, however long the first one takes (up to 60 s)."""
+    assert await MnemoStore(client, agent=agent, timeout=60).aget(("warm",), "up") is None
+
+
+async def test_every_read_after_an_acknowledged_write_sees_it_without_a_flush(
+    rules_pipeline: tuple[Runtime, MemoryClient], unique: Any
+) -> None:
+    """Put, read, delete, read, listing and search, one after the other: each read is
+    answered after the write before it (same tenant, same partition, in order), so it sees
+    that write, a delete as absence."""
+    _, client = rules_pipeline
+    store = MnemoStore(client, agent=unique("0xBehind"), user="wb", timeout=30, write_timeout=60)
+    assert client.reader_stats.replies == 0  # a fresh client: its first put waits for its reply
+    await store.aput(("wb", "first"), "k", {"n": "first"})
+    assert client.reader_stats.replies == 1
+    for n in range(6):
+        await store.aput(("wb", str(n % 2)), "k", {"n": n})
+        got = await store.aget(("wb", str(n % 2)), "k")
+        assert got is not None
+        assert got.value == {"n": n}
+        assert [i.value for i in await store.asearch(("wb", str(n % 2)))] == [{"n": n}]
+        await store.adelete(("wb", str(n % 2)), "k")
+        assert await store.aget(("wb", str(n % 2)), "k") is None
+        assert await store.alist_namespaces(prefix=("wb", str(n % 2))) == []
+    # another store of the tenant (another instance, same client) reads them in order too
+    await store.aput(("wb", "shared"), "k", {"n": "last"})
+    other = MnemoStore(client, agent=store.scope.agent_wallet, user="wb")
+    seen = await other.aget(("wb", "shared"), "k")
+    assert seen is not None
+    assert seen.value == {"n": "last"}
+
+
+async def test_writes_from_threads_are_read_back_by_each_thread(
+    rules_pipeline: tuple[Runtime, MemoryClient], unique: Any
+) -> None:
+    """Synchronous puts and deletes from several threads at once (what LangGraph's
+    `test_large_batches` does): each thread reads its own last write of its own key."""
+    _, client = rules_pipeline
+    store = MnemoStore(client, agent=unique("0xThreads"), user="th", timeout=30)
+    await warm(client, store.scope.agent_wallet)
+    failures: list[str] = []
+
+    def work(t: int) -> None:
+        try:
+            for n in range(5):
+                store.put(("th",), f"k{t}", {"t": t, "n": n})
+                got = store.get(("th",), f"k{t}")
+                if got is None or got.value != {"t": t, "n": n}:
+                    failures.append(f"thread {t}, put {n}: read {got}")
+                store.delete(("th",), f"k{t}")
+                if store.get(("th",), f"k{t}") is not None:
+                    failures.append(f"thread {t}, delete {n}: still there")
+        except Exception as exc:  # noqa: BLE001 - reported below
+            failures.append(f"thread {t}: {exc!r}")
+
+    # the client's loop is this test's: the threads' synchronous calls wait for it. Threads
+    # of their own: the loop's default executor is the groups' too (the embedder runs there)
+    loop = asyncio.get_running_loop()
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        await asyncio.gather(*(loop.run_in_executor(pool, work, t) for t in range(6)))
+    assert failures == []
+    assert await store.asearch(("th",)) == []
+
+
+async def test_a_write_not_applied_is_raised_by_the_next_call_once(
+    rules_pipeline: tuple[Runtime, MemoryClient], unique: Any
+) -> None:
+    """A write whose deadline passes before the items group reads it is not applied (the
+    group answers that it expired); the put returned already, so `aflush` and the next call
+    raise it, once, and the item is not there."""
+    _, client = rules_pipeline
+    agent = unique("0xLate")
+    await warm(client, agent)
+    store = MnemoStore(client, agent=agent, user="la", timeout=30)
+    late = MnemoStore(client, agent=agent, user="la", timeout=30, write_timeout=0.001)
+
+    await late.aput(("late",), "k", {"n": 1})  # in the log: acknowledged
+
+    with pytest.raises(RequestFailed, match="not applied"):
+        await late.aflush()
+    assert await late.aget(("late",), "k") is None  # raised once; this call runs
+    await late.aput(("late",), "k2", {"n": 2})
+    await asyncio.sleep(0.2)  # its 1 ms deadline has passed: the failure is recorded
+    with pytest.raises(RequestFailed, match="not applied"):
+        await late.aget(("late",), "k2")
+    assert await store.aget(("late",), "k") is None
+    assert await store.aget(("late",), "k2") is None
+
+
+async def test_after_aflush_pre_turn_recalls_the_put(
+    rules_pipeline: tuple[Runtime, MemoryClient], unique: Any
+) -> None:
+    """pre_turn reads through the search group, not the items topic: `aflush` returns once
+    the items group applied the store's writes, so the next pre_turn recalls them."""
+    _, client = rules_pipeline
+    agent = unique("0xFlush")
+    await warm(client, agent)
+    store = MnemoStore(client, agent=agent, user="fl", index_fields=["text"], timeout=30)
+    await store.aput(("facts",), "diet", {"text": "Flora never eats shellfish."})
+
+    await store.aflush()
+
+    reply = await client.context(
+        "What must Flora never eat?", {"agentWallet": agent, "userAddress": "fl"}
+    )
+    assert "shellfish" in (reply.prompt or "")
