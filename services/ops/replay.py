@@ -4,9 +4,13 @@ and workflow topics from the beginning into a target database.
 * **Fresh groups, resumable.** The replay's consumer groups are named by a prefix recorded in
   the target database (`replay_state`), so running the same replay again resumes from the
   groups' committed offsets; `fresh=True` drops the target first and starts new groups.
-* **Bounded.** The end offsets of every source partition are read when the replay starts;
-  it is done when each group has committed up to them. Events published later are left to the
-  live groups.
+* **Bounded.** The end of every source partition is read when the replay starts, from its
+  records (`log_reach`: the local broker reports an end short of the last batch); it is done
+  when each group has committed up to them. Events published later are left to the live
+  groups.
+* **Says what it cannot rebuild.** A partition whose head was dropped (`truncations`), or a
+  database (the live one, and the target) holding rows written before the log's first record
+  (`log_gaps`): the report lists them, and `replay --verify` answers not verifiable.
 * **Same documents.** The writers are the live groups' own code (transcripts, patterns,
   facts, knowledge, workflows); facts come from the recorded `FactsExtracted` events, so the
   model is not re-run and the same log gives the same documents. Natural `_id`s make every
@@ -31,9 +35,11 @@ from engine.ports import Embedder
 from schemas import topics
 from services.groups import facts, knowledge, patterns, transcripts, workflows
 from services.groups.app import running_groups
+from services.ops.log_gaps import database_gaps
+from services.ops.log_reach import log_reach
 from services.runtime import endpoints
 from services.settings import Settings
-from services.stream.offsets import beginning_offsets, committed, end_offsets, start_at_end
+from services.stream.offsets import committed, start_at_end
 from services.stream.security import NO_OPTIONS, kafka_options, mongo_options
 
 STATE = "replay_state"
@@ -125,6 +131,14 @@ class ReplayReport:
     truncated: tuple[str, ...] = ()
     """The source partitions whose head the log dropped (`truncations`): a replay rebuilds
     what is left, never all of memory, and `verify` must not call it equal."""
+    older: tuple[str, ...] = ()
+    """The kinds of rows a database holds from before the log's first record
+    (`log_gaps.older_than_log`): as above."""
+
+    @property
+    def gaps(self) -> tuple[str, ...]:
+        """Every reason the log cannot rebuild all of memory (none: it can)."""
+        return self.truncated + self.older
 
     @property
     def rate(self) -> float:
@@ -187,11 +201,12 @@ async def replay(
     it ended when the replay started. `agents` limits the rebuild to those tenants."""
     bootstrap = endpoints(settings).kafka_bootstrap
     security = kafka_options(settings)
+    reach = await log_reach(bootstrap, SOURCE_TOPICS, kafka_options=security)
+    ends = {key: part.end for key, part in reach.items()}
+    truncated = truncations({key: part.first for key, part in reach.items()})
+    # the live database before a fresh replay into it drops it
+    older = await database_gaps(settings, settings.mongo.db, reach, agents)
     prefix = await group_prefix(settings, target_db, fresh=fresh)
-    ends = await end_offsets(bootstrap, SOURCE_TOPICS, kafka_options=security)
-    truncated = truncations(
-        await beginning_offsets(bootstrap, SOURCE_TOPICS, kafka_options=security)
-    )
     first = await positions(bootstrap, prefix, ends, kafka_options=security)
     starts = {(p.group, p.topic, p.partition): p.current for p in first}
     progress = Progress(first)
@@ -229,6 +244,9 @@ async def replay(
                 await asyncio.sleep(poll_seconds)
     elif on_progress is not None:
         on_progress(progress)
+    seconds = time.monotonic() - began
+    if target_db != settings.mongo.db:  # what the target held before, if it was not dropped
+        older += await database_gaps(settings, target_db, reach, agents)
     return ReplayReport(
-        target_db, prefix, progress.records(), time.monotonic() - began, tuple(truncated)
+        target_db, prefix, progress.records(), seconds, tuple(truncated), tuple(older)
     )

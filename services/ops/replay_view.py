@@ -82,6 +82,8 @@ def run_replay(
     )
     for line in report.truncated:
         console.print(f"[yellow]truncated log:[/yellow] {escape(line)}")
+    for line in report.older:
+        console.print(f"[yellow]older than the log:[/yellow] {escape(line)}")
     if not verify:
         return True
     checked = asyncio.run(compare(settings, settings.mongo.db, target_db, agents=agents))
@@ -89,11 +91,12 @@ def run_replay(
     for diff in checked.collections:
         for key, fields in list(diff.changed.items())[:5]:
             console.print(f"  {diff.name} {key}: {', '.join(fields)}")
-    if report.truncated:
+    if report.gaps:
         # what the log dropped was not replayed: an equal table would compare a part
         console.print(
             "[red]not verifiable[/red]: the log no longer holds all of memory "
-            f"({len(report.truncated)} source partitions truncated)"
+            f"({len(report.truncated)} source partitions truncated, "
+            f"{len(report.older)} kinds of rows older than the log)"
         )
         return False
     console.print("[green]equal[/green]" if checked.equal else "[red]different[/red]")
