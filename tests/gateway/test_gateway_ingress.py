@@ -1,0 +1,125 @@
+"""The gateway with sealed events (issue 31): with `MNEMOSTREAM_EVENT_INGRESS` set it
+publishes a turn to `memory.ingress.v1` without holding any key; the sealing group seals it
+under the tenant's key onto `memory.turns.v1`, where no word of it is in clear; the
+transcripts group opens it, and the gateway reads the stored turn back in clear.
+
+Its own pipeline (sealing, transcripts, items with the master key) and its own gateway, built
+from settings as `mnemostream gateway` builds it (its own client): not the package's `gw`."""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from collections.abc import Mapping
+
+import httpx
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from pydantic import SecretStr
+
+from engine.adapters.local_embedder import LocalMiniLMEmbedder
+from engine.sealing import is_sealed
+from schemas import topics
+from services.endpoints import Endpoints
+from services.gateway import create_app
+from services.ops.log_reach import log_reach
+from services.settings import Settings
+from tests.gateway.conftest import PREFIX, served, until
+from tests.support.pipeline import groups_running
+
+KEY = base64.b64encode(b"g" * 32).decode()
+API_KEY = "gw-ingress-" + uuid.uuid4().hex
+
+
+async def values_since(
+    bootstrap: str, topic: str, since: Mapping[tuple[str, int], int]
+) -> list[bytes]:
+    """Every value of `topic` from the offsets `since` to the partitions' ends, now."""
+    reach = await log_reach(bootstrap, [topic])
+    wanted = {
+        TopicPartition(t, p): (since.get((t, p), 0), part.end)
+        for (t, p), part in reach.items()
+        if part.end > since.get((t, p), 0)
+    }
+    found: list[bytes] = []
+    if not wanted:
+        return found
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        consumer.assign(list(wanted))
+        for tp, (start, _) in wanted.items():
+            consumer.seek(tp, start)
+        left = set(wanted)
+        while left:
+            batch = await consumer.getmany(*left, timeout_ms=2000)
+            assert batch, f"records not delivered: {sorted(left)}"
+            for tp, got in batch.items():
+                found += [r.value or b"" for r in got if r.offset < wanted[tp][1]]
+                if got[-1].offset + 1 >= wanted[tp][1]:
+                    left.discard(tp)
+    finally:
+        await consumer.stop()
+    return found
+
+
+async def test_a_turn_posted_with_the_ingress_on_is_sealed_in_the_log_and_stored(
+    stack: Endpoints, minilm: LocalMiniLMEmbedder
+) -> None:
+    wallet = f"0xgwseal{uuid.uuid4().hex[:10]}"
+    canary = f"canary{uuid.uuid4().hex[:8]}"
+    bootstrap = stack.kafka_bootstrap
+    groups = ["sealing", "transcripts", "items"]
+    async with groups_running(
+        stack, minilm, "gwingress", groups, event_encryption_key=KEY, event_ingress=True
+    ) as (rt, _):
+        # the gateway's settings name the ingress and no key (it must not need the master key)
+        settings = Settings(
+            kafka_bootstrap=bootstrap,
+            gateway_operator_keys=[SecretStr(API_KEY)],
+            event_ingress=True,
+        )
+        assert settings.sealing.ingress
+        assert settings.sealing.encryption_key is None
+        before = {
+            key: part.end for key, part in (await log_reach(bootstrap, [topics.TURNS])).items()
+        }
+        async with (
+            served(create_app(settings)) as url,
+            httpx.AsyncClient(base_url=url, headers={"X-API-Key": API_KEY}, timeout=30) as http,
+        ):
+            said = f"My locker code is {canary}."
+            r = await http.post(
+                f"{PREFIX}/turns/record",
+                json={
+                    "agentWallet": wallet,
+                    "userAddress": "alice",
+                    "threadId": "t1",
+                    "userMessage": said,
+                    "assistantMessage": "Noted.",
+                },
+            )
+            assert r.status_code == 202, r.text
+            session_id = f"session:global:{wallet}:t1"
+            working = await until(
+                lambda: http.get(
+                    f"{PREFIX}/sessions/{session_id}/working",
+                    params={"agentWallet": wallet, "userAddress": "alice"},
+                ),
+                lambda r: r.status_code == 200,
+                "the turn's working session, read through the gateway",
+                timeout=120,
+            )
+            assert canary in working.text  # stored, and read back in clear
+        stored = rt.mongo[rt.settings.mongo.db]["transcript_turns"]
+        turns = await stored.find({"agentWallet": wallet}).to_list(None)
+        assert [m["content"] for m in turns[0]["messages"]][:1] == [said]
+        assert len(turns) == 1
+
+        # on the turns topic: the turn, sealed for its tenant, and the canary nowhere in clear
+        values = await values_since(bootstrap, topics.TURNS, before)
+        ours = [v for v in values if is_sealed(v) and json.loads(v)["agent"] == wallet]
+        assert len(ours) == 1
+        assert json.loads(ours[0])["user"] == "alice"
+        assert not [v for v in values if canary.encode() in v]
+        assert not [v for v in values if wallet.encode() in v and not is_sealed(v)]
