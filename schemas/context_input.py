@@ -1,5 +1,7 @@
 """The pre_turn body (reference §6.1) as one model, `ContextInput`; `ContextInput.request`
-makes the `ContextRequest`. The loose rules and the refusals are `schemas.bodies`'.
+makes the `ContextRequest`. The raw layer search's body is `LayerSearchInput` (its
+`request`: the `LayerSearchRequest`). The loose rules and the refusals are
+`schemas.bodies`'.
 
 A per-page count above its maximum is lowered to it (`limit` 20, `maxItems` 24,
 `maxItemChars` 2,000); one below 1 is refused (422). An absent `limit` or `maxItems` stays
@@ -15,13 +17,29 @@ from typing import Annotated, Any, ClassVar
 from pydantic import AliasChoices, BeforeValidator, Field, WithJsonSchema, field_validator
 from pydantic_core.core_schema import ValidationInfo
 
-from schemas.bodies import SCOPE_ALIASES, Alias, Body, LooseCount, ScopeInput, Text, Time
-from schemas.requests import ALL_LAYERS, MAX_QUERY_CHARS, ContextRequest, LayerName
+from schemas.bodies import (
+    SCOPE_ALIASES,
+    Alias,
+    Body,
+    LooseCount,
+    Refused,
+    ScopeInput,
+    Text,
+    Time,
+)
+from schemas.requests import (
+    ALL_LAYERS,
+    MAX_QUERY_CHARS,
+    ContextRequest,
+    LayerName,
+    LayerSearchRequest,
+)
 from schemas.scope import Scope, ScopeError
 from schemas.search_defaults import (
     MAX_ITEM_CHARS,
     MAX_ITEM_CHARS_MAX,
     MAX_ITEMS_MAX,
+    PER_LAYER_LIMIT,
     PER_LAYER_LIMIT_MAX,
 )
 
@@ -36,6 +54,16 @@ def _known_layers(value: object) -> list[LayerName]:
     return chosen or list(ALL_LAYERS)
 
 
+def _listed_layers(value: object) -> list[LayerName]:
+    """`_known_layers` of a list of names; anything else is refused (the layer search's
+    rule, stricter than pre_turn's); null is all."""
+    if value is None:
+        return list(ALL_LAYERS)
+    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+        raise Refused("must be a list of layer names")
+    return _known_layers(value)
+
+
 def _string_or_absent(value: object) -> object:
     """`str()` of reference §0: anything but a string is absent."""
     return value if isinstance(value, str) else None
@@ -44,6 +72,11 @@ def _string_or_absent(value: object) -> object:
 Layers = Annotated[
     list[LayerName],
     BeforeValidator(_known_layers),
+    WithJsonSchema({"type": "array", "items": {"type": "string"}}),
+]
+ListedLayers = Annotated[
+    list[LayerName],
+    BeforeValidator(_listed_layers),
     WithJsonSchema({"type": "array", "items": {"type": "string"}}),
 ]
 Query = Annotated[Text, BeforeValidator(_string_or_absent)]
@@ -136,4 +169,39 @@ class ContextInput(ScopeInput):
             budget_chars=inner if inner is not None else self.max_context_characters,
             include_raw=self.include_raw is True,
             as_of=self.as_of,
+        )
+
+
+class LayerSearchInput(ScopeInput):
+    """The raw layer search (`/layers/search`, `/items/search`; the reference's `/search`
+    asks the graph layer): `query` and the scope are required."""
+
+    query: Query = Field(default=None, max_length=MAX_QUERY_CHARS, description="Required.")
+    layers: ListedLayers = Field(
+        default_factory=lambda: list(ALL_LAYERS),
+        description="Known layers in the caller's order (unknown ones dropped); default all.",
+    )
+    limit: LooseCount | None = Field(
+        default=None, description=f"Per layer: default {PER_LAYER_LIMIT}, at most 20."
+    )
+
+    ALIASES = SCOPE_ALIASES
+
+    @field_validator("limit")
+    @classmethod
+    def _lowered(cls, value: int | None) -> int | None:
+        return None if value is None else min(value, PER_LAYER_LIMIT_MAX)
+
+    def request(self, scope: Scope | None = None) -> LayerSearchRequest:
+        """The `LayerSearchRequest`, in `scope` (default: this body's, checked); the query
+        is checked here, after the caller's scope was allowed (403 before 400)."""
+        scope = scope or self.scope()
+        if self.query is None:
+            raise ScopeError("query is required")
+        # every field was checked by this model (and the scope by `ScopeInput`)
+        return LayerSearchRequest.model_construct(
+            scope=scope,
+            query=self.query,
+            layers=self.layers,
+            limit=PER_LAYER_LIMIT if self.limit is None else self.limit,
         )

@@ -28,13 +28,21 @@ from pydantic import Field
 
 from engine.filters import parse_filters
 from engine.ingest.turns import session_vector_id
-from schemas.bounds import Count, TokenCount
-from schemas.scope import ScopeError, clean_str
-from schemas.search_defaults import PER_LAYER_LIMIT, PER_LAYER_LIMIT_MAX
+from schemas.bounds import TokenCount
+from schemas.context_input import LayerSearchInput
+from schemas.scope import clean_str
 from schemas.transcripts import transcript_turns
 from schemas.turn_input import MessageInput
 from services.gateway.auth import Caller
-from services.gateway.deps import Client, at_most, body_scope, item_rows, query_scope, raw
+from services.gateway.deps import (
+    Client,
+    at_most,
+    body_scope,
+    input_scope,
+    item_rows,
+    query_scope,
+    raw,
+)
 from services.gateway.errors import ERRORS
 from services.gateway.limits import StrictJsonRoute
 from services.gateway.models import (
@@ -49,8 +57,6 @@ listing = APIRouter(tags=["compatibility"], responses=ERRORS, route_class=Strict
 
 LIST_LIMIT = (50, 200)
 """GET /{agentWallet} `limit`: default, maximum (reference §13.4)."""
-SEARCH_LIMIT = (PER_LAYER_LIMIT, PER_LAYER_LIMIT_MAX)
-"""POST /search `limit`: default, maximum (the reference did not cap it, §16.29)."""
 
 
 # --- bodies and answers --------------------------------------------------------------------
@@ -89,11 +95,6 @@ class TranscriptIndexed(Answer):
     threadId: str
     turns: list[IndexedTurn]
     position: Position | None = Field(default=None, description="The last turn's position.")
-
-
-class SearchBody(ScopeBody):
-    query: str | None = Field(default=None, description="Required.")
-    limit: Count | None = Field(default=None, description="Default 5, at most 20.")
 
 
 class MemoryItem(Answer):
@@ -198,18 +199,14 @@ async def index_transcript(
 
 
 @router.post("/search", response_model=list[MemoryItem])
-async def search(body: SearchBody, client: Client, caller: Caller) -> list[MemoryItem]:
+async def search(body: LayerSearchInput, client: Client, caller: Caller) -> list[MemoryItem]:
     """The graph layer's hits for `query` (facts and entities of the tenant, ranked with
-    decay, rerank and MMR), best first: the reference's `MemoryItem[]`."""
-    data = raw(body)
-    scope = body_scope(caller, data)
+    decay, rerank and MMR), best first: the reference's `MemoryItem[]` (`layers` is the
+    graph's; a `limit` is lowered to 20)."""
+    scope = input_scope(caller, body)
     parse_filters(scope.filters)
-    query = clean_str(data.get("query"))
-    if query is None:
-        raise ScopeError("query is required")
-    reply = await client.search_layers(
-        query, scope, layers=["graph"], limit=at_most(body.limit, *SEARCH_LIMIT)
-    )
+    request = body.request(scope).model_copy(update={"layers": ["graph"]})
+    reply = await client.request_layers(request)
     return [memory_item(hit) for hit in reply.layers.get("graph", [])]
 
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from schemas.admin import R, result_of
 from schemas.bodies import ScopeInput
-from schemas.requests import ALL_LAYERS, AdminReply, ItemReply
+from schemas.requests import AdminReply, ItemReply
 from schemas.scope import Scope
 from services.gateway.auth import Principal
 from services.gateway.errors import ApiError
@@ -91,9 +91,3 @@ def at_most(value: int | None, default: int, high: int) -> int:
     """A per-page count: `value` lowered to `high` (reference §6.1's cap), None ⇒ `default`.
     A count below 1 never gets here: the route's `Count` type refuses it (422)."""
     return default if value is None else min(value, high)
-
-
-def known_layers(names: list[str] | None) -> list[str]:
-    """The known layer names in the caller's order (unknown ones dropped); none ⇒ all."""
-    chosen: list[str] = [layer for layer in dict.fromkeys(names or ()) if layer in ALL_LAYERS]
-    return chosen or [str(layer) for layer in ALL_LAYERS]

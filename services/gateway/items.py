@@ -15,15 +15,15 @@ from fastapi import APIRouter, Path, Query
 
 from engine.filters import parse_filters
 from schemas.camel import camel_view
+from schemas.context_input import LayerSearchInput
 from schemas.scope import ScopeError, clean_str
-from schemas.search_defaults import PER_LAYER_LIMIT, PER_LAYER_LIMIT_MAX
 from services.gateway.auth import Caller
 from services.gateway.deps import (
     Client,
     at_most,
     body_scope,
+    input_scope,
     item_rows,
-    known_layers,
     query_scope,
     raw,
 )
@@ -40,7 +40,6 @@ from services.gateway.item_models import (
 from services.gateway.limits import StrictJsonRoute
 from services.gateway.models import (
     ItemPatchBody,
-    LayerSearchBody,
     LayerSearchResponse,
     ResolveBody,
     ScopeBody,
@@ -58,28 +57,19 @@ UserQuery = Annotated[str | None, Query(alias="userAddress", max_length=256)]
 
 @router.post("/layers/search", response_model=LayerSearchResponse)
 async def search_layers(
-    body: LayerSearchBody, client: Client, caller: Caller
+    body: LayerSearchInput, client: Client, caller: Caller
 ) -> LayerSearchResponse:
     """Raw hits per layer, no packing: `{query, layers, totals}`. `limit` is per layer and
     clamped to 1-20 (the reference left it unbounded, §16.29); unknown layers are dropped."""
-    data = raw(body)
-    scope = body_scope(caller, data)
+    scope = input_scope(caller, body)
     parse_filters(scope.filters)
-    query = clean_str(data.get("query"))
-    if query is None:
-        raise ScopeError("query is required")
-    reply = await client.search_layers(
-        query,
-        scope,
-        layers=known_layers(body.layers),
-        limit=at_most(body.limit, PER_LAYER_LIMIT, PER_LAYER_LIMIT_MAX),
-    )
+    reply = await client.request_layers(body.request(scope))
     return camel_view(LayerSearchResponse, reply)
 
 
 @router.post("/items/search", response_model=LayerSearchResponse)
 async def search_items(
-    body: LayerSearchBody, client: Client, caller: Caller
+    body: LayerSearchInput, client: Client, caller: Caller
 ) -> LayerSearchResponse:
     """The same raw layer search (the reference's alias of /layers/search)."""
     return await search_layers(body, client, caller)

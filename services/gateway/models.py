@@ -1,12 +1,13 @@
 """The gateway's documented request and response shapes (the OpenAPI document).
 
 Request bodies are the reference's loose JSON (reference §1.1, §6.1, §7.1, §7.4).
-pre_turn's, post_turn's and remember's bodies are the wire body models of `schemas`
-(`ContextInput`, `TurnInput`, `RememberInput`, issue 33): the routes take them and pass them
-on, with the same refusals as the SDK, MCP and the CLI. The other bodies below keep every key
-optional and unknown keys kept, their aliases and "first present wins" rules applied by the
-route; a key of the wrong JSON type is a 400 already at this level, and a number or a time
-outside its range (the types of `schemas.bounds` and `schemas.jobs`) a 422.
+pre_turn's, post_turn's, remember's and the layer search's bodies are the wire body models
+of `schemas` (`ContextInput`, `TurnInput`, `RememberInput`, `LayerSearchInput`, issue 33):
+the routes take them and pass them on, with the same refusals as the SDK, MCP and the CLI.
+The other bodies below keep every key optional and unknown keys kept, their aliases and
+"first present wins" rules applied by the route; a key of the wrong JSON type is a 400
+already at this level, and a number or a time outside its range (the types of
+`schemas.bounds` and `schemas.jobs`) a 422.
 
 Responses use the reference's camelCase keys. An answer that is a Kafka reply is that
 contract's camelCase view (`schemas.camel`: a subclass, no field re-listed); an admin
@@ -21,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.evals.harness import MAX_K
-from schemas.bounds import Count, Ratio
+from schemas.bounds import Ratio
 from schemas.camel import CAMEL
 from schemas.jobs import BatchSize, Days, TimeRange
 from schemas.requests import ContextItem, ContextReply, ContextUsage, LayerSearchReply
@@ -71,12 +72,6 @@ class LoopBody(LooseBody):
         default=None, description="pre_turn|context, post_turn|record_turn, remember|save."
     )
     op: str | None = Field(default=None, description="Alias of step.")
-
-
-class LayerSearchBody(ScopeBody):
-    query: str | None = Field(default=None, description="Required.")
-    layers: list[str] | None = None
-    limit: Count | None = Field(default=None, description="Per layer: default 5, at most 20.")
 
 
 class ItemPatchBody(ScopeBody):

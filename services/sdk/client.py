@@ -323,6 +323,12 @@ class MemoryClient(Operations):
                 **({"layers": list(layers)} if layers else {}),
             },
         )
+        return await self.request_layers(request, timeout=timeout)
+
+    async def request_layers(
+        self, request: LayerSearchRequest, *, timeout: float | None = None
+    ) -> LayerSearchReply:
+        """The raw layer search with a validated request."""
         return checked(await self._ask(topics.LAYER_SEARCH, request, LayerSearchReply, timeout))
 
     async def reliability(

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from schemas.scope import Scope
 from services.gateway import GatewayNotSecured, create_app
 from services.gateway.auth import Authenticator, JwtRules, Principal, mint_token
-from services.gateway.deps import at_most, body_scope, known_layers, query_scope
+from services.gateway.deps import at_most, body_scope, query_scope
 from services.gateway.errors import ApiError, validation_message
 from services.ops.cli import app as cli
 from services.ops.tokens import parse_duration
@@ -379,13 +379,11 @@ def test_validation_messages_are_one_clear_line() -> None:
     assert validation_message(query) == "query.minSuccessRate: bad number"
 
 
-def test_caps_and_layers() -> None:
+def test_caps() -> None:
     # below 1 never gets here (the route's type answers 422): only the cap is applied
     assert at_most(None, 5, 20) == 5
     assert at_most(500, 5, 20) == 20
     assert at_most(7, 5, 20) == 7
-    assert known_layers(["graph", "x", "graph", "working"]) == ["graph", "working"]
-    assert known_layers(["x"]) == ["working", "scene", "graph", "patterns", "archives", "vectors"]
 
 
 def test_openapi_documents_every_route_with_errors_and_security() -> None:

@@ -115,8 +115,7 @@ def field(spec: dict[str, Any], model: str, name: str) -> dict[str, Any]:
         ("ContextInput", "maxContextCharacters", {"type": "integer", "minimum": 1}),
         ("BudgetInput", "maxCharacters", {"type": "integer", "minimum": 1}),
         ("ContextInput", "asOf", {"type": "integer", "minimum": 0, "maximum": MAX_TIME_MS}),
-        ("LayerSearchBody", "limit", {"type": "integer", "minimum": 1}),
-        ("SearchBody", "limit", {"type": "integer", "minimum": 1}),
+        ("LayerSearchInput", "limit", {"type": "integer", "minimum": 1}),
         ("TurnInput", "totalTokens", {"type": "integer", "minimum": 0}),  # alias tokenCount
         ("TurnInput", "contextWindow", {"type": "integer", "minimum": 0}),
         ("TurnInput", "occurredAt", {"type": "integer", "minimum": 0, "maximum": MAX_TIME_MS}),
