@@ -5,10 +5,8 @@ its first record was published: what a replay can rebuild (issue 31).
   the partition's last record batch plus one (docs/operations.md#local-servers): a batch of
   twelve records published together at offsets 21..32 is reported as an end of 22. A replay
   bounded by that end stops before the last records and counts them short. The end here is
-  read from the records: each partition is fetched from its reported end minus one (the last
-  batch's first record) until a fetch brings nothing more; a fetch returns whole batches, so
-  the last batch's every record arrives. On Apache Kafka the reported end is right and the
-  same read finds it again.
+  read from the records (`services.stream.offsets.true_ends`, which every reader of end
+  offsets uses).
 * **The first record's time.** The timestamp of the record at a partition's first offset
   (the producer's clock when it published it, or the broker's on a topic with
   `LogAppendTime`): no document a writer stored from a record still in the log can be older
@@ -24,6 +22,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from services.stream.offsets import true_ends
 from services.stream.security import NO_OPTIONS
 
 READ_TIMEOUT = 60.0
@@ -31,11 +30,6 @@ READ_TIMEOUT = 60.0
 
 SETTLE_MS = 300
 """A partition is done when a fetch of this long brings nothing past what was read."""
-
-MORE_FETCHES = 4
-"""At most this many fetches that bring records per partition (a partition written to while
-it is read would never be done otherwise)."""
-
 
 @dataclass(frozen=True, slots=True)
 class Reach:
@@ -77,16 +71,10 @@ async def log_reach(
             reported = await consumer.end_offsets(parts)
             held = {tp: firsts[tp] for tp in parts if reported[tp] > firsts[tp]}
             stamps = await _first_stamps(consumer, held)
-            lasts = {tp: max(reported[tp] - 1, first) for tp, first in held.items()}
-            ends = await _true_ends(consumer, lasts)
+            ends = await true_ends(consumer, firsts, reported)
     finally:
         await consumer.stop()
-    return {
-        (tp.topic, tp.partition): Reach(
-            firsts[tp], max(ends.get(tp, firsts[tp]), reported[tp]), stamps.get(tp)
-        )
-        for tp in parts
-    }
+    return {(tp.topic, tp.partition): Reach(firsts[tp], ends[tp], stamps.get(tp)) for tp in parts}
 
 
 async def _first_stamps(
@@ -104,29 +92,3 @@ async def _first_stamps(
                 stamps[tp] = records[0].timestamp
                 waiting.discard(tp)
     return stamps
-
-
-async def _true_ends(
-    consumer: AIOKafkaConsumer, lasts: Mapping[TopicPartition, int]
-) -> dict[TopicPartition, int]:
-    """Each partition read from `lasts` (the first offset of its last batch as the broker
-    reports it) until a fetch brings nothing more: the offset after the last record read."""
-    for tp, last in lasts.items():
-        consumer.seek(tp, last)
-    ends = dict(lasts)
-    rounds: dict[TopicPartition, int] = {}  # fetches that brought records, per partition
-    active = set(lasts)
-    while active:
-        fetched = await consumer.getmany(*active, timeout_ms=SETTLE_MS)
-        for tp, records in fetched.items():
-            if records:
-                ends[tp] = max(ends[tp], records[-1].offset + 1)
-                rounds[tp] = rounds.get(tp, 0) + 1
-        # done: the last batch arrived and a fetch brought nothing more (or, on a partition
-        # still being written, a few fetches later: what came after the start is not needed)
-        active = {
-            tp
-            for tp in active
-            if tp not in rounds or (fetched.get(tp) and rounds[tp] < MORE_FETCHES)
-        }
-    return ends

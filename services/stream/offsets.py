@@ -20,6 +20,9 @@ from services.stream.security import NO_OPTIONS
 # Every broker round trip here is bounded: aiokafka retries an unknown group coordinator
 # forever, and a helper that waits forever turns a sick broker into a hung caller.
 ADMIN_TIMEOUT = 30.0
+FETCH_MS = 200
+"""A fetch of `true_ends` (a partition's last batch is there to read: it returns at once)."""
+FETCH_ROUNDS = 5
 
 
 async def committed(
@@ -90,9 +93,9 @@ async def wait_caught_up(
 async def end_offsets(
     bootstrap: str, topic_names: Iterable[str], *, kafka_options: Mapping[str, Any] = NO_OPTIONS
 ) -> dict[tuple[str, int], int]:
-    """`{(topic, partition): next offset}` of every partition of the topics, now. Partitions
-    come from the broker's metadata (a topic created elsewhere may have another count; a
-    topic that does not exist has none)."""
+    """`{(topic, partition): next offset}` of every partition of the topics, now, read from
+    the records (`true_ends`). Partitions come from the broker's metadata (a topic created
+    elsewhere may have another count; a topic that does not exist has none)."""
     return await _log_bounds(bootstrap, topic_names, "end", kafka_options)
 
 
@@ -122,11 +125,51 @@ async def _log_bounds(
                 for topic in dict.fromkeys(topic_names)
                 for n in sorted(consumer.partitions_for_topic(topic) or ())
             ]
-            read = consumer.end_offsets if bound == "end" else consumer.beginning_offsets
-            found = await read(partitions) if partitions else {}
+            if not partitions:
+                return {}
+            if bound == "beginning":
+                found = await consumer.beginning_offsets(partitions)
+            else:
+                firsts = await consumer.beginning_offsets(partitions)
+                found = await true_ends(consumer, firsts, await consumer.end_offsets(partitions))
     finally:
         await consumer.stop()
     return {(tp.topic, tp.partition): offset for tp, offset in found.items()}
+
+
+async def true_ends(
+    consumer: AIOKafkaConsumer,
+    firsts: Mapping[TopicPartition, int],
+    reported: Mapping[TopicPartition, int],
+) -> dict[TopicPartition, int]:
+    """The next offset of each partition, read from its records. The local broker answers a
+    ListOffsets "latest" with the first offset of the partition's last record batch plus one
+    (docs/operations.md#local-servers): twelve records published together at 21..32 read as
+    an end of 22, so a reader bounded by it stops short, and a group started there reads the
+    batch's tail again. Each partition that holds records is fetched from its reported end
+    less one (a fetch returns the whole batch that offset is in, and the batches after it)
+    until a fetch brings records; on Apache Kafka the reported end comes back unchanged.
+    `consumer` is started and not subscribed; its assignment is replaced."""
+    held = {
+        tp: max(reported[tp] - 1, first) for tp, first in firsts.items() if reported[tp] > first
+    }
+    ends = {tp: reported[tp] for tp in reported}
+    if not held:
+        return ends
+    consumer.assign(list(held))
+    for tp, offset in held.items():
+        consumer.seek(tp, offset)
+    waiting = set(held)
+    async with asyncio.timeout(ADMIN_TIMEOUT):
+        for _ in range(FETCH_ROUNDS):  # a partition that brings nothing keeps its reported end
+            fetched = await consumer.getmany(*waiting, timeout_ms=FETCH_MS)
+            for tp, records in fetched.items():
+                if records:
+                    ends[tp] = max(ends[tp], records[-1].offset + 1)
+                    waiting.discard(tp)
+            if not waiting:
+                break
+    return ends
 
 
 async def start_at_end(
@@ -162,4 +205,11 @@ async def start_at_end(
                 await member.stop()
 
 
-__all__ = ["TopicPartition", "committed", "start_at_end", "wait_caught_up", "wait_processed"]
+__all__ = [
+    "TopicPartition",
+    "committed",
+    "start_at_end",
+    "true_ends",
+    "wait_caught_up",
+    "wait_processed",
+]

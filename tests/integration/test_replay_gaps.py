@@ -1,7 +1,8 @@
 """What a replay can and cannot rebuild, on the real stack (issue 31).
 
 * The local broker reports a partition's end as its last record batch's first offset plus
-  one: a replay bounded by it stopped short of a batch of turns published together.
+  one: a replay bounded by it stopped short of a batch of turns published together (and
+  `end_offsets`, which reads the end from the records, is exact).
 * A database holding rows written before the log's first record (written to MongoDB
   directly, as a restored backup or a lost head would leave them) is reported, for the live
   database and for a target that was not dropped, and `replay --verify` says not verifiable.
@@ -72,6 +73,9 @@ async def test_replay_reads_past_the_end_the_broker_reports_for_a_batch(
     partition = (topics.TURNS, metas[-1].partition)
     last = max(m.offset for m in metas)
     reported = (await end_offsets(stack.kafka_bootstrap, [topics.TURNS]))[partition]
+    # end_offsets reads the end from the records (the broker's own answer is the batch's
+    # first offset plus one): a group started there, or a bound taken there, is past it
+    assert reported == last + 1
     seen: list[Progress] = []
     async with groups_running(stack, minilm, "batchends", []) as (rt, _):
         try:
