@@ -207,12 +207,13 @@ class SearchSettings(Section):
         ),
     )
     state_margin_ms: int = Field(
-        default=10_000,
+        default=2_000,
         ge=0,
         validation_alias="state_margin_ms",
         description=(
             "How far before its last read the exact index reads back written rows: longer than "
-            "any write takes, plus the clock skew between writer and search hosts."
+            "a write's flight (a write acknowledged more than 0.5 s after its stamp is stamped "
+            "again), plus the clock skew between writer and search hosts."
         ),
     )
     blas_threads: int = Field(

@@ -23,7 +23,14 @@ import pytest
 from engine.adapters.memory import HashingEmbedder
 from engine.adapters.memory.items import InMemoryItemStore
 from engine.adapters.mongo import MongoMemoryStore, ensure_schema
-from engine.adapters.mongo.changes import epoch_fence
+from engine.adapters.mongo.changes import (
+    CHANGED_AT,
+    SLOW_WRITE_MS,
+    epoch_fence,
+    restamp_slow,
+    stamp,
+)
+from engine.adapters.mongo.documents import vector
 from engine.adapters.mongo.erasure import MongoUserEraser
 from engine.adapters.mongo.items import MongoItemStore
 from engine.adapters.mongo.schema import MEMORY
@@ -284,6 +291,56 @@ async def test_a_state_that_caught_up_inside_a_hard_deletes_fence_loads_again_af
 
         assert gone not in {r.vector_id for r, _ in after}
         assert index.loads == 3  # the first load, inside the fence, and after it
+
+
+async def test_a_row_visible_later_than_the_margin_after_its_stamp_is_read_back_once_restamped(
+    stack: Any, unique: Callable[[str], str]
+) -> None:
+    """The margin covers a write's flight only up to `SLOW_WRITE_MS`; a row that became
+    visible later than the margin after its stamp (a slow bulk write on a loaded server) is
+    missed by a delta that read while it was in flight, and read back by the next one once
+    its writer stamped it again (`restamp_slow`, which every bulk write path calls)."""
+    async with mongo_database(stack, unique("db")) as db:
+        await ensure_schema(db)
+        stores = Stores(MongoMemoryStore(db), MongoItemStore(db), MongoUserEraser(db).erase_user)
+        world = World(stores, seed=11)
+        await world.insert(10)
+        index = ExactVectorIndex(stores.memory, margin_ms=1_000)
+        where = TenantFilter(AGENT, USER)
+        [query] = await HashingEmbedder(DIM).embed(["porto violin"], "query")
+        await index.search(where, query, model=MODEL, k=50, version="v1")
+        # stamped 5 s ago, visible only now: as if its write had been in flight that long
+        late_at = stamp() - 5_000
+        doc = await db[MEMORY].find_one({"userAddress": USER, "embeddingDim": DIM})
+        assert doc is not None
+        late = {**doc, "_id": "late-row", "vectorId": "late-row", CHANGED_AT: late_at}
+        late["content"] = "lisbon jazz tea"
+        late["embedding"] = vector(exact_vector("lisbon jazz tea"))
+        await db[MEMORY].insert_one(late)
+        query = exact_vector("lisbon jazz tea")
+
+        missed = await index.search(where, query, model=MODEL, k=50, version="v2")
+        await restamp_slow(db[MEMORY], ["late-row"], late_at, "a test's insert")
+        found = await index.search(where, query, model=MODEL, k=50, version="v3")
+
+        assert "late-row" not in {r.vector_id for r, _ in missed}
+        assert "late-row" in {r.vector_id for r, _ in found}
+        assert index.loads == 1  # deltas only
+
+
+async def test_a_write_acknowledged_in_time_is_not_stamped_again(
+    stack: Any, unique: Callable[[str], str]
+) -> None:
+    async with mongo_database(stack, unique("db")) as db:
+        await ensure_schema(db)
+        at = stamp()
+        await db[MEMORY].insert_many([{"_id": "a", CHANGED_AT: at}, {"_id": "b", CHANGED_AT: 7}])
+        await restamp_slow(db[MEMORY], ["a", "b"], at, "a test's insert")
+        assert (await db[MEMORY].find_one({"_id": "a"}) or {})[CHANGED_AT] == at
+        await restamp_slow(db[MEMORY], ["a", "b"], at - SLOW_WRITE_MS - 1, "a test's insert")
+        assert (await db[MEMORY].find_one({"_id": "a"}) or {})[CHANGED_AT] == at  # not at that
+        await restamp_slow(db[MEMORY], ["a", "b"], 7, "a test's insert")
+        assert (await db[MEMORY].find_one({"_id": "b"}) or {})[CHANGED_AT] > at  # again
 
 
 async def test_a_state_reads_a_delta_past_its_recheck_even_if_its_token_did_not_move(

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Collection, Iterable
+from typing import Any
 
+from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
@@ -25,9 +27,36 @@ from engine.errors import DependencyFailed
 CHANGED_AT = "changedAt"
 
 
+SLOW_WRITE_MS = 500
+"""A write acknowledged longer than this after its stamp is stamped again (`restamp_slow`).
+A delta reads back from its last read's start less the margin (`MNEMOSTREAM_STATE_MARGIN_MS`,
+2 s): a row that became visible more than the margin after its stamp, while a search read,
+would never be read back. Stamped again once visible, it is; so the margin needs to cover
+only this, plus the clock skew between writer and search hosts."""
+RESTAMPS = 3
+"""At most this many stamps again (each is a small update of the same rows)."""
+
+
 def stamp() -> int:
     """The writer's clock in ms, read right before the write it marks."""
     return time.time_ns() // 1_000_000
+
+
+async def restamp_slow(col: AsyncCollection[Doc], ids: Collection[Any], at: int, what: str) -> None:
+    """After a write of the documents `ids` stamped `at` was acknowledged: when that took
+    longer than `SLOW_WRITE_MS`, stamp again those still at `at` (now visible to every
+    search), until a stamp is acknowledged in time."""
+    for _ in range(RESTAMPS):
+        if not ids or stamp() - at <= SLOW_WRITE_MS:
+            return
+        again = stamp()
+        try:
+            await col.update_many(
+                {"_id": {"$in": list(ids)}, CHANGED_AT: at}, {"$set": {CHANGED_AT: again}}
+            )
+        except PyMongoError as exc:
+            raise DependencyFailed(f"{what} failed (stamping it again): {exc}") from exc
+        at = again
 
 
 async def bump_epochs(

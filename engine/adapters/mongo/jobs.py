@@ -11,7 +11,7 @@ from pymongo import ASCENDING, DESCENDING, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError, PyMongoError
 
-from engine.adapters.mongo.changes import CHANGED_AT, epoch_fence, stamp
+from engine.adapters.mongo.changes import CHANGED_AT, epoch_fence, restamp_slow, stamp
 from engine.adapters.mongo.documents import Doc, scope_of
 from engine.adapters.mongo.schema import ARCHIVES, JOBS, MEMORY
 from engine.errors import DependencyFailed
@@ -173,6 +173,7 @@ class MongoMaintenanceStore:
             result = await self._col.bulk_write(ops, ordered=False)
         except PyMongoError as exc:
             raise DependencyFailed(f"decay update failed: {exc}") from exc
+        await restamp_slow(self._col, [vid for vid, _ in scores], changed, "decay update")
         return result.matched_count
 
     async def purge(self, cutoff: int, min_decay: float) -> list[Purged]:

@@ -25,7 +25,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError, PyMongoError
 
 from engine.adapters.mongo.batches import bulk_updates, insert_ignoring_duplicates
-from engine.adapters.mongo.changes import CHANGED_AT, read_epoch, stamp
+from engine.adapters.mongo.changes import CHANGED_AT, read_epoch, restamp_slow, stamp
 from engine.adapters.mongo.documents import (
     Doc,
     agent_query,
@@ -125,7 +125,9 @@ class MongoMemoryStore:
         first = {row.vector_id: row for row in reversed(rows)}
         at = stamp()
         docs = [self.document(first[i], at) for i in dict.fromkeys(r.vector_id for r in rows)]
-        return {str(i) for i in await insert_ignoring_duplicates(self._col, docs, "memory insert")}
+        inserted = await insert_ignoring_duplicates(self._col, docs, "memory insert")
+        await restamp_slow(self._col, inserted, at, "memory insert")
+        return {str(i) for i in inserted}
 
     async def fill_embeddings(self, model: str, vectors: Mapping[str, Vector]) -> int:
         at = stamp()
@@ -143,7 +145,9 @@ class MongoMemoryStore:
             for vector_id, v in vectors.items()
             if v.size
         ]
-        return await bulk_updates(self._col, ops, "memory embedding fill")
+        filled = await bulk_updates(self._col, ops, "memory embedding fill")
+        await restamp_slow(self._col, list(vectors), at, "memory embedding fill")
+        return filled
 
     async def status_of(self, vector_id: str) -> str | None:
         try:
@@ -178,17 +182,19 @@ class MongoMemoryStore:
     async def bump_access(self, vector_ids: Sequence[str], at: int) -> int:
         if not vector_ids:
             return 0
+        changed = stamp()
         try:
             result = await self._col.update_many(
                 {"_id": {"$in": list(vector_ids)}},
                 {
                     "$inc": {"accessCount": 1},
                     "$max": {"lastAccessedAt": at},
-                    "$set": {CHANGED_AT: stamp()},
+                    "$set": {CHANGED_AT: changed},
                 },
             )
         except PyMongoError as exc:
             raise DependencyFailed(f"access bump failed: {exc}") from exc
+        await restamp_slow(self._col, vector_ids, changed, "access bump")
         return result.modified_count
 
     async def active_rows(
