@@ -31,6 +31,7 @@ READ_TIMEOUT = 60.0
 SETTLE_MS = 300
 """A partition is done when a fetch of this long brings nothing past what was read."""
 
+
 @dataclass(frozen=True, slots=True)
 class Reach:
     """One partition: its first offset held, the next offset to be written (read from the
