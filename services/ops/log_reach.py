@@ -22,7 +22,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from services.stream.offsets import true_ends
+from services.stream.offsets import partitions_of, true_ends
 from services.stream.security import NO_OPTIONS
 
 READ_TIMEOUT = 60.0
@@ -59,12 +59,7 @@ async def log_reach(
     try:
         async with asyncio.timeout(READ_TIMEOUT):
             await consumer.start()
-            await consumer.topics()  # refreshes the cluster metadata
-            parts = [
-                TopicPartition(topic, n)
-                for topic in dict.fromkeys(topic_names)
-                for n in sorted(consumer.partitions_for_topic(topic) or ())
-            ]
+            parts = await partitions_of(consumer, topic_names)
             if not parts:
                 return {}
             consumer.assign(parts)

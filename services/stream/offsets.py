@@ -119,12 +119,7 @@ async def _log_bounds(
     try:
         async with asyncio.timeout(ADMIN_TIMEOUT):
             await consumer.start()
-            await consumer.topics()  # refreshes the cluster metadata
-            partitions = [
-                TopicPartition(topic, n)
-                for topic in dict.fromkeys(topic_names)
-                for n in sorted(consumer.partitions_for_topic(topic) or ())
-            ]
+            partitions = await partitions_of(consumer, topic_names)
             if not partitions:
                 return {}
             if bound == "beginning":
@@ -135,6 +130,19 @@ async def _log_bounds(
     finally:
         await consumer.stop()
     return {(tp.topic, tp.partition): offset for tp, offset in found.items()}
+
+
+async def partitions_of(
+    consumer: AIOKafkaConsumer, topic_names: Iterable[str]
+) -> list[TopicPartition]:
+    """Every partition of the topics, by the broker's metadata (read afresh; a topic that
+    does not exist has none)."""
+    await consumer.topics()  # refreshes the cluster metadata
+    return [
+        TopicPartition(topic, n)
+        for topic in dict.fromkeys(topic_names)
+        for n in sorted(consumer.partitions_for_topic(topic) or ())
+    ]
 
 
 async def true_ends(
@@ -208,6 +216,7 @@ async def start_at_end(
 __all__ = [
     "TopicPartition",
     "committed",
+    "partitions_of",
     "start_at_end",
     "true_ends",
     "wait_caught_up",
