@@ -187,15 +187,17 @@ class FactWriter:
                 await self.memory.set_slot_if_absent(vid, tenant, fact.slot)
         entities_inserted = sum(1 for eid in new_entities if eid in inserted)
         relations_inserted = 0
+        # the rows this event wrote hold its evidence already: only those that existed gain it
         attachments = [
-            Attachment("entity", eid, Evidence(item, e.summary, at)) for eid, e in entities.items()
+            Attachment("entity", eid, Evidence(item, e.summary, at))
+            for eid, e in entities.items()
+            if eid not in inserted
         ]
         for rel in event.relations:
             source_id, target_id = entity_id(fields, rel.source), entity_id(fields, rel.target)
             relation_id = "rel_" + h32(json.dumps([source_id, rel.type, target_id]))
             said = Evidence(item, rel.evidence, at)
-            attachments.append(Attachment("relation", relation_id, said))
-            relations_inserted += await self.relations.insert_if_absent(
+            added = await self.relations.insert_if_absent(
                 RelationRecord(
                     relation_id=relation_id,
                     scope=fields,
@@ -210,7 +212,10 @@ class FactWriter:
                     | evidence_fields(said),
                 )
             )
-        if self.graph is not None:  # rows that existed gain this item's evidence
+            relations_inserted += added
+            if not added:
+                attachments.append(Attachment("relation", relation_id, said))
+        if self.graph is not None and attachments:
             await self.graph.attach(attachments)
         slots = sorted({f.slot for f in event.facts if f.slot})
         for slot in slots:
