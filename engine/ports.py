@@ -124,7 +124,10 @@ class MemoryStore(Protocol):
         ...
 
     async def bump_access(self, vector_ids: Sequence[str], at: int) -> int:
-        """Count one access for each row (accessCount + 1, lastAccessedAt = at)."""
+        """Count one access for each row (accessCount + 1, lastAccessedAt = at). Not a
+        change `changed_rows` reads back: the search process that counted the accesses
+        applies them to its own state (`VectorIndex.accessed`), and a count is only a
+        ranking hint (`packing_score`), so no other reader pays a delta for it."""
         ...
 
     async def active_rows(
@@ -368,6 +371,12 @@ class VectorIndex(Protocol):
         """Catch up with the store for this tenant now (what `search` with the same
         arguments would read first), so the reads overlap the query's embedding; a no-op
         for an index that holds no state. Errors surface again from `search`."""
+        ...
+
+    def accessed(self, vector_ids: Sequence[str]) -> None:
+        """The rows' access counts were bumped by one (`MemoryStore.bump_access`, which
+        marks no change): an index that holds the rows applies it, so it ranks as a fresh
+        load would; a no-op for one that holds no state."""
         ...
 
     async def search(

@@ -257,6 +257,9 @@ class AtlasVectorIndex:
     ) -> None:
         """Nothing to catch up with: the server's index follows the writes itself."""
 
+    def accessed(self, vector_ids: Sequence[str]) -> None:
+        """Nothing held here: the server reads the counts with the rows."""
+
     async def search(
         self,
         where: TenantFilter,

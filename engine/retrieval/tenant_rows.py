@@ -14,7 +14,7 @@ their vector) are zero rows of the matrix: never cosine candidates, found by the
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -162,6 +162,15 @@ class TenantRows:
             if self.dead > 64 and self.dead * 4 > self.used:
                 self._compact()
         return changed
+
+    def accessed(self, vector_ids: Iterable[str]) -> None:
+        """Count one access of each held row, as the store did (`MemoryStore.bump_access`):
+        nothing but the row's count changes, so no array or posting does."""
+        for vector_id in vector_ids:
+            at = self.slots.get(vector_id)
+            row = None if at is None else self.rows[at]
+            if at is not None and row is not None:
+                self.rows[at] = replace(row, access_count=row.access_count + 1)
 
     def _put(self, row: MemoryRow, at: int | None) -> None:
         if at is None:

@@ -9,6 +9,8 @@ once, which also damps the rich-get-richer loop of access-weighted ranking.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from engine.ports import MemoryStore
 
 MEMORY_LAYERS = frozenset({"graph", "vectors"})
@@ -18,6 +20,12 @@ class AccessRecorder:
     def __init__(self, memory: MemoryStore) -> None:
         self._memory = memory
         self._pending: set[str] = set()
+        self._followers: list[Callable[[Sequence[str]], None]] = []
+
+    def follow(self, follower: Callable[[Sequence[str]], None]) -> None:
+        """Tell `follower` of each flushed batch's ids once the store took it (the search
+        state's `VectorIndex.accessed`: the store marks no change for a count)."""
+        self._followers.append(follower)
 
     def note(self, vector_ids: list[str]) -> None:
         self._pending.update(vector_ids)
@@ -31,4 +39,7 @@ class AccessRecorder:
         if not self._pending:
             return 0
         ids, self._pending = sorted(self._pending), set()
-        return await self._memory.bump_access(ids, at)
+        counted = await self._memory.bump_access(ids, at)
+        for follower in self._followers:
+            follower(ids)
+        return counted

@@ -180,6 +180,17 @@ class ExactVectorIndex:
             self._evict(keep=key)  # never `key`; an evicted key's lock goes with its state
         return state.rows
 
+    def accessed(self, vector_ids: Sequence[str]) -> None:
+        """Apply access counts the store took without a change mark (`MemoryStore.
+        bump_access`) to every state holding the rows: the counts this process flushed are
+        in its states as in a fresh load. Another search process's counts reach a state at
+        its next full load, or with the row's next change: a count only weighs 0.04 of a
+        hit's packing score (`packing_score`), and reading each bump back cost every delta
+        its rows (issue 28)."""
+        ids = set(vector_ids)
+        for state in self._states.values():
+            state.rows.accessed(ids)
+
     def _shared_unchanged(self, where: TenantFilter, state: _State, shared: str | None) -> bool:
         """Whether a delta may skip the agent's user-less rows a user's read is widened to:
         their own token did not move since they were last read back, recently enough."""

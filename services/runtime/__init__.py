@@ -210,12 +210,14 @@ class Runtime:
 
     async def _build_search(self) -> MemorySearch:
         s = self.stores
+        index = await self.parts.index(self.embedder)
+        self.access.follow(index.accessed)
         return MemorySearch(
             transcripts=s.transcripts,
             working=s.working,
             patterns=s.pattern_layer,
             archives=s.archives,
-            index=await self.parts.index(self.embedder),
+            index=index,
             embedder=self.embedder,
             cache=s.cache,
             reranker=self.reranker,

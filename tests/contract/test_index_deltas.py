@@ -38,6 +38,7 @@ from engine.filters import parse_filters
 from engine.ports import MemoryStore
 from engine.records import MemoryRow, ScopeFields
 from engine.retrieval.lexical import all_terms
+from engine.retrieval.usage import AccessRecorder
 from engine.retrieval.vector_index import ExactVectorIndex
 from engine.scoping import TenantFilter
 from engine.upkeep.items import Embedded, ItemStore, RowPatch
@@ -95,6 +96,9 @@ class World:
         self.rng = random.Random(seed)
         self.ids: list[str] = []
         self.n = 0
+        self.access = AccessRecorder(stores.memory)
+        """Counts accesses as the search process does: the store marks no change for
+        them, so an index follows them through the recorder (`VectorIndex.accessed`)."""
 
     def text(self) -> str:
         return " ".join(self.rng.sample(WORDS, 3))
@@ -157,7 +161,8 @@ class World:
         elif op == "supersede":
             await memory.set_validity(vid, T0 + self.rng.randint(1, 400) * 1000, "someone")
         elif op == "access":
-            await memory.bump_access(self.rng.sample(self.ids, 3), T0 + 9)
+            self.access.note(self.rng.sample(self.ids, 3))
+            await self.access.flush(T0 + 9)
         elif op == "slot":
             await memory.set_slot_if_absent(vid, where, self.rng.choice(WORDS))
         return op
@@ -193,6 +198,7 @@ def answer(found: list[tuple[MemoryRow, float | None]]) -> list[tuple[Any, ...]]
 async def test_deltas_answer_as_a_fresh_load_through_interleaved_writes(stores: Stores) -> None:
     world = World(stores, seed=28)
     kept = ExactVectorIndex(stores.memory, margin_ms=0)
+    world.access.follow(kept.accessed)
     rng = random.Random(7)
     filters = parse_filters({"metadata.topic": WORDS[:6]})
     wheres = [
@@ -224,7 +230,7 @@ async def test_deltas_answer_as_a_fresh_load_through_interleaved_writes(stores: 
                 mine = await kept.search(where, query, version=f"v{step}", **args)
                 fresh = await ExactVectorIndex(stores.memory).search(where, query, **args)
                 assert answer(mine) == answer(fresh), (step, ops[-3:], where, options)
-    assert {"hard", "soft", "edit", "fill", "supersede", "erase"} <= set(ops)
+    assert {"hard", "soft", "edit", "fill", "supersede", "access", "erase"} <= set(ops)
     # a full load per tenant filter, then again only after an epoch move (hard delete,
     # erasure); every other write was read back as a delta
     epochs = ops.count("hard") + ops.count("erase")
@@ -248,6 +254,43 @@ async def test_a_delta_reads_back_only_what_changed(stores: Stores) -> None:
 
     assert index.loads == 1
     assert 0 < index.delta_rows <= 2  # the tenant's new rows, not its 300
+
+
+async def test_an_access_count_costs_no_delta_and_the_counting_index_applies_it(
+    stores: Stores,
+) -> None:
+    """A search's access bumps are no change a delta reads back (stamped, they were most of
+    every later delta's rows): the index of the process that counted them applies them
+    itself, and answers as a fresh load; one that did not count them reads them at its next
+    full load."""
+    world = World(stores, seed=4)
+    await world.insert(30)
+    await asyncio.sleep(0.01)  # the load's clock past the inserts' (stamps are in ms)
+    counting = ExactVectorIndex(stores.memory, margin_ms=0)
+    other = ExactVectorIndex(stores.memory, margin_ms=0)
+    world.access.follow(counting.accessed)
+    where = TenantFilter(AGENT, USER)
+    query = exact_vector("lisbon tea")
+    args: dict[str, Any] = {"model": MODEL, "k": 30}
+    first = await counting.search(where, query, version="v1", **args)
+    await other.search(where, query, version="v1", **args)
+    ids = [r.vector_id for r, _ in first[:4]]
+
+    world.access.note(ids)
+    world.access.note(ids[:2])  # noted twice in one flush window: counted once
+    await world.access.flush(T0 + 9)
+    mine = await counting.search(where, query, version="v2", **args)
+    theirs = await other.search(where, query, version="v2", **args)
+    fresh = await ExactVectorIndex(stores.memory).search(where, query, **args)
+
+    counts = {r.vector_id: r.access_count for r, _ in mine}
+    assert [counts[i] for i in ids] == [1, 1, 1, 1]
+    assert answer(mine) == answer(fresh)
+    assert (counting.delta_rows, other.delta_rows) == (0, 0)
+    assert {r.vector_id: r.access_count for r, _ in theirs}[ids[0]] == 0  # not counted here
+    other.clear()
+    again = await other.search(where, query, version="v3", **args)
+    assert answer(again) == answer(fresh)  # its next full load reads them
 
 
 async def test_a_hard_delete_is_never_served_after_it(stores: Stores) -> None:

@@ -34,6 +34,10 @@ class StampedRows(MutableMapping[str, MemoryRow]):
         self._rows[key] = row
         self.changed_at[key] = time.time_ns() // 1_000_000
 
+    def set_unmarked(self, key: str, row: MemoryRow) -> None:
+        """Write without marking a change (an access count: `MemoryStore.bump_access`)."""
+        self._rows[key] = row
+
     def __delitem__(self, key: str) -> None:
         row = self._rows.pop(key)
         self.changed_at.pop(key, None)
@@ -107,7 +111,7 @@ class InMemoryMemoryStore:
         for vector_id in vector_ids:
             row = self._rows.get(vector_id)
             if row is not None:
-                self._rows[vector_id] = replace(row, access_count=row.access_count + 1)
+                self._rows.set_unmarked(vector_id, replace(row, access_count=row.access_count + 1))
                 bumped += 1
         return bumped
 
