@@ -50,6 +50,7 @@ from benchmarks.load_stats import (
     drain_time,
     format_op,
     format_seconds,
+    machine_cpu_seconds,
     max_lag,
     summarize,
 )
@@ -205,7 +206,7 @@ async def run(
             LagSampler(ends.kafka_bootstrap, prefix, consumers)
         )
         stop = asyncio.Event()
-        t0 = time.monotonic()
+        t0, cpu0 = time.monotonic(), machine_cpu_seconds()
         sampling = asyncio.create_task(
             sample_until(sampler, samples, t0, stop, args.sample_seconds)
         )
@@ -217,6 +218,7 @@ async def run(
             )
         )
         ran = time.monotonic() - t0
+        tally.cpu_busy_s = machine_cpu_seconds() - cpu0
         stop.set()
         await sampling
         # drain: sample often until every group is at lag 0, bounded
@@ -274,6 +276,17 @@ def report(
         f"pre_turn cache hits {tally.pre_turn_cached}"
         + (f"; turn id collisions {tally.collisions}" if tally.collisions else "")
     )
+    cycles = len(tally.published)
+    cpu_ms = tally.cpu_busy_s * 1000 / cycles if cycles else None
+    cores = os.cpu_count() or 1
+    if cpu_ms:
+        # closed loop: the machine's cycles a second are bounded by its cores over the CPU
+        # a cycle (a pre_turn, a turn and all they cause) costs everywhere
+        print(
+            f"CPU: {tally.cpu_busy_s / ran / cores:.0%} of {cores} cores busy, {cpu_ms:.1f} ms "
+            f"of CPU a cycle (pre_turn + turn, every process): at most "
+            f"{cores * 1000 / cpu_ms:.0f} cycles/s on this machine"
+        )
     run_samples = [s for s in samples if s[0] <= ran]
     print(
         f"consumer lag (messages, end − committed; {len(run_samples)} samples during the run, "
@@ -300,6 +313,8 @@ def report(
         "turns_per_second": round(len(tally.published) / ran, 1),
         "pre_turn_cache_hits": tally.pre_turn_cached,
         "drained_seconds": None if every is None else round(every, 1),
+        "cpu_busy_share": round(tally.cpu_busy_s / ran / cores, 3),
+        "cpu_ms_per_cycle": None if cpu_ms is None else round(cpu_ms, 1),
         "max_lag": {c: max_lag(samples, c) for c in consumers},
     }
     if check is None:

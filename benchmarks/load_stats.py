@@ -5,9 +5,11 @@ consumer lag and drain time, and the exactly-once check of stored turns
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from services.sdk.client import RequestFailed
 
@@ -161,3 +163,15 @@ def check_stored(
         session_rows=len(rows),
         session_row_duplicates=sum(n - 1 for n in rows.values()),
     )
+
+
+def machine_cpu_seconds() -> float:
+    """Busy CPU seconds of the whole machine since boot (every core, every process: the
+    groups, the servers, the benchmark itself), from `/proc/stat`; 0 where there is none."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except OSError:
+        return 0.0
+    ticks = [int(f) for f in fields]
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)  # idle + iowait
+    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")

@@ -91,6 +91,8 @@ class Tally:
     uncertain: set[str] = field(default_factory=set)
     collisions: int = 0
     facts: int = 0
+    cpu_busy_s: float = 0.0
+    """The machine's busy CPU time over the run, every process (`/proc/stat`)."""
 
 
 async def agent(
