@@ -165,13 +165,28 @@ def check_stored(
     )
 
 
-def machine_cpu_seconds() -> float:
-    """Busy CPU seconds of the whole machine since boot (every core, every process: the
-    groups, the servers, the benchmark itself), from `/proc/stat`; 0 where there is none."""
-    try:
-        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-    except OSError:
-        return 0.0
-    ticks = [int(f) for f in fields]
-    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)  # idle + iowait
-    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+def tree_cpu_seconds(root: int | None = None) -> float:
+    """User + system CPU seconds used so far by `root` (this process by default) and every
+    process below it, alive now (the groups, the servers it started): what the benchmark's
+    own stack cost, whatever else the machine runs. Linux `/proc`; 0 where there is none."""
+    root = os.getpid() if root is None else root
+    parents: dict[int, int] = {}
+    used: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        parents[int(entry.name)] = int(fields[1])
+        used[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
+    total = 0.0
+    for pid, seconds in used.items():
+        at = pid
+        while at not in (root, 0, 1) and at in parents:
+            at = parents[at]
+        if at == root:
+            total += seconds
+    return total

@@ -92,7 +92,7 @@ class Tally:
     collisions: int = 0
     facts: int = 0
     cpu_busy_s: float = 0.0
-    """The machine's busy CPU time over the run, every process (`/proc/stat`)."""
+    """CPU seconds the benchmark's processes used over the run (`tree_cpu_seconds`)."""
 
 
 async def agent(
