@@ -52,10 +52,9 @@ from benchmarks.load_stats import (
     format_seconds,
     max_lag,
     summarize,
-    tree_cpu_seconds,
 )
 from benchmarks.load_traffic import Tally, agent, group_processes, stored_turns
-from benchmarks.pipeline import endpoints, free_port, state_metrics
+from benchmarks.pipeline import endpoints, free_port, state_metrics, tree_cpu_seconds
 from schemas import topics
 from schemas.inputs import turn_recorded
 from services.endpoints import Endpoints

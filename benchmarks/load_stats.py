@@ -5,11 +5,9 @@ consumer lag and drain time, and the exactly-once check of stored turns
 from __future__ import annotations
 
 import math
-import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from services.sdk.client import RequestFailed
 
@@ -163,30 +161,3 @@ def check_stored(
         session_rows=len(rows),
         session_row_duplicates=sum(n - 1 for n in rows.values()),
     )
-
-
-def tree_cpu_seconds(root: int | None = None) -> float:
-    """User + system CPU seconds used so far by `root` (this process by default) and every
-    process below it, alive now (the groups, the servers it started): what the benchmark's
-    own stack cost, whatever else the machine runs. Linux `/proc`; 0 where there is none."""
-    root = os.getpid() if root is None else root
-    parents: dict[int, int] = {}
-    used: dict[int, float] = {}
-    tick = os.sysconf("SC_CLK_TCK")
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:  # gone meanwhile
-            continue
-        parents[int(entry.name)] = int(fields[1])
-        used[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
-    total = 0.0
-    for pid, seconds in used.items():
-        at = pid
-        while at not in (root, 0, 1) and at in parents:
-            at = parents[at]
-        if at == root:
-            total += seconds
-    return total

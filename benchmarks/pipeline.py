@@ -285,3 +285,30 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def tree_cpu_seconds(root: int | None = None) -> float:
+    """User + system CPU seconds used so far by `root` (this process by default) and every
+    process below it, alive now (the groups, the servers it started): what the benchmark's
+    own stack cost, whatever else the machine runs. Linux `/proc`; 0 where there is none."""
+    root = os.getpid() if root is None else root
+    parents: dict[int, int] = {}
+    used: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        parents[int(entry.name)] = int(fields[1])
+        used[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
+    total = 0.0
+    for pid, seconds in used.items():
+        at = pid
+        while at not in (root, 0, 1) and at in parents:
+            at = parents[at]
+        if at == root:
+            total += seconds
+    return total

@@ -18,7 +18,10 @@ session row stored; embedding deferred, as `benchmarks.throughput`'s `stored_per
   path (the sealing and transcripts groups in two processes).
 
 Reports each round's turns/s, the median of each mode and `sealed_vs_plain` (median ratio;
-the goal is ≥ 0.90). With `--json`, exactly one JSON object on stdout.
+the goal is ≥ 0.90), and the CPU a stored turn cost the benchmark's own process tree (the
+groups, the servers, the client) with `sealed_vs_plain_cpu` (plain ÷ sealed): on a shared
+machine the rates move with what else runs, the CPU a turn far less. With `--json`,
+exactly one JSON object on stdout.
 
 `compare` is the same alternation for other benchmarks (`benchmarks.throughput` and
 `benchmarks.replay` run it with `--sealing-rounds N`); an `Extra` measures more on each
@@ -45,7 +48,7 @@ from typing import Any, Protocol
 
 from pymongo import AsyncMongoClient
 
-from benchmarks.pipeline import endpoints, groups_process
+from benchmarks.pipeline import endpoints, groups_process, tree_cpu_seconds
 from schemas import topics
 from services.endpoints import Endpoints
 from services.sdk.client import MemoryClient
@@ -111,7 +114,7 @@ class Extra(Protocol):
 
 async def one_round(
     ends: Endpoints, sealed: bool, args: argparse.Namespace, extra: Extra | None = None
-) -> tuple[float, str]:
+) -> tuple[Rate, str]:
     """(stored turns/s, a line of detail) of one round: each group in its own
     `mnemostream run` process."""
     key = base64.b64encode(os.urandom(32)).decode() if sealed else None
@@ -141,15 +144,19 @@ async def one_round(
                     await client.record_turn(body(r.agent, n, args.threads))
 
             began, cpu = time.monotonic(), [cpu_seconds(p.pid) for p in procs]
+            stack = tree_cpu_seconds()
             await asyncio.gather(*(publisher() for _ in range(args.concurrency)))
             published = time.monotonic() - began
             await caught_up(ends, r.prefix, sealed, timeout=900)
             seconds = time.monotonic() - began
             used = [cpu_seconds(p.pid) - c for p, c in zip(procs, cpu, strict=True)]
+            stack = tree_cpu_seconds() - stack
     groups = ", ".join(f"{n[0]} {u:.1f}" for n, u in zip(processes, used, strict=True))
+    per_turn = stack * 1000 / args.turns
     detail = (
         f"published in {published:.2f} s, stored in {seconds:.2f} s; "
-        f"CPU seconds of the groups: {groups}"
+        f"CPU seconds of the groups: {groups}; of the whole stack {stack:.1f} "
+        f"({per_turn:.2f} ms a turn)"
     )
     mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(ends.mongo_uri, retryWrites=False)
     try:
@@ -161,7 +168,7 @@ async def one_round(
     finally:
         await mongo.drop_database(r.db)
         await mongo.close()
-    return float(args.turns / seconds), detail
+    return Rate(args.turns / seconds, per_turn), detail
 
 
 def cpu_seconds(pid: int) -> float:
@@ -183,6 +190,15 @@ async def caught_up(ends: Endpoints, prefix: str, sealed: bool, timeout: float) 
         await wait_caught_up(ends.kafka_bootstrap, f"{prefix}.{group}", done, timeout=timeout)
 
 
+@dataclass(frozen=True)
+class Rate:
+    """One round: stored turns a second, and the CPU a stored turn cost the benchmark's whole
+    process tree (the groups, the servers, the publishing client: `tree_cpu_seconds`)."""
+
+    per_s: float
+    cpu_ms: float
+
+
 def summary(plain: Sequence[float], sealed: Sequence[float]) -> dict[str, Any]:
     """Each mode's median rate, its rounds, and `sealed_vs_plain` (median ÷ median)."""
     p, s = statistics.median(plain), statistics.median(sealed)
@@ -192,6 +208,20 @@ def summary(plain: Sequence[float], sealed: Sequence[float]) -> dict[str, Any]:
         "sealed_vs_plain": round(s / p, 3),
         "plain_rounds_per_s": [round(x, 1) for x in plain],
         "sealed_rounds_per_s": [round(x, 1) for x in sealed],
+    }
+
+
+def cpu_summary(plain: Sequence[float], sealed: Sequence[float]) -> dict[str, Any]:
+    """Each mode's median CPU a stored turn (ms), its rounds, and `sealed_vs_plain_cpu`
+    (plain ÷ sealed: the share of its plain rate a CPU-bound machine keeps when sealing),
+    which moves far less with what else the machine runs than the rates do."""
+    p, s = statistics.median(plain), statistics.median(sealed)
+    return {
+        "plain_cpu_ms_per_turn": round(p, 3),
+        "sealed_cpu_ms_per_turn": round(s, 3),
+        "sealed_vs_plain_cpu": round(p / s, 3) if s else None,
+        "plain_rounds_cpu_ms": [round(x, 3) for x in plain],
+        "sealed_rounds_cpu_ms": [round(x, 3) for x in sealed],
     }
 
 
@@ -208,19 +238,20 @@ async def compare(
     """`rounds` rounds of each mode, alternating (plain first): `summary` of the stored
     turns/s, with `turns`, `rounds` and `load_average` (1 min, at the start and the end)."""
     args = argparse.Namespace(turns=turns, threads=threads, concurrency=concurrency)
-    rates: dict[str, list[float]] = {"plain": [], "sealed": []}
+    rates: dict[str, list[Rate]] = {"plain": [], "sealed": []}
     load = [round(os.getloadavg()[0], 2)]
     for n in range(rounds * 2):
         mode = "plain" if n % 2 == 0 else "sealed"
         print(f"[{label}] round {n + 1}: {mode}", file=sys.stderr, flush=True)
         rate, detail = await one_round(ends, mode == "sealed", args, extra)
         rates[mode].append(rate)
-        print(f"  {rate:8.1f} stored turns/s; {detail}", file=sys.stderr, flush=True)
+        print(f"  {rate.per_s:8.1f} stored turns/s; {detail}", file=sys.stderr, flush=True)
     load.append(round(os.getloadavg()[0], 2))
     return {
         "turns": turns,
         "rounds": rounds,
-        **summary(rates["plain"], rates["sealed"]),
+        **summary([r.per_s for r in rates["plain"]], [r.per_s for r in rates["sealed"]]),
+        **cpu_summary([r.cpu_ms for r in rates["plain"]], [r.cpu_ms for r in rates["sealed"]]),
         "load_average": load,
     }
 

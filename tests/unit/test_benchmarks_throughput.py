@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from benchmarks.sealing import summary
+from benchmarks.sealing import cpu_summary, summary
 from benchmarks.throughput import parser, pct
 from benchmarks.throughput_store import _embedded_filter
 from benchmarks.throughput_text import exchange, marker_word, scopes, texts, turn_body
@@ -38,6 +38,12 @@ def test_the_sealing_summary_is_the_ratio_of_the_medians() -> None:
     assert (found["plain_per_s"], found["sealed_per_s"]) == (200.0, 150.0)
     assert found["sealed_vs_plain"] == 0.75
     assert found["sealed_rounds_per_s"] == [90.0, 150.0, 250.0]
+
+
+def test_the_sealing_cpu_ratio_is_the_plain_median_over_the_sealed_one() -> None:
+    found = cpu_summary([2.0, 4.0, 3.0], [3.3, 5.0, 4.0])
+    assert (found["plain_cpu_ms_per_turn"], found["sealed_cpu_ms_per_turn"]) == (3.0, 4.0)
+    assert found["sealed_vs_plain_cpu"] == 0.75  # a CPU-bound machine keeps 75 % of its rate
 
 
 def test_turn_texts_are_seeded_varied_and_of_realistic_length() -> None:
