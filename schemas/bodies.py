@@ -39,6 +39,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticSerializationError
 
+from schemas import topics
 from schemas.bounds import (
     MAX_TIME_MS,
     MIN_TIME_MS,
@@ -100,9 +101,10 @@ def refusal(error: Mapping[str, Any], root: str = "") -> ScopeError:
     cause = (error.get("ctx") or {}).get("error")
     where = _where(loc, root)
     if isinstance(cause, Refused):
+        # no location and no field: the body itself (`Body._loose`: not an object)
         subject = f"{where}.{cause.field}" if where and cause.field else where or cause.field
         gap = "" if cause.problem.startswith(":") else " "
-        text = f"{subject}{gap}{cause.problem}" if subject else cause.problem
+        text = f"{subject or 'body'}{gap}{cause.problem}"
         return ValueOutOfRange(text) if cause.out_of_range else ScopeError(text)
     msg = str(error.get("msg", "invalid input")).removeprefix("Value error, ")
     kind = ValueOutOfRange if error.get("type") in OUT_OF_RANGE_TYPES else ScopeError
@@ -110,27 +112,54 @@ def refusal(error: Mapping[str, Any], root: str = "") -> ScopeError:
 
 
 def parse_body(model: type[B], data: object, root: str = "") -> B:
-    """`model.model_validate(data)`, the first problem raised as its `refusal` under `root`;
-    a value that is not an object is refused as `root` (default "body")."""
-    if not isinstance(data, Mapping):
-        raise ScopeError(f"{root or 'body'} must be an object")
+    """`model.model_validate(data)`, the first problem raised as its `refusal` under `root`
+    (a value that is not an object: "`root` must be an object", default "body"); a `model`
+    instance is `data` itself (a body is parsed once)."""
+    if isinstance(data, model):
+        return data
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise refusal(exc.errors(include_url=False)[0], root) from None
+        raise refused(exc, root) from None
+
+
+def refused(exc: ValidationError, root: str = "") -> ScopeError:
+    """The first problem of `exc` as its one-line `refusal` (under `root`)."""
+    return refusal(exc.errors(include_url=False)[0], root)
+
+
+def message_json(event: BaseModel, label: str) -> bytes:
+    """`event`'s JSON (UTF-8) if it fits in one message (`MAX_MESSAGE_BYTES`), else
+    `ScopeError` naming it as `label` ("the turn"): the edge never publishes what the broker
+    or a consumer would refuse. The SDK's publish (`services.sdk.transport`) sends these
+    bytes, so an event is serialised once."""
+    try:
+        value = event.model_dump_json().encode("utf-8")
+    except PydanticSerializationError:  # a lone surrogate in a field no text check covers
+        raise ScopeError(f"{label} must be valid Unicode (no lone surrogates)") from None
+    if len(value) > MAX_MESSAGE_BYTES:
+        raise ScopeError(
+            f"{label} is {len(value)} bytes as JSON; at most {MAX_MESSAGE_BYTES} bytes are accepted"
+        )
+    return value
+
+
+def topic_label(topic: str) -> str:
+    """How a refusal of its size names the event of `topic` (`message_json`)."""
+    labels = {
+        topics.TURNS: "the turn",
+        topics.REMEMBER: "the fact",
+        topics.KNOWLEDGE: "the document",
+        topics.WORKFLOWS: "the checkpoint",
+    }
+    return labels.get(topic, "the message")
 
 
 def within_message_limit(event: E, label: str) -> E:
-    """`event` if its JSON fits in one message (`MAX_MESSAGE_BYTES`), else `ScopeError`: the
-    edge never publishes what the broker or a consumer would refuse."""
-    try:
-        size = len(event.model_dump_json().encode("utf-8"))
-    except PydanticSerializationError:  # a lone surrogate in a field no text check covers
-        raise ScopeError(f"{label} must be valid Unicode (no lone surrogates)") from None
-    if size > MAX_MESSAGE_BYTES:
-        raise ScopeError(
-            f"{label} is {size} bytes as JSON; at most {MAX_MESSAGE_BYTES} bytes are accepted"
-        )
+    """`event` if it fits in one message (`message_json`): for what is checked before its
+    publish (each turn of a transcript, before the first is sent; the plain-body parsers of
+    `schemas.inputs`)."""
+    message_json(event, label)
     return event
 
 
@@ -205,6 +234,15 @@ Time = Annotated[
     ),
 ]
 """ms since epoch or ISO-8601 (naive means UTC), as ms; `ValueOutOfRange` outside the range."""
+OccurredAt = Annotated[
+    Time,
+    Field(
+        validation_alias=AliasChoices("occurredAt", "occurred_at"),
+        description="ISO-8601 or ms since epoch (alias occurred_at). Default: now.",
+    ),
+]
+"""An event's time as its body gives it (`schemas.ids.event_time`); its alias row is
+`OCCURRED_AT`."""
 Tokens = Annotated[int, Field(ge=0, le=INT64_MAX), BeforeValidator(_tokens)]
 """A token count: a whole number of at least 0 (an integral float is its integer)."""
 LooseCount = Annotated[int, Field(ge=1, le=INT64_MAX), BeforeValidator(_count)]
@@ -270,6 +308,9 @@ class Body(BaseModel):
             if first is not None and row.kind is not None and not isinstance(out[first], row.kind):
                 raise Refused(row.problem.format(given=json_type(out[first])), first)
         return out
+
+
+OCCURRED_AT = Alias(("occurredAt", "occurred_at"))
 
 
 # --- the scope keys ------------------------------------------------------------------------

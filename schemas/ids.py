@@ -23,11 +23,22 @@ def h32(text: str) -> str:
 
 def to_ms(moment: datetime) -> int:
     """Milliseconds since epoch of an aware datetime (a naive one is read as UTC), floored
-    and exact: integer arithmetic on the timedelta, never `timestamp() * 1000`, whose float
-    product turns 257.715 s into 257714.99… and so loses a millisecond."""
+    and exact (`event_time`)."""
+    return event_time(moment)[1]
+
+
+def event_time(now: datetime | None = None, given_ms: int | None = None) -> tuple[datetime, int]:
+    """An event's time, and it in milliseconds since epoch: `now` when given (a naive one is
+    read as UTC), else `given_ms` (a body's `occurredAt`), else the wall clock. The
+    milliseconds are floored and exact: integer arithmetic on the timedelta, never
+    `timestamp() * 1000`, whose float product turns 257.715 s into 257714.99… and so loses a
+    millisecond."""
+    if now is None and given_ms is not None:
+        return EPOCH + timedelta(milliseconds=given_ms), given_ms
+    moment = datetime.now(UTC) if now is None else now
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return (moment - EPOCH) // _ONE_MS
+    return moment, (moment - EPOCH) // _ONE_MS
 
 
 def from_ms(ms: int) -> datetime:

@@ -11,16 +11,16 @@ from typing import Annotated
 from pydantic import AliasChoices, BeforeValidator, Field, field_validator
 
 from schemas.bodies import (
+    OCCURRED_AT,
     SCOPE_ALIASES,
     Alias,
+    OccurredAt,
     Refused,
     ScopeInput,
     Text,
-    Time,
-    within_message_limit,
 )
-from schemas.events import MemoryRemembered, memory_type_problem, utc_now
-from schemas.ids import from_ms
+from schemas.events import MemoryRemembered, memory_type_problem
+from schemas.ids import event_time
 from schemas.scope import Scope
 
 DEFAULT_TYPE = "explicit_save"
@@ -57,17 +57,13 @@ class RememberInput(ScopeInput):
         max_length=32,
         description="Alias conflict_policy.",
     )
-    occurred_at: Time = Field(
-        default=None,
-        validation_alias=AliasChoices("occurredAt", "occurred_at"),
-        description="ISO-8601 or ms since epoch (alias occurred_at). Default: now.",
-    )
+    occurred_at: OccurredAt = None
 
     ALIASES = (
         *SCOPE_ALIASES,
         Alias(("content", "fact")),
         Alias(("conflictPolicy", "conflict_policy")),
-        Alias(("occurredAt", "occurred_at")),
+        OCCURRED_AT,
     )
 
     @field_validator("type")
@@ -83,14 +79,14 @@ class RememberInput(ScopeInput):
         """The `MemoryRemembered` event (reference §7.4 steps 1-4), in `scope` (default:
         this body's, checked); its time is `now`, else `occurredAt`, else the clock. The
         content is checked here, after the caller's scope was allowed (a credential is
-        refused another tenant's fact, 403, whatever it says)."""
+        refused another tenant's fact, 403, whatever it says). Whether it fits in one
+        message is checked where it is serialised (`schemas.bodies.message_json`)."""
         scope = scope or self.scope()
         if self.content is None:
             raise Refused("content is required")
-        given = from_ms(self.occurred_at) if self.occurred_at is not None else None
         # every field was checked by this model (and the scope by `Scope`): no second pass
         event = MemoryRemembered.model_construct(
-            occurred_at=now or given or utc_now(),
+            occurred_at=event_time(now, self.occurred_at)[0],
             scope=scope,
             content=self.content,
             type=self.type or DEFAULT_TYPE,
@@ -100,4 +96,4 @@ class RememberInput(ScopeInput):
             memory_scope=self.memory_scope,
             metadata=self.metadata or {},
         )
-        return within_message_limit(event, "the fact")
+        return event  # its size is checked where it is serialised: the publish

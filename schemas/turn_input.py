@@ -12,16 +12,17 @@ from typing import Annotated
 from pydantic import AliasChoices, Field, StringConstraints, field_validator
 
 from schemas.bodies import (
+    OCCURRED_AT,
     SCOPE_ALIASES,
     Alias,
     Body,
     LooseId,
+    OccurredAt,
     Refused,
     ScopeInput,
     Text,
     Time,
     Tokens,
-    within_message_limit,
 )
 from schemas.bounds import MAX_TIME_MS, ValueOutOfRange
 from schemas.events import (
@@ -35,9 +36,8 @@ from schemas.events import (
     ToolCall,
     ToolEvent,
     TurnRecorded,
-    utc_now,
 )
-from schemas.ids import from_ms, h32, thread_session_id, to_ms
+from schemas.ids import event_time, h32, thread_session_id
 from schemas.limits import DocumentObject
 from schemas.scope import Scope, ScopeError
 
@@ -149,14 +149,32 @@ class ToolEventInput(Body):
         )
 
 
-class TurnInput(ScopeInput):
+class UsageInput(ScopeInput):
+    """The model a turn (or a transcript) was made with, and the tokens it took."""
+
+    total_tokens: Tokens | None = Field(
+        default=None,
+        validation_alias=AliasChoices("totalTokens", "tokenCount"),
+        description="Alias tokenCount. Default 0 (a transcript's count is its first turn's).",
+    )
+    model_used: Text = Field(
+        default=None,
+        validation_alias=AliasChoices("modelUsed", "model"),
+        max_length=200,
+        description='Alias model. Default "external".',
+    )
+
+    ALIASES = (
+        *SCOPE_ALIASES,
+        Alias(("modelUsed", "model")),
+        Alias(("totalTokens", "tokenCount")),
+    )
+
+
+class TurnInput(UsageInput):
     """post_turn (reference §7.1): `messages`, or `userMessage` + `assistantMessage`."""
 
-    occurred_at: Time = Field(
-        default=None,
-        validation_alias=AliasChoices("occurredAt", "occurred_at"),
-        description="ISO-8601 or ms since epoch (alias occurred_at). Default: now.",
-    )
+    occurred_at: OccurredAt = None
     messages: list[MessageInput] | None = Field(default=None, max_length=MAX_MESSAGES)
     user_message: Text = Field(
         default=None, validation_alias="userMessage", max_length=MAX_CONTENT_CHARS
@@ -180,24 +198,11 @@ class TurnInput(ScopeInput):
     )
     context_id: LooseId = Field(default=None, validation_alias="contextId", max_length=128)
     summary: Text = Field(default=None, max_length=MAX_CONTENT_CHARS)
-    total_tokens: Tokens | None = Field(
-        default=None,
-        validation_alias=AliasChoices("totalTokens", "tokenCount"),
-        description="Alias tokenCount. Default 0.",
-    )
-    model_used: Text = Field(
-        default=None,
-        validation_alias=AliasChoices("modelUsed", "model"),
-        max_length=200,
-        description='Alias model. Default "external".',
-    )
     context_window: Tokens | None = Field(default=None, validation_alias="contextWindow")
 
     ALIASES = (
-        *SCOPE_ALIASES,
-        Alias(("occurredAt", "occurred_at")),
-        Alias(("modelUsed", "model")),
-        Alias(("totalTokens", "tokenCount")),
+        *UsageInput.ALIASES,
+        OCCURRED_AT,
         Alias(
             ("toolEvents", "tool_events"),
             "null",
@@ -213,11 +218,11 @@ class TurnInput(ScopeInput):
         `turnId` defaults to a hash of (sessionId, threadId, occurred_at, the messages), so
         the same body published twice with the same `occurredAt` is the same turn, while two
         different turns of a thread in the same millisecond are not (the reference hashed
-        sessionId|threadId|now only, and turn ids deduplicate writes)."""
+        sessionId|threadId|now only, and turn ids deduplicate writes). Whether it fits in
+        one message is checked once, where it is serialised (`schemas.bodies.message_json`,
+        the SDK's publish)."""
         scope = scope or self.scope()
-        given = from_ms(self.occurred_at) if self.occurred_at is not None else None
-        occurred = now or given or utc_now()
-        now_ms = to_ms(occurred)
+        occurred, now_ms = event_time(now, self.occurred_at)
         # what a turn must say is checked here, after the caller's scope was allowed: a
         # credential is refused another tenant's turn (403) whatever it says
         if self.messages is None:
@@ -265,4 +270,4 @@ class TurnInput(ScopeInput):
             context_window=self.context_window or 0,
             metadata=self.metadata or {},
         )
-        return within_message_limit(event, "the turn")
+        return event  # its size is checked where it is serialised: the publish

@@ -28,27 +28,21 @@ from pydantic import Field
 
 from engine.filters import parse_filters
 from engine.ingest.turns import session_vector_id
-from schemas.bounds import TokenCount
 from schemas.context_input import LayerSearchInput
-from schemas.scope import clean_str
-from schemas.transcripts import transcript_turns
-from schemas.turn_input import MessageInput
+from schemas.transcripts import TranscriptInput
 from services.gateway.auth import Caller
 from services.gateway.deps import (
     Client,
     at_most,
-    body_scope,
     input_scope,
     item_rows,
     query_scope,
-    raw,
 )
 from services.gateway.errors import ERRORS
 from services.gateway.limits import StrictJsonRoute
 from services.gateway.models import (
     Answer,
     Position,
-    ScopeBody,
 )
 
 router = APIRouter(tags=["compatibility"], responses=ERRORS, route_class=StrictJsonRoute)
@@ -60,20 +54,6 @@ LIST_LIMIT = (50, 200)
 
 
 # --- bodies and answers --------------------------------------------------------------------
-
-
-class TranscriptBody(ScopeBody):
-    """reference §13.3: `sessionId`, `threadId`, `agentWallet` and `messages[]` are required."""
-
-    sessionId: str | None = Field(default=None, description="Required: the transcript's id.")
-    messages: list[MessageInput] | None = Field(default=None, description="Required.")
-    modelUsed: str | None = None
-    model: str | None = None
-    totalTokens: TokenCount | None = None
-    tokenCount: TokenCount | None = Field(default=None, description="Alias of totalTokens.")
-    rememberWorkingMemory: bool | None = Field(
-        default=None, description="Must be true if given: working memory is always appended."
-    )
 
 
 class IndexedTurn(Answer):
@@ -156,14 +136,12 @@ def memory_item(row: dict[str, Any], layer: str = "graph") -> MemoryItem:
     responses={200: {"model": TranscriptIndexed, "description": "Nothing to index."}},
 )
 async def index_transcript(
-    body: TranscriptBody, response: Response, client: Client, caller: Caller
+    body: TranscriptInput, response: Response, client: Client, caller: Caller
 ) -> TranscriptIndexed:
     """Store a whole transcript as turns (see the module docstring). Published in order on
     the thread's partition; indexing the same transcript again stores nothing new."""
-    data = raw(body)
-    scope = body_scope(caller, data)
-    turns = transcript_turns(data)
-    session_id = clean_str(data.get("sessionId")) or ""
+    scope = input_scope(caller, body)
+    turns = body.turns(scope)
     if not turns:
         response.status_code = 200
         return TranscriptIndexed(
@@ -171,7 +149,7 @@ async def index_transcript(
             accepted=False,
             messageCount=0,
             vectorCount=0,
-            sessionId=session_id,
+            sessionId=body.session_id or "",
             threadId=scope.thread_id or "",
             turns=[],
         )

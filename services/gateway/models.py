@@ -1,9 +1,11 @@
 """The gateway's documented request and response shapes (the OpenAPI document).
 
 Request bodies are the reference's loose JSON (reference §1.1, §6.1, §7.1, §7.4).
-pre_turn's, post_turn's, remember's and the layer search's bodies are the wire body models
-of `schemas` (`ContextInput`, `TurnInput`, `RememberInput`, `LayerSearchInput`, issue 33):
-the routes take them and pass them on, with the same refusals as the SDK, MCP and the CLI.
+pre_turn's, post_turn's, remember's, the layer search's, a transcript's, a knowledge
+document's and a workflow checkpoint's bodies are the wire body models of `schemas`
+(`ContextInput`, `TurnInput`, `RememberInput`, `LayerSearchInput`, `TranscriptInput`,
+`KnowledgeInput`, `CheckpointInput`, issue 33): the routes take them and pass them on, with
+the same refusals as the SDK, MCP and the CLI.
 The other bodies below keep every key optional and unknown keys kept, their aliases and
 "first present wins" rules applied by the route; a key of the wrong JSON type is a 400
 already at this level, and a number or a time outside its range (the types of

@@ -14,64 +14,23 @@ may only write and read that wallet's memory (and one confined to a user, that u
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
 from engine.ingest.knowledge import chunk_ids, rows_scope
 from engine.ingest.workflows import checkpoint_id, checkpoint_of
-from schemas.bounds import Moment
-from schemas.callers import WALLET_ALIASES, checkpoint_recorded, knowledge_submitted
+from schemas.callers import CheckpointInput, KnowledgeInput
 from schemas.camel import CAMEL, camel_view
-from schemas.events import Step
 from schemas.requests import ReliabilityReply
-from services.gateway.auth import AGENT_KEYS, Caller, Principal
-from services.gateway.deps import Client, at_most, body_scope, query_scope, raw
+from services.gateway.auth import Caller
+from services.gateway.deps import Client, at_most, input_scope, query_scope
 from services.gateway.errors import ERRORS
 from services.gateway.limits import StrictJsonRoute
-from services.gateway.models import Answer, LooseBody, Position, ScopeBody
+from services.gateway.models import Answer, Position
 
 router = APIRouter(tags=["knowledge and workflows"], responses=ERRORS, route_class=StrictJsonRoute)
-
-
-class KnowledgeBody(ScopeBody):
-    """A knowledge document: `content` is required; no `userAddress` ⇒ the agent's own
-    (genesis) knowledge, with one ⇒ that user's workspace."""
-
-    content: str | None = Field(default=None, description="Required; at most 200,000 chars.")
-    key: str | None = Field(default=None, description="The document's identity (else uri).")
-    uri: str | None = None
-    source: str | None = Field(default=None, description="file, url or paste (default).")
-    sourceFormat: str | None = Field(default=None, description="Alias of source.")
-    embedding: list[float] | None = Field(
-        default=None, description="Ignored: rows are embedded by the deployment's model."
-    )
-    occurredAt: Moment | None = Field(default=None, description="ISO-8601 or ms since epoch.")
-
-
-class WorkflowMessageBody(LooseBody):
-    role: str | None = Field(default=None, description="user, assistant, system or tool.")
-    content: str | None = None
-
-
-class CheckpointBody(ScopeBody):
-    """A workflow checkpoint: `agentWallet` (alias `workflowWallet`) is the workflow wallet,
-    `runId` the run (required), `userAddress` the run's user."""
-
-    workflowWallet: str | None = Field(default=None, description="Alias of agentWallet.")
-    workflow_wallet: str | None = None
-    agent: str | None = Field(default=None, description="Required: the agent it counts for.")
-    type: str | None = Field(
-        default=None, description="step_learning, workflow_evaluation or context_compaction."
-    )
-    messages: list[WorkflowMessageBody] | None = None
-    step: Step | None = None
-    goal: str | None = None
-    success: bool | str | None = Field(default=None, description='A boolean or "true".')
-    qualityScore: float | None = Field(default=None, allow_inf_nan=False)
-    quality_score: float | None = Field(default=None, allow_inf_nan=False)
-    occurredAt: Moment | None = Field(default=None, description="ISO-8601 or ms since epoch.")
 
 
 class KnowledgeAccepted(Answer):
@@ -102,24 +61,13 @@ class ReliabilityOut(ReliabilityReply, _Tenant):
     error: None = Field(default=None, exclude=True)
 
 
-def _workflow_wallet(caller: Principal, data: dict[str, Any]) -> None:
-    """`workflowWallet` stands for `agentWallet` when that is absent; then the caller must
-    be allowed that wallet (403) like any scope."""
-    if not any(isinstance(data.get(k), str) and data[k] for k in AGENT_KEYS):
-        for alias in WALLET_ALIASES:
-            if isinstance(data.get(alias), str) and data[alias]:
-                data["agentWallet"] = data[alias]
-                break
-    body_scope(caller, data)
-
-
 @router.post("/knowledge/documents", response_model=KnowledgeAccepted, status_code=202)
-async def index_knowledge(body: KnowledgeBody, client: Client, caller: Caller) -> KnowledgeAccepted:
+async def index_knowledge(
+    body: KnowledgeInput, client: Client, caller: Caller
+) -> KnowledgeAccepted:
     """Index a knowledge document, accepted for asynchronous chunking and embedding; the
     chunks then appear in pre_turn's vectors layer for the same scope."""
-    data = raw(body)
-    body_scope(caller, data)
-    event = knowledge_submitted(data)
+    event = body.submitted(input_scope(caller, body))
     at = await client.publish_knowledge(event)
     ids = chunk_ids(rows_scope(event.scope), event.content, event.key, event.uri)
     return KnowledgeAccepted(
@@ -132,13 +80,11 @@ async def index_knowledge(body: KnowledgeBody, client: Client, caller: Caller) -
 
 @router.post("/workflows/checkpoints", response_model=CheckpointAccepted, status_code=202)
 async def record_checkpoint(
-    body: CheckpointBody, client: Client, caller: Caller
+    body: CheckpointInput, client: Client, caller: Caller
 ) -> CheckpointAccepted:
     """Record a workflow checkpoint (a step's learning, the run's evaluation, a context
     compaction), accepted for asynchronous storage as a `session` row."""
-    data = raw(body)
-    _workflow_wallet(caller, data)
-    event = checkpoint_recorded(data)
+    event = body.recorded(input_scope(caller, body))
     at = await client.publish_checkpoint(event)
     return CheckpointAccepted(
         eventId=event.event_id,

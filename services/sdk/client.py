@@ -29,14 +29,16 @@ default.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import cached_property
 from typing import Any
 
 from cachetools import LRUCache
+from pydantic import ValidationError
 
 from schemas import topics
-from schemas.bodies import parse_body
+from schemas.bodies import parse_body, refused
 from schemas.bounds import parse_contract
-from schemas.callers import checkpoint_recorded, knowledge_submitted
+from schemas.callers import CheckpointInput, KnowledgeInput
 from schemas.context_input import ContextInput
 from schemas.events import (
     KnowledgeSubmitted,
@@ -56,7 +58,7 @@ from schemas.requests import (
 )
 from schemas.scope import Scope
 from schemas.search_defaults import PER_LAYER_LIMIT
-from schemas.transcripts import transcript_turns
+from schemas.transcripts import TranscriptInput
 from schemas.turn_input import TurnInput
 from services.sdk.operations import Operations
 from services.sdk.transport import Position, RequestFailed, ScopeInput, checked, scope_of
@@ -75,12 +77,6 @@ KEPT_POSITIONS = 10_000
 """How many of its newest turns a client remembers the positions of (`wait_processed`)."""
 
 
-def _body(body: Mapping[str, Any]) -> object:
-    """`body` as the reference's parsers take it: a dict (anything else is left for them to
-    refuse with `ScopeError`)."""
-    return dict(body) if isinstance(body, Mapping) else body
-
-
 def _tenant_key(scope: Scope) -> str:
     """agent|user: one tenant's writes stay in order."""
     return topics.tenant_key(scope.agent_wallet, scope.user_address)
@@ -90,8 +86,10 @@ class MemoryClient(Operations):
     """Async context manager: `async with MemoryClient(bootstrap) as client: ...`; one
     instance per process is enough (it is concurrency-safe)."""
 
-    _positions: LRUCache[str, tuple[TurnRecorded, Position]] | None = None
-    """The newest turns this client published, by turn id (made on the first publish)."""
+    @cached_property
+    def _positions(self) -> LRUCache[str, tuple[TurnRecorded, Position]]:
+        """The newest turns this client published, by turn id (made on the first publish)."""
+        return LRUCache(maxsize=KEPT_POSITIONS)
 
     def _wait_seconds(self, timeout: float | None) -> float:
         """A wait's timeout: the call's (positive and at most `MAX_WAIT_SECONDS`, as the
@@ -119,11 +117,15 @@ class MemoryClient(Operations):
         the body's). With `wait`, returns once the turn is stored, its vector filled
         (deferred embedding) and the query cache told, so the next `context(...)` sees it;
         `NotProcessed` after `timeout` seconds (default: the client's `wait_timeout`)."""
-        turn = body if isinstance(body, TurnInput) else parse_body(TurnInput, body)
+        try:
+            turn = body if isinstance(body, TurnInput) else TurnInput.model_validate(body)
+        except ValidationError as exc:  # the one-line refusal, the gateway's 400 or 422
+            raise refused(exc) from None
         event = turn.recorded(scope)
         if timeout is not None:  # a bad timeout is refused before publishing
             self._wait_seconds(timeout)
-        at = await self.publish_turn(event)
+        at = await self.publish(topics.TURNS, event, event.session_id)  # as `publish_turn`
+        self._positions[event.turn_id] = (event, at)
         if wait:
             await self.wait_turn(event, at, timeout=timeout)
         return event
@@ -131,8 +133,6 @@ class MemoryClient(Operations):
     async def publish_turn(self, event: TurnRecorded) -> Position:
         """Publish a validated turn, keyed by its thread session (one thread, one order)."""
         at = await self.publish(topics.TURNS, event, event.session_id)
-        if self._positions is None:
-            self._positions = LRUCache(maxsize=KEPT_POSITIONS)
         self._positions[event.turn_id] = (event, at)
         return at
 
@@ -150,7 +150,7 @@ class MemoryClient(Operations):
         `extraction`, `facts` (its extracted facts stored, and their vectors), `patterns`;
         default: those that make the turn visible to pre_turn (`record_turn(wait=True)`).
         `NotProcessed` after `timeout` seconds (default: the client's `wait_timeout`)."""
-        found = None if self._positions is None else self._positions.get(turn_id)
+        found = self._positions.get(turn_id)
         if found is None:
             raise ValueError(
                 f"turn {turn_id!r} was not published by this client (or too long ago): "
@@ -182,12 +182,15 @@ class MemoryClient(Operations):
             what=f"turn {event.turn_id}",
         )
 
-    async def index_transcript(self, body: Mapping[str, Any]) -> list[TurnRecorded]:
+    async def index_transcript(
+        self, body: Mapping[str, Any] | TranscriptInput, *, scope: Scope | None = None
+    ) -> list[TurnRecorded]:
         """reference §13.3 `transcripts/index`: a whole transcript (`sessionId`, `threadId`,
-        `agentWallet`, `messages`, …; see `schemas.transcripts.transcript_turns`) published
-        as one turn per exchange, in order. Returns the turns; `[]` (nothing published) when
-        there is no user/assistant text. Indexing the same transcript again is idempotent."""
-        turns = transcript_turns(_body(body))
+        `agentWallet`, `messages`, …), or its model (`schemas.transcripts.TranscriptInput`)
+        in `scope`, published as one turn per exchange, in order. Returns the turns; `[]`
+        (nothing published) when there is no user/assistant text. Indexing the same
+        transcript again is idempotent."""
+        turns = parse_body(TranscriptInput, body).turns(scope)
         for turn in turns:
             await self.publish_turn(turn)
         return turns
@@ -204,7 +207,10 @@ class MemoryClient(Operations):
         (`schemas.remember_input.RememberInput`) in `scope`, for the tenant's durable
         memory. With `wait`, returns once the fact is stored and visible (as `record_turn`'s
         `wait`)."""
-        fact = body if isinstance(body, RememberInput) else parse_body(RememberInput, body)
+        try:
+            fact = body if isinstance(body, RememberInput) else RememberInput.model_validate(body)
+        except ValidationError as exc:
+            raise refused(exc) from None
         event = fact.remembered(scope)
         if timeout is not None:  # a bad timeout is refused before publishing
             self._wait_seconds(timeout)
@@ -234,11 +240,13 @@ class MemoryClient(Operations):
         """Publish a validated remember, keyed by agent|user (one tenant's facts in order)."""
         return await self.publish(topics.REMEMBER, event, _tenant_key(event.scope))
 
-    async def index_knowledge(self, body: Mapping[str, Any]) -> KnowledgeSubmitted:
+    async def index_knowledge(
+        self, body: Mapping[str, Any] | KnowledgeInput, *, scope: Scope | None = None
+    ) -> KnowledgeSubmitted:
         """Index a knowledge document (`content`, `key`, `uri`, `source`, `metadata` and the
-        scope; see `schemas.callers.knowledge_submitted`): the knowledge group stores its
-        chunks as `knowledge` rows that pre_turn's vectors layer finds."""
-        event = knowledge_submitted(_body(body))
+        scope), or its model (`schemas.callers.KnowledgeInput`) in `scope`: the knowledge
+        group stores its chunks as `knowledge` rows that pre_turn's vectors layer finds."""
+        event = parse_body(KnowledgeInput, body).submitted(scope)
         await self.publish_knowledge(event)
         return event
 
@@ -246,11 +254,13 @@ class MemoryClient(Operations):
         """Publish a validated document, keyed by agent|user."""
         return await self.publish(topics.KNOWLEDGE, event, _tenant_key(event.scope))
 
-    async def record_checkpoint(self, body: Mapping[str, Any]) -> WorkflowCheckpointRecorded:
+    async def record_checkpoint(
+        self, body: Mapping[str, Any] | CheckpointInput, *, scope: Scope | None = None
+    ) -> WorkflowCheckpointRecorded:
         """Record a workflow checkpoint (`agentWallet`/`workflowWallet`, `runId`,
         `userAddress`, `agent`, `type`, `messages`, `step`, `goal`, `success`,
-        `qualityScore`; see `schemas.callers.checkpoint_recorded`)."""
-        event = checkpoint_recorded(_body(body))
+        `qualityScore`), or its model (`schemas.callers.CheckpointInput`) in `scope`."""
+        event = parse_body(CheckpointInput, body).recorded(scope)
         await self.publish_checkpoint(event)
         return event
 

@@ -35,6 +35,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from pydantic import BaseModel
 
 from schemas import topics
+from schemas.bodies import message_json, topic_label
 from schemas.requests import (
     MAX_WAIT_SECONDS,
     ContextReply,
@@ -294,11 +295,11 @@ class Transport:
         correlation_id: str | None = None,
         deadline: int | None = None,
     ) -> Position:
-        """Publish one contract (JSON) and wait for the broker's acknowledgement. The
-        request-reply headers are sent when given (`deadline`: milliseconds since epoch)."""
+        """Publish one contract as JSON (`ScopeError` if too big for one message: not sent)
+        with the request-reply headers given (`deadline`: ms since epoch); once acked."""
+        value = message_json(event, topic_label(topic))
         producer = self._require_producer()
         given = {"reply_to": reply_to, "correlation_id": correlation_id, "deadline": deadline}
-        value = event.model_dump_json().encode()
         if self.ingress and topic in topics.INGRESS_TARGETS:
             topic, value = topics.INGRESS, to_ingress(topic, key, event, value)
         meta = await producer.send_and_wait(
