@@ -124,10 +124,8 @@ class MemoryStore(Protocol):
         ...
 
     async def bump_access(self, vector_ids: Sequence[str], at: int) -> int:
-        """Count one access for each row (accessCount + 1, lastAccessedAt = at). Not a
-        change `changed_rows` reads back: the search process that counted the accesses
-        applies them to its own state (`VectorIndex.accessed`), and a count is only a
-        ranking hint (`packing_score`), so no other reader pays a delta for it."""
+        """Count one access for each row (accessCount + 1, lastAccessedAt = at): no change
+        `changed_rows` reads back (the counting process applies it: `VectorIndex.accessed`)."""
         ...
 
     async def active_rows(
@@ -142,10 +140,9 @@ class MemoryStore(Protocol):
         ...
 
     async def changed_rows(self, where: TenantFilter, since: int) -> list[MemoryRow]:
-        """Every row the filter admits whose stored form was written at or after `since`
-        (ms, the writer's clock), soft-deleted and replaced rows included: what a reader
-        that loaded the tenant before `since` applies to catch up. A hard-deleted row is
-        gone, not here: its removal moves `epoch` first."""
+        """Rows the filter admits written at or after `since` (ms, the writer's clock),
+        soft-deleted and replaced included: what a reader loaded before `since` applies. A
+        hard-deleted row is gone: its removal moves `epoch`."""
         ...
 
     async def epoch(self, agent_wallet: str) -> int:
@@ -170,9 +167,8 @@ class MemoryStore(Protocol):
 
 
 class ItemHistory(Protocol):
-    """Every change of the long-term items (`ItemChange`), kept apart from the items: the
-    history of an item outlives it (a purge is its last entry). Reads are confined to the
-    item's own tenant."""
+    """Every change of the long-term items (`ItemChange`), kept apart from them (a purge is
+    an item's last entry); reads confined to the item's own tenant."""
 
     async def record(self, changes: Sequence[ItemChange]) -> None:
         """Keep each change; a change kept already (the same `change_id`: its cause was
@@ -183,9 +179,8 @@ class ItemHistory(Protocol):
         self, where: TenantFilter, item_id: str, limit: int
     ) -> builtins.list[ItemChange]:
         """The newest `limit` changes of `item_id` whose item scope the filter admits
-        exactly (agent, user — None: user-less items only —, mode, HAI id; `shared` and
-        `shared_sources` are ignored), oldest first: by `at`, then in the order they were
-        recorded. Empty when there are none (or they are another tenant's)."""
+        exactly (agent, user — None: user-less items only —, mode, HAI id; not `shared`),
+        oldest first (by `at`, then as recorded). Empty when none (or another tenant's)."""
         ...
 
     async def forget(self, where: TenantFilter, item_ids: Sequence[str]) -> int:
@@ -374,9 +369,8 @@ class VectorIndex(Protocol):
         ...
 
     def accessed(self, vector_ids: Sequence[str]) -> None:
-        """The rows' access counts were bumped by one (`MemoryStore.bump_access`, which
-        marks no change): an index that holds the rows applies it, so it ranks as a fresh
-        load would; a no-op for one that holds no state."""
+        """The rows' access counts were bumped by one (`MemoryStore.bump_access`): an index
+        holding them applies it; a no-op for one that holds no state."""
         ...
 
     async def search(
