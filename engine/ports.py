@@ -146,8 +146,7 @@ class MemoryStore(Protocol):
         ...
 
     async def epoch(self, agent_wallet: str) -> int:
-        """How often rows of the agent were hard-deleted (item hard delete, cleanup purge,
-        erasure), moved before the rows go: state loaded under an older epoch is reloaded."""
+        """Moves when rows of the agent are hard-deleted: older states are reloaded."""
         ...
 
     async def slot_rows(self, where: TenantFilter, slot: str) -> list[MemoryRow]:
