@@ -1,9 +1,10 @@
 """The parameters of each maintenance job (reference §10.6), in one place.
 
 One frozen model per job type, naming every parameter the job reads, its type and its
-range. `check_job_params` is the one check: the gateway (POST /jobs), the SDK
-(`MemoryClient.request_job`), the CLI (`mnemostream jobs run`) and the scheduler's requests
-all pass through it before anything is queued, the `JobRequested` contract runs it (so a
+range. `check_job_params` is the one check: the body of a job request
+(`schemas.job_input.JobInput`, which the gateway's POST /jobs, the SDK's `request_job` and
+the CLI's `mnemostream jobs run` parse) and the scheduler's requests pass through it before
+anything is queued, the `JobRequested` contract runs it (so a
 consumer dead-letters a request that bypassed the edge), and the jobs group reads the typed
 values it returns. Every parameter a job reads is honoured; one it would ignore is refused by
 name (the reference silently dropped `timeRange`, `compress`, `syncToIpfs`, `batchSize` and

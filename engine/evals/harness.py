@@ -28,7 +28,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engine.errors import InputRejected
 from engine.evals.records import (
@@ -42,16 +42,15 @@ from engine.evals.records import (
 )
 from engine.retrieval.hits import Hit
 from engine.retrieval.packing import pack
+from schemas.bodies import parse_body
+from schemas.eval_input import DEFAULT_K, EvalInput
 from schemas.ids import h32
-from schemas.requests import ALL_LAYERS, MAX_QUERY_CHARS, LayerName
-from schemas.scope import Scope, ScopeError, clean_str
+from schemas.requests import ALL_LAYERS, LayerName
+from schemas.scope import Scope, ScopeError
 
 if TYPE_CHECKING:  # only the type: the harness runs any search it is given
     from engine.retrieval.search import MemorySearch
 
-DEFAULT_K = 5
-MAX_K = 20
-MAX_CASES = 500
 RUN_ID_PREFIX = "memeval_"
 
 
@@ -70,78 +69,26 @@ class EvalRequest:
 # --- parsing --------------------------------------------------------------------------------
 
 
-def _first(data: Mapping[str, Any], *keys: str) -> Any:
-    return next((data[k] for k in keys if data.get(k) is not None), None)
-
-
-def parse_case(raw: object, index: int = 0) -> EvalCase:
-    """A case from a loose dict (`expectedMemoryId` or `expected_memory_id`)."""
-    label = f"testCases[{index}]"
-    if not isinstance(raw, Mapping):
-        raise InputRejected(f"{label} must be an object")
-    query = clean_str(raw.get("query"))
-    if query is None:
-        raise InputRejected(f"{label}.query is required")
-    if len(query) > MAX_QUERY_CHARS:
-        raise InputRejected(f"{label}.query is longer than {MAX_QUERY_CHARS} characters")
-    expected = clean_str(raw.get("expected"))
-    memory_id = clean_str(_first(raw, "expectedMemoryId", "expected_memory_id"))
-    if expected is None and memory_id is None:
-        raise InputRejected(
-            f"{label} needs expected or expectedMemoryId: an unlabelled case cannot be scored "
-            "(counting anything returned as a hit would make recall meaningless)"
-        )
-    return EvalCase(query=query, expected=expected, expected_memory_id=memory_id)
-
-
-def parse_cases(raw: object) -> tuple[EvalCase, ...]:
-    """Every case of a `testCases` array; raises `InputRejected` naming the bad one."""
-    if not isinstance(raw, list) or not raw:
-        raise InputRejected("testCases is required (a non-empty array)")
-    if len(raw) > MAX_CASES:
-        raise InputRejected(f"testCases has more than {MAX_CASES} cases")
-    return tuple(parse_case(item, i) for i, item in enumerate(raw))
-
-
-def _k(data: Mapping[str, Any]) -> int:
-    value = _first(data, "k", "limit")
-    if value is None:
-        return DEFAULT_K
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_K:
-        raise InputRejected(f"k must be an integer from 1 to {MAX_K}")
-    return value
-
-
-def _layers(value: object) -> tuple[LayerName, ...]:
-    if value is None or value == []:
-        return ALL_LAYERS
-    if not isinstance(value, list):
-        raise InputRejected("layers must be an array of layer names")
-    chosen: list[LayerName] = []
-    for i, name in enumerate(value):
-        known = next((layer for layer in ALL_LAYERS if layer == name), None)
-        if known is None:
-            raise InputRejected(f"layers[{i}] must be one of {', '.join(ALL_LAYERS)}")
-        if known not in chosen:
-            chosen.append(known)
-    return tuple(chosen)
-
-
 def parse_request(body: object) -> EvalRequest:
-    """A loose eval body (reference §12 shape, scope aliases of §1.1 normalised, camelCase or
-    snake_case) → `EvalRequest`; `InputRejected` with a clear message otherwise."""
-    if not isinstance(body, Mapping):
-        raise InputRejected("body must be an object")
-    data = dict(body)
+    """An eval body (reference §12 shape, scope aliases of §1.1 normalised, camelCase or
+    snake_case), parsed by its model (`schemas.eval_input.EvalInput`, the gateway's) →
+    `EvalRequest`; `InputRejected` with the model's one-line message otherwise."""
     try:
-        scope = Scope.parse(data)
+        parsed = parse_body(EvalInput, body)
+        scope = parsed.scope()
+        cases = parsed.cases()
     except ScopeError as exc:
         raise InputRejected(str(exc)) from None
     return EvalRequest(
         scope=scope,
-        cases=parse_cases(_first(data, "testCases", "test_cases")),
-        k=_k(data),
-        layers=_layers(data.get("layers")),
+        cases=tuple(
+            EvalCase(
+                query=c.query or "", expected=c.expected, expected_memory_id=c.expected_memory_id
+            )
+            for c in cases
+        ),
+        k=DEFAULT_K if parsed.k is None else parsed.k,
+        layers=tuple(parsed.layers),
     )
 
 

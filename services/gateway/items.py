@@ -16,6 +16,7 @@ from fastapi import APIRouter, Path, Query
 from engine.filters import parse_filters
 from schemas.camel import camel_view
 from schemas.context_input import LayerSearchInput
+from schemas.item_input import ItemPatchInput
 from schemas.scope import ScopeError, clean_str
 from services.gateway.auth import Caller
 from services.gateway.deps import (
@@ -39,7 +40,6 @@ from services.gateway.item_models import (
 )
 from services.gateway.limits import StrictJsonRoute
 from services.gateway.models import (
-    ItemPatchBody,
     LayerSearchResponse,
     ResolveBody,
     ScopeBody,
@@ -91,25 +91,14 @@ async def get_item(
 @router.patch("/items/{id}", response_model=ItemUpdated, responses=NOT_FOUND)
 async def update_item(
     id: ItemId,
-    body: ItemPatchBody,
+    body: ItemPatchInput,
     client: Client,
     caller: Caller,
 ) -> ItemUpdated:
     """Update content (re-embedded), metadata (merged), retention, confidence or status:
     `{updated, item}`."""
-    data = raw(body)
-    scope = body_scope(caller, data)
-    reply = await client.item(
-        "update",
-        id,
-        scope,
-        content=data.get("content"),
-        metadata=data.get("metadata"),
-        retention=data.get("retention"),
-        confidence=data.get("confidence"),
-        status=data.get("status"),
-        actor=caller.actor,
-    )
+    scope = input_scope(caller, body)
+    reply = await client.update_item(id, body, scope=scope, actor=caller.actor)
     return ItemUpdated(updated=True, item=item_rows(reply)[0])
 
 

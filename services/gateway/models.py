@@ -2,10 +2,12 @@
 
 Request bodies are the reference's loose JSON (reference §1.1, §6.1, §7.1, §7.4).
 pre_turn's, post_turn's, remember's, the layer search's, a transcript's, a knowledge
-document's and a workflow checkpoint's bodies are the wire body models of `schemas`
-(`ContextInput`, `TurnInput`, `RememberInput`, `LayerSearchInput`, `TranscriptInput`,
-`KnowledgeInput`, `CheckpointInput`, issue 33): the routes take them and pass them on, with
-the same refusals as the SDK, MCP and the CLI.
+document's, a workflow checkpoint's, an item's and a working session's edits, a job's and
+an eval run's bodies are the wire body models of `schemas` (`ContextInput`, `TurnInput`,
+`RememberInput`, `LayerSearchInput`, `TranscriptInput`, `KnowledgeInput`,
+`CheckpointInput`, `ItemPatchInput`, `WorkingPatchInput`, `JobInput`, `EvalInput`, issue
+33): the routes take them and pass them
+on, with the same refusals as the SDK, MCP and the CLI.
 The other bodies below keep every key optional and unknown keys kept, their aliases and
 "first present wins" rules applied by the route; a key of the wrong JSON type is a 400
 already at this level, and a number or a time outside its range (the types of
@@ -23,10 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.evals.harness import MAX_K
-from schemas.bounds import Ratio
 from schemas.camel import CAMEL
-from schemas.jobs import BatchSize, Days, TimeRange
 from schemas.requests import ContextItem, ContextReply, ContextUsage, LayerSearchReply
 
 WORKFLOW_VERSION = "compose.agent_memory.v1"
@@ -76,28 +75,6 @@ class LoopBody(LooseBody):
     op: str | None = Field(default=None, description="Alias of step.")
 
 
-class ItemPatchBody(ScopeBody):
-    """`metadata` here is merged into the item's metadata."""
-
-    content: str | None = None
-    retention: str | None = None
-    confidence: Ratio | None = None
-    status: str | None = Field(default=None, description="active, superseded or archived.")
-
-
-class WorkingPatchBody(ScopeBody):
-    """A working session edit (reference §7.2). `metadata` here is the session's metadata."""
-
-    context: list[str] | None = Field(
-        default=None, description="Lines to append (the newest are kept), or the new context."
-    )
-    entities: dict[str, Any] | None = None
-    state: dict[str, Any] | None = None
-    replace: bool | None = Field(
-        default=None, description="Replace context/entities/state/metadata instead of merging."
-    )
-
-
 class ResolveBody(ScopeBody):
     resolution: str | None = Field(default=None, description="supersede, keep, merge, ignore.")
     winningMemoryId: str | None = None
@@ -113,48 +90,6 @@ class PromoteBody(ScopeBody):
 
 class ScopeOnlyBody(ScopeBody):
     pass
-
-
-class JobBody(LooseBody):
-    """A maintenance job (reference §10.6): `type` plus its parameters, each checked against
-    the job's own (`schemas.jobs`) before anything is queued: a parameter the job does not
-    take is 400, one out of its range 422."""
-
-    type: str | None = Field(
-        default=None,
-        description="consolidate, decay_update, cleanup, patterns_extract or archive_create.",
-    )
-    agentWallet: str | None = None
-    agentWallets: list[str] | None = None
-    windowDays: Days | None = Field(
-        default=None, description="patterns_extract, archive_create: days before the job."
-    )
-    halfLifeDays: Days | None = Field(default=None, description="decay_update.")
-    olderThanDays: Days | None = Field(default=None, description="cleanup.")
-    dateRange: TimeRange | None = Field(
-        default=None, description="{start, end}: ISO-8601 or ms (patterns_extract, archives)."
-    )
-    timeRange: TimeRange | None = Field(default=None, description="Alias of dateRange.")
-    syncToIpfs: bool | None = Field(default=None, description="archive_create: pin or not.")
-    batchSize: BatchSize | None = Field(
-        default=None, description="consolidate, decay_update: rows per bulk write."
-    )
-    compress: bool | None = Field(default=None, description="Must be true if given.")
-
-
-class EvalCase(LooseBody):
-    query: str | None = None
-    expected: str | None = None
-    expectedMemoryId: str | None = None
-
-
-class EvalBody(ScopeBody):
-    """An eval run (reference §12)."""
-
-    testCases: list[EvalCase] | None = Field(default=None, description="Required.")
-    k: int | None = Field(default=None, ge=1, le=MAX_K, description="Default 5.")
-    limit: int | None = Field(default=None, ge=1, le=MAX_K, description="Alias of k.")
-    layers: list[str] | None = None
 
 
 # --- responses -----------------------------------------------------------------------------

@@ -24,19 +24,25 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from schemas import topics
 from schemas.admin import ArchiveSynced, EvalRun, EvalRuns, JobRecordOut, StatsResponse
-from schemas.events import JobRequested
+from schemas.eval_input import EvalInput
 from schemas.ids import to_ms
-from schemas.jobs import JOB_TYPES, check_job_params, job_agents
-from schemas.scope import Scope, ScopeError, clean_id
+from schemas.job_input import JobInput
+from schemas.jobs import job_agents
+from schemas.scope import Scope
 from services.gateway.auth import Caller
-from services.gateway.deps import Client, admin_result, at_most, body_scope, query_scope, raw
+from services.gateway.deps import (
+    Client,
+    admin_result,
+    at_most,
+    body_scope,
+    input_scope,
+    query_scope,
+    raw,
+)
 from services.gateway.errors import ERRORS, NOT_FOUND, ApiError
 from services.gateway.limits import StrictJsonRoute
 from services.gateway.models import (
-    EvalBody,
-    JobBody,
     ScopeOnlyBody,
 )
 
@@ -56,32 +62,23 @@ AgentQuery = Annotated[
 
 
 @router.post("/jobs", response_model=JobRecordOut, status_code=202)
-async def create_job(body: JobBody, client: Client, caller: Caller) -> JobRecordOut:
+async def create_job(body: JobInput, client: Client, caller: Caller) -> JobRecordOut:
     """Queue a maintenance job: the record with `status: "queued"` and its `jobId`."""
-    params = raw(body)
-    job_type = params.pop("type", None)
-    params.pop("execution", None)
-    if not isinstance(job_type, str) or job_type not in JOB_TYPES:
-        raise ScopeError(f"type must be one of {', '.join(JOB_TYPES)}")
-    for agent in job_agents(params):
-        clean_id(agent, "agentWallet")
+    agents = body.agents()
     if not caller.operator:
-        if job_type == "cleanup":
+        if body.type == "cleanup":
             raise ApiError(403, "cleanup spans every tenant: it needs an operator credential")
         caller.agent_wide()
-        for agent in job_agents(params):
+        for agent in agents:
             caller.allow_agent(agent)
-        if not job_agents(params):
-            params["agentWallet"] = caller.agent
-    check_job_params(job_type, params)
-    event = JobRequested.model_validate({"type": job_type, "params": params})
-    await client.publish(topics.JOBS, event, event.type)
-    agents = job_agents(params)
+    event = body.requested(None if caller.operator else caller.agent)
+    await client.publish_job(event)
+    agents = job_agents(event.params)
     return JobRecordOut(
         jobId=event.job_id,
         type=event.type,
         status="queued",
-        params=params,
+        params=event.params,
         createdAt=to_ms(event.occurred_at),
         agentWallet=agents[0] if len(agents) == 1 else None,
         eventId=event.event_id,
@@ -118,12 +115,14 @@ async def stats(
 
 
 @router.post("/evals/runs", response_model=EvalRun)
-async def run_eval(body: EvalBody, client: Client, caller: Caller) -> EvalRun:
+async def run_eval(body: EvalInput, client: Client, caller: Caller) -> EvalRun:
     """Run and store a retrieval eval (reference §12): `{evalRunId, status, scores, results,
     …}`. Scope aliases are honoured (the reference ignored them, §16.28)."""
-    data = raw(body)
-    scope = body_scope(caller, data)
-    reply = await client.admin("evals.run", scope, body=data, timeout=EVAL_TIMEOUT_SECONDS)
+    scope = input_scope(caller, body)
+    body.cases()  # none is a 400 here, before the admin group is asked
+    reply = await client.admin(
+        "evals.run", scope, body=body.wire(scope), timeout=EVAL_TIMEOUT_SECONDS
+    )
     return admin_result(reply, EvalRun)
 
 

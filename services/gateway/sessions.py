@@ -19,12 +19,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, Field
 
+from schemas.item_input import WorkingPatchInput
 from schemas.requests import SessionReply
 from services.gateway.auth import Caller
-from services.gateway.deps import Client, body_scope, query_scope, raw
+from services.gateway.deps import Client, body_scope, input_scope, query_scope, raw
 from services.gateway.errors import ERRORS, NOT_FOUND, ApiError, ErrorBody
 from services.gateway.limits import StrictJsonRoute
-from services.gateway.models import ScopeBody, SessionResponse, SessionUpdated, WorkingPatchBody
+from services.gateway.models import ScopeBody, SessionResponse, SessionUpdated
 
 router = APIRouter(tags=["sessions"], responses=ERRORS, route_class=StrictJsonRoute)
 
@@ -70,25 +71,15 @@ async def get_working(
 @router.patch("/sessions/{id}/working", response_model=SessionUpdated, responses=NOT_FOUND)
 async def update_working(
     id: SessionId,
-    body: WorkingPatchBody,
+    body: WorkingPatchInput,
     client: Client,
     caller: Caller,
 ) -> SessionUpdated:
     """Merge (default) or, with `replace: true`, replace the session's `context`,
     `entities`, `state` and `metadata`: `{success, session}`. Merged context keeps the
     newest lines (the working buffer's size); the TTL is refreshed."""
-    data = raw(body)
-    scope = body_scope(caller, data)
-    reply = await client.session(
-        "update",
-        id,
-        scope.tenant(),
-        context=data.get("context"),
-        entities=data.get("entities"),
-        state=data.get("state"),
-        metadata=data.get("metadata"),
-        replace=bool(data.get("replace")),
-    )
+    scope = input_scope(caller, body)
+    reply = await client.update_session(id, body, scope=scope)
     return SessionUpdated(success=True, session=_session(reply))
 
 

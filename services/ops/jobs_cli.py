@@ -30,6 +30,7 @@ from services.settings import Settings
 
 if TYPE_CHECKING:
     from schemas.admin import JobRecordOut
+    from schemas.events import JobRequested
     from schemas.requests import AdminOp, AdminReply
     from schemas.scope import Scope
     from services.sdk.client import MemoryClient
@@ -61,11 +62,14 @@ def fail(message: str, code: int) -> NoReturn:
     raise typer.Exit(code)
 
 
-def _parse_params(
+def _job_request(
     job_type: str, agents: list[str], window_days: float | None, items: list[str]
-) -> dict[str, Any]:
-    """The job's parameters from the options, checked against its schema (exit 2 if not)."""
-    from schemas.jobs import JOB_PARAMS, JOB_TYPES, check_job_params
+) -> JobRequested:
+    """The job request of the options, its body checked by the gateway's model
+    (`schemas.job_input.JobInput`: exit 2 if it refuses it)."""
+    from schemas.bodies import parse_body
+    from schemas.job_input import JobInput
+    from schemas.jobs import JOB_PARAMS, JOB_TYPES
     from schemas.scope import ScopeError
 
     model = JOB_PARAMS.get(job_type)
@@ -88,11 +92,10 @@ def _parse_params(
         agents or params.get("agentWallet") or params.get("agentWallets")
     ):
         fail(f"{job_type} runs for an agent: give --agent WALLET (repeatable)", EXIT_BAD_INPUT)
-    try:  # the job's own schema, as the gateway and the SDK check it: nothing bad is queued
-        check_job_params(job_type, params)
+    try:  # the gateway's and the SDK's model: nothing they would refuse is queued
+        return parse_body(JobInput, {**params, "type": job_type}).requested()
     except ScopeError as exc:
         fail(f"{job_type}: {exc}", EXIT_BAD_INPUT)
-    return params
 
 
 def _reach(work: Coroutine[Any, Any, Any]) -> Any:
@@ -155,10 +158,7 @@ def jobs_run(
     checked first: an unknown job, a job that needs an agent without --agent, a parameter the
     job does not take or a value out of range is refused in one line (exit 2) and nothing is
     published. `mnemostream jobs status ID` then shows how it went."""
-    from schemas.events import JobRequested
-
-    params = _parse_params(job_type, agent or [], window_days, param or [])
-    event = JobRequested.model_validate({"type": job_type, "params": params})
+    event = _job_request(job_type, agent or [], window_days, param or [])
 
     async def publish() -> None:
         async with _client() as client:

@@ -46,15 +46,18 @@ from schemas.events import (
     TurnRecorded,
     WorkflowCheckpointRecorded,
 )
+from schemas.item_input import ItemPatchInput, WorkingPatchInput
 from schemas.remember_input import RememberInput
 from schemas.requests import (
     MAX_WAIT_SECONDS,
     ContextReply,
     ContextRequest,
+    ItemReply,
     LayerSearchReply,
     LayerSearchRequest,
     ReliabilityReply,
     ReliabilityRequest,
+    SessionReply,
 )
 from schemas.scope import Scope
 from schemas.search_defaults import PER_LAYER_LIMIT
@@ -268,6 +271,37 @@ class MemoryClient(Operations):
         """Publish a validated checkpoint, keyed by workflow wallet|run (one run in order)."""
         key = f"{event.scope.agent_wallet}|{event.scope.thread_id or ''}"
         return await self.publish(topics.WORKFLOWS, event, key)
+
+    async def update_item(
+        self,
+        item_id: str,
+        body: Mapping[str, Any] | ItemPatchInput,
+        *,
+        scope: Scope | None = None,
+        actor: str | None = None,
+        timeout: float | None = None,
+    ) -> ItemReply:
+        """Edit one item (PATCH /items/{id}: `content`, `metadata` merged, `retention`,
+        `confidence`, `status` and the scope), or its model
+        (`schemas.item_input.ItemPatchInput`) in `scope`; answered as `item("update", …)`
+        (`actor`: default the client's)."""
+        edit = parse_body(ItemPatchInput, body).request(item_id, scope, actor=actor or self.actor)
+        return await self._ask(topics.ITEMS, edit, ItemReply, timeout)
+
+    async def update_session(
+        self,
+        session_id: str,
+        body: Mapping[str, Any] | WorkingPatchInput,
+        *,
+        scope: Scope | None = None,
+        timeout: float | None = None,
+    ) -> SessionReply:
+        """Edit a working session (PATCH /sessions/{id}/working: `context`, `entities`,
+        `state`, `metadata`, `replace` and the scope), or its model
+        (`schemas.item_input.WorkingPatchInput`) in `scope`; answered as
+        `session("update", …)`."""
+        request = parse_body(WorkingPatchInput, body).request(session_id, scope)
+        return await self._ask(topics.SESSIONS, request, SessionReply, timeout)
 
     async def context(
         self,

@@ -15,8 +15,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeAlias
 
 from schemas import topics
+from schemas.bodies import parse_body
 from schemas.events import JobRequested
-from schemas.jobs import JobStatus, JobType, check_job_params
+from schemas.job_input import JobInput
+from schemas.jobs import JobStatus, JobType
 from schemas.requests import (
     MAX_TRANSCRIPT_PAGE,
     AdminOp,
@@ -341,16 +343,16 @@ class Operations(Transport):
         return await self._exchange(topics.ADMIN, request, key, AdminReply, timeout)
 
     async def request_job(
-        self, job_type: JobType, params: Mapping[str, Any] | None = None
+        self, job: JobType | JobInput, params: Mapping[str, Any] | None = None
     ) -> JobRequested:
-        """Queue a maintenance job (`params`: `agentWallet`, `windowDays`, …; see
-        `schemas.jobs`): the parameters are checked first, so one the job does not take or
-        a value out of its range raises `ScopeError` (`ValueOutOfRange` for the latter) and
-        nothing is queued. Returns the published request (its `job_id` names the record
-        `admin("jobs.get", …)` reads)."""
-        merged = dict(params or {})
-        check_job_params(job_type, merged)
-        event = JobRequested.model_validate({"type": job_type, "params": merged})
+        """Queue a maintenance job: its type and `params` (`agentWallet`, `windowDays`, …;
+        see `schemas.jobs`), or the body's model (`schemas.job_input.JobInput`, as the
+        gateway's POST /jobs and the CLI parse it). The parameters are checked first, so one
+        the job does not take or a value out of its range raises `ScopeError`
+        (`ValueOutOfRange` for the latter) and nothing is queued. Returns the published
+        request (its `job_id` names the record `admin("jobs.get", …)` reads)."""
+        body = {**(params or {}), "type": job} if isinstance(job, str) else job
+        event = parse_body(JobInput, body).requested()
         await self.publish_job(event)
         return event
 
