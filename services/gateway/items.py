@@ -14,19 +14,18 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from engine.filters import parse_filters
+from schemas.bodies import ScopeInput
 from schemas.camel import camel_view
 from schemas.context_input import LayerSearchInput
 from schemas.item_input import ItemPatchInput
-from schemas.scope import ScopeError, clean_str
+from schemas.operation_input import ResolveInput
 from services.gateway.auth import Caller
 from services.gateway.deps import (
     Client,
     at_most,
-    body_scope,
     input_scope,
     item_rows,
     query_scope,
-    raw,
 )
 from services.gateway.errors import ERRORS, NOT_FOUND
 from services.gateway.item_models import (
@@ -41,8 +40,6 @@ from services.gateway.item_models import (
 from services.gateway.limits import StrictJsonRoute
 from services.gateway.models import (
     LayerSearchResponse,
-    ResolveBody,
-    ScopeBody,
 )
 
 router = APIRouter(tags=["items"], responses=ERRORS, route_class=StrictJsonRoute)
@@ -119,11 +116,13 @@ async def delete_item(
 
 
 @router.post("/items/{id}/restore", response_model=ItemRestored, responses=NOT_FOUND)
-async def restore_item(id: ItemId, body: ScopeBody, client: Client, caller: Caller) -> ItemRestored:
+async def restore_item(
+    id: ItemId, body: ScopeInput, client: Client, caller: Caller
+) -> ItemRestored:
     """Bring a soft-deleted item back (active, or superseded when it had been replaced):
     `{restored, item}`; 404 when there is no deleted item with this id in the scope (a
     hard-deleted one cannot come back), 400 when it is not deleted."""
-    scope = body_scope(caller, raw(body))
+    scope = input_scope(caller, body)
     reply = await client.item("restore", id, scope, actor=caller.actor)
     return ItemRestored(restored=True, item=item_rows(reply)[0])
 
@@ -159,24 +158,20 @@ async def item_history(
 @router.post("/conflicts/{id}/resolve", response_model=ConflictResolved, responses=NOT_FOUND)
 async def resolve_conflict(
     id: ItemId,
-    body: ResolveBody,
+    body: ResolveInput,
     client: Client,
     caller: Caller,
 ) -> ConflictResolved:
     """Resolve a conflict on an item: `resolution` ∈ supersede, keep, merge, ignore (else
     400): `{resolved, memoryId, items}` (`items`: the rows after the resolution)."""
-    data = raw(body)
-    scope = body_scope(caller, data)
-    resolution = clean_str(data.get("resolution"))
-    if resolution is None:
-        raise ScopeError("resolution is required (supersede, keep, merge or ignore)")
+    scope = input_scope(caller, body)
     reply = await client.item(
         "resolve",
         id,
         scope,
-        resolution=resolution,
-        winning_id=data.get("winningMemoryId"),
-        reason=data.get("reason"),
+        resolution=body.chosen(),
+        winning_id=body.winning_memory_id,
+        reason=body.reason,
         actor=caller.actor,
     )
     return ConflictResolved(resolved=True, memoryId=id, items=item_rows(reply))

@@ -1,17 +1,17 @@
 """The gateway's documented request and response shapes (the OpenAPI document).
 
-Request bodies are the reference's loose JSON (reference §1.1, §6.1, §7.1, §7.4).
-pre_turn's, post_turn's, remember's, the layer search's, a transcript's, a knowledge
-document's, a workflow checkpoint's, an item's and a working session's edits, a job's and
-an eval run's bodies are the wire body models of `schemas` (`ContextInput`, `TurnInput`,
-`RememberInput`, `LayerSearchInput`, `TranscriptInput`, `KnowledgeInput`,
-`CheckpointInput`, `ItemPatchInput`, `WorkingPatchInput`, `JobInput`, `EvalInput`, issue
-33): the routes take them and pass them
-on, with the same refusals as the SDK, MCP and the CLI.
-The other bodies below keep every key optional and unknown keys kept, their aliases and
-"first present wins" rules applied by the route; a key of the wrong JSON type is a 400
-already at this level, and a number or a time outside its range (the types of
-`schemas.bounds` and `schemas.jobs`) a 422.
+Request bodies are the reference's loose JSON (reference §1.1, §6.1, §7.1, §7.4), each the
+one wire body model of `schemas` the SDK, MCP and the CLI parse with too (issue 33): the
+scope alone (`schemas.bodies.ScopeInput`), pre_turn's, post_turn's and remember's
+(`ContextInput`, `TurnInput`, `RememberInput`), the layer search's (`LayerSearchInput`), a
+transcript's, a knowledge document's and a workflow checkpoint's (`TranscriptInput`,
+`KnowledgeInput`, `CheckpointInput`), an item's and a working session's edits
+(`ItemPatchInput`, `WorkingPatchInput`), a job's (`JobInput`), an eval run's (`EvalInput`),
+a conflict's resolution, a pattern's promotion and a session's compression
+(`schemas.operation_input`). The routes take them and pass them on, with the same
+refusals: a key of the wrong JSON type is a 400, a number or a time outside its range a 422.
+The loop's body (`LoopBody`) names its step; the rest is that step's body, parsed by its
+model.
 
 Responses use the reference's camelCase keys. An answer that is a Kafka reply is that
 contract's camelCase view (`schemas.camel`: a subclass, no field re-listed); an admin
@@ -46,26 +46,6 @@ class Answer(BaseModel):
 # --- request bodies ------------------------------------------------------------------------
 
 
-class ScopeBody(LooseBody):
-    """The tenant scope (reference §1.1): `agentWallet` (or `agent_id`) is required."""
-
-    agentWallet: str | None = Field(default=None, description="Required (alias agent_id).")
-    agent_id: str | None = None
-    userAddress: str | None = Field(default=None, description="Alias user_id.")
-    user_id: str | None = None
-    threadId: str | None = Field(default=None, description="Aliases thread_id, runId, run_id.")
-    thread_id: str | None = None
-    runId: str | None = None
-    run_id: str | None = None
-    mode: str | None = Field(
-        default=None, description='"global" or "local" (else ignored; never padded).'
-    )
-    haiId: str | None = Field(default=None, description="Required when mode is local.")
-    hai_id: str | None = None
-    filters: dict[str, Any] | None = Field(default=None, description="Allowlisted filters.")
-    metadata: dict[str, Any] | None = None
-
-
 class LoopBody(LooseBody):
     """One step of the canonical loop plus that step's body (reference §13.1)."""
 
@@ -73,23 +53,6 @@ class LoopBody(LooseBody):
         default=None, description="pre_turn|context, post_turn|record_turn, remember|save."
     )
     op: str | None = Field(default=None, description="Alias of step.")
-
-
-class ResolveBody(ScopeBody):
-    resolution: str | None = Field(default=None, description="supersede, keep, merge, ignore.")
-    winningMemoryId: str | None = None
-    reason: str | None = None
-
-
-class PromoteBody(ScopeBody):
-    skillName: str | None = Field(default=None, description="Required.")
-    validationData: dict[str, Any] | None = Field(
-        default=None, description="Ignored: validation is recomputed from stored counts."
-    )
-
-
-class ScopeOnlyBody(ScopeBody):
-    pass
 
 
 # --- responses -----------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from schemas.admin import ArchiveSynced, EvalRun, EvalRuns, JobRecordOut, StatsResponse
+from schemas.bodies import ScopeInput
 from schemas.eval_input import EvalInput
 from schemas.ids import to_ms
 from schemas.job_input import JobInput
@@ -35,16 +36,11 @@ from services.gateway.deps import (
     Client,
     admin_result,
     at_most,
-    body_scope,
     input_scope,
     query_scope,
-    raw,
 )
 from services.gateway.errors import ERRORS, NOT_FOUND, ApiError
 from services.gateway.limits import StrictJsonRoute
-from services.gateway.models import (
-    ScopeOnlyBody,
-)
 
 router = APIRouter(tags=["operations"], responses=ERRORS, route_class=StrictJsonRoute)
 
@@ -157,13 +153,13 @@ async def get_eval(
 @router.post("/archives/{id}/sync", response_model=ArchiveSynced, responses=NOT_FOUND)
 async def sync_archive(
     id: Annotated[str, Path(min_length=1, max_length=200)],
-    body: ScopeOnlyBody,
+    body: ScopeInput,
     client: Client,
     caller: Caller,
 ) -> ArchiveSynced:
     """Pin the agent's archive to IPFS, encrypted: `{ipfsHash, pinned}`. With
     `userAddress` only that user's archive is found."""
-    scope = body_scope(caller, raw(body))
+    scope = input_scope(caller, body)
     reply = await client.admin(
         "archives.sync", scope.tenant(), id=id, timeout=ARCHIVE_SYNC_TIMEOUT_SECONDS
     )

@@ -21,15 +21,12 @@ from schemas.admin import (
     SkillsResponse,
     ValidationResponse,
 )
-from schemas.scope import ScopeError, clean_str
+from schemas.bodies import ScopeInput
+from schemas.operation_input import PromoteInput
 from services.gateway.auth import Caller
-from services.gateway.deps import Client, admin_result, at_most, body_scope, query_scope, raw
+from services.gateway.deps import Client, admin_result, at_most, input_scope, query_scope
 from services.gateway.errors import ERRORS, NOT_FOUND
 from services.gateway.limits import StrictJsonRoute
-from services.gateway.models import (
-    PromoteBody,
-    ScopeOnlyBody,
-)
 
 router = APIRouter(tags=["patterns"], responses=ERRORS, route_class=StrictJsonRoute)
 
@@ -81,12 +78,12 @@ async def get_pattern(
 @router.post("/patterns/{id}/validate", response_model=ValidationResponse, responses=NOT_FOUND)
 async def validate_pattern(
     id: Id,
-    body: ScopeOnlyBody,
+    body: ScopeInput,
     client: Client,
     caller: Caller,
 ) -> ValidationResponse:
     """reference §9.2: `{valid, confidence, occurrences, successRate, toolSequence}`."""
-    scope = body_scope(caller, raw(body))
+    scope = input_scope(caller, body)
     reply = await client.admin("patterns.validate", scope, id=id)
     return admin_result(reply, ValidationResponse)
 
@@ -94,17 +91,13 @@ async def validate_pattern(
 @router.post("/patterns/{id}/promote", response_model=PromotionResponse, responses=NOT_FOUND)
 async def promote_pattern(
     id: Id,
-    body: PromoteBody,
+    body: PromoteInput,
     client: Client,
     caller: Caller,
 ) -> PromotionResponse:
     """Promote a valid pattern to a skill: `{skillId, promoted, status, validation, skill}`."""
-    data = raw(body)
-    scope = body_scope(caller, data)
-    name = clean_str(data.get("skillName"))
-    if name is None:
-        raise ScopeError("skillName is required")
-    reply = await client.admin("patterns.promote", scope, id=id, name=name)
+    scope = input_scope(caller, body)
+    reply = await client.admin("patterns.promote", scope, id=id, name=body.name())
     return admin_result(reply, PromotionResponse)
 
 

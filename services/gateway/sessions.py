@@ -20,12 +20,13 @@ from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, Field
 
 from schemas.item_input import WorkingPatchInput
+from schemas.operation_input import CompressInput
 from schemas.requests import SessionReply
 from services.gateway.auth import Caller
-from services.gateway.deps import Client, body_scope, input_scope, query_scope, raw
+from services.gateway.deps import Client, input_scope, query_scope
 from services.gateway.errors import ERRORS, NOT_FOUND, ApiError, ErrorBody
 from services.gateway.limits import StrictJsonRoute
-from services.gateway.models import ScopeBody, SessionResponse, SessionUpdated
+from services.gateway.models import SessionResponse, SessionUpdated
 
 router = APIRouter(tags=["sessions"], responses=ERRORS, route_class=StrictJsonRoute)
 
@@ -83,13 +84,6 @@ async def update_working(
     return SessionUpdated(success=True, session=_session(reply))
 
 
-class CompressBody(ScopeBody):
-    """`agentWallet` (required unless the token names one) and `userAddress` name the
-    session's tenant; `coordinatorModel` picks the LLM model (ignored without an LLM)."""
-
-    coordinatorModel: str | None = Field(default=None, min_length=1, max_length=200)
-
-
 class SessionCompressed(BaseModel):
     summary: str
     entitiesExtracted: int
@@ -108,14 +102,13 @@ COMPRESS_ERRORS: dict[int | str, dict[str, Any]] = {
 
 @router.post("/sessions/{id}/compress", response_model=SessionCompressed, responses=COMPRESS_ERRORS)
 async def compress_session(
-    id: SessionId, body: CompressBody, client: Client, caller: Caller
+    id: SessionId, body: CompressInput, client: Client, caller: Caller
 ) -> SessionCompressed:
     """Summarise the session (its transcript, else its working buffer) as `{summary,
     entitiesExtracted, entities, keyFacts}` and store the summary as one embedded memory
     row (`source: "archive"`, metadata type `session_compression`) of the session's scope."""
-    data = raw(body)
-    scope = body_scope(caller, data)
-    reply = await client.compress_session(id, scope.tenant(), model=body.coordinatorModel)
+    scope = input_scope(caller, body)
+    reply = await client.compress_session(id, scope.tenant(), model=body.coordinator_model)
     if reply.not_found:
         raise ApiError(404, reply.error or "session not found")
     if reply.upstream:

@@ -18,6 +18,7 @@ from schemas.events import MAX_CONTENT_CHARS
 from schemas.item_input import ItemPatchInput, WorkingPatchInput
 from schemas.job_input import JobInput
 from schemas.limits import MAX_MESSAGE_BYTES
+from schemas.operation_input import CompressInput, PromoteInput, ResolveInput
 from schemas.scope import Scope, ScopeError
 from schemas.turn_input import TurnInput
 from services.sdk.client import MemoryClient
@@ -129,3 +130,16 @@ def test_an_eval_body_reaches_the_admin_group_as_the_gateway_checked_it() -> Non
         parse_body(EvalInput, {**AGENT, "limit": 21})
     with pytest.raises(InputRejected, match="testCases is required"):
         parse_request(body.wire(scope) | {"test_cases": []})
+
+
+def test_the_other_scoped_bodies_check_what_they_require_after_the_scope() -> None:
+    resolve = parse_body(ResolveInput, {**AGENT, "resolution": " keep ", "winningMemoryId": ""})
+    assert (resolve.chosen(), resolve.winning_memory_id) == ("keep", None)
+    with pytest.raises(ScopeError, match=r"^resolution is required"):
+        parse_body(ResolveInput, {**AGENT, "resolution": "  "}).chosen()
+    promote = parse_body(PromoteInput, {**AGENT, "skillName": "Book", "validationData": {}})
+    assert promote.name() == "Book"
+    with pytest.raises(ScopeError, match=r"^skillName is required$"):
+        parse_body(PromoteInput, AGENT).name()
+    with pytest.raises(ScopeError, match=r"^coordinatorModel: "):
+        parse_body(CompressInput, {**AGENT, "coordinatorModel": ""})
