@@ -13,7 +13,8 @@ from pydantic import BeforeValidator, ConfigDict, Field, create_model
 
 from schemas.bodies import Body, Refused
 from schemas.events import JobRequested
-from schemas.jobs import JOB_PARAMS, JOB_TYPES, MAX_AGENTS, AgentId, JobType, check_job_params
+from schemas.jobs import JOB_PARAMS, JOB_TYPES, MAX_AGENTS, JobType, check_job_params, job_agents
+from schemas.scope import clean_id
 
 COMMON = frozenset({"agentWallet", "agentWallets", "execution"})
 """What every job takes (`schemas.jobs.JobParams`)."""
@@ -51,20 +52,20 @@ class _JobInput(Body):
         validate_default=True,
         description="consolidate, decay_update, cleanup, patterns_extract or archive_create.",
     )
-    agentWallet: AgentId | None = None
-    agentWallets: list[AgentId] | None = Field(default=None, max_length=MAX_AGENTS)
+    agentWallet: str | None = None
+    agentWallets: list[str] | None = Field(default=None, max_length=MAX_AGENTS)
 
     def agents(self) -> list[str]:
-        """`agentWallets` when given, else `[agentWallet]`, else none."""
-        if self.agentWallets:
-            return list(self.agentWallets)
-        return [self.agentWallet] if self.agentWallet else []
+        """Every agent the body names (`agentWallet` and `agentWallets`), each checked by
+        the id rule (`ScopeError`: "agentWallet: …"), for a caller's permission; which of
+        them the job runs for is the job's model's (`JobParams.agents`)."""
+        return [clean_id(agent, "agentWallet") or "" for agent in job_agents(self.params())]
 
     def params(self, agent: str | None = None) -> dict[str, Any]:
         """The job's parameters as sent; `agent` stands for absent agents (a credential
         confined to one agent runs its jobs for that agent)."""
         params = self.model_dump(exclude={"type"}, exclude_unset=True)
-        if agent is not None and not self.agents():
+        if agent is not None and not job_agents(params):
             params["agentWallet"] = agent
         return params
 
