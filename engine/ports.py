@@ -8,9 +8,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-import numpy as np
-import numpy.typing as npt
-
 from engine.filters import NO_FILTERS, Filters
 from engine.records import (
     ArchiveRecord,
@@ -24,10 +21,10 @@ from engine.records import (
     WorkingAppend,
     WorkingSession,
 )
+from engine.records import Vector as Vector
 from engine.scoping import TenantFilter
 
 InputType = Literal["query", "document"]
-Vector = npt.NDArray[np.float32]
 
 
 class Embedder(Protocol):
@@ -109,9 +106,12 @@ class MemoryStore(Protocol):
         """`insert_if_absent` of each row in one unordered write; the ids inserted."""
         ...
 
-    async def fill_embeddings(self, model: str, vectors: Mapping[str, Vector]) -> int:
+    async def fill_embeddings(
+        self, model: str, vectors: Mapping[str, Vector], units: Mapping[str, Vector] | None = None
+    ) -> int:
         """Give each pending row (`MemoryRow.pending`) of `model` named in `vectors` its
-        vector; rows already embedded are left as they are. How many were filled."""
+        vector (and `MemoryRow.units` when `units` names it); rows already embedded are
+        left as they are. How many were filled."""
         ...
 
     async def status_of(self, vector_id: str) -> str | None:

@@ -222,6 +222,10 @@ class MemoryRow:
     invalid_at: int | None = None
     """When a later fact about the same thing replaced this one (ms); None while current."""
     superseded_by: str | None = None
+    units: npt.NDArray[np.float32] | None = None
+    """A turn row's message units: one vector per message of `content`, in order, of what
+    the message says (`engine.retrieval.units.unit_texts`), by `embedding_model`; None when
+    the row has none (not a turn, pending, or stored before units existed)."""
 
     @property
     def embedding_dim(self) -> int:

@@ -12,13 +12,14 @@ comes from the event's `occurred_at`.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from engine.ingest.dates import with_resolved_dates
+from engine.ingest.message_units import unit_texts
 from engine.ingest.outcomes import tool_content
 from engine.ports import Embedder, MemoryStore, TranscriptStore, Vector, WorkingStore
 from engine.records import (
@@ -130,6 +131,26 @@ def _metadata(event: TurnRecorded, **system: Any) -> dict[str, Any]:
     return {**caller, **{k: v for k, v in system.items() if v is not None}}
 
 
+async def embed_units(
+    embedder: Embedder, texts: Sequence[str], turns: Collection[str] | None = None
+) -> tuple[list[Vector], list[Vector]]:
+    """Each text's vector and, for the turn texts among them (`turns`; None: all), its
+    units' (`engine.ingest.message_units.unit_texts`: one row per message, a (messages, dim)
+    matrix; an empty one for a text that is no turn), embedded in one call as documents.
+    The live embedding stage and an inline ingest (a replay) both call this, so a replayed
+    row holds the same units as the live one."""
+    parts = [unit_texts(t) if turns is None or t in turns else [] for t in texts]
+    flat = list(dict.fromkeys([*texts, *(u for units in parts for u in units)]))
+    embedded = dict(zip(flat, await embedder.embed(flat, "document"), strict=True))
+    units = [
+        np.stack([embedded[u] for u in units]).astype(np.float32)
+        if units
+        else np.zeros((0, 0), dtype=np.float32)
+        for units in parts
+    ]
+    return [embedded[t] for t in texts], units
+
+
 KnownVectors = Callable[[Sequence[str]], Awaitable[list[Vector | None]]]
 """The stored document vector of each text, None where there is none
 (`engine.embedding_store.StoredEmbedder.known`)."""
@@ -179,8 +200,9 @@ class TurnRecorder:
         todo: dict[str, _Planned] = {}
         for p in planned:
             todo.setdefault(p.vector_id, p)
-        vectors = await self._vectors([p.content for p in todo.values()])
+        vectors, units = await self._vectors([p.content for p in todo.values()])
         by_id = dict(zip(todo, vectors, strict=True))
+        units_by_id = dict(zip(todo, units, strict=True))
         model = self.embedder.model
         turn_vectors = {
             vid: TurnVector(p.event.turn_id, v, model) if v is not None else None
@@ -196,7 +218,7 @@ class TurnRecorder:
             keep=self.policy.working_lines,
         )
         inserted = await self.memory.insert_many_if_absent(
-            [self._row(p, by_id[vid]) for vid, p in todo.items()]
+            [self._row(p, by_id[vid], units_by_id[vid]) for vid, p in todo.items()]
         )
         outcome = {vid: (t, w) for vid, t, w in zip(todo, applied, working_applied, strict=True)}
         results: list[TurnStored] = []
@@ -217,10 +239,13 @@ class TurnRecorder:
             )
         return results
 
-    async def _vectors(self, texts: list[str]) -> list[Vector | None]:
+    async def _vectors(self, texts: list[str]) -> tuple[list[Vector | None], list[Vector | None]]:
+        """Each text's vector and the vectors of its message units (`embed_units`), in one
+        call of the model; None for both with `deferred` (the embedding stage fills them)."""
         if not texts or self.deferred:
-            return [None] * len(texts)
-        return list(await self.embedder.embed(texts, "document"))
+            return [None] * len(texts), [None] * len(texts)
+        vectors, units = await embed_units(self.embedder, texts)
+        return list(vectors), list(units)
 
     def _plan(self, event: TurnRecorded) -> _Planned:
         messages = turn_messages(event)
@@ -271,7 +296,7 @@ class TurnRecorder:
             vector=vector,
         )
 
-    def _row(self, p: _Planned, vector: Vector | None) -> MemoryRow:
+    def _row(self, p: _Planned, vector: Vector | None, units: Vector | None) -> MemoryRow:
         event = p.event
         return MemoryRow(
             vector_id=p.vector_id,
@@ -279,6 +304,7 @@ class TurnRecorder:
             content=p.content,
             embedding=vector if vector is not None else PENDING,
             embedding_model=self.embedder.model,
+            units=units if vector is not None else None,
             source="session",
             created_at=p.at,
             metadata=_metadata(

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,3 +41,40 @@ class Hit:
     source: str | None = None
     raw: Mapping[str, Any] = field(default_factory=dict)
     context: str | None = None
+    unit: int | None = None
+    turn: str | None = None
+    """The turn the hit shows ("<session id>#<turn id>"), None when it shows no one turn: a
+    turn found by the scene layer whole and by the vectors layer as its messages is shown
+    as the messages (each ranked by its own vector), once."""
+    """Which message of its row the hit is (its row's `MemoryRow.units`), None for the whole
+    row: one row may answer as several hits, one per message; the packer shows each as its
+    message and the whole turn at most once."""
+
+
+def memories(hits: Sequence[Hit]) -> list[Hit]:
+    """The hits, in order, with a row that answered as several of its messages (`unit`)
+    once, at its first: it counts, and is listed, as one memory."""
+    seen: set[tuple[str | None, str]] = set()
+    out: list[Hit] = []
+    for hit in hits:
+        if hit.unit is not None:
+            key = (hit.source, hit.id)
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(hit)
+    return out
+
+
+def raw_characters(layers: Mapping[str, Sequence[Hit]], header: str, separator: str) -> int:
+    """The length of the layers' raw items as JSON, laid out as a prompt (`header`, then
+    the items joined by `separator`): what the caller would have read without packing."""
+    raws = [
+        # dict(): `raw` may be any Mapping, which json cannot serialise directly.
+        json.dumps(dict(hit.raw), sort_keys=True, default=str)
+        for hits in layers.values()
+        for hit in memories(hits)
+    ]
+    if not raws:
+        return 0
+    return len((header + separator + separator.join(raws)).strip())

@@ -29,14 +29,14 @@ Differences from the reference, on purpose:
 
 from __future__ import annotations
 
-import json
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from engine.decay import DEFAULT_HALF_LIFE_DAYS, decay_multiplier, recency_anchor
 from engine.retrieval.excerpts import excerpt
-from engine.retrieval.hits import LAYER_PRIORITY, Hit
+from engine.retrieval.hits import LAYER_PRIORITY, Hit, memories, raw_characters
 from engine.retrieval.lexical import terms as content_terms
 from engine.retrieval.temporal import Period, asked_period, utc_day
 from engine.retrieval.text import fingerprint, sanitize, truncate
@@ -86,7 +86,8 @@ class Packed:
     """Result of `pack`.
 
     `prompt` is None when nothing was selected. `items` are in prompt order (best first).
-    `totals` counts hits per layer that answered; `omitted` is hits per layer not shown.
+    `totals` counts the memories per layer that answered (a row found as several of its
+    messages once); `omitted` is those per layer not shown.
     Character counts are lengths of stripped strings; `budget_characters` echoes the budget.
     """
 
@@ -179,6 +180,11 @@ def _beats(new: _Candidate, kept: _Candidate) -> bool:
     return new.order < kept.order
 
 
+def _row(hit: Hit) -> tuple[str | None, str, int | None]:
+    """The stored row (and message of it) a hit shows."""
+    return hit.source, hit.id, hit.unit
+
+
 def _deduped_candidates(
     layers: Mapping[str, Sequence[Hit]],
     layer_order: Sequence[str],
@@ -189,7 +195,7 @@ def _deduped_candidates(
     budget_chars: int | None = None,
 ) -> list[_Candidate]:
     by_fingerprint: dict[str, _Candidate] = {}
-    by_row: dict[tuple[str | None, str], str] = {}
+    by_row: dict[tuple[str | None, str, int | None], str] = {}
     """(source, id) of a stored row → the fingerprint its candidate is kept under."""
     order = 0
 
@@ -223,13 +229,13 @@ def _deduped_candidates(
                 full=full,
             )
             key = fingerprint(text)
-            row = (hit.source, hit.id)
+            row = (hit.source, hit.id, hit.unit)
             twin = by_row.get(row)
             if (
                 twin is not None
                 and twin != key
                 and twin in by_fingerprint
-                and (by_fingerprint[twin].hit.source, by_fingerprint[twin].hit.id) == row
+                and _row(by_fingerprint[twin].hit) == row
             ):
                 # one stored row found by two layers (an entity in vectors, and hydrated in
                 # graph): shown once, as the fuller text (issue 17 §1)
@@ -243,7 +249,11 @@ def _deduped_candidates(
                 by_fingerprint[key] = candidate
                 by_row[row] = key
             order += 1
-    return list(by_fingerprint.values())
+    found = list(by_fingerprint.values())
+    # a turn some layer shows as its messages (each ranked by its own vector) is not shown
+    # whole by another as well: the scene layer finds the turns the vectors layer does
+    in_units = {c.hit.turn for c in found if c.hit.unit is not None and c.hit.turn}
+    return [c for c in found if c.hit.unit is not None or c.hit.turn not in in_units]
 
 
 def _select(
@@ -267,7 +277,9 @@ def _select(
         if len(chosen) >= max_items:
             break
         label = _label(candidate.hit)
-        whole = candidate.whole
+        # a message unit is shown as its message (it was ranked by its own vector); the
+        # turn around it is added after the selection, with the room left (_with_context)
+        whole = candidate.whole if candidate.hit.unit is None else None
         whole_cost = len(SEPARATOR) + len(label) + len(whole) if whole else 0
         if whole and used + whole_cost <= budget_chars:
             # a turn is shown whole while it fits; as its best message once only that does
@@ -299,9 +311,12 @@ def _with_context(
     if budget_chars is None:
         return chosen
     used = len(HEADER) + sum(len(SEPARATOR) + len(_label(c.hit)) + len(text) for c, text in chosen)
+    shown = Counter((c.hit.source, c.hit.id) for c, _ in chosen if c.hit.unit is not None)
     out: list[tuple[_Candidate, str]] = []
     for candidate, text in chosen:
         whole = candidate.whole
+        if shown[(candidate.hit.source, candidate.hit.id)] > 1:
+            whole = None  # two messages of one turn are shown: the turn would repeat them
         if whole and text == candidate.text:
             extra = len(whole) - len(text)
             if extra > 0 and used + extra <= budget_chars:
@@ -317,18 +332,6 @@ def _render(chosen: Sequence[tuple[_Candidate, str]]) -> str | None:
         return None
     rendered = [_label(candidate.hit) + text for candidate, text in chosen]
     return HEADER + SEPARATOR + SEPARATOR.join(rendered)
-
-
-def _raw_characters(layers: Mapping[str, Sequence[Hit]]) -> int:
-    raws = [
-        # dict(): `raw` may be any Mapping, which json cannot serialise directly.
-        json.dumps(dict(hit.raw), sort_keys=True, default=str)
-        for hits in layers.values()
-        for hit in hits
-    ]
-    if not raws:
-        return 0
-    return len((HEADER + SEPARATOR + SEPARATOR.join(raws)).strip())
 
 
 def pack(
@@ -356,7 +359,7 @@ def pack(
     `layers`.
     """
     max_items = max(0, max_items)
-    totals = {layer: len(hits) for layer, hits in layers.items()}
+    totals = {layer: len(memories(hits)) for layer, hits in layers.items()}
     # content terms (punctuation, stopwords and inflections stripped), not the reference's
     # whitespace split, where "satisfaction?" never matched and "what"/"about" counted
     terms = content_terms(query)
@@ -383,14 +386,14 @@ def pack(
         for candidate, text in chosen
     ]
     selected: dict[str, int] = {}
-    for item in items:
-        selected[item.layer] = selected.get(item.layer, 0) + 1
+    for hit in memories([c.hit for c, _ in chosen]):
+        selected[hit.layer] = selected.get(hit.layer, 0) + 1
     return Packed(
         prompt=prompt,
         items=items,
         totals=totals,
         characters=len(prompt.strip()) if prompt is not None else 0,
-        raw_characters=_raw_characters(layers),
+        raw_characters=raw_characters(layers, HEADER, SEPARATOR),
         budget_characters=budget_chars,
         omitted={layer: max(0, total - selected.get(layer, 0)) for layer, total in totals.items()},
     )

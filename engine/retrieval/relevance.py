@@ -24,7 +24,7 @@ on top of it; measured, it did not help, and it is off by default (`FUSION_SPREA
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from engine.retrieval.defaults import (
@@ -93,24 +93,44 @@ def calibrated(cosine: float, lexical: float, policy: RelevancePolicy) -> float:
 
 
 def pool_relevance(
-    cosines: Sequence[float | None], lexicals: Sequence[float], policy: RelevancePolicy
+    cosines: Sequence[float | None],
+    lexicals: Sequence[float],
+    policy: RelevancePolicy,
+    keep: Collection[int] = (),
 ) -> list[float | None]:
     """The relevance of each candidate of one layer's pool (None: not a hit), in order.
 
     A candidate that is a hit on its own (`relevance`) is a hit. When at least one is, a
     candidate with a cosine ≥ max(`noise_cosine`, `relative_cosine` × the pool's best
-    cosine) is a hit too. Without any hit on its own, nothing is. A hit's relevance is
+    cosine) is a hit too. The candidates at the positions `keep` (the layer's pick: what
+    plain cosine top-k would show, `top_cosines`) are hits whether or not the pool is
+    anchored, once its best cosine reaches `noise_cosine` (the query is about something the
+    tenant holds): the floors never drop what plain cosine would show (issue 32: 'Can Marcus
+    top up his car's battery at home?' has no hit on its own, and its answer is cosine's
+    tenth). Otherwise, without any hit on its own, nothing is. A hit's relevance is
     `calibrated` (the lexical score alone without a cosine), then `fused`."""
     hits = [relevance(c, x, policy) is not None for c, x in zip(cosines, lexicals, strict=True)]
     best = max((c for c in cosines if c is not None), default=None)
     if policy.relative_cosine < 1.0 and any(hits) and best is not None:
         floor = max(policy.noise_cosine, policy.relative_cosine * best)
         hits = [h or (c is not None and c >= floor) for h, c in zip(hits, cosines, strict=True)]
+    if keep and best is not None and best >= policy.noise_cosine:
+        for i in keep:
+            hits[i] = True
     scores = [
         None if not h else x if c is None else calibrated(c, x, policy)
         for h, c, x in zip(hits, cosines, lexicals, strict=True)
     ]
     return fused(scores, cosines, lexicals, policy)
+
+
+def top_cosines(cosines: Sequence[float | None], k: int) -> list[int]:
+    """Positions of the (at most `k`) highest cosines, best first."""
+    ranked = sorted(
+        (i for i, c in enumerate(cosines) if c is not None),
+        key=lambda i: -(cosines[i] or 0.0),
+    )
+    return ranked[:k]
 
 
 def _ranks(values: Sequence[float | None]) -> list[int | None]:

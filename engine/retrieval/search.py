@@ -36,7 +36,7 @@ from engine.retrieval.defaults import (
     DEFAULT_MMR_LAMBDA,
     DEFAULT_QUERY_CACHE_TTL_SECONDS,
 )
-from engine.retrieval.hits import Hit
+from engine.retrieval.hits import Hit, memories
 from engine.retrieval.layers import (
     LayerQuery,
     MemoryLayerOptions,
@@ -105,6 +105,7 @@ def layers_cache_key(
     limit: int,
     token: str,
     as_of: int | None = None,
+    fill: bool = False,
 ) -> str:
     """`memory:query:layers:<scope>:<H32(payload)>:ns:<token>`; ids keep their case."""
     payload = json.dumps(
@@ -114,7 +115,8 @@ def layers_cache_key(
             "limit": limit,
             "filters": scope.filters or {},
             "asOf": as_of,
-        },
+        }
+        | ({"fill": True} if fill else {}),
         sort_keys=True,
         separators=(",", ":"),
     )
@@ -224,8 +226,10 @@ class MemorySearch:
         limit: int,
         now_ms: int,
         as_of: int | None = None,
+        fill: bool = False,
     ) -> LayerResult:
-        """Hits per layer (layers that failed are absent). Bad filters raise `InputRejected`."""
+        """Hits per layer (layers that failed are absent). Bad filters raise `InputRejected`.
+        `fill`: only a budget was given, to be filled (`LayerQuery.fill`)."""
         filters = parse_filters(scope.filters)  # a clear error; nothing is dropped silently
         tenant = scope.tenant()
         token, version, *families, shared = await self.cache.tokens(
@@ -236,7 +240,7 @@ class MemorySearch:
                 [GLOBAL_NAMESPACE, *shared_chain(tenant)],
             ]
         )
-        key = layers_cache_key(scope, query, layers, limit, token, as_of) if token else None
+        key = layers_cache_key(scope, query, layers, limit, token, as_of, fill) if token else None
         if key is not None:
             blob = await self.cache.get(key)
             if blob is not None:
@@ -258,6 +262,7 @@ class MemorySearch:
                 reads=self.reads,
                 tokens=replace(ReadTokens(token, version, *families), shared=shared),
                 dimension=self.embedder.dimension,
+                fill=fill,
             ),
             layers,
             version,
@@ -282,8 +287,9 @@ class MemorySearch:
     async def context(self, request: ContextRequest, now_ms: int) -> ContextReply:
         """The packed Memory context of reference §6.6."""
         limit, max_items = request.shape()
+        fill = request.budget_chars is not None and request.limit is None
         result = await self.search(
-            request.scope, request.query, request.layers, limit, now_ms, request.as_of
+            request.scope, request.query, request.layers, limit, now_ms, request.as_of, fill
         )
         packed = pack(
             request.query,
@@ -321,7 +327,7 @@ class MemorySearch:
                 items=len(packed.items),
             ),
             omitted=packed.omitted,
-            raw={k: [dict(h.raw) for h in v] for k, v in result.hits.items()}
+            raw={k: [dict(h.raw) for h in memories(v)] for k, v in result.hits.items()}
             if request.include_raw
             else None,
             cached=result.cached,
@@ -332,14 +338,16 @@ class MemorySearch:
         result = await self.search(
             request.scope, request.query, request.layers, request.limit, now_ms, request.as_of
         )
-        every = [h for hits in result.hits.values() for h in hits]
+        # a row that answered as several of its messages is one item, at its best message
+        found = {k: memories(v) for k, v in result.hits.items()}
+        every = [h for hits in found.values() for h in hits]
         # best first across layers (each layer's score is its own relevance in [0, 1]);
         # unscored hits last, each layer's order kept among equals (a stable sort)
         every.sort(key=lambda h: -1.0 if h.score is None else -h.score)
         return LayerSearchReply(
             query=request.query,
-            layers={k: [dict(h.raw) for h in v] for k, v in result.hits.items()},
-            totals={k: len(v) for k, v in result.hits.items()},
+            layers={k: [dict(h.raw) for h in v] for k, v in found.items()},
+            totals={k: len(v) for k, v in found.items()},
             items=[_item(h) for h in every],
             cached=result.cached,
         )

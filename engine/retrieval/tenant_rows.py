@@ -48,9 +48,11 @@ def _mark_of(row: MemoryRow) -> _Mark | None:
 
 
 def _row_bytes(row: MemoryRow, terms: frozenset[str]) -> int:
-    """The row's estimated share: its own vector (the matrix holds a copy), text and terms."""
+    """The row's estimated share: its own vector (the matrix holds a copy), its message
+    vectors, text and terms."""
     text = 2 * len(row.content)
-    return ROW_OVERHEAD_BYTES + row.embedding.nbytes + text + TERM_BYTES * len(terms)
+    units = row.units.nbytes if row.units is not None else 0
+    return ROW_OVERHEAD_BYTES + row.embedding.nbytes + units + text + TERM_BYTES * len(terms)
 
 
 class TenantRows:

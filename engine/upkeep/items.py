@@ -106,6 +106,7 @@ def apply_patch(row: MemoryRow, patch: RowPatch) -> MemoryRow:
             content=patch.text.content,
             embedding=patch.text.embedding,
             embedding_model=patch.text.model,
+            units=None,  # the message vectors were of the old text
         )
     if patch.validity is not None:
         out = replace(out, invalid_at=patch.validity[0], superseded_by=patch.validity[1])

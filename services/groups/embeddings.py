@@ -23,6 +23,7 @@ from typing import Any
 
 from faststream.kafka import KafkaRouter
 
+from engine.ingest.turns import embed_units
 from engine.ports import Vector
 from engine.records import TurnVector, TurnVectorFill
 from engine.scoping import scope_fields
@@ -45,8 +46,15 @@ Target = tuple[EmbeddingRequested, VectorTarget]
 def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
     group = GroupRouter(GROUP, rt, metrics)
 
-    async def write(chunk: Sequence[Target], vectors: Mapping[str, Vector], model: str) -> None:
+    async def write(
+        chunk: Sequence[Target],
+        vectors: Mapping[str, Vector],
+        units: Mapping[str, Vector],
+        model: str,
+    ) -> None:
         rows = {t.vector_id: vectors[t.text] for _, t in chunk}
+        # a turn's row also holds what each of its messages says (`MemoryRow.units`)
+        turn_units = {t.vector_id: units[t.text] for _, t in chunk if t.turn_id is not None}
         transcripts: list[TurnVectorFill] = []
         working: list[TurnVectorFill] = []
         for event, t in chunk:
@@ -58,7 +66,7 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
                 transcripts.append(TurnVectorFill(t.session_id, fields, vector))
             if t.working_session_id is not None:
                 working.append(TurnVectorFill(t.working_session_id, fields, vector))
-        await rt.memory.fill_embeddings(model, rows)
+        await rt.memory.fill_embeddings(model, rows, turn_units)
         if transcripts:
             await rt.transcripts.add_turn_vectors(transcripts)
         if working:
@@ -79,8 +87,15 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
             for start in range(0, len(targets), CHUNK):
                 chunk = targets[start : start + CHUNK]
                 texts = list(dict.fromkeys(t.text for _, t in chunk))
-                vectors = dict(zip(texts, await rt.embedder.embed(texts, "document"), strict=True))
-                previous = asyncio.create_task(after(previous, write(chunk, vectors, model)))
+                # the texts and their messages in one call, as an inline ingest does (a
+                # replay), so both store the same vectors
+                turns = {t.text for _, t in chunk if t.turn_id is not None}
+                found, units = await embed_units(rt.embedder, texts, turns)
+                vectors = dict(zip(texts, found, strict=True))
+                by_text = dict(zip(texts, units, strict=True))
+                previous = asyncio.create_task(
+                    after(previous, write(chunk, vectors, by_text, model))
+                )
             if previous is not None:
                 await previous
         finally:

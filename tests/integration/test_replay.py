@@ -139,6 +139,11 @@ async def test_replay_rebuilds_the_same_documents_and_verify_reports_equal(
         await wait_caught_up(bootstrap, rt.group_id("embeddings"), vectors_ends, timeout=180)
         live_memory = rt.mongo[settings.mongo.db]["memory"]
         assert await live_memory.count_documents({"agentWallet": agent, "embeddingDim": 0}) == 0
+        # and each turn's row with its messages' vectors (issue 32), which the rebuild must
+        # find among the stored vectors as well (it runs no model, below)
+        turn_rows = {"agentWallet": agent, "metadata.turnId": {"$regex": "^turn-"}}
+        assert await live_memory.count_documents(turn_rows) == TURNS
+        assert await live_memory.count_documents(turn_rows | {"unitEmbeddings": None}) == 0
 
         try:
             model = CountingEmbedder(minilm)

@@ -83,13 +83,24 @@ class InMemoryMemoryStore:
     async def insert_many_if_absent(self, rows: Sequence[MemoryRow]) -> set[str]:
         return {row.vector_id for row in rows if await self.insert_if_absent(row)}
 
-    async def fill_embeddings(self, model: str, vectors: Mapping[str, Vector]) -> int:
+    async def fill_embeddings(
+        self,
+        model: str,
+        vectors: Mapping[str, Vector],
+        units: Mapping[str, Vector] | None = None,
+    ) -> int:
         filled = 0
+        own = units or {}
         for vector_id, v in vectors.items():
             row = self._rows.get(vector_id)
             if row is None or not row.pending or row.embedding_model != model or not v.size:
                 continue
-            self._rows[vector_id] = replace(row, embedding=np.asarray(v, dtype=np.float32))
+            mine = own.get(vector_id)
+            self._rows[vector_id] = replace(
+                row,
+                embedding=np.asarray(v, dtype=np.float32),
+                units=None if mine is None or not mine.size else mine.astype(np.float32),
+            )
             filled += 1
         return filled
 

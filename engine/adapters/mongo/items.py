@@ -17,7 +17,7 @@ from pymongo.errors import PyMongoError
 
 from engine.adapters.mongo.changes import CHANGED_AT, epoch_fence, stamp
 from engine.adapters.mongo.documents import Doc, tenant_query, vector
-from engine.adapters.mongo.memory_rows import MongoMemoryStore, row_of
+from engine.adapters.mongo.memory_rows import UNITS, MongoMemoryStore, row_of
 from engine.adapters.mongo.schema import MEMORY
 from engine.errors import DependencyFailed
 from engine.records import INACTIVE_STATUSES, MemoryRow
@@ -44,6 +44,8 @@ def patch_update(patch: RowPatch) -> Doc:
         sets["invalidAt"], sets["supersededBy"] = patch.validity
     if patch.decay_score is not None:
         sets["decayScore"] = patch.decay_score
+    if patch.text is not None:  # the message vectors were of the old text
+        return {"$set": sets, "$unset": {UNITS: ""}}
     return {"$set": sets}
 
 
@@ -190,7 +192,7 @@ class MongoItemStore:
             if w.revive:
                 update["$set"] |= {"createdAt": w.patch.at, "validAt": w.patch.at}
                 update["$set"].pop("metadata.deletedAt", None)
-                update["$unset"] = {"metadata.deletedAt": ""}
+                update["$unset"] = {**update.get("$unset", {}), "metadata.deletedAt": ""}
             ops.append(UpdateOne(query, update))
         if not ops:
             return

@@ -57,7 +57,24 @@ def row_of(doc: Mapping[str, Any]) -> MemoryRow:
         access_count=int(doc.get("accessCount", 0)),
         invalid_at=doc.get("invalidAt"),
         superseded_by=doc.get("supersededBy"),
+        units=_units_of(doc),
     )
+
+
+UNITS = "unitEmbeddings"
+"""A turn row's message vectors (`MemoryRow.units`): a list of BSON float32 vectors."""
+
+
+def units_doc(units: Vector | None) -> Doc:
+    """The stored field of a row's unit vectors (none when it has none)."""
+    return {} if units is None or not units.size else {UNITS: [vector(u) for u in units]}
+
+
+def _units_of(doc: Mapping[str, Any]) -> Vector | None:
+    value = doc.get(UNITS)
+    if not value:
+        return None
+    return np.stack([unvector(u) for u in value]).astype(np.float32)
 
 
 def _embedding_of(doc: Mapping[str, Any]) -> Vector:
@@ -88,6 +105,7 @@ class MongoMemoryStore:
             **scope_doc(row.scope),
             "content": row.content,
             **({} if row.pending else {"embedding": vector(row.embedding)}),
+            **({} if row.pending else units_doc(row.units)),
             "embeddingModel": row.embedding_model,
             "embeddingDim": row.embedding_dim,
             "source": row.source,
@@ -129,8 +147,14 @@ class MongoMemoryStore:
         await restamp_slow(self._col, inserted, at, "memory insert")
         return {str(i) for i in inserted}
 
-    async def fill_embeddings(self, model: str, vectors: Mapping[str, Vector]) -> int:
+    async def fill_embeddings(
+        self,
+        model: str,
+        vectors: Mapping[str, Vector],
+        units: Mapping[str, Vector] | None = None,
+    ) -> int:
         at = stamp()
+        own = units or {}
         ops = [
             UpdateOne(
                 {"_id": vector_id, "embeddingModel": model, "embeddingDim": 0},
@@ -138,6 +162,7 @@ class MongoMemoryStore:
                     "$set": {
                         "embedding": vector(v),
                         "embeddingDim": int(v.shape[0]),
+                        **units_doc(own.get(vector_id)),
                         CHANGED_AT: at,
                     }
                 },

@@ -26,10 +26,10 @@ from engine.retrieval.layers.graph import Links, hydrate, user_links
 from engine.retrieval.layers.query import LayerQuery
 from engine.retrieval.ranking import mmr
 from engine.retrieval.reads import error_seen
-from engine.retrieval.relevance import pool_relevance
+from engine.retrieval.relevance import pool_relevance, top_cosines
 from engine.retrieval.rerank.fail_soft import rerank_fail_soft
 from engine.retrieval.temporal import utc_day
-from engine.retrieval.units import Shown, shown_units
+from engine.retrieval.units import Shown, Unit, pool_units
 from engine.scoping import SHARED_SOURCES, TenantFilter
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,14 @@ def _outdated(row: MemoryRow, as_of: int | None) -> str | None:
     return f" (until {day})" if day else " (outdated)"
 
 
-def _hit(layer: str, row: MemoryRow, score: float, shown: Shown, as_of: int | None = None) -> Hit:
+def _hit(
+    layer: str,
+    row: MemoryRow,
+    score: float,
+    shown: Shown,
+    as_of: int | None = None,
+    unit: int | None = None,
+) -> Hit:
     """The candidate as a hit shown as `shown` (its best message or the whole row), without
     its `raw` item (`_with_raw` adds it to the few hits returned: building it for every
     candidate was a tenth of a request's work)."""
@@ -91,7 +98,17 @@ def _hit(layer: str, row: MemoryRow, score: float, shown: Shown, as_of: int | No
         importance=float(importance) if isinstance(importance, int | float) else None,
         access_count=row.access_count,
         source=row.source,
+        unit=unit,
+        turn=_turn(row),
     )
+
+
+def _turn(row: MemoryRow) -> str | None:
+    """A turn row's "<session id>#<turn id>" (as the scene layer names the turn)."""
+    session, turn = row.metadata.get("sessionId"), row.metadata.get("turnId")
+    if row.source != "session" or not isinstance(session, str) or not isinstance(turn, str):
+        return None
+    return f"{session}#{turn}"
 
 
 def _with_raw(hit: Hit, row: MemoryRow, cosine: float | None) -> Hit:
@@ -198,20 +215,28 @@ async def _search(
         as_of=q.as_of,
         terms=q.terms,
     )
-    # a turn's row is judged by its best message and shown as it (engine.retrieval.units)
-    shown = shown_units(q.terms, [row.content for row, _ in candidates])
+    # each message of a turn with unit vectors is a candidate of its own; another row is
+    # judged by its best message and shown as it (engine.retrieval.units)
+    units = pool_units(q.terms, q.vector, q.model, candidates)
     hits: list[Hit] = []
     vectors = {}
     found: dict[str, tuple[MemoryRow, float | None]] = {}
-    scores = pool_relevance([c for _, c in candidates], [u.lexical for u in shown], q.relevance)
-    for (row, cosine), unit, score in zip(candidates, shown, scores, strict=True):
-        if score is not None:
-            hits.append(_hit(options.layer, row, score, unit, q.as_of))
-            found[row.vector_id] = (row, cosine)
-            if not row.pending:  # MMR compares a pending row by its text
-                vectors[row.vector_id] = row.embedding
+    scores = pool_relevance(
+        [u.cosine for u in units],
+        [u.shown.lexical for u in units],
+        q.relevance,
+        keep=_kept(units, [c for _, c in candidates], q),
+    )
+    for unit, score in zip(units, scores, strict=True):
+        if score is None:
+            continue
+        row, cosine = candidates[unit.row]
+        hits.append(_hit(options.layer, row, score, unit.shown, q.as_of, unit.unit))
+        found[row.vector_id] = (row, cosine)
+        if not row.pending and unit.unit is None:  # MMR compares the others by their text
+            vectors[row.vector_id] = row.embedding
     if not options.ranked:
-        plain = sorted(hits, key=lambda h: (-(h.score or 0.0), h.id))[: q.limit]
+        plain = _rows_limited(sorted(hits, key=lambda h: (-(h.score or 0.0), h.id)), q.limit)
         chosen = [_with_raw(h, *found[h.id]) for h in plain]
         return await _hydrated(options, where, chosen, q.as_of, ahead)
     now = q.now_ms if q.as_of is None else min(q.now_ms, q.as_of)
@@ -226,10 +251,42 @@ async def _search(
         log=log,
     )
     log.debug("layer %s rerank: %s", options.layer, outcome)
-    final = mmr(ranked, options.mmr_lambda, vectors=vectors, keep=q.limit)
+    final = _rows_limited(mmr(ranked, options.mmr_lambda, vectors=vectors), q.limit)
     # the raw item reports the score the hit is ranked by (after decay, rerank and MMR)
     chosen = [_with_raw(h, *found[h.id]) for h in final]
     return await _hydrated(options, where, chosen, q.as_of, ahead)
+
+
+def _kept(units: Sequence[Unit], row_cosines: Sequence[float | None], q: LayerQuery) -> set[int]:
+    """The units no floor drops (`pool_relevance`'s `keep`): every unit of a row that is a
+    hit as a whole (its turn's cosine and its best message's words: what finds a turn
+    finds its messages too); with `q.fill`, also every unit of the `q.limit` rows plain
+    cosine over whole rows ranks first (what MiniLM top-k over turns would show) and the
+    `q.limit` units whose own cosine ranks first."""
+    lexical = [0.0] * len(row_cosines)
+    for u in units:
+        lexical[u.row] = max(lexical[u.row], u.shown.lexical)
+    as_rows = pool_relevance(row_cosines, lexical, q.relevance)
+    rows = {i for i, score in enumerate(as_rows) if score is not None}
+    own: list[int] = []
+    if q.fill:
+        rows.update(top_cosines(row_cosines, q.limit))
+        own = top_cosines([u.cosine for u in units], q.limit)
+    return {i for i, u in enumerate(units) if u.row in rows}.union(own)
+
+
+def _rows_limited(hits: Sequence[Hit], limit: int) -> list[Hit]:
+    """The hits, in order, of the first `limit` rows they show (a row may answer as several
+    of its messages: `limit` counts memories, not messages)."""
+    rows: set[str] = set()
+    out: list[Hit] = []
+    for hit in hits:
+        if hit.id not in rows:
+            if len(rows) >= limit:
+                continue
+            rows.add(hit.id)
+        out.append(hit)
+    return out
 
 
 async def _hydrated(

@@ -66,6 +66,9 @@ class LayerQuery:
     dimension: int | None = None
     """The dimension of `model`'s vectors, when known before the query is embedded: the
     memory layers then start their index's catch-up with the store at once."""
+    fill: bool = False
+    """The caller gave only a budget, to be filled (issue 16): a memory layer's pool then
+    keeps what plain cosine top-`limit` would show, below the relevance floors too."""
 
     async def read(
         self, key: Hashable, load: Callable[[], Awaitable[T]], *, token: str | None

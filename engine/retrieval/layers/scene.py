@@ -123,6 +123,7 @@ async def search_scene(store: TranscriptStore, q: LayerQuery) -> list[Hit]:
                 score=score,
                 created_at=msgs[-1].timestamp,
                 source="transcript",
+                turn=f"{t.session_id}#{turn_id}" if turn_id else None,
                 raw={
                     "sessionId": t.session_id,
                     "threadId": t.scope.thread_id,
