@@ -193,7 +193,7 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
             if request.op in ("scan", "read"):
                 reader = items_scan.scan if request.op == "scan" else items_bulk.read
                 return await reader(rt, request, _public)
-            writer = items_bulk.write if request.op == "write" else handle
+            writer = items_bulk.writer(message) if request.op == "write" else handle
             rows = await writer(rt, request, cause_of(request, message.correlation_id))
         except ValidationError as exc:
             return ItemReply(error=first_error(exc))

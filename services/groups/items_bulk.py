@@ -11,10 +11,13 @@ once per written scope and bumps its cache namespace before replying, as for one
 
 from __future__ import annotations
 
+import functools
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
+
+from faststream.kafka.annotations import KafkaMessage
 
 from engine.history import Ledger
 from engine.records import Cause, MemoryRow
@@ -46,13 +49,36 @@ async def read(
     return ItemReply(items=page)
 
 
-async def write(rt: Runtime, request: ItemRequest, cause: Cause) -> list[MemoryRow]:
-    """Apply `request.writes`; the rows they changed (as found before, new ones as created).
-    What the graph read from a deleted row goes with it (`engine.upkeep.derived`)."""
+MAX_RECORD_AGE_MS = 60_000
+"""How far back a write request's record time is taken as the time of its writes."""
+
+
+def event_time(timestamp: int | None, now: int) -> int:
+    """The time a `write` request's writes are applied at (ms since epoch): its record's
+    time, when the producer set one (the request's event time, which a writer that answers
+    reads before the group applies them knows: a new row's creation time), kept within
+    `MAX_RECORD_AGE_MS` before `now` and never after it; else `now`."""
+    if timestamp is None or timestamp <= 0:
+        return now
+    return max(now - MAX_RECORD_AGE_MS, min(timestamp, now))
+
+
+def writer(message: KafkaMessage) -> Callable[..., Awaitable[list[MemoryRow]]]:
+    """`write` at the time of the request's record (`event_time`)."""
+    stamp = getattr(message.raw_message, "timestamp", None)
+    return functools.partial(write, at=event_time(stamp, int(time.time() * 1000)))
+
+
+async def write(
+    rt: Runtime, request: ItemRequest, cause: Cause, at: int | None = None
+) -> list[MemoryRow]:
+    """Apply `request.writes` at `at` (ms since epoch; else now); the rows they changed (as
+    found before, new ones as created). What the graph read from a deleted row goes with it
+    (`engine.upkeep.derived`)."""
     writes = [Write(w.id, w.op, w.content, w.metadata, w.type) for w in request.writes or []]
     where, at, ledger = (
         tenant_filter(request.scope, durable=True),
-        int(time.time() * 1000),
+        int(time.time() * 1000) if at is None else at,
         Ledger(rt.history, cause),
     )
     rows = await write_items(

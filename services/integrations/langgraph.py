@@ -294,7 +294,7 @@ class MnemoStore(BaseStore):
             for record in expired:
                 item_id = self.item_id(tuple(record.namespace), record.key)
                 writes[item_id] = {"id": item_id, "op": "delete"}
-            await self._rounds.send(writes)
+            await self._rounds.lane.send(writes, self._write_timeout)
             return len(expired)
 
         return await on_home_loop(self._client, sweep)

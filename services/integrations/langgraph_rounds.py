@@ -1,47 +1,43 @@
-"""How `MnemoStore` runs LangGraph ops: concurrent calls coalesced into rounds, each round a
-few bulk requests (issue 30).
+"""How `MnemoStore` runs LangGraph ops: writes buffered, concurrent reads coalesced into
+rounds, each round a few bulk requests (issue 30).
 
+A batch runs in order, a run of ops at a time: a run of puts and deletes goes to the
+store's write lane (`langgraph_writes`: buffered, published in the store's next write
+request, read back through the lane's overlay); a run of reads waits for the next *round*.
 LangGraph's `aput`/`aget`/`asearch` each send a batch of one op; a graph under load (or
-LangGraph's own load tests: 60,000 concurrent calls) sends thousands at once. One request
-per op would queue them behind each other in the items group (one tenant's requests are
-answered in order). So a store's batches wait in one queue on the client's loop, and each
-*round* takes every batch waiting (up to `ROUND_OPS` ops) and runs them together:
+LangGraph's own load tests: 60,000 concurrent calls) sends thousands at once, and one
+request per op would queue them behind each other in the items group (one tenant's requests
+are answered in order). So each round takes every read waiting (up to `ROUND_OPS` ops) and
+publishes, under the lane's lock, with one snapshot of its buffer (`Overlay`):
 
-1. **writes**: the puts and deletes of the round, the last write of each key winning
-   (submission order), sent as items `write` requests (`MAX_WRITES` rows, `WRITE_BYTES`
-   each): one bulk write and one change announcement per request; the last one also reads
-   back the rows of the round's gets, and the first page of the scan its listings need is
-   asked right behind it (`write_and_scan_items`): one round trip for the whole round;
-2. **reads**: the gets not read back as items `read` requests; the searches without a
-   query and the namespace listings from one scan of their common namespace prefix; each
-   distinct search with a query once (`Reader.search`);
-3. **follow-ups**: what the reads found to write (a TTL refreshed on read, an expired item
-   deleted) goes with the next round's writes (or alone, when no round comes).
+* the gets as items `read` requests (`MAX_READS` ids each), except those below the prefix
+  of the round's scan, which it answers;
+* the listings and the searches without a query: one scan of their common namespace prefix;
+* each distinct search with a query once (`Reader.search`); a round that has one publishes
+  the buffer first, so the items group scores every item the store wrote.
 
-A caller's batch gets its results when its round ends, so its next call runs in a later
-round and reads its writes; the rounds of a store run one at a time. Concurrent callers are
-not ordered among themselves, so running a round's writes before its reads is one of their
-possible orders. A batch with a read *before* a write would see that write: it runs alone,
-its ops in order (a run of reads, then a run of writes, …).
+The answers are laid under the overlay (a buffered put is the item, a buffered delete its
+absence), then TTLs are checked; what the reads found to write (a TTL refreshed on read, an
+expired item deleted) goes to the lane, unless the caller wrote that key meanwhile. A
+caller's batch gets its results when its round ends; the rounds of a store run one at a time.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.store.base import GetOp, Item, ListNamespacesOp, Op, PutOp, Result, SearchOp
 
 from schemas.item_writes import MAX_READS
-from schemas.requests import ItemReply
+from schemas.requests import ItemReply, ItemRequest
 from schemas.scope import Scope
 from services.integrations.langgraph_ops import put_write
 from services.integrations.langgraph_search import Reader, Scored, search_item
-from services.integrations.langgraph_writes import WriteLane, Writes, chunks
+from services.integrations.langgraph_writes import Overlay, WriteLane, Writes, lane_of
 from services.integrations.store_records import (
     MINUTE_MS,
     PREFIXES_KEY,
@@ -57,22 +53,19 @@ from services.sdk.client import MemoryClient
 from services.sdk.transport import RequestFailed
 
 ROUNDS_AT_ONCE = 1
-"""Rounds of one store in flight at once: a call that comes while they all run waits for the
-next round. 1: with 4, ten threads of synchronous calls were measured no faster on a loaded
-2-core machine (`benchmarks.upstream_langgraph_load --threads 10`), for more requests."""
+"""Rounds of one store in flight at once. 1: each round scans, and on a loaded 2-core
+machine two at once made LangGraph's threaded load slower (more, smaller rounds)."""
+GATHER = 0.004
+"""Seconds a round waits, after the one before it, for the reads its callers send next, as
+long as more keep coming (at most `GATHER_MAX`): the callers of a round that just ended
+join the next one, instead of waiting one round more (two alternating halves)."""
+GATHER_MAX = 0.03
 ROUND_OPS = 10_000
 """Ops of one round at most (whole batches: a bigger batch is a round of its own)."""
 
 
 def is_write(op: Op) -> bool:
     return isinstance(op, PutOp)
-
-
-def mergeable(ops: Sequence[Op]) -> bool:
-    """Whether the batch keeps its meaning when its writes run before its reads: no read
-    comes before a write."""
-    first_read = next((i for i, op in enumerate(ops) if not is_write(op)), len(ops))
-    return not any(is_write(op) for op in ops[first_read:])
 
 
 @dataclass
@@ -91,203 +84,107 @@ class Rounds:
     _waiting: deque[tuple[list[Op], asyncio.Future[list[Result]]]] = field(default_factory=deque)
     _workers: int = 0
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
-    _later: Writes = field(default_factory=dict)
-    """What reads found to write (TTL refreshes, expired items' deletes): the next round
-    sends it before its own writes, so it costs no request of its own under load."""
     lane: WriteLane = field(init=False)
-    """Where batches of puts and deletes alone go (`langgraph_writes`)."""
+    """Where puts and deletes go (`langgraph_writes`), shared by the tenant's stores."""
 
     def __post_init__(self) -> None:
-        self.lane = WriteLane(self.client, self.scope, self.write_timeout)
+        self.lane = lane_of(self.client, self.scope)
 
     async def run(self, ops: list[Op]) -> list[Result]:
-        """`ops`' results, once the round that takes them has run (on the client's loop); a
-        batch of puts and deletes alone once the broker has them (`langgraph_writes`). An
-        earlier acknowledged write that failed to apply is raised here."""
+        """`ops`' results, in order (on the client's loop): each run of writes once the
+        lane took it, each run of reads once its round ran. An earlier acknowledged write
+        that failed to apply is raised here."""
         self.lane.check()
-        if ops and all(is_write(op) for op in ops):
-            return await self._write_behind(ops)
-        done: asyncio.Future[list[Result]] = asyncio.get_running_loop().create_future()
-        self._waiting.append((ops, done))
-        if self._workers < ROUNDS_AT_ONCE:
-            self._workers += 1
-            task = asyncio.get_running_loop().create_task(self._drain())
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-        return await done
+        results: list[Result] = [None] * len(ops)
+        start = 0
+        while start < len(ops):
+            end = start
+            while end < len(ops) and is_write(ops[end]) == is_write(ops[start]):
+                end += 1
+            if is_write(ops[start]):
+                await self.lane.send(self._writes(ops[start:end]), self.write_timeout)
+            else:
+                results[start:end] = await self._queued(ops[start:end])
+            start = end
+        return results
 
-    async def _write_behind(self, ops: list[Op]) -> list[Result]:
+    def _writes(self, ops: Sequence[Op]) -> Writes:
         last: Writes = {}
         for op in ops:
             assert isinstance(op, PutOp)  # noqa: S101 - is_write
             item_id = self.item_id(op.namespace, op.key)
             last.pop(item_id, None)  # the last write of a key wins, and goes last
             last[item_id] = put_write(item_id, op, self.fields)
-        pending, self._later = self._later, {}  # what earlier reads found to write goes first
-        await self.lane.send({i: w for i, w in pending.items() if i not in last} | last)
-        return [None] * len(ops)
+        return last
 
     async def run_many(self, batches: Sequence[list[Op]]) -> list[list[Result] | BaseException]:
         """Each batch's results (or its error), the batches queued together."""
         return await asyncio.gather(*(self.run(ops) for ops in batches), return_exceptions=True)
 
+    async def _queued(self, ops: list[Op]) -> list[Result]:
+        done: asyncio.Future[list[Result]] = asyncio.get_running_loop().create_future()
+        self._waiting.append((ops, done))
+        if self._workers < ROUNDS_AT_ONCE:
+            self._workers += 1  # back down as the worker ends, not in a later callback
+            worker = asyncio.get_running_loop().create_task(self._drain())
+            self._tasks.add(worker)
+            worker.add_done_callback(self._tasks.discard)
+        return await done
+
     async def _drain(self) -> None:
-        """One worker: rounds of what waits, until nothing does (the last worker then sends
-        the follow-ups no round took)."""
+        """Rounds of what waits, until nothing does."""
         try:
-            while self._waiting or (self._later and self._workers == 1):
-                if not self._waiting:
-                    pending, self._later = self._later, {}
-                    with contextlib.suppress(RequestFailed, TimeoutError):
-                        await self.lane.send(pending)  # a refresh or an expiry may be lost
-                    continue
-                batch = self._take()
-                try:
-                    results = await self._round([ops for ops, _ in batch])
-                except Exception as exc:  # noqa: BLE001 - handed to every caller of the round
-                    for _, done in batch:
-                        if not done.done():
-                            done.set_exception(exc)
-                    continue
-                for (_, done), result in zip(batch, results, strict=True):
-                    if not done.done():  # a caller that gave up (cancelled) gets nothing
-                        done.set_result(result)
+            await self._rounds()
         finally:
             self._workers -= 1
 
-    def _take(self) -> list[tuple[list[Op], asyncio.Future[list[Result]]]]:
-        """The next round's batches: a batch that is not `mergeable` alone, else every
-        mergeable batch waiting in a row, up to `ROUND_OPS` ops."""
-        taken = [self._waiting.popleft()]
-        if not mergeable(taken[0][0]):
-            return taken
-        count = len(taken[0][0])
-        while self._waiting and mergeable(self._waiting[0][0]):
-            if count + len(self._waiting[0][0]) > ROUND_OPS:
-                break
-            count += len(self._waiting[0][0])
-            taken.append(self._waiting.popleft())
-        return taken
-
-    async def _round(self, batches: Sequence[list[Op]]) -> list[list[Result]]:
-        results: list[list[Result]] = [[None] * len(ops) for ops in batches]
-        slots = [(b, i, op) for b, ops in enumerate(batches) for i, op in enumerate(ops)]
-        phases: list[list[tuple[int, int, Op]]] = []
-        if len(batches) > 1:  # all mergeable: every write, then every read
-            phases = [
-                [s for s in slots if is_write(s[2])],
-                [s for s in slots if not is_write(s[2])],
-            ]
-        else:  # one batch: runs of reads and writes, in order
-            for slot in slots:
-                if phases and is_write(phases[-1][0][2]) == is_write(slot[2]):
-                    phases[-1].append(slot)
-                else:
-                    phases.append([slot])
-        pending, self._later = self._later, {}
-        if pending and not (phases[0] and is_write(phases[0][0][2])):
-            await self.send(pending)  # what earlier reads found to write goes first
-            pending = {}
-        known: dict[str, Mapping[str, Any] | None] | None = None
-        first: ItemReply | None = None
-        for n, phase in enumerate(phases):
-            if not phase:
+    async def _rounds(self) -> None:
+        after = False
+        while self._waiting:
+            if after:
+                await self._gather()
+            after = True
+            batch = [self._waiting.popleft()]
+            count = len(batch[0][0])
+            while self._waiting and count + len(self._waiting[0][0]) <= ROUND_OPS:
+                count += len(self._waiting[0][0])
+                batch.append(self._waiting.popleft())
+            slots = [(b, i, op) for b, (ops, _) in enumerate(batch) for i, op in enumerate(ops)]
+            results: list[list[Result]] = [[None] * len(ops) for ops, _ in batch]
+            try:
+                await self._read(slots, results)
+            except Exception as exc:  # noqa: BLE001 - handed to every caller of the round
+                for _, done in batch:
+                    if not done.done():
+                        done.set_exception(exc)
                 continue
-            if is_write(phase[0][2]):
-                last: dict[str, PutOp] = {}
-                for _, _, op in phase:
-                    assert isinstance(op, PutOp)  # noqa: S101 - is_write
-                    item_id = self.item_id(op.namespace, op.key)
-                    last.pop(item_id, None)  # the last write of a key wins, and goes last
-                    last[item_id] = op
-                writes = {i: w for i, w in pending.items() if i not in last}
-                pending = {}
-                writes |= {i: put_write(i, op, self.fields) for i, op in last.items()}
-                after = phases[n + 1] if n + 1 < len(phases) else []
-                gets = [
-                    self.item_id(op.namespace, op.key)
-                    for _, _, op in after
-                    if isinstance(op, GetOp)
-                ]
-                listed = [op for _, _, op in after if _listing(op)]
-                prefix = _common_prefix(listed) if listed else None
-                known, first = await self.send(writes, read_back=gets, scan=prefix)
-            else:
-                await self._read(phase, results, known or {}, first)
-                known, first = None, None
-        return results
+            for (_, done), result in zip(batch, results, strict=True):
+                if not done.done():  # a caller that gave up (cancelled) gets nothing
+                    done.set_result(result)
 
-    # --- writes ----------------------------------------------------------------------------
-
-    @staticmethod
-    def _add(writes: Writes, write: dict[str, Any]) -> None:
-        """Add `write`, the last write of its id (it replaces an earlier one, and moves last)."""
-        writes.pop(write["id"], None)
-        writes[write["id"]] = write
-
-    async def send(
-        self, writes: Writes, read_back: Sequence[str] = (), scan: Sequence[str] | None = None
-    ) -> tuple[dict[str, Mapping[str, Any] | None], ItemReply | None]:
-        """The writes as items `write` requests of at most `MAX_WRITES` rows and
-        `WRITE_BYTES` bytes, one after the other. The last one also reads back the visible
-        rows among `read_back` (those it answered, by id), and with `scan` (a namespace
-        prefix) the first page of that prefix's scan after it comes in the same round trip
-        (`write_and_scan_items`): a round of writes and reads costs one round trip."""
-        *first, last = list(chunks(writes)) or [[]]
-        for chunk in first:
-            await self._write(chunk, [], None)
-        return await self._write(last, read_back, scan) if last else ({}, None)
-
-    async def _write(
-        self, chunk: list[dict[str, Any]], read_back: Sequence[str], scan: Sequence[str] | None
-    ) -> tuple[dict[str, Mapping[str, Any] | None], ItemReply | None]:
-        ids = sorted(set(read_back))
-        asked = ids if len(ids) <= MAX_READS else []
-        first = None
-        if scan is None:
-            reply = await self.client.write_items(
-                self.scope, chunk, read_back=asked, timeout=self.write_timeout
-            )
-        else:
-            reply, first = await self.client.write_and_scan_items(
-                self.scope,
-                chunk,
-                read_back=asked,
-                tagged={PREFIXES_KEY: prefix_tag(scan)},
-                limit=SCAN_PAGE,
-                timeout=self.write_timeout,
-            )
-        if reply.error:
-            raise RequestFailed(reply.error)
-        if first is not None and first.error:
-            first = None  # the reads scan again, and report it
-        if not asked or reply.next_after is not None:
-            return {}, first  # none read back, or not all of them: the reads ask again
-        return {i: None for i in asked} | {str(row.get("id")): row for row in reply.items}, first
-
-    def refresh(self, writes: Writes, records: Iterable[Record]) -> None:
-        """Add a TTL refresh of each record that has a TTL: only its TTL key is written, so a
-        put that came meanwhile keeps its value (a patch does nothing to a deleted row)."""
-        for record in records:
-            if record.ttlMinutes is None:
-                continue
-            expiry = {
-                "expiresAt": now_ms() + int(record.ttlMinutes * MINUTE_MS),
-                "ttlMinutes": record.ttlMinutes,
-            }
-            item_id = self.item_id(tuple(record.namespace), record.key)
-            if writes.get(item_id, {}).get("op") != "delete":
-                self._add(writes, {"id": item_id, "op": "patch", "metadata": {TTL_KEY: expiry}})
+    async def _gather(self) -> None:
+        """Wait `GATHER` seconds at a time while more reads come, `GATHER_MAX` in all."""
+        loop = asyncio.get_running_loop()
+        ends = loop.time() + GATHER_MAX
+        seen = -1
+        while len(self._waiting) != seen and loop.time() < ends:
+            seen = len(self._waiting)
+            await asyncio.sleep(GATHER)
 
     # --- reads -----------------------------------------------------------------------------
 
-    async def rows(self, ids: Sequence[str]) -> dict[str, Mapping[str, Any]]:
-        """The visible rows among `ids`, by id (items `read`, `MAX_READS` ids a request)."""
+    async def rows(self, ids: Sequence[str], first: Sequence[ItemReply] = ()) -> dict[str, Any]:
+        """The visible rows among `ids`, by id (items `read`, `MAX_READS` ids a request);
+        `first`: the replies of the first requests, `MAX_READS` ids each, asked already."""
         found: dict[str, Mapping[str, Any]] = {}
         todo = sorted(set(ids))
+        replies = list(first)
         while todo:
             asked = todo[:MAX_READS]
-            reply = await self.client.read_items(self.scope, asked, timeout=self.timeout)
+            if replies:
+                reply = replies.pop(0)
+            else:
+                reply = await self.client.read_items(self.scope, asked, timeout=self.timeout)
             if reply.error:
                 raise RequestFailed(reply.error)
             found |= {str(row.get("id")): row for row in reply.items}
@@ -295,45 +192,68 @@ class Rounds:
             todo = rest + todo[MAX_READS:]
         return found
 
+    async def _publish(
+        self, unknown: list[str], prefix: tuple[str, ...] | None, queries: bool
+    ) -> tuple[Overlay, asyncio.Task[list[ItemReply]] | None]:
+        """Publish the round's first requests (its gets' reads, its scan's first page) with
+        the lane's snapshot; with `queries`, the buffer goes first."""
+        requests = [
+            ItemRequest(scope=self.scope, op="read", ids=unknown[n : n + MAX_READS])
+            for n in range(0, len(unknown), MAX_READS)
+        ]
+        if prefix is not None:
+            tagged = {PREFIXES_KEY: prefix_tag(prefix)}
+            requests.append(
+                ItemRequest(scope=self.scope, op="scan", tagged=tagged, limit=SCAN_PAGE)
+            )
+        async with self.lane.lock:
+            if queries:
+                await self.lane.publish_locked()
+            overlay = self.lane.snapshot()
+            if not requests:
+                return overlay, None
+            task = await self.client.item_requests_logged(requests, timeout=self.timeout)
+        return overlay, task
+
     async def _read(
-        self,
-        phase: Sequence[tuple[int, int, Op]],
-        results: list[list[Result]],
-        known: Mapping[str, Mapping[str, Any] | None],
-        first: ItemReply | None = None,
+        self, phase: Sequence[tuple[int, int, Op]], results: list[list[Result]]
     ) -> None:
-        """Answer the reads of a phase; `known`: rows already read (None: found missing). The
-        gets below the prefix of the phase's scan read it (it holds every live item there)."""
+        """Answer a round's reads (the module docstring)."""
         gets = [(b, i, op) for b, i, op in phase if isinstance(op, GetOp)]
         ids = [self.item_id(get.namespace, get.key) for _, _, get in gets]
-        listed = [(b, i, op) for b, i, op in phase if _listing(op)]
+        listed = [op for _, _, op in phase if _listing(op)]
         queries = {repr(op): op for _, _, op in phase if isinstance(op, SearchOp) and op.query}
-        prefix = _common_prefix([op for _, _, op in listed]) if listed else None
-        unknown = [
-            item_id
-            for (_, _, get), item_id in zip(gets, ids, strict=True)
-            if item_id not in known and (prefix is None or get.namespace[: len(prefix)] != prefix)
-        ]
-        asked = set(unknown)
-        rows, snapshot, *answers = await asyncio.gather(
-            self.rows(unknown) if unknown else _nothing(),
-            self.reader.scan(prefix, first=first) if prefix is not None else _none(),
+        prefix = _common_prefix(listed) if listed else None
+        unknown = sorted(
+            {
+                item_id
+                for (_, _, get), item_id in zip(gets, ids, strict=True)
+                if prefix is None or get.namespace[: len(prefix)] != prefix
+            }
+        )
+        overlay, task = await self._publish(unknown, prefix, bool(queries))
+        replies = [] if task is None else await task
+        first_scan = replies.pop() if prefix is not None else None
+        rows, scanned, *answers = await asyncio.gather(
+            self.rows(unknown, replies),
+            _none() if prefix is None else self.reader.scan(prefix, first=first_scan, expired=True),
             *(self.reader.search(op) for op in queries.values()),
         )
         found = dict(zip(queries, answers, strict=True))
-        scanned = {(tuple(r.namespace), r.key): r for r, _ in snapshot or []}
-        follow: Writes = {}
         at = now_ms()
+        follow: Writes = {}
+        snapshot = self._laid(prefix, scanned or [], overlay, follow, at)
+        by_key = {(tuple(r.namespace), r.key): r for r, _ in snapshot}
         for (b, i, get), item_id in zip(gets, ids, strict=True):
-            if item_id in known or item_id in asked:
-                row = known[item_id] if item_id in known else rows.get(item_id)
-                record = None if row is None else self.own(row)
-            else:  # live and unexpired, as the scan holds it
-                record = scanned.get((get.namespace, get.key))
+            if prefix is None or get.namespace[: len(prefix)] != prefix:
+                row = rows.get(item_id)
+                record = overlay.record(item_id, None if row is None else self.own(row))
+                if record is not None and record.expired(at):  # expiry swept on read
+                    follow[item_id] = {"id": item_id, "op": "delete"}
+                    record = None
+            else:
+                record = by_key.get((get.namespace, get.key))
             if record is None or tuple(record.namespace) != get.namespace or record.key != get.key:
-                continue
-            if record.expired(at):  # expiry swept on read
-                self._add(follow, {"id": item_id, "op": "delete"})
                 continue
             if get.refresh_ttl:
                 self.refresh(follow, [record])
@@ -346,17 +266,60 @@ class Rounds:
             )
         for b, i, op in phase:
             if isinstance(op, ListNamespacesOp):
-                results[b][i] = self.reader.namespaces_in(snapshot or [], op)
+                results[b][i] = self.reader.namespaces_in(snapshot, op)
             elif isinstance(op, SearchOp):
                 scored: list[Scored] = (
-                    found[repr(op)] if op.query else self.reader.search_in(snapshot or [], op)
+                    found[repr(op)] if op.query else self.reader.search_in(snapshot, op)
                 )
                 if op.refresh_ttl:
                     self.refresh(follow, [record for record, _ in scored])
                 results[b][i] = [search_item(record, score) for record, score in scored]
-        for write in follow.values():  # sent first thing in the next round (or at the end)
-            if write["id"] not in self._later or write["op"] == "delete":
-                self._add(self._later, write)
+        if follow:
+            self.lane.add(follow, since=overlay.seq)
+
+    def _laid(
+        self,
+        prefix: tuple[str, ...] | None,
+        scanned: Sequence[Scored],
+        overlay: Overlay,
+        follow: Writes,
+        at: int,
+    ) -> list[Scored]:
+        """The scan of `prefix` under the overlay, unexpired (the expired noted in `follow`
+        to delete)."""
+        if prefix is None:
+            return []
+        items: dict[str, Scored] = {
+            self.item_id(tuple(r.namespace), r.key): (r, score) for r, score in scanned
+        }
+        for item_id in overlay.writes:
+            known = items.get(item_id)
+            record = overlay.record(item_id, None if known is None else known[0])
+            if record is None:
+                items.pop(item_id, None)
+            elif tuple(record.namespace[: len(prefix)]) == prefix:
+                items[item_id] = (record, None)
+        live: list[Scored] = []
+        for item_id, (record, score) in items.items():
+            if record.expired(at):
+                follow[item_id] = {"id": item_id, "op": "delete"}
+            else:
+                live.append((record, score))
+        return live
+
+    def refresh(self, writes: Writes, records: Sequence[Record]) -> None:
+        """Add a TTL refresh of each record that has a TTL: only its TTL key is written, so a
+        put that came meanwhile keeps its value (a patch does nothing to a deleted row)."""
+        for record in records:
+            if record.ttlMinutes is None:
+                continue
+            expiry = {
+                "expiresAt": now_ms() + int(record.ttlMinutes * MINUTE_MS),
+                "ttlMinutes": record.ttlMinutes,
+            }
+            item_id = self.item_id(tuple(record.namespace), record.key)
+            if writes.get(item_id, {}).get("op") != "delete":
+                writes[item_id] = {"id": item_id, "op": "patch", "metadata": {TTL_KEY: expiry}}
 
 
 def _listing(op: Op) -> bool:
@@ -374,10 +337,6 @@ def _common_prefix(ops: Sequence[Op]) -> tuple[str, ...]:
             n += 1
         common = common[:n]
     return tuple(common)
-
-
-async def _nothing() -> dict[str, Mapping[str, Any]]:
-    return {}
 
 
 async def _none() -> list[Scored] | None:

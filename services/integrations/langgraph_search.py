@@ -92,11 +92,16 @@ class Reader:
     embed: EmbedCache | None = None
 
     async def scan(
-        self, prefix: Sequence[str], query: str | None = None, first: ItemReply | None = None
+        self,
+        prefix: Sequence[str],
+        query: str | None = None,
+        first: ItemReply | None = None,
+        expired: bool = False,
     ) -> list[Scored]:
         """Every live item of namespace `prefix` (and below), each with its score against
         `query` as the items group computes it (None without a query), by row id. `first`:
-        the first page's reply, when it was asked already (without a query)."""
+        the first page's reply, when it was asked already (without a query); `expired`:
+        the items whose TTL ran out too."""
         found: list[Scored] = []
         after: str | None = None
         at = self.now()
@@ -118,7 +123,7 @@ class Reader:
                 n = len(prefix)
                 if record is None or tuple(record.namespace[:n]) != tuple(prefix):
                     continue  # a prefix tag is a hash: the labels themselves decide
-                if not record.expired(at):
+                if expired or not record.expired(at):
                     found.append((record, scores.get(str(row.get("id")))))
             if reply.next_after is None:
                 return found

@@ -1,40 +1,47 @@
-"""`MnemoStore`'s puts and deletes acknowledged once they are in the log (issue 30).
+"""`MnemoStore`'s puts and deletes: written behind, read through an overlay (issue 30).
 
-A put or a delete (a batch of nothing else) does not wait for the items group to apply it:
-it returns once the broker has the items `write` request that carries it. That is enough for
-read-your-writes, because every request of a store goes to the items topic keyed by the
-tenant: one partition, which the items group answers one request at a time, in log order. A
-`get`, `search` or listing the caller (or any other caller) makes after the put returned is
-published after the write, so the group applies the write before it answers the read; a
-delete reads as absent the same way. Concurrent puts and deletes of a key end as the log
-orders them (the last one published wins), which is a serial order of the calls.
+**Acknowledged.** A put or a delete returns once the broker has the items `write` request
+that carries it, unless the store (its tenant, on this client) already has a write request
+in the items group: then it returns at once, *buffered*, and goes in the store's next write
+request, published as soon as that one is applied (typically 0.05–0.3 s later; with
+whatever else came meanwhile, the last write of a key winning). So the items group holds one
+write request of a store at a time, and under load many writes share its few database
+commands, while the callers do not wait for it. `flush` waits until every write acknowledged
+so far is published and applied; a process that ends without it (or without the client's
+loop running) loses the writes still buffered, at most one request's worth.
 
-`WriteLane` publishes one write request of the store at a time: what comes while the items
-group applies it waits, and goes in the next request (the last write of a key winning, in
-submission order). Each request costs the group the same few database commands whatever it
-holds (a read of its rows, a bulk write, a history insert), so under load the writes are
-applied in big requests, and a read waits behind at most one of them; a write alone is
-published at once. The reply comes later: an error in it (a write the group refused, or did
-not apply before the request's deadline, `write_timeout`) is raised by the store's next call
-(`check`), and `flush` waits until every write published so far is applied (what a reader
-outside the items topic needs, such as pre_turn, which reads through the search group).
+**Read your writes, exactly.** Every request of a store goes to the tenant's partition of
+the items topic, answered in order, so a read published after a write request sees it. A
+write still buffered is not in the log yet: each read takes a snapshot of the buffer
+(`Overlay`) under the lane's lock, right before it publishes its requests (and a write
+request is published under the same lock), and lays it over what the items group answered
+(`Overlay.record`): a buffered put is the item, with the creation time the group will give
+it (the row's, when the read found it live, else the buffer's time, which the write request
+carries as its record time and the group applies it at), a buffered delete its absence.
+Stores of one tenant on one client share one lane (`lane_of`), so another instance reads
+them too; another process reads a buffered write once it is published.
 
-Until its client has had a first reply, a write waits to be applied, as before write-behind:
-a fresh client's reply reader may deliver its first records only after it restarts (16 s,
-`services.sdk.replies`), which a put's `write_timeout` absorbs and a read's timeout may not.
+A write the group did not apply (refused, or past its deadline, `timeout`) is raised by the
+store's next call (`check`). Until its client has had a first reply, a write waits to be
+applied: a fresh client's reply reader may deliver its first records only after it
+restarts (`services.sdk.replies`), which a put's `write_timeout` absorbs and a read's
+timeout may not.
 """
 
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cachetools import LRUCache
+
 from schemas.item_writes import MAX_WRITES
 from schemas.requests import ItemReply
 from schemas.scope import Scope
-from services.integrations.store_records import RECORD_KEY
+from services.integrations.store_records import RECORD_KEY, TTL_KEY, Record, now_ms
 from services.sdk.client import MemoryClient
 from services.sdk.transport import RequestFailed
 
@@ -67,57 +74,147 @@ def chunks(writes: Writes) -> Iterator[list[dict[str, Any]]]:
         yield chunk
 
 
+WRITE_GAP = 0.25
+"""Seconds between the publications of two write requests of a lane at least: a write that
+comes sooner is buffered (so a busy store's writes cost the items group a request every
+quarter second, not one per round of reads)."""
+KEYS_KEPT = 100_000
+"""Keys whose last write a lane remembers (what a read's follow-up checks, `WriteLane.add`)."""
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """The writes a read lays over what it was answered: the lane's buffer when the read
+    was published; `at`: their request's time; `seq`: the lane's write count then."""
+
+    writes: Writes
+    at: int
+    seq: int
+
+    def record(self, item_id: str, base: Record | None) -> Record | None:
+        """Item `item_id` as the read shows it: `base` (what the group answered: live,
+        expiry not checked; None when absent or deleted) under the buffered write."""
+        write = self.writes.get(item_id)
+        if write is None:
+            return base
+        if write["op"] == "delete":
+            return None
+        metadata = write.get("metadata") or {}
+        if write["op"] == "patch":  # a TTL refresh of a visible row
+            ttl = metadata.get(TTL_KEY)
+            return None if base is None else base.model_copy(update=dict(ttl or {}))
+        created = self.at if base is None else base.createdAt  # as the group will apply it
+        return Record.model_validate(
+            {**metadata[RECORD_KEY], **(metadata.get(TTL_KEY) or {}), "createdAt": created}
+        )
+
+
 @dataclass
 class WriteLane:
-    """The write-behind lane of one store (see the module docstring): `timeout` is the
-    seconds a write request may wait to be applied (its deadline)."""
+    """The write-behind lane of one tenant on one client (see the module docstring)."""
 
     client: MemoryClient
     scope: Scope
-    timeout: float | None = None
-    _waiting: list[tuple[Writes, asyncio.Future[None]]] = field(default_factory=list)
-    _publisher: asyncio.Task[None] | None = None
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """Held while a write request or a read's requests are published (`Overlay`)."""
+    seq: int = 0
+    """Writes acknowledged so far."""
+    _buffer: Writes = field(default_factory=dict)
+    _at: int = 0
+    _timeout: float | None = None  # the buffer's request deadline: its writers' longest
+    _published: asyncio.Future[None] | None = None
+    _early: bool = False  # a write of the buffer returned before it was published
+    _writer: asyncio.Task[None] | None = None
+    _last_publish: float = -WRITE_GAP
     _applying: set[asyncio.Task[list[ItemReply]]] = field(default_factory=set)
     _failure: RequestFailed | None = None
+    _last: LRUCache[str, int] = field(default_factory=lambda: LRUCache(maxsize=KEYS_KEPT))
 
-    async def send(self, writes: Writes) -> None:
-        """Return once the broker has `writes` (with whatever else waited meanwhile)."""
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting.append((writes, done))
-        if self._publisher is None or self._publisher.done():
-            self._publisher = asyncio.get_running_loop().create_task(self._publish())
-        await done
+    def add(
+        self, writes: Writes, since: int | None = None, timeout: float | None = None
+    ) -> asyncio.Future[None]:
+        """Buffer `writes` (the last write of a key wins; a patch does not replace a put or
+        a delete); the future of their publication. `since`: the `seq` of the read that
+        found them to write (TTL refreshes, expired items): a key written since is left
+        alone. `timeout`: the seconds the writer lets them wait to be applied (the
+        request's deadline is the longest its writers gave; else the client's default)."""
+        if timeout is not None:
+            self._timeout = max(timeout, self._timeout or 0.0)
+        if self._published is None:
+            self._published = asyncio.get_running_loop().create_future()
+            self._published.add_done_callback(_retrieve)
+        for item_id, write in writes.items():
+            if since is not None and self._last.get(item_id, -1) > since:
+                continue
+            old = self._buffer.get(item_id)
+            if write["op"] == "patch" and old is not None and old["op"] != "patch":
+                continue
+            if not self._buffer:
+                self._at = now_ms()
+            self._buffer.pop(item_id, None)
+            self._buffer[item_id] = write
+            if since is None:
+                self.seq += 1
+                self._last[item_id] = self.seq
+        if self._buffer and (self._writer is None or self._writer.done()):
+            self._writer = asyncio.get_running_loop().create_task(self._write())
+        return self._published
 
-    async def _publish(self) -> None:
-        while self._waiting:
-            if self._applying:  # one write request of the store in the group's queue at a time
+    async def send(self, writes: Writes, timeout: float | None = None) -> None:
+        """Buffer `writes` (`add`); return once the broker has them, or at once when a
+        write request of the lane is in the items group (the module docstring)."""
+        cold = self.client.reader_stats.replies == 0
+        busy = not cold and (bool(self._applying) or self._gap() > 0)
+        published = self.add(writes, timeout=timeout)
+        if cold:  # the client's first reply (the module docstring)
+            await self.flush()
+        elif busy:
+            self._early = True
+        else:
+            await asyncio.shield(published)
+
+    def snapshot(self) -> Overlay:
+        """What a read publishing now lays over its answers (hold `lock`)."""
+        return Overlay(dict(self._buffer), self._at, self.seq)
+
+    def _gap(self) -> float:
+        """Seconds until the next write request may be published (`WRITE_GAP`)."""
+        return self._last_publish + WRITE_GAP - asyncio.get_running_loop().time()
+
+    async def _write(self) -> None:
+        while self._buffer:
+            if self._applying:  # one write request of the lane in the group's queue at a time
                 await asyncio.wait(set(self._applying))
                 continue
-            taken, self._waiting = self._waiting, []
-            merged: Writes = {}
-            for writes, _ in taken:
-                for item_id, write in writes.items():
-                    merged.pop(item_id, None)  # the last write of a key wins, and goes last
-                    merged[item_id] = write
-            cold = self.client.reader_stats.replies == 0
-            try:
-                for chunk in chunks(merged):
-                    applying = await self.client.write_items_logged(
-                        self.scope, chunk, timeout=self.timeout
-                    )
-                    self._applying.add(applying)
-                    applying.add_done_callback(self._applied)
-                if cold and self._applying:  # the client's first reply (the module docstring)
-                    await asyncio.wait(set(self._applying))
-                    self.check()
-            except Exception as exc:  # noqa: BLE001 - handed to every caller waiting
-                for _, done in taken:
-                    if not done.done():
-                        done.set_exception(exc)
+            if (gap := self._gap()) > 0:
+                await asyncio.sleep(gap)
                 continue
-            for _, done in taken:
-                if not done.done():
-                    done.set_result(None)
+            async with self.lock:
+                await self.publish_locked()
+
+    async def publish_locked(self) -> None:
+        """Publish the buffer as write requests at its time (hold `lock`)."""
+        taken, at, done, early = self._buffer, self._at, self._published, self._early
+        timeout, self._timeout = self._timeout, None
+        self._buffer, self._published, self._early = {}, None, False
+        self._last_publish = asyncio.get_running_loop().time()
+        try:
+            for chunk in chunks(taken):
+                applying = await self.client.write_items_logged(
+                    self.scope, chunk, timeout=timeout, at=at
+                )
+                self._applying.add(applying)
+                applying.add_done_callback(self._applied)
+        except Exception as exc:  # noqa: BLE001 - to the callers waiting, or the next call
+            if early and self._failure is None:
+                self._failure = RequestFailed(
+                    f"a put or delete this store acknowledged was not published: {exc!r}"
+                )
+            if done is not None and not done.done():
+                done.set_exception(exc)
+            return
+        if done is not None and not done.done():
+            done.set_result(None)
 
     def _applied(self, task: asyncio.Task[list[ItemReply]]) -> None:
         self._applying.discard(task)
@@ -139,10 +236,34 @@ class WriteLane:
             raise failure
 
     async def flush(self) -> None:
-        """Wait until every write published so far is applied (then `check`)."""
-        while self._waiting or self._applying:
-            if self._publisher is not None and not self._publisher.done():
-                await asyncio.wait([self._publisher])
-            if self._applying:
-                await asyncio.wait(set(self._applying))
+        """Wait until every write acknowledged so far is published and applied (then
+        `check`)."""
+        while self._buffer or self._applying:
+            if self._buffer and (self._writer is None or self._writer.done()):
+                self._writer = asyncio.get_running_loop().create_task(self._write())
+            waits: set[asyncio.Future[Any]] = set(self._applying)
+            if self._writer is not None and not self._writer.done():
+                waits.add(self._writer)
+            await asyncio.wait(waits)
         self.check()
+
+
+def _retrieve(future: asyncio.Future[None]) -> None:
+    """A publication nobody awaited (its writes returned early) leaves no warning."""
+    if not future.cancelled():
+        future.exception()
+
+
+_LANES: weakref.WeakKeyDictionary[MemoryClient, dict[Scope, WriteLane]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def lane_of(client: MemoryClient, scope: Scope) -> WriteLane:
+    """The lane of `scope` on `client`: shared by the stores of the tenant on that client,
+    so each reads the others' buffered writes too, and their writes stay in order."""
+    lanes = _LANES.setdefault(client, {})
+    lane = lanes.get(scope)
+    if lane is None:
+        lane = lanes[scope] = WriteLane(client, scope)
+    return lane

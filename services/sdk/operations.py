@@ -32,7 +32,7 @@ from schemas.requests import (
     SessionReply,
     SessionRequest,
 )
-from services.sdk.transport import Position, ScopeInput, Transport, scope_of
+from services.sdk.transport import RECORD_TIME, Position, ScopeInput, Transport, scope_of
 
 __all__ = ["ItemOp", "Operations", "SessionOp"]
 
@@ -206,13 +206,27 @@ class Operations(Transport):
         writes: Sequence[Mapping[str, Any]],
         *,
         timeout: float | None = None,
+        at: int | None = None,
     ) -> asyncio.Task[list[ItemReply]]:
         """`write_items` without its read-back, returning once the broker has the request (a
         request of the tenant published later is answered after it is applied); the task
-        answers its reply (`timeout` seconds from now; the request's deadline too)."""
-        return await self._published(
-            topics.ITEMS, [self._write_request(scope, writes, ())], ItemReply, timeout
-        )
+        answers its reply (`timeout` seconds from now; the request's deadline too). `at`
+        (ms since epoch): the request's record time, which the items group applies the
+        writes at (a new or revived row's creation time); else now."""
+        request = self._write_request(scope, writes, ())
+        stamp = RECORD_TIME.set(at)
+        try:
+            return await self._published(topics.ITEMS, [request], ItemReply, timeout)
+        finally:
+            RECORD_TIME.reset(stamp)
+
+    async def item_requests_logged(
+        self, requests: Sequence[ItemRequest], *, timeout: float | None = None
+    ) -> asyncio.Task[list[ItemReply]]:
+        """Item requests of one tenant published in order, returning once the broker has
+        them all (a request published later is answered after them); the task answers their
+        replies (`timeout` seconds from now)."""
+        return await self._published(topics.ITEMS, requests, ItemReply, timeout)
 
     async def _in_order(
         self, requests: Sequence[ItemRequest], timeout: float | None

@@ -27,6 +27,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self, TypeAlias, TypeVar
@@ -67,6 +68,8 @@ __all__ = [
     "scope_of",
 ]
 
+RECORD_TIME: ContextVar[int | None] = ContextVar("record_time", default=None)
+"""The time (ms since epoch) of the records `publish` sends in this context; None: now."""
 PLAINTEXT: Mapping[str, Any] = {}
 """Kafka options of a PLAINTEXT connection: no security arguments (the default)."""
 
@@ -306,6 +309,7 @@ class Transport:
             topic,
             value,
             key=key.encode(),
+            timestamp_ms=RECORD_TIME.get(),
             headers=[
                 ("content-type", b"application/json"),
                 *[(k, str(v).encode()) for k, v in given.items() if v is not None],
@@ -344,10 +348,7 @@ class Transport:
         return reply.model_validate_json(payload)
 
     def _listen(self, on: bool) -> None:
-        """Fetch the reply topic only while a reply is awaited (`on`). A waiting fetch on the
-        local broker returns only when its `fetch_max_wait_ms` ends, so a reply waits up to
-        that long: a short wait keeps replies prompt, and pausing the topic between requests
-        keeps an idle client from fetching every few milliseconds."""
+        """Fetch the reply topic only while a reply is awaited (`on`): idle, it fetches none."""
         if self._reply_reader is not None:
             self._reply_reader.listen(on)
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from services.integrations.langgraph import MnemoStore
+from services.integrations.langgraph_writes import WRITE_GAP
 from services.runtime import Runtime
 from services.sdk.client import MemoryClient
 from services.sdk.transport import RequestFailed
@@ -104,8 +105,8 @@ async def test_a_write_not_applied_is_raised_by_the_next_call_once(
     with pytest.raises(RequestFailed, match="not applied"):
         await late.aflush()
     assert await late.aget(("late",), "k") is None  # raised once; this call runs
-    await late.aput(("late",), "k2", {"n": 2})
-    await asyncio.sleep(0.2)  # its 1 ms deadline has passed: the failure is recorded
+    await late.aput(("late",), "k2", {"n": 2})  # buffered: published within WRITE_GAP
+    await asyncio.sleep(WRITE_GAP + 0.5)  # published, its 1 ms deadline passed: recorded
     with pytest.raises(RequestFailed, match="not applied"):
         await late.aget(("late",), "k2")
     assert await store.aget(("late",), "k") is None
@@ -129,3 +130,35 @@ async def test_after_aflush_pre_turn_recalls_the_put(
         "What must Flora never eat?", {"agentWallet": agent, "userAddress": "fl"}
     )
     assert "shellfish" in (reply.prompt or "")
+
+
+async def test_a_buffered_write_reads_the_same_before_and_after_it_is_applied(
+    rules_pipeline: tuple[Runtime, MemoryClient], unique: Any
+) -> None:
+    """A put that comes right after another is buffered (`WRITE_GAP`): read through the
+    overlay it is the item, with the creation time the items group gives it once applied
+    (the write request's record time), and a buffered delete reads as absent."""
+    _, client = rules_pipeline
+    agent = unique("0xOverlay")
+    await warm(client, agent)
+    store = MnemoStore(client, agent=agent, user="ov", timeout=30)
+    await store.aput(("ov",), "first", {"n": 0})  # published: the next put is buffered
+    await store.aput(("ov",), "k", {"n": 1})
+    assert store._rounds.lane.snapshot().writes  # still buffered
+    before = await store.aget(("ov",), "k")
+    listed = await store.asearch(("ov",))
+    await store.aflush()
+    after = await store.aget(("ov",), "k")
+    assert before is not None
+    assert after is not None
+    assert (before.value, before.created_at) == (after.value, after.created_at)
+    assert [(i.key, i.created_at) for i in listed if i.key == "k"] == [("k", after.created_at)]
+
+    await store.aput(("ov",), "k", {"n": 2})  # an update keeps the creation time
+    await store.adelete(("ov",), "first")
+    updated = await store.aget(("ov",), "k")
+    assert updated is not None
+    assert (updated.value, updated.created_at) == ({"n": 2}, after.created_at)
+    assert await store.aget(("ov",), "first") is None
+    await store.aflush()
+    assert await store.aget(("ov",), "first") is None
