@@ -127,9 +127,16 @@ def pool_units(
     pending turn, one stored before units) is one unit, judged by its best message and
     shown as `shown_units` says, with the row's cosine."""
     texts = [row.content for row, _ in candidates]
-    by_message = message_scores(query_terms, texts)
     own = [_unit_cosines(row, query, model) for row, _ in candidates]
     plain = [i for i, cosines in enumerate(own) if cosines is None]
+    if len(plain) == len(candidates):  # no row has units: one BM25 pass, as before them
+        return [
+            Unit(i, cosine, shown)
+            for i, ((_, cosine), shown) in enumerate(
+                zip(candidates, shown_units(query_terms, texts), strict=True)
+            )
+        ]
+    by_message = message_scores(query_terms, texts)
     shown_plain = dict(zip(plain, shown_units(query_terms, [texts[i] for i in plain]), strict=True))
     out: list[Unit] = []
     for i, ((row, cosine), messages, cosines) in enumerate(

@@ -263,11 +263,13 @@ def _kept(units: Sequence[Unit], row_cosines: Sequence[float | None], q: LayerQu
     finds its messages too); with `q.fill`, also every unit of the `q.limit` rows plain
     cosine over whole rows ranks first (what MiniLM top-k over turns would show) and the
     `q.limit` units whose own cosine ranks first."""
-    lexical = [0.0] * len(row_cosines)
-    for u in units:
-        lexical[u.row] = max(lexical[u.row], u.shown.lexical)
-    as_rows = pool_relevance(row_cosines, lexical, q.relevance)
-    rows = {i for i, score in enumerate(as_rows) if score is not None}
+    rows: set[int] = set()
+    if any(u.unit is not None for u in units):  # else each row is its own one unit
+        lexical = [0.0] * len(row_cosines)
+        for u in units:
+            lexical[u.row] = max(lexical[u.row], u.shown.lexical)
+        as_rows = pool_relevance(row_cosines, lexical, q.relevance)
+        rows = {i for i, score in enumerate(as_rows) if score is not None}
     own: list[int] = []
     if q.fill:
         rows.update(top_cosines(row_cosines, q.limit))
