@@ -15,16 +15,18 @@ its times, and one text per indexed field (`index={"fields": [...]}`, LangGraph 
 is the whole value as JSON; `put(..., index=[...])` names its own), 4,000 characters in
 all; the row's content (what pre_turn reads) is those texts, one per line.
 
-* A `put` or `delete` returns once the broker has it (`langgraph_writes`): every request of
-  the store goes to the tenant's partition of the items topic, answered in order, so the
-  next `get`, `search` or listing (this store's or another's) reads it; concurrent puts and
-  deletes of a key never raise, and the last one published wins. The items group applies
-  them in bulk (one `write` request creates, revives or updates many rows, and bumps the
-  cache namespace); a write it did not apply is raised by the store's next call, and
-  `aflush`/`flush` waits until all are applied (for pre_turn). `delete` is a soft delete.
-* Reads are coalesced (`langgraph_rounds`): the batches waiting on the client's loop run
+* A `put` or `delete` returns once the broker has it, or at once, buffered, while the
+  store's last write request is in the items group or just published (`langgraph_writes`):
+  every read of the tenant's stores on this client lays the buffer over what the items
+  group answers, so the next `get`, `search` or listing reads it exactly; concurrent puts
+  and deletes of a key never raise, and the last one acknowledged wins. The items group
+  applies them in bulk (one `write` request creates, revives or updates many rows, and
+  bumps the cache namespace); a write it did not apply is raised by the store's next call,
+  and `aflush`/`flush` waits until all are published and applied (for pre_turn, and
+  before the process ends: a buffered write lives in it). `delete` is a soft delete.
+* Reads are coalesced (`langgraph_rounds`): the reads waiting on the client's loop run
   together as one *round*: its gets as items `read` requests and its listings from one
-  scan (a batch mixing writes and reads runs its writes first, applied, read back).
+  scan, under the buffered writes.
 * `search` ranks every live item of the namespace prefix that matches the filter, then
   applies `offset`/`limit` (`langgraph_search`: a scan of the tenant's items, scored by the
   best of each item's per-field vectors); without a query it lists them, newest update first.
