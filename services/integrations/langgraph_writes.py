@@ -7,8 +7,9 @@ request, published as soon as that one is applied (typically 0.05–0.3 s later;
 whatever else came meanwhile, the last write of a key winning). So the items group holds one
 write request of a store at a time, and under load many writes share its few database
 commands, while the callers do not wait for it. `flush` waits until every write acknowledged
-so far is published and applied; a process that ends without it (or without the client's
-loop running) loses the writes still buffered, at most one request's worth.
+so far is published and applied; closing the client publishes what is still buffered
+(`publish_buffered`); a process that ends without closing it (or without the client's loop
+running) loses the writes still buffered, at most one request's worth.
 
 **Read your writes, exactly.** Every request of a store goes to the tenant's partition of
 the items topic, answered in order, so a read published after a write request sees it. A
@@ -235,6 +236,14 @@ class WriteLane:
         if failure is not None:
             raise failure
 
+    async def publish_buffered(self) -> None:
+        """Publish what the lane holds now, once the broker has it (not waiting for the
+        group to apply it): run when the client closes (`ClosingHooks`), so the writes it
+        acknowledged early are in the log, the source of truth, before the client goes."""
+        if self._buffer:
+            async with self.lock:
+                await self.publish_locked()
+
     async def flush(self) -> None:
         """Wait until every write acknowledged so far is published and applied (then
         `check`)."""
@@ -266,4 +275,5 @@ def lane_of(client: MemoryClient, scope: Scope) -> WriteLane:
     lane = lanes.get(scope)
     if lane is None:
         lane = lanes[scope] = WriteLane(client, scope)
+        client.before_close(lane.publish_buffered)
     return lane

@@ -63,6 +63,7 @@ from schemas.scope import Scope
 from schemas.search_defaults import PER_LAYER_LIMIT
 from schemas.transcripts import TranscriptInput
 from schemas.turn_input import TurnInput
+from services.sdk.closing import ClosingHooks
 from services.sdk.operations import Operations
 from services.sdk.transport import Position, RequestFailed, ScopeInput, checked, scope_of
 from services.sdk.waits import (
@@ -85,7 +86,7 @@ def _tenant_key(scope: Scope) -> str:
     return topics.tenant_key(scope.agent_wallet, scope.user_address)
 
 
-class MemoryClient(Operations):
+class MemoryClient(ClosingHooks, Operations):
     """Async context manager: `async with MemoryClient(bootstrap) as client: ...`; one
     instance per process is enough (it is concurrency-safe)."""
 

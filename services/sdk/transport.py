@@ -209,8 +209,7 @@ class Transport:
         await self.close()
 
     async def start(self) -> None:
-        """Create the topics (and this client's reply topic), start the producer and the
-        reply reader."""
+        """Create the topics and this client's reply topic; start producer and reader."""
         self.loop = asyncio.get_running_loop()
         await create_topics(
             self._bootstrap,
@@ -267,8 +266,7 @@ class Transport:
 
     @property
     def reader_stats(self) -> ReaderStats:
-        """What the reply readers did: replies, late replies, restarts, repairs, failures,
-        reply topic rotations (all zero before `start()`)."""
+        """The reply readers' counts (replies, late, restarts, repairs, failures, rotations)."""
         return self._reply_topics.stats
 
     @property

@@ -162,3 +162,29 @@ async def test_a_buffered_write_reads_the_same_before_and_after_it_is_applied(
     assert await store.aget(("ov",), "first") is None
     await store.aflush()
     assert await store.aget(("ov",), "first") is None
+
+
+async def test_closing_the_client_publishes_the_writes_it_acknowledged_early(
+    rules_pipeline: tuple[Runtime, MemoryClient], stack: Any, unique: Any
+) -> None:
+    """A put acknowledged while it was still buffered (`WRITE_GAP`) is published when its
+    client closes (`ClosingHooks`): the log has it, and the items group applies it, though
+    nobody called `aflush`. Without the hook it was lost with the client."""
+    _, reading = rules_pipeline
+    agent = unique("0xClosing")
+    async with MemoryClient(
+        stack.kafka_bootstrap, timeout=60, group_prefix=reading.group_prefix
+    ) as client:
+        await warm(client, agent)
+        store = MnemoStore(client, agent=agent, user="cl", timeout=30)
+        await store.aput(("cl",), "first", {"n": 0})  # published: the next put is buffered
+        await store.aput(("cl",), "late", {"n": 1})
+        assert store._rounds.lane.snapshot().writes  # acknowledged, not published yet
+    other = MnemoStore(reading, agent=agent, user="cl", timeout=30)
+    for _ in range(100):  # applied by the group once it reads the request closing published
+        found = await other.aget(("cl",), "late")
+        if found is not None:
+            break
+        await asyncio.sleep(0.2)
+    assert found is not None
+    assert found.value == {"n": 1}
