@@ -46,7 +46,7 @@ DEFAULT_MARGIN_MS = 2_000
 """How far before its last read a delta reads back: longer than a write's flight between
 the writer reading its clock and the write becoming visible, plus the clock skew between
 writer and search hosts. A write in flight longer than `SLOW_WRITE_MS` (the MongoDB
-adapter's, 0.5 s) is stamped again once visible, so the margin bounds only that. Each delta
+adapter's, 1.5 s) is stamped again once visible, so the margin bounds only that. Each delta
 reads back the rows written within the margin again: 10 s, as it was, made a busy tenant's
 delta read ~150 rows where 2 s reads ~25 (`benchmarks.retrieval --after-writes`)."""
 

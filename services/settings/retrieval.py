@@ -212,7 +212,7 @@ class SearchSettings(Section):
         validation_alias="state_margin_ms",
         description=(
             "How far before its last read the exact index reads back written rows: longer than "
-            "a write's flight (a write acknowledged more than 0.5 s after its stamp is stamped "
+            "a write's flight (a write acknowledged more than 1.5 s after its stamp is stamped "
             "again), plus the clock skew between writer and search hosts."
         ),
     )
