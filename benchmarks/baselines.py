@@ -1,4 +1,4 @@
-"""Plain retrieval baselines of `benchmarks.quality`: the user's session rows ranked by cosine
+"""Plain retrieval baselines of `benchmarks.quality`: the user's turn rows ranked by cosine
 or by BM25 alone, joined with blank lines until the character budget (no header)."""
 
 from __future__ import annotations

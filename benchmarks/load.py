@@ -19,7 +19,7 @@ Printed: the machine, the configuration, per operation n / throughput / p50 / p9
 offset over the group's topics, sampled every `--sample-seconds`: the maximum during the run,
 the value at the deadline, and how long after the deadline it took to reach 0), and an
 exactly-once check: the turns stored in MongoDB (`transcript_turns` turn ids, their
-messages, and the session rows of `memory`) against the turns acknowledged, duplicates 0.
+messages, and the turn rows of `memory`) against the turns acknowledged, duplicates 0.
 
 Set MNEMOSTREAM_KAFKA_BOOTSTRAP, MNEMOSTREAM_MONGO_URI and MNEMOSTREAM_REDIS_URL to run it
 against servers of your own instead (new groups read the topics from the beginning there, so
@@ -327,8 +327,8 @@ def report(
         f"exactly-once: acknowledged {check.published} turns, stored {check.stored} "
         f"(transcript turn ids), duplicates {check.duplicates}, missing {check.missing}, "
         f"unexpected {check.unexpected}; messages expected {check.messages_expected} stored "
-        f"{check.messages_stored}; session rows {check.session_rows}, duplicates "
-        f"{check.session_row_duplicates} → {'OK' if check.ok else 'MISMATCH'}"
+        f"{check.messages_stored}; turn rows {check.turn_rows}, duplicates "
+        f"{check.turn_row_duplicates} → {'OK' if check.ok else 'MISMATCH'}"
     )
     return figures
 

@@ -122,8 +122,8 @@ class StoredCheck:
     unexpected: int
     messages_expected: int
     messages_stored: int
-    session_rows: int
-    session_row_duplicates: int
+    turn_rows: int
+    turn_row_duplicates: int
 
     @property
     def ok(self) -> bool:
@@ -131,8 +131,8 @@ class StoredCheck:
             self.published == self.stored
             and not (self.duplicates or self.missing or self.unexpected)
             and self.messages_expected == self.messages_stored
-            and self.session_rows == self.published
-            and not self.session_row_duplicates
+            and self.turn_rows == self.published
+            and not self.turn_row_duplicates
         )
 
 
@@ -158,6 +158,6 @@ def check_stored(
         unexpected=len(set(turns) - set(published)),
         messages_expected=sum(published.values()),
         messages_stored=stored_messages,
-        session_rows=len(rows),
-        session_row_duplicates=sum(n - 1 for n in rows.values()),
+        turn_rows=len(rows),
+        turn_row_duplicates=sum(n - 1 for n in rows.values()),
     )

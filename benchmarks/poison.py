@@ -31,7 +31,7 @@ from services.groups.app import running_groups
 from services.sdk.client import MemoryClient
 from services.settings import Settings
 from services.stream.asyncapi import CHANNELS
-from services.stream.dlq import DeadLetter
+from services.stream.guard import DeadLetter
 
 SHAPES: dict[str, bytes | None] = {
     "empty": b"",

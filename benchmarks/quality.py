@@ -24,9 +24,9 @@ Strategies:
   the thread of the latest session. Every call is a query-cache miss (results are never
   stored; the per-tenant vector matrix stays cached, as in production).
 * `reference/user`, `reference/thread`: `benchmarks.reference_algo` over the same turns (its own
-  working/scene write semantics) and the same session rows and embeddings, layers working,
+  working/scene write semantics) and the same turn rows and embeddings, layers working,
   scene, vectors, same maxItems / maxItemChars.
-* `topk-vectors`: plain cosine top-5 over the same session rows; texts joined with blank lines
+* `topk-vectors`: plain cosine top-5 over the same turn rows; texts joined with blank lines
   in rank order, the text that crosses the budget is cut there and packing stops (no header).
   `vectors-fill` and `bm25-fill`: the same by cosine or by BM25, as many turns as the budget
   holds.
@@ -194,7 +194,7 @@ class World:
                 self.turns += 1
 
     async def rows(self, user: str) -> tuple[list[MemoryRow], npt.NDArray[np.float32]]:
-        """The user's session rows and their embeddings as a matrix, read once after ingest
+        """The user's turn rows and their embeddings as a matrix, read once after ingest
         (the baselines get the same per-tenant matrix cache as the engine's vector index)."""
         if user not in self._rows:
             rows = [  # the cosine baselines cannot rank a row whose vector is pending

@@ -9,7 +9,7 @@ deployment runs them, on a fresh database (their start-up and one warm-up turn a
 timed), publishes `--turns` turns (user + assistant, ~200 characters each) over
 `--threads` threads with the SDK, `--concurrency` publishes in flight, and stops the clock
 when the `transcripts` group has committed every turn (transcript, working buffer and
-session row stored; embedding deferred, as `benchmarks.throughput`'s `stored_per_s`).
+turn row stored; embedding deferred, as `benchmarks.throughput`'s `stored_per_s`).
 
 * **plain**: no event key; the SDK publishes to `memory.turns.v1`; groups: transcripts.
 * **sealed**: `MNEMOSTREAM_EVENT_ENCRYPTION_KEY` set; the SDK publishes through

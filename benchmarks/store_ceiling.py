@@ -9,7 +9,7 @@ _REDIS_URL), writes `--turns` turns of the throughput benchmark's text (`--threa
 fresh database in batches of `--batch` with pending vectors (the embedding stage's way), and
 prints, per batch size: `turns_per_s` over the whole batch, and `transcripts_per_s`,
 `working_per_s`, `rows_per_s` (turns divided by the time spent in that write). Then
-`rows_by_index`: plain inserts of session-row-shaped documents into a collection with no
+`rows_by_index`: plain inserts of turn-row-shaped documents into a collection with no
 secondary index, with the `memory` collection's indexes, and with every index the collection
 had before issue 15, which shows what each index costs the server.
 
@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     for r in result["record_many"]:
         print(f"record_many, batches of {r['batch']}: {r['turns_per_s']} turns/s ({r})")
-    print(f"session-row inserts by index set (rows/s): {result['rows_by_index']}")
+    print(f"turn-row inserts by index set (rows/s): {result['rows_by_index']}")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ writer groups (`transcripts`, and `embeddings` where it exists), one `search` an
    `--agents` × `--users` threads, published with the SDK by `--concurrency` tasks, until
    every one is acknowledged; `stored_per_s`: from the first publish until every turn is in
    its transcript, working buffer and `session` memory row; `embedded_per_s`: until every
-   session row has its vector (without an `embeddings` group, vectors are computed while
+   turn row has its vector (without an `embeddings` group, vectors are computed while
    storing: the same as `stored_per_s`, with a note).
 4. `visible_p50_ms` / `_p95_ms`: `--rate` turns/s offered for `--seconds`; every 20th turn
    carries a unique word, and pre_turn is polled until its packed context shows it.
@@ -237,7 +237,7 @@ async def live(
                 found = await store.durable(agents, last)  # once: the offsets told the truth
                 out["stored_check"] = {
                     "transcript_turns": found.transcript_turns,
-                    "session_rows": found.session_rows,
+                    "turn_rows": found.turn_rows,
                     "embedded_rows": found.embedded_rows,
                     "threads_with_last_turn": found.working_threads,
                     "threads": len(last),

@@ -1,5 +1,5 @@
 """What the throughput benchmark polls in MongoDB: turns durable (transcript, working buffer,
-`session` memory row) and session rows embedded, for the run's agents only."""
+`session` memory row) and turn rows embedded, for the run's agents only."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class Durable:
     working buffer (a thread's turns are applied in order, so the earlier ones are too)."""
 
     transcript_turns: int
-    session_rows: int
+    turn_rows: int
     working_threads: int
     embedded_rows: int
 
@@ -57,7 +57,7 @@ class Store:
         in_working = {t for doc in working for t in doc.get("turnIds", [])}
         return Durable(
             transcript_turns=stored,
-            session_rows=await self._db[MEMORY].count_documents(rows),
+            turn_rows=await self._db[MEMORY].count_documents(rows),
             working_threads=sum(1 for t in last_turns if t in in_working),
             embedded_rows=await self._db[MEMORY].count_documents({**rows, **_embedded_filter()}),
         )
@@ -72,7 +72,7 @@ class Store:
         embedded: bool,
         timeout: float,
     ) -> tuple[float, Durable]:
-        """Poll until every turn is durable (`embedded`: and every session row has its
+        """Poll until every turn is durable (`embedded`: and every turn row has its
         vector). Returns (seconds since `began`, the last counts); TimeoutError after
         `timeout` seconds with the counts in its message."""
         deadline = time.monotonic() + timeout
@@ -80,7 +80,7 @@ class Store:
             found = await self.durable(agents, last_turns)
             done = (
                 found.transcript_turns >= turns
-                and found.session_rows >= turns
+                and found.turn_rows >= turns
                 and found.working_threads >= len(last_turns)
                 and (not embedded or found.embedded_rows >= turns)
             )

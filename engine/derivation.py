@@ -5,7 +5,7 @@ The graph rows are the entity rows (`memory`, `source: "entity"`) and the relati
 and untyped links). Each one read from an item carries, in its metadata:
 
 * `derivedFrom`: the ids of the memory items it was read from (a remembered fact's row,
-  `fact_…`; a turn's session row, `vec_…`: `engine.records.session_row_id`);
+  `fact_…`; a turn's turn row, `vec_…`: `engine.records.turn_row_id`);
 * `sources`: one `Evidence` per such item: the words of that item the row shows (an
   entity's summary, a link's sentence) and when the item said them.
 

@@ -19,7 +19,7 @@ from engine.records import (
     TranscriptAppend,
     TurnVectorFill,
     WorkingAppend,
-    WorkingSession,
+    WorkingBuffer,
 )
 from engine.records import Vector as Vector
 from engine.scoping import TenantFilter
@@ -88,7 +88,7 @@ class WorkingStore(Protocol):
         that turn already has one there. How many were attached."""
         ...
 
-    async def recent(self, where: TenantFilter, limit: int) -> list[WorkingSession]:
+    async def recent(self, where: TenantFilter, limit: int) -> list[WorkingBuffer]:
         """Sessions the filter admits, most recently touched first; lines newest first."""
         ...
 

@@ -22,8 +22,8 @@ INACTIVE_STATUSES = ("deleted", "superseded")
 """Rows with these `metadata.status` values are invisible to searches."""
 
 
-def session_row_id(agent_wallet: str, session_id: str, turn_id: str) -> str:
-    """The id of the session row of one turn of an agent's session (what a fact's
+def turn_row_id(agent_wallet: str, session_id: str, turn_id: str) -> str:
+    """The id of the memory row of one turn of an agent's thread (what a fact's
     `sourceSessionId` and `sourceTurnId` point at)."""
     return "vec_" + h32(f"{agent_wallet}|{session_id}|{turn_id}|session")
 
@@ -39,7 +39,7 @@ def outdated_turns(rows: Iterable[MemoryRow]) -> dict[str, int]:
             continue
         turn, session = r.metadata.get("sourceTurnId"), r.metadata.get("sourceSessionId")
         if isinstance(turn, str) and isinstance(session, str):
-            vid = session_row_id(r.scope.agent_wallet, session, turn)
+            vid = turn_row_id(r.scope.agent_wallet, session, turn)
             out[vid] = min(out.get(vid, r.invalid_at), r.invalid_at)
     return out
 
@@ -108,7 +108,7 @@ TRANSCRIPT_TURN_VECTORS = 64
 """Turn vectors a transcript keeps (the newest pushed). A transcript is rewritten whole by every
 append, and a vector (1.5 KB) outweighs a turn's text several times: unbounded, they made a
 long thread's appends the pipeline's main cost. Older turns rank in the scene layer by their
-text; their meaning is searched by the vectors layer (each turn's session row)."""
+text; their meaning is searched by the vectors layer (each turn's turn row)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +190,7 @@ class WorkingAppend:
 
 
 @dataclass(frozen=True, slots=True)
-class WorkingSession:
+class WorkingBuffer:
     """A working buffer. `lines` are newest first; `turn_vectors` are the recent turns'."""
 
     session_id: str

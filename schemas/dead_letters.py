@@ -1,5 +1,5 @@
 """What the dead-letter topic (`memory.dlq.v1`) holds for one failed message: the contract
-the consumers write (`services.stream.dlq`) and the operator tools and the gateway's console
+the consumers write (`services.stream.guard`) and the operator tools and the gateway's console
 read. A contract of its own, so a reader of the DLQ loads no store driver."""
 
 from __future__ import annotations

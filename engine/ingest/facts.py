@@ -17,7 +17,7 @@ time, with contradictions resolved over time.
   (source, type, target) per tenant; of a single-valued type (`LIVES_IN`, `WORKS_AT`, …)
   only the newest per source is current, older ones keep their `invalidAt`.
 * **Evidence** (issue 32, `engine.derivation`): every entity row and relation records the
-  memory item it was read from (a turn's session row, or the remembered fact's row) with that
+  memory item it was read from (a turn's turn row, or the remembered fact's row) with that
   item's words; a row another item names again gains that item's evidence too, so forgetting
   an item forgets what the graph read from it (`engine.upkeep.derived`).
 """
@@ -41,7 +41,7 @@ from engine.records import (
     MemoryRow,
     RelationRecord,
     ScopeFields,
-    session_row_id,
+    turn_row_id,
 )
 from engine.scoping import TenantFilter, scope_fields
 from schemas.events import EntityItem, FactItem, FactsExtracted
@@ -320,8 +320,8 @@ class FactWriter:
 
 
 def derived_from(event: FactsExtracted) -> str:
-    """The memory item a turn's extraction was read from: the turn's session row."""
-    return session_row_id(event.scope.agent_wallet, event.session_id, event.turn_id)
+    """The memory item a turn's extraction was read from: the turn's turn row."""
+    return turn_row_id(event.scope.agent_wallet, event.session_id, event.turn_id)
 
 
 def evidence_fields(said: Evidence) -> dict[str, object]:

@@ -1,7 +1,7 @@
 """A turn's text as its messages: the units retrieval ranks and shows (issue 32).
 
 A stored turn's text is one "role: words" line per message (`engine.ingest.turns`: the
-session row's content), a message's words opening with its speaker's name when the runtime
+turn row's content), a message's words opening with its speaker's name when the runtime
 gave one ("user: Caroline: ..."). Ingest embeds what each message says
 (`MemoryRow.units`); retrieval splits the same text the same way
 (`engine.retrieval.units`), so a unit vector and the message it stands for line up.

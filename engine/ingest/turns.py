@@ -29,7 +29,7 @@ from engine.records import (
     TranscriptAppend,
     TurnVector,
     WorkingAppend,
-    session_row_id,
+    turn_row_id,
 )
 from engine.scoping import scope_fields
 from schemas.events import TurnRecorded
@@ -121,9 +121,9 @@ def working_lines(
     ]
 
 
-def session_vector_id(event: TurnRecorded) -> str:
-    """Deterministic id of the turn's session row (same turn ⇒ same id)."""
-    return session_row_id(event.scope.agent_wallet, event.session_id, event.turn_id)
+def turn_row_id_of(event: TurnRecorded) -> str:
+    """Deterministic id of the turn's turn row (same turn ⇒ same id)."""
+    return turn_row_id(event.scope.agent_wallet, event.session_id, event.turn_id)
 
 
 def _metadata(event: TurnRecorded, **system: Any) -> dict[str, Any]:
@@ -190,7 +190,7 @@ class TurnRecorder:
     async def record_many(self, events: Sequence[TurnRecorded]) -> list[TurnStored]:
         """Store turns with three bulk writes and no read: one insert of the turns'
         transcript documents (and a head per thread), one guarded update per thread's working
-        buffer, one unordered insert of the session rows. Every
+        buffer, one unordered insert of the turn rows. Every
         write is idempotent on its own (turn-id guards, deterministic row ids), so a
         redelivered turn changes nothing. A turn repeated within `events` is stored once.
         One result per event, in order; with `deferred`, every first occurrence is `pending`
@@ -259,7 +259,7 @@ class TurnRecorder:
             # the row (what search finds across threads) says when "yesterday" was
             content=with_resolved_dates(content, at),
             fields=scope_fields(event.scope, event.thread_id),
-            vector_id=session_vector_id(event),
+            vector_id=turn_row_id_of(event),
             working_id=thread_session_id(event.scope, event.thread_id),
             at=at,
         )

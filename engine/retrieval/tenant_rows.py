@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from engine.records import MemoryRow, session_row_id
+from engine.records import MemoryRow, turn_row_id
 from engine.retrieval.lexical import all_terms
 
 ROW_OVERHEAD_BYTES = 2_000
@@ -44,7 +44,7 @@ def _mark_of(row: MemoryRow) -> _Mark | None:
     turn, session = row.metadata.get("sourceTurnId"), row.metadata.get("sourceSessionId")
     if not isinstance(turn, str) or not isinstance(session, str):
         return None
-    return _Mark(session_row_id(row.scope.agent_wallet, session, turn), row.invalid_at)
+    return _Mark(turn_row_id(row.scope.agent_wallet, session, turn), row.invalid_at)
 
 
 def _row_bytes(row: MemoryRow, terms: frozenset[str]) -> int:

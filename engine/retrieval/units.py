@@ -2,7 +2,7 @@
 message when the budget has no room for the whole turn (issue 16).
 
 A stored turn's text is one "role: words" line per message (`engine.ingest.turns`: the
-session row's summary, the transcript's turn). Ranking a turn by its best message keeps a
+turn row's summary, the transcript's turn). Ranking a turn by its best message keeps a
 question's words together ("What book has Omar been reading?" needs "book" and "Omar" in one
 message, not "Omar" as the other speaker's name and "read" in this one), and the message
 alone fits where the pair no longer does. The packer shows a turn whole while it fits: which

@@ -52,7 +52,7 @@ class SessionDocument:
     compressed: bool = False
 
     def json(self) -> dict[str, Any]:
-        """The reference's session row (reference §2.3), camelCase, times in ms."""
+        """The reference's turn row (reference §2.3), camelCase, times in ms."""
         return {
             "sessionId": self.session_id,
             **self.scope.view(),

@@ -27,7 +27,7 @@ from fastapi import APIRouter, Path, Query, Response
 from pydantic import Field
 
 from engine.filters import parse_filters
-from engine.ingest.turns import session_vector_id
+from engine.ingest.turns import turn_row_id_of
 from schemas.context_input import LayerSearchInput
 from schemas.transcripts import TranscriptInput
 from services.gateway.auth import Caller
@@ -167,7 +167,7 @@ async def index_transcript(
             IndexedTurn(
                 turnId=t.turn_id,
                 eventId=t.event_id,
-                vectorId=session_vector_id(t),
+                vectorId=turn_row_id_of(t),
                 messageCount=len(t.messages),
             )
             for t in turns

@@ -1,7 +1,7 @@
 """`mnemostream`: run consumer groups, manage the local stack, initialise, demo.
 
 The command tree is assembled here; the larger command groups live in their own modules
-(`stack.cli`: infra, `tokens`: token, `jobs_cli`: jobs, `dlq_cli`: dlq, `bench_cli`: bench,
+(`stack.cli`: infra, `tokens`: token, `jobs_cli`: jobs, `dead_letters_cli`: dlq, `bench_cli`: bench,
 `eval_cli`: eval). Groups and commands are listed in the order they are added below.
 """
 
@@ -21,7 +21,7 @@ from schemas import topics
 from schemas.scope import first_error
 from services.ops.bench_cli import BENCH_CONTEXT, BENCHMARKS, bench
 from services.ops.cli_support import console, setup_logging
-from services.ops.dlq_cli import dlq_app
+from services.ops.dead_letters_cli import dlq_app
 from services.ops.eval_cli import eval_cases
 from services.ops.export import export_command, import_command
 from services.ops.jobs_cli import jobs_app

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from engine.ingest.remember import SYSTEM_KEYS, fact_hash
 from engine.ingest.turns import SYSTEM_METADATA_KEYS
-from engine.records import session_row_id
+from engine.records import turn_row_id
 from schemas.events import MemoryRemembered, Message, ToolCall, TurnRecorded
 from schemas.ids import from_ms, h32
 from schemas.scope import Scope
@@ -74,7 +74,7 @@ def turn_event(turn: Mapping[str, Any], rows: Mapping[str, Mapping[str, Any]]) -
     thread = str(turn.get("threadId") or "main")
     scope = _scope(turn, thread)
     session_id, turn_id = str(turn["sessionId"]), str(turn["turnId"])
-    row = rows.get(session_row_id(scope.agent_wallet, session_id, turn_id)) or {}
+    row = rows.get(turn_row_id(scope.agent_wallet, session_id, turn_id)) or {}
     row_meta: Mapping[str, Any] = row.get("metadata") or {}
     meta: Mapping[str, Any] = turn.get("metadata") or {}
     return TurnRecorded(

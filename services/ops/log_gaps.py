@@ -15,14 +15,14 @@ record at all: rows written to MongoDB directly, a restored backup).
   scan. Event times (a turn's `at`, a row's `createdAt`) are not compared: a client may
   record a turn of last week today (an import does), and a healthy log then holds an event
   older than its first record.
-* **Which topics feed which rows** (`FEEDS`): session rows come from turns and workflow
+* **Which topics feed which rows** (`FEEDS`): turn rows come from turns and workflow
   checkpoints, facts and entities from remembers and extracted facts, knowledge rows from
   the knowledge topic. A row of a kind is compared with the earliest start of the topics that
   feed it, less `SKEW_MS` for the clocks of the publishers and writers.
 
 Not seen: a row rewritten after its record was lost (its `changedAt` moved on; a restore by
 `mnemostream import` stamps its own clock), transcript turns (no writer's clock; their
-session rows stand for them), and rows the jobs or requests write (archives, edits).
+turn rows stand for them), and rows the jobs or requests write (archives, edits).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ deployment, through the log, idempotently (issue 31).
    its `TurnRecorded`, every remembered fact as its `MemoryRemembered`
    (`services.ops.import_events`), each with an event id derived from the exported row, in
    event-time order. The running groups store them as they store any turn or remember
-   (transcripts, working buffers, session rows and their vectors, extracted facts, entities
+   (transcripts, working buffers, turn rows and their vectors, extracted facts, entities
    and relations, remembered facts and their graph links), announce the change, and the
    caches follow; the log now holds the tenant, so a `replay` here rebuilds it.
 2. **Waited for**: the import follows the groups' committed offsets past its events, as

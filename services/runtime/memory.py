@@ -23,7 +23,7 @@ from engine.adapters.memory import (
     InMemorySkillStore,
     InMemoryTranscriptStore,
     InMemoryVectorStore,
-    InMemoryWorkingSessions,
+    InMemoryWorkingBuffers,
 )
 from engine.adapters.memory.erasure import Droppable, InMemoryUserEraser
 from engine.adapters.memory.graph_sources import InMemoryGraphSources
@@ -42,7 +42,7 @@ def memory_stores() -> Stores:
     """Fresh, empty in-memory stores sharing rows as the MongoDB collections do."""
     memory = InMemoryItemStore()
     transcripts = InMemoryTranscriptStore()
-    working = InMemoryWorkingSessions()
+    working = InMemoryWorkingBuffers()
     relations = InMemoryRelationStore()
     pattern_layer = InMemoryPatternStore()
     patterns = InMemoryPatternCounter(mirror=pattern_layer)

@@ -22,7 +22,6 @@ from engine.adapters.mongo.history import MongoItemHistory
 from engine.adapters.mongo.items import MongoItemStore
 from engine.adapters.mongo.jobs import MongoJobStore, MongoMaintenanceStore
 from engine.adapters.mongo.pattern_counts import MongoPatternCounter
-from engine.adapters.mongo.sessions import MongoSessionStore
 from engine.adapters.mongo.skills import MongoSkillStore
 from engine.ports import QueryCache, VectorStore
 from services.runtime.parts import Stores
@@ -37,9 +36,10 @@ def mongo_stores(
 ) -> Stores:
     """Every store of the runtime over `db`; `memory` (shared with the vector index),
     `cache` and `vectors` are built by the caller."""
+    working = MongoWorkingStore(db)  # the working buffer and the sessions API: one document
     return Stores(
         transcripts=MongoTranscriptStore(db),
-        working=MongoWorkingStore(db),
+        working=working,
         memory=memory,
         items=MongoItemStore(db),
         relations=MongoRelationStore(db),
@@ -49,7 +49,7 @@ def mongo_stores(
         archives=MongoArchiveStore(db),
         maintenance=MongoMaintenanceStore(db),
         jobs=MongoJobStore(db),
-        sessions=MongoSessionStore(db),
+        sessions=working,
         evals=MongoEvalStore(db),
         cache=cache,
         vectors=vectors,

@@ -1,7 +1,7 @@
 """Batched consumption: a writer group takes the records a fetch returned (up to
 `kafka.batch_max_records`), writes them with a few bulk writes and commits once.
 
-`consume_batch` keeps the single-record guarantees (`services.stream.dlq.consume`):
+`consume_batch` keeps the single-record guarantees (`services.stream.guard.consume`):
 
 * a record no contract accepts (empty, too large, not JSON, invalid) is dead-lettered at once
   and the rest of the batch goes on;
@@ -51,7 +51,7 @@ from pydantic import BaseModel, ValidationError
 
 from engine.sealing import EventSealer, Opened
 from schemas.scope import first_error
-from services.stream.dlq import Outage, is_outage, retried, send_dead_letter, undecodable
+from services.stream.guard import Outage, is_outage, retried, send_dead_letter, undecodable
 from services.stream.handback import Rewinder, rewind_of
 from services.stream.metrics import EventProbe, Metrics
 from services.stream.pace import Pace, probe_units

@@ -21,7 +21,7 @@ from schemas.events import Event, MemoryChanged
 from schemas.scope import Scope
 from services.settings import Settings
 from services.stream.batches import BatchConsumer, records_of
-from services.stream.dlq import consume
+from services.stream.guard import consume
 from services.stream.handback import commit
 from services.stream.metrics import Metrics
 from services.stream.parsing import raw_body, safe_headers

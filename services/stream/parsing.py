@@ -32,7 +32,7 @@ def _utf8(value: bytes | None) -> bytes:
 
 async def raw_body(message: Record) -> bytes | list[bytes]:
     """The record's value (a batch: each record's), undecoded. Every handler reads the raw
-    message and validates it into its contract itself (`services.stream.dlq.consume`, or the
+    message and validates it into its contract itself (`services.stream.guard.consume`, or the
     request handlers), so a body that is not JSON reaches the code that dead-letters or
     answers it. FastStream's default decoder parsed JSON (when the producer sent
     `content-type: application/json`) before the handler ran, and its failure re-read the

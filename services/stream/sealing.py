@@ -2,7 +2,7 @@
 
 * `open_records`: a batch's values opened before they are decoded (one key lookup for the
   batch's tenants, none while the keys are cached). A store outage during the lookup is
-  waited out like a write's (`services.stream.dlq.Outage`), then raised.
+  waited out like a write's (`services.stream.guard.Outage`), then raised.
 * `SealedPublisher`: a group's publisher to a sealed topic (`topics.SEALED`) that seals what
   it publishes when the deployment has an event key, and publishes it as it is otherwise.
 """
@@ -16,7 +16,7 @@ from aiokafka import ConsumerRecord
 from pydantic import BaseModel
 
 from engine.sealing import EventSealer, Opened, Tenant, is_sealed
-from services.stream.dlq import Outage, is_outage
+from services.stream.guard import Outage, is_outage
 from services.stream.handback import Rewinder
 
 if TYPE_CHECKING:

@@ -56,7 +56,7 @@ from engine.records import (
     TurnVector,
     TurnVectorFill,
     WorkingAppend,
-    WorkingSession,
+    WorkingBuffer,
 )
 from engine.scoping import TenantFilter
 from tests.support.mongo import IMPLEMENTATIONS, mongo_database, stored_transcripts
@@ -321,7 +321,7 @@ def lines(
     )
 
 
-def working_view(s: WorkingSession) -> tuple[Any, ...]:
+def working_view(s: WorkingBuffer) -> tuple[Any, ...]:
     return (
         s.session_id,
         s.scope,

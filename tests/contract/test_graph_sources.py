@@ -151,13 +151,13 @@ async def test_every_graph_row_records_the_items_it_was_read_from(graph: Graph) 
     assert by_type["MENTIONS"].metadata[DERIVED_FROM] == ["fact_employed"]
 
 
-async def test_a_turns_extraction_is_read_from_its_session_row(graph: Graph) -> None:
-    from engine.records import session_row_id
+async def test_a_turns_extraction_is_read_from_its_turn_row(graph: Graph) -> None:
+    from engine.records import turn_row_id
 
-    await graph.writer().store(employed())  # no source given: the turn's session row
+    await graph.writer().store(employed())  # no source given: the turn's turn row
     initech = await entity(graph, "Initech")
     assert initech is not None
-    turn_row = session_row_id("0xDer", "remember", "remember:e1")
+    turn_row = turn_row_id("0xDer", "remember", "remember:e1")
     assert initech.metadata[DERIVED_FROM] == [turn_row]
 
 

@@ -268,7 +268,7 @@ async def test_newest_facts_are_active_in_scope_newest_first_fixes_16_3(
 ) -> None:
     for n in range(5):
         await seed(stores, f"f{n}", f"fact number {n}", at=T0 + n)
-    await seed(stores, "turn", "a session row", at=T0 + 99, source="session")
+    await seed(stores, "turn", "a turn row", at=T0 + 99, source="session")
     await seed(stores, "agent-level", "the agent's own fact", AGENT_ROW, at=T0 + 50)
     await seed(
         stores,
@@ -340,7 +340,7 @@ async def test_recent_items_show_replaced_facts_of_every_source_never_deleted_on
 ) -> None:
     for n in range(3):
         await seed(stores, f"f{n}", f"fact number {n}", at=T0 + n)
-    await seed(stores, "turn", "a session row", at=T0 + 99, source="session")
+    await seed(stores, "turn", "a turn row", at=T0 + 99, source="session")
     await seed(stores, "agent-level", "the agent's own fact", AGENT_ROW, at=T0 + 50)
     await seed(stores, "other", "another user's", ScopeFields(AGENT, "0xO", None, None, None))
     await delete_item(stores.items, MINE, "f0", at=T0 + 10)

@@ -58,7 +58,7 @@ async def test_transcript_index_stores_one_turn_per_exchange(gw: Gateway) -> Non
         item = await until(
             lambda turn=turn: gw.http.get(f"{PREFIX}/items/{turn['vectorId']}", params=params),
             lambda resp: resp.status_code == 200,
-            f"session row {turn['vectorId']}",
+            f"turn row {turn['vectorId']}",
             timeout=BACKLOG_TIMEOUT,
         )
         assert item.json()["item"]["source"] == "session"

@@ -24,7 +24,7 @@ from services.groups.app import needs_of, register_groups, resolve_groups
 from services.runtime import Runtime
 from services.runtime.memory import memory_runtime
 from services.settings import Settings
-from services.stream.dlq import DeadLetter
+from services.stream.guard import DeadLetter
 
 R = TypeVar("R", bound=BaseModel)
 

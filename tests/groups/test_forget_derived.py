@@ -5,7 +5,7 @@ or a bulk delete of the fact leaves none of its words in any graph row or in the
 
 from __future__ import annotations
 
-from engine.records import session_row_id
+from engine.records import turn_row_id
 from schemas import topics
 from schemas.events import MemoryRemembered
 from schemas.requests import ItemReply, ItemRequest
@@ -120,7 +120,7 @@ async def test_forgetting_the_user_leaves_no_graph_row_nor_its_words(start: Star
 async def test_deleting_a_turn_forgets_the_links_read_from_it(start: Start) -> None:
     tenant = scope()
     said = turn(tenant, EMPLOYED, "Noted.")
-    row = session_row_id(tenant.agent_wallet, said.session_id, said.turn_id)
+    row = turn_row_id(tenant.agent_wallet, said.session_id, said.turn_id)
     async with start(["transcripts", "extraction", "facts", "items"]) as g:
         await g.publish(said, topics.TURNS)
         assert EMPLOYED in graph_texts(g.rt, tenant)
@@ -132,5 +132,5 @@ async def test_deleting_a_turn_forgets_the_links_read_from_it(start: Start) -> N
         left = graph_texts(g.rt, tenant)
     assert "employed" not in left
     assert "Initech" not in left
-    # the graph layer is told too: a session row alone would only change the vectors
+    # the graph layer is told too: a turn row alone would only change the vectors
     assert [c.layers for c in g.changes] == [["graph", "vectors"]]

@@ -13,7 +13,7 @@ from services.groups.app import GROUPS, needs_of, register_groups
 from services.runtime.memory import memory_runtime
 from services.settings import Settings
 from services.stream.asyncapi import CHANNELS
-from services.stream.dlq import DeadLetter
+from services.stream.guard import DeadLetter
 from services.stream.metrics import Metrics
 
 

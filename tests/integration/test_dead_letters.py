@@ -20,7 +20,7 @@ from services.endpoints import Endpoints
 from services.runtime import Runtime
 from services.sdk.client import MemoryClient
 from services.stream.dead_letters import read_letters
-from services.stream.dlq import DeadLetter, redrive_command
+from services.stream.guard import DeadLetter, redrive_command
 from tests.support.mongo import stored_transcripts
 from tests.support.pipeline import groups_running
 

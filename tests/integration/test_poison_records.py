@@ -38,7 +38,7 @@ from schemas.sealing import IngressEvent
 from services.endpoints import Endpoints
 from services.stream.asyncapi import CHANNELS
 from services.stream.dead_letters import read_letters, redrive
-from services.stream.dlq import RAW_CAP_BYTES
+from services.stream.guard import RAW_CAP_BYTES
 from services.stream.offsets import wait_processed
 from tests.support.mongo import stored_transcripts
 from tests.support.pipeline import groups_running, subscriptions

@@ -126,7 +126,7 @@ async def test_rows_older_than_the_log_are_reported_and_not_verifiable(
             reach = await log_reach(stack.kafka_bootstrap, SOURCE_TOPICS)
             assert await database_gaps(settings, settings.mongo.db, reach, [agent]) == []
 
-            # a session row written a day before anything on the topic (the broker of this
+            # a turn row written a day before anything on the topic (the broker of this
             # test session started less than a day ago)
             old = now_ms - DAY_MS
             await live.insert_one(

@@ -155,7 +155,7 @@ async def test_a_dead_letter_and_its_log_line_carry_the_trace_id(traced: Traced)
 
     handler = Lines()
     handler.addFilter(TraceIds())
-    dlq_log = logging.getLogger("services.stream.dlq")
+    dlq_log = logging.getLogger("services.stream.guard")
     dlq_log.addHandler(handler)
     marker = uuid.uuid4().hex
     try:

@@ -64,7 +64,7 @@ from schemas.scope import Scope, ScopeError
 from schemas.sealing import IngressEvent
 from schemas.transcripts import transcript_turns
 from services.stream.asyncapi import CHANNELS
-from services.stream.dlq import DeadLetter, consume
+from services.stream.guard import DeadLetter, consume
 
 REJECTIONS = (ScopeError, ValidationError, InputRejected)
 NOW = datetime(2024, 5, 1, tzinfo=UTC)

@@ -15,7 +15,7 @@ from aiokafka.errors import CommitFailedError
 from pymongo.errors import AutoReconnect
 
 from services.stream.batches import BatchConsumer
-from services.stream.dlq import StoreUnavailable
+from services.stream.guard import StoreUnavailable
 from services.stream.handback import Rewind, commit
 from services.stream.metrics import Metrics
 from tests.support.batches import Letters, Note, batch, notes, record

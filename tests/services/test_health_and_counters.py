@@ -13,7 +13,7 @@ from engine.errors import DependencyFailed, InputRejected
 from schemas import topics
 from schemas.events import MemoryChanged
 from schemas.scope import Scope
-from services.stream.dlq import consume
+from services.stream.guard import consume
 from services.stream.health import Readiness, health_app, serving
 from services.stream.metrics import Consumed, Metrics, consumed_by
 from tests.support.net import free_port

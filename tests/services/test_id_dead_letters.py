@@ -16,7 +16,7 @@ from schemas import topics
 from schemas.events import TurnRecorded
 from schemas.inputs import turn_recorded
 from schemas.requests import ItemRequest
-from services.stream.dlq import DeadLetter, consume
+from services.stream.guard import DeadLetter, consume
 
 SOURCE = "test.ids.v1"
 

@@ -8,7 +8,7 @@ import base64
 import pytest
 
 from schemas.limits import MAX_MESSAGE_BYTES
-from services.stream.dlq import RAW_CAP_BYTES, DeadLetter, dead_letter, undecodable
+from services.stream.guard import RAW_CAP_BYTES, DeadLetter, dead_letter, undecodable
 
 
 def letter(body: bytes, *, tombstone: bool = False) -> DeadLetter:

@@ -19,10 +19,10 @@ from engine.ingest.turns import (
     IngestPolicy,
     TurnRecorder,
     compact_summary,
-    session_vector_id,
     turn_messages,
+    turn_row_id_of,
 )
-from engine.records import MemoryRow, StoredMessage, Transcript, WorkingSession
+from engine.records import MemoryRow, StoredMessage, Transcript, WorkingBuffer
 from engine.scoping import TenantFilter
 from schemas.events import TurnRecorded
 from schemas.ids import to_ms
@@ -71,7 +71,7 @@ async def transcripts(e: Engine) -> list[Transcript]:
     return await e.transcripts.recent(everyone(), 100)
 
 
-async def sessions(e: Engine) -> list[WorkingSession]:
+async def sessions(e: Engine) -> list[WorkingBuffer]:
     return await e.working.recent(everyone(), 100)
 
 
@@ -276,11 +276,11 @@ async def test_derived_timestamps_are_the_events_occurred_at(engine: Engine) -> 
 # --- session vector row --------------------------------------------------------------------
 
 
-async def test_session_row_carries_embedding_model_and_dimension(engine: Engine) -> None:
+async def test_turn_row_carries_embedding_model_and_dimension(engine: Engine) -> None:
     e = event()
     stored = await engine.recorder.record(e)
     [row] = await rows(engine)
-    assert row.vector_id == stored.vector_id == session_vector_id(e)
+    assert row.vector_id == stored.vector_id == turn_row_id_of(e)
     assert row.source == "session"
     assert row.embedding_model == engine.embedder.model == "hashing-bow-256"
     assert row.embedding_dim == engine.embedder.dimension == 256
@@ -296,13 +296,13 @@ async def test_session_row_carries_embedding_model_and_dimension(engine: Engine)
     assert np.allclose(row.embedding, expected)
 
 
-def test_session_vector_id_is_deterministic_per_turn() -> None:
+def test_turn_row_id_is_deterministic_per_turn() -> None:
     a = event(occurredAt=T0_MS)
     b = event(occurredAt=T0_MS)
     c = event(at=T0 + timedelta(seconds=1))
-    assert session_vector_id(a) == session_vector_id(b)
-    assert session_vector_id(a) != session_vector_id(c)
-    assert session_vector_id(a).startswith("vec_")
+    assert turn_row_id_of(a) == turn_row_id_of(b)
+    assert turn_row_id_of(a) != turn_row_id_of(c)
+    assert turn_row_id_of(a).startswith("vec_")
 
 
 async def test_explicit_summary_is_the_row_content(engine: Engine) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.groups.items_bulk import MAX_RECORD_AGE_MS, event_time
+from services.groups.items.bulk import MAX_RECORD_AGE_MS, event_time
 
 NOW = 1_800_000_000_000
 

@@ -110,7 +110,7 @@ def test_check_stored_reports_duplicates_missing_and_unexpected() -> None:
     assert not check.ok
     assert (check.stored, check.duplicates, check.missing, check.unexpected) == (2, 1, 1, 1)
     assert (check.messages_expected, check.messages_stored) == (4, 6)
-    assert (check.session_rows, check.session_row_duplicates) == (1, 1)
+    assert (check.turn_rows, check.turn_row_duplicates) == (1, 1)
 
 
 def test_check_stored_leaves_unacknowledged_turns_out() -> None:

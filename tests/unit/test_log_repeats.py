@@ -17,7 +17,7 @@ class Clock:
         return self.now
 
 
-def record(msg: str, *args: object, name: str = "services.stream.dlq") -> logging.LogRecord:
+def record(msg: str, *args: object, name: str = "services.stream.guard") -> logging.LogRecord:
     return logging.LogRecord(name, logging.ERROR, __file__, 1, msg, args, None)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine.adapters.memory import InMemoryMemoryStore
-from engine.records import MemoryRow, ScopeFields, outdated_since, outdated_turns, session_row_id
+from engine.records import MemoryRow, ScopeFields, outdated_since, outdated_turns, turn_row_id
 from engine.retrieval.vector_index import ExactVectorIndex
 from engine.scoping import TenantFilter
 
@@ -36,7 +36,7 @@ def fact(vid: str, turn: str, invalid_at: int | None, at: int = 1_000) -> Memory
 
 def turn(turn_id: str) -> MemoryRow:
     return MemoryRow(
-        session_row_id("0xA", "s1", turn_id),
+        turn_row_id("0xA", "s1", turn_id),
         SCOPE,
         f"user: {turn_id}",
         VEC,
@@ -49,7 +49,7 @@ def turn(turn_id: str) -> MemoryRow:
 
 def test_a_turn_is_outdated_from_its_first_replaced_fact() -> None:
     rows = [fact("f1", "t-old", 5_000), fact("f2", "t-old", 3_000), fact("f3", "t-new", None)]
-    assert outdated_turns(rows) == {session_row_id("0xA", "s1", "t-old"): 3_000}
+    assert outdated_turns(rows) == {turn_row_id("0xA", "s1", "t-old"): 3_000}
 
 
 async def test_the_index_marks_the_turn_row_whichever_was_stored_first() -> None:
@@ -63,6 +63,6 @@ async def test_the_index_marks_the_turn_row_whichever_was_stored_first() -> None
         )
         marks = {row.vector_id: outdated_since(row.metadata) for row, _ in found}
         assert marks == {
-            session_row_id("0xA", "s1", "t-old"): 4_000,
-            session_row_id("0xA", "s1", "t-new"): None,
+            turn_row_id("0xA", "s1", "t-old"): 4_000,
+            turn_row_id("0xA", "s1", "t-new"): None,
         }, order

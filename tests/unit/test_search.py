@@ -19,7 +19,7 @@ from engine.adapters.memory import (
 from engine.errors import DependencyFailed
 from engine.ingest.turns import TurnRecorder
 from engine.ports import InputType, PatternStore, Vector, WorkingStore
-from engine.records import PatternRecord, WorkingAppend, WorkingSession
+from engine.records import PatternRecord, WorkingAppend, WorkingBuffer
 from engine.retrieval.search import MemorySearch, invalidate
 from engine.retrieval.vector_index import ExactVectorIndex
 from engine.scoping import (
@@ -69,14 +69,14 @@ class FailingWorkingStore:
     async def append(self, lines: WorkingAppend, keep: int) -> bool:
         return True
 
-    async def recent(self, where: TenantFilter, limit: int) -> list[WorkingSession]:
+    async def recent(self, where: TenantFilter, limit: int) -> list[WorkingBuffer]:
         raise DependencyFailed("working store is down")
 
 
 class BrokenWorkingStore(FailingWorkingStore):
     """A working store with a programming error (not a dependency failure)."""
 
-    async def recent(self, where: TenantFilter, limit: int) -> list[WorkingSession]:
+    async def recent(self, where: TenantFilter, limit: int) -> list[WorkingBuffer]:
         raise RuntimeError("bug")
 
 
@@ -323,7 +323,7 @@ class CountingWorkingStore:
     async def append(self, lines: WorkingAppend, keep: int) -> bool:
         return await self.inner.append(lines, keep)
 
-    async def recent(self, where: TenantFilter, limit: int) -> list[WorkingSession]:
+    async def recent(self, where: TenantFilter, limit: int) -> list[WorkingBuffer]:
         self.reads += 1
         return await self.inner.recent(where, limit)
 

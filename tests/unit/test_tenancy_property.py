@@ -128,7 +128,7 @@ class World:
     patterns: InMemoryPatternStore
     archives: InMemoryArchiveStore
     owners: dict[str, Tenant] = field(default_factory=dict)
-    """Item id (fact, session row, pattern, archive, turn) → the tenant that wrote it."""
+    """Item id (fact, turn row, pattern, archive, turn) → the tenant that wrote it."""
     facts: list[tuple[Tenant, str, str]] = field(default_factory=list)
     """Inserted facts: (tenant, content, vector id)."""
     knowledge: set[str] = field(default_factory=set)

@@ -83,7 +83,7 @@ def test_content_clips_each_message_and_the_total() -> None:
 # -- record_checkpoint -----------------------------------------------------------------------
 
 
-async def test_record_checkpoint_stores_a_scoped_session_row_once() -> None:
+async def test_record_checkpoint_stores_a_scoped_turn_row_once() -> None:
     memory, embedder = InMemoryMemoryStore(), HashingEmbedder()
     cp = checkpoint()
     vector_id = await record_checkpoint(memory, embedder, cp, AT)

@@ -23,7 +23,7 @@ from engine.adapters.memory.sessions import InMemorySessionStore
 from engine.adapters.memory.transcripts import InMemoryTranscriptStore
 from engine.adapters.memory.vectors import InMemoryVectorStore
 from engine.adapters.memory.working import WORKING_TURN_VECTORS, InMemoryWorkingStore
-from engine.adapters.memory.working_sessions import InMemoryWorkingSessions
+from engine.adapters.memory.working_buffers import InMemoryWorkingBuffers
 
 __all__ = [
     "WORKING_TURN_VECTORS",
@@ -44,6 +44,6 @@ __all__ = [
     "InMemorySkillStore",
     "InMemoryTranscriptStore",
     "InMemoryVectorStore",
-    "InMemoryWorkingSessions",
+    "InMemoryWorkingBuffers",
     "InMemoryWorkingStore",
 ]

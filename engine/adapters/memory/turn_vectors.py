@@ -7,9 +7,9 @@ from collections.abc import MutableMapping, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
-from engine.records import Transcript, TurnVectorFill, WorkingSession
+from engine.records import Transcript, TurnVectorFill, WorkingBuffer
 
-D = TypeVar("D", Transcript, WorkingSession)
+D = TypeVar("D", Transcript, WorkingBuffer)
 
 
 def attach_turn_vectors(

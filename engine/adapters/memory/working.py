@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from engine.adapters.memory.erasure import drop_user
 from engine.adapters.memory.turn_vectors import attach_turn_vectors
-from engine.records import TurnVectorFill, WorkingAppend, WorkingSession
+from engine.records import TurnVectorFill, WorkingAppend, WorkingBuffer
 from engine.scoping import TenantFilter
 
 WORKING_TURN_VECTORS = 6
@@ -15,7 +15,7 @@ WORKING_TURN_VECTORS = 6
 
 class InMemoryWorkingStore:
     def __init__(self) -> None:
-        self._docs: dict[str, WorkingSession] = {}
+        self._docs: dict[str, WorkingBuffer] = {}
         self._turns: dict[str, list[str]] = {}
 
     def drop_user(self, agent_wallet: str, user_address: str) -> int:
@@ -32,7 +32,7 @@ class InMemoryWorkingStore:
         seen.append(lines.turn_id)
         old = self._docs.get(key)
         newest_first = [*reversed(lines.lines), *(old.lines if old else [])][:keep]
-        self._docs[key] = WorkingSession(
+        self._docs[key] = WorkingBuffer(
             session_id=lines.session_id,
             scope=old.scope if old else lines.scope,
             lines=newest_first,
@@ -52,7 +52,7 @@ class InMemoryWorkingStore:
     async def add_turn_vectors(self, fills: Sequence[TurnVectorFill]) -> int:
         return attach_turn_vectors(self._docs, fills, WORKING_TURN_VECTORS)
 
-    async def recent(self, where: TenantFilter, limit: int) -> list[WorkingSession]:
+    async def recent(self, where: TenantFilter, limit: int) -> list[WorkingBuffer]:
         docs = [d for d in self._docs.values() if where.admits(d.scope)]
         docs.sort(key=lambda d: (-d.last_accessed_at, d.session_id))
         return docs[:limit]

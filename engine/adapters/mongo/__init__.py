@@ -14,8 +14,8 @@ collection, docs/operations.md#local-servers; it is good practice anyway).
 | module | store | collection |
 | --- | --- | --- |
 | `transcripts` | `MongoTranscriptStore` | `session_transcripts` (heads), `transcript_turns` |
-| `working` | `MongoWorkingStore` | `sessions` (working buffer) |
-| `sessions` | `MongoSessionStore` | `sessions` (reads and edits) |
+| `working` | `MongoWorkingStore` | `sessions` (the working buffer; also the sessions API's port) |
+| `sessions` | `MongoSessionStore` | `sessions` (the sessions API's reads and edits; a base) |
 | `memory_rows` | `MongoMemoryStore` | `memory` |
 | `items` | `MongoItemStore` | `memory` (single rows) |
 | `history` | `MongoItemHistory` | `memory_history` (every change of an item) |

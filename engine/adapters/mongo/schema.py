@@ -61,7 +61,7 @@ INDEXES: Mapping[str, Sequence[IndexModel]] = {
         # also serves a user's read widened to the agent's knowledge: each branch of its
         # `$or` (documents.tenant_query) is a prefix (agent, user) / (agent, null, source)
         IndexModel([*_TENANT, ("source", ASCENDING), ("metadata.status", ASCENDING)]),
-        # facts only (every slot query names `source: "fact"`): a session row, most of the
+        # facts only (every slot query names `source: "fact"`): a turn row, most of the
         # collection, writes no entry here
         IndexModel(
             [*_TENANT, ("metadata.slot", ASCENDING)],

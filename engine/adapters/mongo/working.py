@@ -1,13 +1,14 @@
-"""`WorkingStore` on MongoDB: the working buffer of each session in the `sessions`
-collection (`_id` is `ScopeFields.document_key`), appended once per turn (`append_once`)."""
+"""`WorkingStore` on MongoDB: the working buffer of each thread in the `sessions`
+collection (`_id` is `ScopeFields.document_key`), appended once per turn (`append_once`).
+One adapter for the one document: the reads and edits of the sessions API
+(`engine.upkeep.sessions.SessionStore`) are inherited from `MongoSessionStore`, and the runtime
+hands the same object to both ports."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from pymongo import DESCENDING
-from pymongo.asynchronous.collection import AsyncCollection
-from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
 from engine.adapters.mongo.batches import (
@@ -25,9 +26,9 @@ from engine.adapters.mongo.documents import (
     turn_vector_doc,
     turn_vector_of,
 )
-from engine.adapters.mongo.schema import SESSIONS
+from engine.adapters.mongo.sessions import MongoSessionStore
 from engine.errors import DependencyFailed
-from engine.records import TurnVectorFill, WorkingAppend, WorkingSession
+from engine.records import TurnVectorFill, WorkingAppend, WorkingBuffer
 from engine.scoping import TenantFilter
 
 WORKING_TURN_VECTORS = 6
@@ -36,10 +37,7 @@ WORKING_TURN_IDS_KEPT = 1000
 """Turn ids remembered per working buffer for idempotency (older redeliveries re-append)."""
 
 
-class MongoWorkingStore:
-    def __init__(self, db: AsyncDatabase[Doc]) -> None:
-        self._col: AsyncCollection[Doc] = db[SESSIONS]
-
+class MongoWorkingStore(MongoSessionStore):
     async def append(self, lines: WorkingAppend, keep: int) -> bool:
         key = lines.scope.document_key(lines.session_id)
         update = _update([lines], keep)
@@ -70,7 +68,7 @@ class MongoWorkingStore:
             keep=WORKING_TURN_VECTORS,
         )
 
-    async def recent(self, where: TenantFilter, limit: int) -> list[WorkingSession]:
+    async def recent(self, where: TenantFilter, limit: int) -> list[WorkingBuffer]:
         try:
             cursor = (
                 self._col.find(tenant_query(where), {"turnIds": 0})
@@ -80,11 +78,11 @@ class MongoWorkingStore:
             docs = await cursor.to_list(length=limit)
         except PyMongoError as exc:
             raise DependencyFailed(f"working read failed: {exc}") from exc
-        out: list[WorkingSession] = []
+        out: list[WorkingBuffer] = []
         for d in docs:
             memory = d.get("workingMemory") or {}
             out.append(
-                WorkingSession(
+                WorkingBuffer(
                     session_id=d["sessionId"],
                     scope=scope_of(d),
                     lines=list(reversed(memory.get("context") or [])),

@@ -19,7 +19,7 @@ scored by the newest turns' vectors only, the turns it shows."""
 SCENE_TURNS = 1000
 """Turns of each thread the scene layer searches, the newest: a thread's transcript is no
 longer bounded by a document's size (issue 29), and a search must not read a 50,000-turn
-thread whole. Older turns are found by the vectors layer (every turn's session row)."""
+thread whole. Older turns are found by the vectors layer (every turn's turn row)."""
 _SPACES = re.compile(r"\s+")
 
 

@@ -4,7 +4,7 @@ records every change in the item history (caused by the request: its correlation
 `item.<op>`, the request's `actor`) and announces `MemoryChanged` for every change (a
 forgotten user's: every layer), after bumping the changed scope's cache namespace itself,
 so the requester's next search reads its own write; also working-session requests
-(`services.groups.items_sessions`, on `memory.sessions.v1`)."""
+(`services.groups.items.sessions`, on `memory.sessions.v1`)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from engine.upkeep.listings import newest_facts
 from schemas import topics
 from schemas.requests import ALL_LAYERS, ItemReply, ItemRequest
 from schemas.scope import Scope, first_error
-from services.groups import items_bulk, items_scan, items_sessions
+from services.groups.items import bulk, scan, sessions
 from services.runtime import Runtime
 from services.stream.consumers import EXPIRED, GroupRouter, expired
 from services.stream.metrics import Metrics
@@ -141,7 +141,7 @@ async def handle(rt: Runtime, request: ItemRequest, cause: Cause) -> list[Memory
         ]
     if request.op == "delete":
         gone = await delete_item(store, where, request.id, hard=request.hard, at=at, ledger=ledger)
-        await items_bulk.forget_read_from(rt, where, [gone.vector_id], at, ledger)
+        await bulk.forget_read_from(rt, where, [gone.vector_id], at, ledger)
         return [gone]
     if request.op == "restore":
         half_life = rt.settings.search.half_life_days
@@ -167,7 +167,7 @@ async def handle(rt: Runtime, request: ItemRequest, cause: Cause) -> list[Memory
 
 def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
     group = GroupRouter(GROUP, rt, metrics)
-    items_sessions.wire(group)
+    sessions.wire(group)
 
     async def forget(scope: Scope) -> ItemReply:
         keys = rt.sealer or rt.stores.tenant_keys  # shredded even where no key is set
@@ -191,9 +191,9 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
             if request.op == "history":
                 return await history(rt, request)
             if request.op in ("scan", "read"):
-                reader = items_scan.scan if request.op == "scan" else items_bulk.read
+                reader = scan.scan if request.op == "scan" else bulk.read
                 return await reader(rt, request, _public)
-            writer = items_bulk.writer(message) if request.op == "write" else handle
+            writer = bulk.writer(message) if request.op == "write" else handle
             rows = await writer(rt, request, cause_of(request, message.correlation_id))
         except ValidationError as exc:
             return ItemReply(error=first_error(exc))
@@ -214,7 +214,7 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
                 # the announcement
                 await invalidate(rt.cache, scope, rt.search_policy, layers)
         if request.op == "write":  # its reply holds what it reads back, if anything
-            return await items_bulk.read(rt, request, _public)
+            return await bulk.read(rt, request, _public)
         return ItemReply(items=[_public(r) for r in rows])
 
     return group.router

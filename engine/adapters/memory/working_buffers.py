@@ -11,7 +11,7 @@ from engine.scoping import TenantFilter
 from engine.upkeep.sessions import SessionDocument, SessionEdit
 
 
-class InMemoryWorkingSessions(InMemoryWorkingStore):
+class InMemoryWorkingBuffers(InMemoryWorkingStore):
     """Working buffers that are also `SessionStore` sessions, as in MongoDB where both are
     one document: every append is mirrored into a session document (context oldest first).
     Edits through the session side are not mirrored back into the working lines."""

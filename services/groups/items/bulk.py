@@ -25,7 +25,7 @@ from engine.scoping import TenantFilter, scope_fields, tenant_filter
 from engine.upkeep.derived import forget_derived
 from engine.upkeep.item_writes import Write, write_items
 from schemas.requests import ItemReply, ItemRequest
-from services.groups.items_scan import PAGE_BYTES
+from services.groups.items.scan import PAGE_BYTES
 from services.runtime import Runtime
 
 

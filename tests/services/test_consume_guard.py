@@ -18,7 +18,7 @@ from engine.errors import DependencyFailed, InputRejected
 from schemas import topics
 from schemas.events import MemoryChanged
 from schemas.scope import Scope
-from services.stream.dlq import DeadLetter, StoreUnavailable, consume, is_outage, retried
+from services.stream.guard import DeadLetter, StoreUnavailable, consume, is_outage, retried
 from services.stream.metrics import EventProbe
 
 SOURCE = "test.source.v1"
