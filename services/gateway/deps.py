@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
-from pydantic import BaseModel
 
 from schemas.admin import R, result_of
 from schemas.bodies import ScopeInput
@@ -24,11 +23,6 @@ def memory_client(request: Request) -> MemoryClient:
 
 
 Client = Annotated[MemoryClient, Depends(memory_client)]
-
-
-def raw(body: BaseModel) -> dict[str, Any]:
-    """The keys the caller sent (extra keys included), for the loose parsers."""
-    return body.model_dump(exclude_unset=True)
 
 
 def body_scope(caller: Principal, data: dict[str, Any]) -> Scope:

@@ -25,7 +25,7 @@ from schemas.requests import MAX_WAIT_SECONDS, ContextReply
 from schemas.scope import ScopeError
 from schemas.turn_input import TurnInput
 from services.gateway.auth import Caller, Principal
-from services.gateway.deps import Client, input_scope, raw
+from services.gateway.deps import Client, input_scope
 from services.gateway.errors import ERRORS
 from services.gateway.limits import StrictJsonRoute
 from services.gateway.models import (
@@ -200,10 +200,8 @@ async def loop(
 ) -> ContextResponse | TurnAccepted | RememberAccepted:
     """One loop step by name (`step` or `op`): pre_turn answers 200, the writes 202 (200 with
     `wait=true`, once visible)."""
-    data = raw(body)
-    name = data.pop("step", None)
-    alias = data.pop("op", None)
-    step = STEPS.get(name if isinstance(name, str) else alias if isinstance(alias, str) else "")
+    step = STEPS.get((body.step if body.step is not None else body.op) or "")
+    data = body.model_extra or {}  # the step's own body, parsed once by its model below
     if step is None:
         raise ScopeError("step must be pre_turn, post_turn, or remember")
     if step == "pre_turn":
