@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
 
 from schemas.admin import R, result_of
 from schemas.bodies import ScopeInput
 from schemas.requests import AdminReply, ItemReply
 from schemas.scope import Scope
-from services.gateway.auth import Principal
+from services.gateway.auth import Caller, Principal
 from services.gateway.errors import ApiError
 from services.sdk.client import MemoryClient
 
@@ -60,6 +60,27 @@ def query_scope(
         "haiId": hai_id,
     }
     return body_scope(caller, {k: v for k, v in fields.items() if v is not None})
+
+
+AgentQuery = Annotated[
+    str | None,
+    Query(
+        alias="agentWallet", max_length=256, description="Required unless the credential names one."
+    ),
+]
+UserQuery = Annotated[str | None, Query(alias="userAddress", max_length=256)]
+
+
+def tenant_query(
+    caller: Caller, agent_wallet: AgentQuery = None, user_address: UserQuery = None
+) -> Scope:
+    """FastAPI dependency: the tenant named by the query string (`agentWallet`,
+    `userAddress`), allowed for the caller (`query_scope`)."""
+    return query_scope(caller, agent_wallet, user_address)
+
+
+QueryScope = Annotated[Scope, Depends(tenant_query)]
+"""Route parameter type: the tenant of a GET/DELETE, from its query string, checked."""
 
 
 def item_rows(reply: ItemReply) -> list[dict[str, Any]]:

@@ -22,10 +22,10 @@ from schemas.operation_input import ResolveInput
 from services.gateway.auth import Caller
 from services.gateway.deps import (
     Client,
+    QueryScope,
     at_most,
     input_scope,
     item_rows,
-    query_scope,
 )
 from services.gateway.errors import ERRORS, NOT_FOUND
 from services.gateway.item_models import (
@@ -45,11 +45,6 @@ from services.gateway.models import (
 router = APIRouter(tags=["items"], responses=ERRORS, route_class=StrictJsonRoute)
 
 ItemId = Annotated[str, Path(min_length=1, max_length=200, description="The item's id.")]
-AgentQuery = Annotated[
-    str | None,
-    Query(alias="agentWallet", max_length=256, description="Required unless the token names one."),
-]
-UserQuery = Annotated[str | None, Query(alias="userAddress", max_length=256)]
 
 
 @router.post("/layers/search", response_model=LayerSearchResponse)
@@ -76,12 +71,9 @@ async def search_items(
 async def get_item(
     id: ItemId,
     client: Client,
-    caller: Caller,
-    agent_wallet: AgentQuery = None,
-    user_address: UserQuery = None,
+    scope: QueryScope,
 ) -> ItemResponse:
     """One active item: `{item}` (deleted and superseded items are 404)."""
-    scope = query_scope(caller, agent_wallet, user_address)
     return ItemResponse(item=item_rows(await client.item("get", id, scope))[0])
 
 
@@ -104,12 +96,10 @@ async def delete_item(
     id: ItemId,
     client: Client,
     caller: Caller,
-    agent_wallet: AgentQuery = None,
-    user_address: UserQuery = None,
+    scope: QueryScope,
     hard_delete: Annotated[bool, Query(alias="hardDelete")] = False,
 ) -> ItemDeleted:
     """Soft delete (status `deleted`, hidden everywhere) or, with `hardDelete=true`, remove."""
-    scope = query_scope(caller, agent_wallet, user_address)
     reply = await client.item("delete", id, scope, hard=hard_delete, actor=caller.actor)
     rows = item_rows(reply)
     return ItemDeleted(deleted=True, hardDeleted=hard_delete, item=rows[0] if rows else None)
@@ -131,9 +121,7 @@ async def restore_item(
 async def item_history(
     id: ItemId,
     client: Client,
-    caller: Caller,
-    agent_wallet: AgentQuery = None,
-    user_address: UserQuery = None,
+    scope: QueryScope,
     limit: Annotated[int | None, Query(ge=1, description="At most 200 (the newest).")] = None,
 ) -> ItemHistoryResponse:
     """Every change of the item, oldest first: `{itemId, item, validity, history}` — `item`
@@ -141,7 +129,6 @@ async def item_history(
     `invalidAt`, `supersededBy`), `history` the entries (`kind`, `at`, `cause`, `actor`,
     `oldContent`, `newContent`, `details`). Another tenant's item is 404, like a missing
     one."""
-    scope = query_scope(caller, agent_wallet, user_address)
     reply = await client.history(id, scope, limit=at_most(limit, 200, 200))
     rows = item_rows(reply)
     item = rows[0] if rows else None

@@ -33,6 +33,7 @@ from schemas.jobs import job_agents
 from schemas.scope import Scope
 from services.gateway.auth import Caller
 from services.gateway.deps import (
+    AgentQuery,
     Client,
     admin_result,
     at_most,
@@ -48,13 +49,6 @@ ARCHIVE_SYNC_TIMEOUT_SECONDS = 30.0
 """Pinning waits for Pinata (up to its own 10 s timeout)."""
 EVAL_TIMEOUT_SECONDS = 60.0
 """An eval runs one search per test case: it may take longer than a single read."""
-
-AgentQuery = Annotated[
-    str | None,
-    Query(
-        alias="agentWallet", max_length=256, description="Required unless the credential names one."
-    ),
-]
 
 
 @router.post("/jobs", response_model=JobRecordOut, status_code=202)

@@ -24,33 +24,25 @@ from schemas.admin import (
 from schemas.bodies import ScopeInput
 from schemas.operation_input import PromoteInput
 from services.gateway.auth import Caller
-from services.gateway.deps import Client, admin_result, at_most, input_scope, query_scope
+from services.gateway.deps import Client, QueryScope, admin_result, at_most, input_scope
 from services.gateway.errors import ERRORS, NOT_FOUND
 from services.gateway.limits import StrictJsonRoute
 
 router = APIRouter(tags=["patterns"], responses=ERRORS, route_class=StrictJsonRoute)
 
 Id = Annotated[str, Path(min_length=1, max_length=200)]
-AgentQuery = Annotated[
-    str | None,
-    Query(alias="agentWallet", max_length=256, description="Required unless the token names one."),
-]
-UserQuery = Annotated[str | None, Query(alias="userAddress", max_length=256)]
 LimitQuery = Annotated[int, Query(ge=1, description="Default 20, at most 100 (lowered to it).")]
 
 
 @router.get("/patterns", response_model=PatternsResponse)
 async def list_patterns(
     client: Client,
-    caller: Caller,
-    agent_wallet: AgentQuery = None,
-    user_address: UserQuery = None,
+    scope: QueryScope,
     pattern_type: Annotated[str | None, Query(alias="patternType", max_length=64)] = None,
     min_success_rate: Annotated[float | None, Query(alias="minSuccessRate", ge=0, le=1)] = None,
     limit: LimitQuery = 20,
 ) -> PatternsResponse:
     """`{patterns}`: success rate↓, executions↓, last executed↓."""
-    scope = query_scope(caller, agent_wallet, user_address)
     reply = await client.admin(
         "patterns.list",
         scope,
@@ -65,12 +57,9 @@ async def list_patterns(
 async def get_pattern(
     id: Id,
     client: Client,
-    caller: Caller,
-    agent_wallet: AgentQuery = None,
-    user_address: UserQuery = None,
+    scope: QueryScope,
 ) -> PatternResponse:
     """`{pattern}`."""
-    scope = query_scope(caller, agent_wallet, user_address)
     reply = await client.admin("patterns.get", scope, id=id)
     return admin_result(reply, PatternResponse)
 
@@ -104,14 +93,11 @@ async def promote_pattern(
 @router.get("/skills", response_model=SkillsResponse)
 async def list_skills(
     client: Client,
-    caller: Caller,
-    agent_wallet: AgentQuery = None,
-    user_address: UserQuery = None,
+    scope: QueryScope,
     category: Annotated[str | None, Query(max_length=64)] = None,
     limit: LimitQuery = 20,
 ) -> SkillsResponse:
     """`{skills}`: success rate↓, usage↓, created↓."""
-    scope = query_scope(caller, agent_wallet, user_address)
     reply = await client.admin(
         "skills.list", scope, limit=at_most(limit, 20, 100), category=category
     )
@@ -122,11 +108,8 @@ async def list_skills(
 async def get_skill(
     id: Id,
     client: Client,
-    caller: Caller,
-    agent_wallet: AgentQuery = None,
-    user_address: UserQuery = None,
+    scope: QueryScope,
 ) -> SkillResponse:
     """`{skill}`."""
-    scope = query_scope(caller, agent_wallet, user_address)
     reply = await client.admin("skills.get", scope, id=id)
     return admin_result(reply, SkillResponse)

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path
 from pydantic import BaseModel, Field
 
 from schemas.item_input import WorkingPatchInput
 from schemas.operation_input import CompressInput
 from schemas.requests import SessionReply
 from services.gateway.auth import Caller
-from services.gateway.deps import Client, input_scope, query_scope
+from services.gateway.deps import Client, QueryScope, input_scope
 from services.gateway.errors import ERRORS, NOT_FOUND, ApiError, ErrorBody
 from services.gateway.limits import StrictJsonRoute
 from services.gateway.models import SessionResponse, SessionUpdated
@@ -34,12 +34,6 @@ SessionId = Annotated[
     str,
     Path(min_length=1, max_length=600, description="The session id (`session:global:…`)."),
 ]
-
-AgentQuery = Annotated[
-    str | None,
-    Query(alias="agentWallet", max_length=256, description="Required unless the token names one."),
-]
-UserQuery = Annotated[str | None, Query(alias="userAddress", max_length=256)]
 
 
 def _session(reply: SessionReply) -> dict[str, object]:
@@ -54,18 +48,10 @@ def _session(reply: SessionReply) -> dict[str, object]:
 async def get_working(
     id: SessionId,
     client: Client,
-    caller: Caller,
-    agent_wallet: Annotated[
-        str | None,
-        Query(
-            alias="agentWallet", max_length=256, description="Required unless the token names one."
-        ),
-    ] = None,
-    user_address: Annotated[str | None, Query(alias="userAddress", max_length=256)] = None,
+    scope: QueryScope,
 ) -> SessionResponse:
     """`{session}`: the working buffer (`workingMemory.context` oldest first, `entities`,
     `state`), metadata and times in ms; reading it moves `lastAccessedAt`."""
-    scope = query_scope(caller, agent_wallet, user_address)
     return SessionResponse(session=_session(await client.session("get", id, scope)))
 
 
