@@ -54,6 +54,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 from cachetools import LRUCache
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_chain, wait_fixed
 
 __all__ = ["ReaderStats", "ReplyReader", "ReplyReaderFailed"]
 
@@ -288,26 +289,28 @@ class ReplyReader:
             await consumer.stop()
 
     async def _open(self) -> AIOKafkaConsumer:
-        """A new consumer at the reader's position; retried, and the reader failed after
-        `open_attempts` failures in a row (then retried every `retry_seconds`)."""
-        failures = 0
-        while True:
-            try:
+        """A new consumer at the reader's position, retried 0.2, 0.4, 0.8 s … apart, then every
+        `retry_seconds` with the reader failed (module doc)."""
+        backoff = (wait_fixed(0.1 * 2**n) for n in range(1, self._open_attempts))
+        async for attempt in AsyncRetrying(
+            retry=retry_if_exception_type((KafkaError, OSError, TimeoutError)),
+            wait=wait_chain(*backoff, wait_fixed(self._retry_seconds)),
+            before_sleep=self._not_opened,
+        ):
+            with attempt:
                 async with asyncio.timeout(max(10.0, self.stall_seconds)):
                     consumer = await self._new_consumer()
-            except (KafkaError, OSError, TimeoutError) as exc:
-                failures += 1
-                log.warning("reply reader: no consumer for %s (%r)", self.partition.topic, exc)
-                if failures >= self._open_attempts:
-                    self._fail(f"no consumer could be started ({failures} tries): {exc!r}")
-                    await asyncio.sleep(self._retry_seconds)
-                else:
-                    await asyncio.sleep(0.1 * 2**failures)
-                continue
-            if self.failure is not None:
-                log.warning("reply reader of %s is back", self.partition.topic)
-                self.failure = None
-            return consumer
+        if self.failure is not None:
+            log.warning("reply reader of %s is back", self.partition.topic)
+            self.failure = None
+        return consumer
+
+    def _not_opened(self, state: RetryCallState) -> None:
+        failures = state.attempt_number
+        exc = state.outcome.exception() if state.outcome is not None else None
+        log.warning("reply reader: no consumer for %s (%r)", self.partition.topic, exc)
+        if failures >= self._open_attempts:
+            self._fail(f"no consumer could be started ({failures} tries): {exc!r}")
 
     async def _watch(self, consumer: AIOKafkaConsumer, reader: asyncio.Task[None]) -> str:
         """Returns why the consumer must be replaced; repairs what it can in place."""

@@ -126,36 +126,32 @@ class GroupRouter(Generic[W]):
         `fetch_wait_ms` overrides the wait chosen by `interactive`."""
         kafka = self.rt.settings.kafka
         wait = fetch_wait_ms or (kafka.reply_fetch_wait_ms if interactive else kafka.fetch_wait_ms)
+        shared: dict[str, Any] = {
+            "group_id": self.group_id(part),
+            "auto_offset_reset": "earliest",
+            "session_timeout_ms": kafka.session_timeout_ms,
+            "heartbeat_interval_ms": kafka.heartbeat_interval_ms,
+            "max_poll_interval_ms": kafka.max_poll_interval_ms,
+            "fetch_max_wait_ms": wait,
+            "parser": safe_headers,
+            "decoder": raw_body,
+        }
         if batch is not None:
-            return self.router.subscriber(  # type: ignore[return-value]
+            return self.router.subscriber(  # type: ignore[no-any-return]
                 topic,
                 *more,
-                group_id=self.group_id(part),
-                auto_offset_reset="earliest",
-                session_timeout_ms=kafka.session_timeout_ms,
-                heartbeat_interval_ms=kafka.heartbeat_interval_ms,
-                max_poll_interval_ms=kafka.max_poll_interval_ms,
-                fetch_max_wait_ms=wait,
+                **shared,
                 ack_policy=ack_policy,
                 batch=True,
                 max_records=batch,
                 batch_timeout_ms=kafka.batch_wait_ms,
-                parser=safe_headers,
-                decoder=raw_body,
             )
-        return self.router.subscriber(
+        return self.router.subscriber(  # type: ignore[no-any-return]
             topic,
             *more,
-            group_id=self.group_id(part),
-            auto_offset_reset="earliest",
-            session_timeout_ms=kafka.session_timeout_ms,
-            heartbeat_interval_ms=kafka.heartbeat_interval_ms,
-            max_poll_interval_ms=kafka.max_poll_interval_ms,
-            fetch_max_wait_ms=wait,
+            **shared,
             ack_policy=AckPolicy.ACK_FIRST if workers > 1 else ack_policy,
             max_workers=workers,
-            parser=safe_headers,
-            decoder=raw_body,
         )
 
     def replier(
