@@ -16,8 +16,8 @@ from starlette.requests import Request
 from schemas.dead_letters import DeadLetter
 from schemas.requests import ContextItem, ContextReply, ContextUsage
 from services.gateway.console.html import esc, page, when
+from services.gateway.console.login import same_origin
 from services.gateway.console.reports import letters_view, playground_view
-from services.gateway.console.session import same_origin
 from services.gateway.console.views import facts_view, graph_view, layer_hits, rows_table
 from services.gateway.errors import ApiError
 from services.stream.dead_letters import Letter

@@ -23,7 +23,7 @@ from schemas.scope import Scope, ScopeError
 from services.gateway.auth import Principal
 from services.gateway.console import reports, views
 from services.gateway.console.html import CSS, SECURITY_HEADERS, esc, page
-from services.gateway.console.session import caller_of, forget, form, keep, same_origin, sign_in
+from services.gateway.console.login import caller_of, forget, form, keep, same_origin, sign_in
 from services.gateway.deps import admin_result, query_scope
 from services.gateway.errors import ApiError
 from services.sdk.client import MemoryClient, RequestFailed

@@ -6,7 +6,7 @@ http://localhost), `SameSite=Strict` and `Path=/console` (never sent by another 
 page, nor to the API routes).
 
 The cookie holds the credential itself, checked again on every request exactly as the API
-checks it, so the console keeps no session state (any gateway process answers), a removed
+checks it, so the console keeps no login state (any gateway process answers), a removed
 key or an expired token stops working at once, and a cookie names nothing its holder
 could not already use. Every form post must also come from the console's own origin
 (`same_origin`)."""
@@ -21,7 +21,7 @@ from services.gateway.auth import Authenticator, Principal
 from services.gateway.errors import ApiError
 
 COOKIE = "mnemostream_console"
-SESSION_SECONDS = 8 * 3_600
+LOGIN_SECONDS = 8 * 3_600
 """How long the browser keeps the cookie (a JWT inside stops at its own `exp` sooner)."""
 MAX_CREDENTIAL_CHARS = 4_000
 """Longer than any key or token the gateway issues, shorter than a browser's cookie limit."""
@@ -62,7 +62,7 @@ def keep(response: Response, credential: str) -> None:
     response.set_cookie(
         COOKIE,
         credential.strip(),
-        max_age=SESSION_SECONDS,
+        max_age=LOGIN_SECONDS,
         path=PATH,
         secure=True,
         httponly=True,
