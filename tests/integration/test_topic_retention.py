@@ -1,7 +1,7 @@
 """Retention as a decision (issue 31) on the real Kafka-protocol broker: topics are created
 with their class's retention.ms, a source topic that would drop records is reported, and a
 replay finds the log whole (the local broker neither enforces retention nor deletes
-records, so a truncated head is covered by the unit tests of `truncations`)."""
+records: a truncated head is tested on its S3 engine, `test_truncated_log.py`)."""
 
 from __future__ import annotations
 
