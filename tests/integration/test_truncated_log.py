@@ -3,11 +3,13 @@ says what it cannot rebuild, and `replay --verify` does not call the rebuild equ
 
 The session's broker cannot lose records (no retention, no DeleteRecords), so this test runs
 the same broker on its S3 engine over a local S3 server and drops the partition's first
-batches there, as retention drops the oldest segments (`tests/support/s3_broker.py`)."""
+batches there, as retention drops the oldest segments (`tests/support/s3_broker.py`). On a
+broker of its own, a group started on a source topic with a finite retention warns."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +22,7 @@ from schemas import topics
 from schemas.bodies import parse_body
 from schemas.turn_input import TurnInput
 from services.endpoints import Endpoints
+from services.groups.app import running_groups
 from services.ops.log_reach import log_reach
 from services.ops.replay import SOURCE_TOPICS, replay
 from services.ops.replay_view import run_replay
@@ -128,3 +131,40 @@ async def test_a_log_that_lost_its_head_is_rebuilt_in_part_and_said_so(
             if db.startswith(("headlive_", "headgone_", "headverify_")):
                 await mongo.drop_database(db)
         await mongo.close()
+
+
+async def test_a_group_started_on_a_source_topic_that_drops_records_says_so(
+    broker: S3Broker,
+    stack: Endpoints,
+    minilm: LocalMiniLMEmbedder,
+    unique: Callable[[str], str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The start-up check's wiring: a broker of its own, whose topics the group creates with
+    a one-hour retention of the sources (a deployment that chose so, or a broker's default):
+    the transcripts group warns, naming the topic it reads and what a replay loses."""
+    endpoints = Endpoints(
+        kafka_bootstrap=broker.bootstrap, mongo_uri=stack.mongo_uri, redis_url=stack.redis_url
+    )
+    settings = make_settings(
+        endpoints,
+        unique("hourlog"),
+        group_prefix=unique("hour"),
+        extractor="none",
+        source_retention_ms=3_600_000,
+    )
+    caplog.set_level(logging.WARNING, logger="services.stream.retention")
+    from pymongo import AsyncMongoClient
+
+    try:
+        async with running_groups(settings, ["transcripts"], embedder=minilm, broker_logs=False):
+            pass
+    finally:
+        mongo: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(stack.mongo_uri)
+        await mongo.drop_database(settings.mongo.db)
+        await mongo.close()
+    warned = [r.getMessage() for r in caplog.records if r.name == "services.stream.retention"]
+    assert warned == [
+        f"source topic {topics.TURNS} keeps records for 3600000 ms: a replay rebuilds only "
+        "what it still holds (set retention.ms=-1 on it; docs/operations.md#keeping-the-log)"
+    ]
