@@ -208,10 +208,10 @@ async def after_writes(
 
 
 async def after_writes_over_kafka(
-    ends: Endpoints, tag: str, agent: str, requests: int
+    ends: Endpoints, tag: str, agent: str, requests: int, settle_ms: float = 0.0
 ) -> list[float]:
     """The same through the SDK, as an agent does: `record_turn(wait=True)` (returns once the
-    turn is stored, embedded and the query cache told), then `context` of the tenant."""
+    turn is stored, embedded and the query cache told), then `context`; `settle_ms` between."""
     times: list[float] = []
     scope = {"agentWallet": agent, "userAddress": "user", "threadId": "live"}
     said = sentences(requests, seed=requests + 7)
@@ -224,6 +224,8 @@ async def after_writes_over_kafka(
                 wait=True,
                 timeout=120,
             )
+            if settle_ms > 0:
+                await asyncio.sleep(settle_ms / 1000)
             start = time.perf_counter()
             reply = await client.context(f"{QUESTIONS[i % len(QUESTIONS)]} (written {i})", scope)
             times.append((time.perf_counter() - start) * 1000)
@@ -256,6 +258,7 @@ def over_kafka_figures(
     requests: int,
     after: int,
     report: Callable[[int, str, str, list[float]], None],
+    settle_ms: float = 0.0,
 ) -> dict[str, float] | None:
     """The figures over Kafka: the search and invalidation groups in one process, the
     writers in another, the SDK asking. Returns the search process's state counts over
@@ -272,7 +275,7 @@ def over_kafka_figures(
         report(size, "over Kafka", "hit", hits)
         if after > 0:
             before = state_metrics(port)
-            written = asyncio.run(after_writes_over_kafka(ends, tag, agent, after))
+            written = asyncio.run(after_writes_over_kafka(ends, tag, agent, after, settle_ms))
             report(size, "over Kafka", "miss after a write", written)
             now = state_metrics(port)
             counts = {
@@ -298,6 +301,8 @@ def main() -> None:
         default=20,
         help="requests each right after a write to the tenant (0: none)",
     )
+    settle = "over Kafka, the wait between a write and its request (default 0)"
+    parser.add_argument("--settle-ms", type=float, default=0.0, help=settle)
     parser.add_argument(
         "--in-process-only", action="store_true", help="skip the figures over Kafka"
     )
@@ -362,7 +367,7 @@ def main() -> None:
             report(size, "in-process", "hit", hits)
             if not args.in_process_only:
                 state = over_kafka_figures(
-                    ends, tag, agent, size, args.requests, args.after_writes, report
+                    ends, tag, agent, size, args.requests, args.after_writes, report, args.settle_ms
                 )
                 if state is not None:
                     sizes[str(size)]["over_Kafka_after_writes_state"] = state
