@@ -7,8 +7,8 @@ namespaces, search, put again, delete; all concurrent), on a live local stack, t
     python -m benchmarks.upstream_langgraph_load -n 100 --threads 10   # test_large_batches
 
 Prints the calls, the seconds they took, the rate, the errors (LangGraph's test expects none
-and its per-test timeout in `benchmarks.upstream_langgraph` is 120 s), and with `--json` one
-JSON object. The stack is started here (or named by MNEMOSTREAM_KAFKA_BOOTSTRAP, _MONGO_URI,
+and its per-test timeout in `benchmarks.upstream_langgraph` is 120 s), the store's rounds of
+reads and write requests, and with `--json` one JSON object. The stack is started here (or named by MNEMOSTREAM_KAFKA_BOOTSTRAP, _MONGO_URI,
 _REDIS_URL) with every consumer group in a child process; the store's client runs on a loop
 thread of its own, the calls come from another loop, as in LangGraph's test.
 """
@@ -100,15 +100,17 @@ def main() -> None:
                 calls, seconds, errors = asyncio.run(load(store, args.n, args.m))
         finally:
             stop_client(state)
+    rounds, requests = store._rounds.rounds, store._rounds.lane.requests  # the store's counts
     print(
         f"{calls} calls (N={args.n}, M={args.m}) in {seconds:.1f} s: "
-        f"{calls / seconds:.0f} calls/s, {len(errors)} errors"
+        f"{calls / seconds:.0f} calls/s, {len(errors)} errors; "
+        f"{rounds} rounds of reads, {requests} write requests"
     )
     for error in errors[:5]:
         print(f"  {error[:300]}")
     if args.json:
         figures = {"calls": calls, "seconds": round(seconds, 2), "errors": len(errors)}
-        figures["threads"] = args.threads
+        figures |= {"threads": args.threads, "rounds": rounds, "write_requests": requests}
         print(json.dumps({"benchmark": "upstream_langgraph_load", **figures}))
 
 

@@ -25,6 +25,7 @@ caller's batch gets its results when its round ends; the rounds of a store run o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -55,11 +56,12 @@ from services.sdk.transport import RequestFailed
 ROUNDS_AT_ONCE = 1
 """Rounds of one store in flight at once. 1: each round scans, and on a loaded 2-core
 machine two at once made LangGraph's threaded load slower (more, smaller rounds)."""
-GATHER = 0.004
-"""Seconds a round waits, after the one before it, for the reads its callers send next, as
-long as more keep coming (at most `GATHER_MAX`): the callers of a round that just ended
-join the next one, instead of waiting one round more (two alternating halves)."""
 GATHER_MAX = 0.03
+"""Seconds a round waits at most, after the one before it, for its callers to come back:
+until as many batches wait as that round answered (`Rounds._gather`). Ten threads of
+synchronous calls then share a round instead of one of them starting a round alone, the
+others waiting a whole round behind it (a worker that ended when nothing waited did that
+for every other round of LangGraph's `test_large_batches`)."""
 ROUND_OPS = 10_000
 """Ops of one round at most (whole batches: a bigger batch is a round of its own)."""
 
@@ -82,7 +84,10 @@ class Rounds:
     timeout: float | None = None
     write_timeout: float | None = None
     _waiting: deque[tuple[list[Op], asyncio.Future[list[Result]]]] = field(default_factory=deque)
+    rounds: int = 0
+    """Rounds run so far."""
     _workers: int = 0
+    _arrival: asyncio.Event = field(default_factory=asyncio.Event)
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
     lane: WriteLane = field(init=False)
     """Where puts and deletes go (`langgraph_writes`), shared by the tenant's stores."""
@@ -124,6 +129,7 @@ class Rounds:
     async def _queued(self, ops: list[Op]) -> list[Result]:
         done: asyncio.Future[list[Result]] = asyncio.get_running_loop().create_future()
         self._waiting.append((ops, done))
+        self._arrival.set()
         if self._workers < ROUNDS_AT_ONCE:
             self._workers += 1  # back down as the worker ends, not in a later callback
             worker = asyncio.get_running_loop().create_task(self._drain())
@@ -139,18 +145,23 @@ class Rounds:
             self._workers -= 1
 
     async def _rounds(self) -> None:
-        after = False
-        while self._waiting:
-            if after:
-                await self._gather()
-            after = True
+        answered = 0  # batches of the round before (none before a worker's first)
+        while True:
+            if answered:
+                await self._gather(answered)
+            if not self._waiting:
+                return
             batch = [self._waiting.popleft()]
             count = len(batch[0][0])
             while self._waiting and count + len(self._waiting[0][0]) <= ROUND_OPS:
                 count += len(self._waiting[0][0])
                 batch.append(self._waiting.popleft())
+            answered = len(batch)
             slots = [(b, i, op) for b, (ops, _) in enumerate(batch) for i, op in enumerate(ops)]
             results: list[list[Result]] = [[None] * len(ops) for ops, _ in batch]
+            self.rounds += 1
+            # the lane's writes wait longer while reads run (`langgraph_writes.READING_GAP`)
+            self.lane.reading += 1
             try:
                 await self._read(slots, results)
             except Exception as exc:  # noqa: BLE001 - handed to every caller of the round
@@ -158,18 +169,21 @@ class Rounds:
                     if not done.done():
                         done.set_exception(exc)
                 continue
+            finally:
+                self.lane.reading -= 1
+                self.lane.read_at = asyncio.get_running_loop().time()
             for (_, done), result in zip(batch, results, strict=True):
                 if not done.done():  # a caller that gave up (cancelled) gets nothing
                     done.set_result(result)
 
-    async def _gather(self) -> None:
-        """Wait `GATHER` seconds at a time while more reads come, `GATHER_MAX` in all."""
+    async def _gather(self, expected: int) -> None:
+        """Wait until `expected` batches wait, `GATHER_MAX` seconds at most."""
         loop = asyncio.get_running_loop()
         ends = loop.time() + GATHER_MAX
-        seen = -1
-        while len(self._waiting) != seen and loop.time() < ends:
-            seen = len(self._waiting)
-            await asyncio.sleep(GATHER)
+        while len(self._waiting) < expected and (left := ends - loop.time()) > 0:
+            self._arrival.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._arrival.wait(), left)
 
     # --- reads -----------------------------------------------------------------------------
 
