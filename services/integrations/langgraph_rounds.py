@@ -62,6 +62,8 @@ until as many batches wait as that round answered (`Rounds._gather`). Ten thread
 synchronous calls then share a round instead of one of them starting a round alone, the
 others waiting a whole round behind it (a worker that ended when nothing waited did that
 for every other round of LangGraph's `test_large_batches`)."""
+GATHER = 0.004
+"""Seconds a round waits at a time while more callers than the round before's keep coming."""
 ROUND_OPS = 10_000
 """Ops of one round at most (whole batches: a bigger batch is a round of its own)."""
 
@@ -177,13 +179,19 @@ class Rounds:
                     done.set_result(result)
 
     async def _gather(self, expected: int) -> None:
-        """Wait until `expected` batches wait, `GATHER_MAX` seconds at most."""
+        """Wait until `expected` batches wait; then, if more came (a flood of callers, not
+        the last round's coming back), as long as more keep coming, `GATHER` at a time:
+        `GATHER_MAX` seconds in all."""
         loop = asyncio.get_running_loop()
         ends = loop.time() + GATHER_MAX
         while len(self._waiting) < expected and (left := ends - loop.time()) > 0:
             self._arrival.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._arrival.wait(), left)
+        seen = expected
+        while len(self._waiting) > seen and loop.time() < ends:
+            seen = len(self._waiting)
+            await asyncio.sleep(GATHER)
 
     # --- reads -----------------------------------------------------------------------------
 
