@@ -2,11 +2,13 @@
 
 **Acknowledged.** A put or a delete returns once the broker has the items `write` request
 that carries it, unless the store (its tenant, on this client) already has a write request
-in the items group: then it returns at once, *buffered*, and goes in the store's next write
-request, published as soon as that one is applied (typically 0.05–0.3 s later; with
-whatever else came meanwhile, the last write of a key winning). So the items group holds one
-write request of a store at a time, and under load many writes share its few database
-commands, while the callers do not wait for it. `flush` waits until every write acknowledged
+in the items group or published one less than `WRITE_GAP` ago (`READING_GAP` while the
+store's reads run): then it returns at once, *buffered*, and goes in the store's next write
+request, published as soon as that one is applied and the gap has passed (typically
+0.05–0.3 s later, up to about 1 s under reads; with whatever else came meanwhile, the last
+write of a key winning). So the items group holds one write request of a store at a time,
+and under load many writes share its few database commands, while the callers do not wait
+for it. `flush` waits until every write acknowledged
 so far is published and applied; closing the client publishes what is still buffered
 (`publish_buffered`); a process that ends without closing it (or without the client's loop
 running) loses the writes still buffered, at most one request's worth.
