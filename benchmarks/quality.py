@@ -194,8 +194,8 @@ class World:
                 self.turns += 1
 
     async def rows(self, user: str) -> tuple[list[MemoryRow], npt.NDArray[np.float32]]:
-        """The user's turn rows and the model's vectors of their texts (not the rows': their
-        messages' mean since stop 42) as a matrix, once after ingest (cached per tenant)."""
+        """The user's turn rows and their embeddings as a matrix, read once after ingest
+        (the baselines get the same per-tenant matrix cache as the engine's vector index)."""
         if user not in self._rows:
             rows = [  # the cosine baselines cannot rank a row whose vector is pending
                 r
@@ -204,8 +204,7 @@ class World:
                 )
                 if not r.pending
             ]
-            whole = [*await self.embedder.embed([r.content for r in rows], "document")]
-            matrix = np.stack(whole) if whole else np.zeros((0, 1))
+            matrix = np.stack([r.embedding for r in rows]) if rows else np.zeros((0, 1))
             self._rows[user] = (rows, matrix.astype(np.float32))
         return self._rows[user]
 

@@ -2,21 +2,20 @@
 
 The turn rows of a quality dataset are stored as ingest stores them (`TurnRecorder`, vectors
 pending, so their text is exactly a row's `content`); then the same rows are embedded, in
-chunks of the `embeddings` group's size, the two ways a turn with message units has been
-embedded:
+chunks of the `embeddings` group's size, two ways:
 
-* `turn+messages` (c036c7e to stop 41): the whole turn text and each message's text, one call
-  a chunk (`dict.fromkeys` of both);
-* `messages` (`engine.ingest.turns.embed_units` now): each message's text once; the turn's
-  vector is the length-weighted mean of its messages' (`turn_vector`).
+* `turn+messages` (`engine.ingest.turns.embed_units`, since c036c7e): the whole turn text and
+  each message's text, one call a chunk (`dict.fromkeys` of both);
+* `messages`: each message's text once, the turn's vector to be their mean (tried in stop 42,
+  81c1f31, and not kept: it lost multi-hop evidence; the mean itself costs no model time).
 
 For each: texts and tokens the model is given (tokens after the model's 256-token cut), and
 `--rounds` timed passes alternating between the two (process CPU seconds and wall seconds,
 turns/s), so both see the same load. The local MiniLM embedder with no vector store: every
 text runs the model.
 
-    python -m benchmarks.unit_embedding                      # handwritten + long tune rows
-    python -m benchmarks.unit_embedding --dataset long --rounds 3 --json
+    python -m benchmarks.unit_embedding --dataset handwritten --rounds 3
+    python -m benchmarks.unit_embedding --dataset long --rounds 1 --json
 """
 
 from __future__ import annotations
@@ -42,7 +41,7 @@ from engine.adapters.memory import (
     InMemoryWorkingStore,
 )
 from engine.ingest.message_units import unit_texts
-from engine.ingest.turns import TurnRecorder, embed_units
+from engine.ingest.turns import TurnRecorder
 from schemas.inputs import turn_recorded
 from services.groups.embeddings import CHUNK
 
@@ -98,11 +97,7 @@ async def timed(
     """(CPU seconds, wall seconds) to embed `texts` chunk by chunk under `scheme`."""
     cpu, wall = time.process_time(), time.perf_counter()
     for start in range(0, len(texts), CHUNK):
-        chunk = texts[start : start + CHUNK]
-        if scheme == "messages":
-            await embed_units(embedder, chunk)
-        else:
-            await embedder.embed(model_texts(scheme, chunk), "document")
+        await embedder.embed(model_texts(scheme, texts[start : start + CHUNK]), "document")
     return time.process_time() - cpu, time.perf_counter() - wall
 
 

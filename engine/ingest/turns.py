@@ -137,53 +137,25 @@ async def embed_units(
     """Each text's vector and, for the turn texts among them (`turns`; None: all), its
     units' (`engine.ingest.message_units.unit_texts`: one row per message, a (messages, dim)
     matrix; an empty one for a text that is no turn), embedded in one call as documents.
+    The live embedding stage and an inline ingest (a replay) both call this, so a replayed
+    row holds the same units as the live one.
 
-    The model sees each message once: a turn's vector is `turn_vector` of its messages', not
-    a second pass over the same words (the whole turn as well cost about twice the tokens).
-    A text that is no turn, or a turn with no message, is embedded as it is. The live
-    embedding stage and an inline ingest (a replay) both call this, so a replayed row holds
-    the same vectors as the live one: the messages' vectors come back from the embedder's
-    store and the mean is the same arithmetic."""
+    A turn's words go through the model twice, whole and by message, on purpose: MiniLM
+    weighs the speakers' names heavily in the whole turn's vector, and the units are
+    embedded without them. The turn's vector as its messages' mean by length (one pass,
+    2.2x fewer tokens; stop 42, docs/benchmarks.md) kept overall evidence in context on
+    `benchmarks.quality --dataset handwritten --split tune` but lost multi-hop questions,
+    which go through people (900 characters: 0.71 -> 0.48 there, 0.69 -> 0.58 on `long`)."""
     parts = [unit_texts(t) if turns is None or t in turns else [] for t in texts]
-    whole = (t for t, units in zip(texts, parts, strict=True) if not units)
-    flat = list(dict.fromkeys([*whole, *(u for units in parts for u in units)]))
-    embedded = dict(zip(flat, await embedder.embed(flat, "document"), strict=True)) if flat else {}
-    vectors: list[Vector] = []
-    matrices: list[Vector] = []
-    for text, units in zip(texts, parts, strict=True):
-        if not units:
-            vectors.append(embedded[text])
-            matrices.append(np.zeros((0, 0), dtype=np.float32))
-            continue
-        matrix = np.stack([embedded[u] for u in units]).astype(np.float32)
-        vectors.append(turn_vector(matrix, [len(u) for u in units]))
-        matrices.append(matrix)
-    return vectors, matrices
-
-
-def turn_vector(units: Vector, lengths: Sequence[int]) -> Vector:
-    """A turn's vector from its messages' (a (messages, dim) matrix of unit vectors, and
-    each message's length in characters): their mean weighted by length, scaled to unit
-    length; float32, summed in float64 in message order. One message: its own vector.
-
-    Weighted as the model pools: MiniLM's vector of a text is the mean over its tokens, so
-    a long message weighs more in the whole turn's than "Ha, nice!". What is lost is the
-    speakers' names ("user: Rosa:"), which MiniLM weighs heavily in a whole turn's vector:
-    the mean's cosine with the model's vector of the whole turn text is 0.62 on average on
-    the `long` tune turns, 0.76 on the handwritten ones. Evidence in context
-    (`benchmarks.quality`, mnemostream/budget at 900 / 1,800 / 4,000 characters), whole
-    turn embedded → this mean: handwritten tune 0.754 / 0.912 / 1.00 → 0.758 / 0.912 / 1.00,
-    long tune 0.86 / 0.92 / 0.93 → 0.84 / 0.91 / 0.93; a plain mean lost 0.03 on
-    handwritten at 900 and 1,800, and adding each message's opening ("user: Rosa:") lost
-    more on long (stop 42, docs/benchmarks.md)."""
-    if units.shape[0] == 1:
-        one: Vector = units[0].astype(np.float32)
-        return one
-    weights = np.asarray(lengths, dtype=np.float64)[:, None]
-    total = (units.astype(np.float64) * weights).sum(axis=0)
-    norm = float(np.linalg.norm(total))
-    mean: Vector = (total / norm if norm > 0 else total).astype(np.float32)
-    return mean
+    flat = list(dict.fromkeys([*texts, *(u for units in parts for u in units)]))
+    embedded = dict(zip(flat, await embedder.embed(flat, "document"), strict=True))
+    units = [
+        np.stack([embedded[u] for u in units]).astype(np.float32)
+        if units
+        else np.zeros((0, 0), dtype=np.float32)
+        for units in parts
+    ]
+    return [embedded[t] for t in texts], units
 
 
 KnownVectors = Callable[[Sequence[str]], Awaitable[list[Vector | None]]]

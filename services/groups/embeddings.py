@@ -87,8 +87,8 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
             for start in range(0, len(targets), CHUNK):
                 chunk = targets[start : start + CHUNK]
                 texts = list(dict.fromkeys(t.text for _, t in chunk))
-                # one call, as an inline ingest (a replay) makes it, so both store the same
-                # vectors: a turn's messages (its vector is their mean), other texts whole
+                # the texts and their messages in one call, as an inline ingest does (a
+                # replay), so both store the same vectors
                 turns = {t.text for _, t in chunk if t.turn_id is not None}
                 found, units = await embed_units(rt.embedder, texts, turns)
                 vectors = dict(zip(texts, found, strict=True))

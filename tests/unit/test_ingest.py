@@ -21,7 +21,6 @@ from engine.ingest.turns import (
     compact_summary,
     turn_messages,
     turn_row_id_of,
-    turn_vector,
 )
 from engine.records import MemoryRow, StoredMessage, Transcript, WorkingBuffer
 from engine.scoping import TenantFilter
@@ -293,12 +292,8 @@ async def test_turn_row_carries_embedding_model_and_dimension(engine: Engine) ->
         "U1",
         "T1",
     )
-    # the turn's vector is its messages' mean by length (stop 42), not a second model pass
-    said = ["user: I moved to Lisbon", "assistant: Noted, Lisbon it is"]  # no speaker names
-    expected = await engine.embedder.embed(said, "document")
-    assert row.units is not None
-    assert np.allclose(row.units, np.stack(expected))
-    assert np.allclose(row.embedding, turn_vector(row.units, [len(t) for t in said]))
+    [expected] = await engine.embedder.embed([row.content], "document")
+    assert np.allclose(row.embedding, expected)
 
 
 def test_turn_row_id_is_deterministic_per_turn() -> None:

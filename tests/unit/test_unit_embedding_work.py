@@ -1,7 +1,7 @@
-"""The model work of a turn with message units (stop 42): each message is embedded once and
-the turn's vector is the length-weighted mean of its messages', not a second pass over the
-same words; a replay through the stored vectors runs no model and stores the same vectors
-bit for bit."""
+"""The model work of a turn with message units: one model call for a batch of turns, of the
+turns' texts and their messages' with every text once; a replay through the stored vectors
+runs no model and stores the same vectors bit for bit. (Stop 42 tried the turn's vector as
+its messages' mean instead of a second pass, and did not keep it: docs/benchmarks.md.)"""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from engine.adapters.memory import (
 )
 from engine.embedding_store import StoredEmbedder
 from engine.ingest.message_units import unit_texts
-from engine.ingest.turns import TurnRecorder, embed_units, turn_vector
+from engine.ingest.turns import TurnRecorder, embed_units
 from engine.ports import Embedder, InputType, Vector
 from engine.records import MemoryRow
 from engine.scoping import TenantFilter
@@ -57,32 +57,22 @@ async def rows_of(memory: InMemoryMemoryStore) -> dict[str, MemoryRow]:
     return {r.vector_id: r for r in await memory.active_rows(TenantFilter("0xA", "U1"))}
 
 
-async def test_a_two_message_turn_is_one_model_call_of_its_two_messages() -> None:
+async def test_a_two_message_turn_is_one_model_call_of_the_turn_and_its_messages() -> None:
     model = CallLog(HashingEmbedder(32))
     vectors, units = await embed_units(model, [PAIR])
-    # the whole turn text is not among them (it was, before stop 42: three texts)
-    assert model.calls == [["I adopted a ginger cat.", "Lovely, what is its name?"]]
+    said = ["I adopted a ginger cat.", "Lovely, what is its name?"]
+    assert model.calls == [[PAIR, *said]]
     assert units[0].shape == (2, 32)
-    # the messages' mean weighted by their lengths (23 and 25 characters), unit length
-    expected = (units[0].astype(np.float64) * np.array([[23.0], [25.0]])).sum(axis=0)
-    assert np.allclose(vectors[0], expected / np.linalg.norm(expected), atol=1e-6)
-    assert abs(float(np.linalg.norm(vectors[0])) - 1.0) < 1e-6
-    assert vectors[0].dtype == np.float32
-
-
-async def test_a_one_message_turns_unit_is_its_turn_vector() -> None:
-    model = CallLog(HashingEmbedder(32))
-    vectors, units = await embed_units(model, ["user: Rosa: Where is my umbrella?"])
-    assert model.calls == [["Where is my umbrella?"]]
-    assert units[0].shape == (1, 32)
-    assert np.array_equal(units[0][0], vectors[0])
+    whole, *messages = await HashingEmbedder(32).embed([PAIR, *said], "document")
+    assert np.array_equal(vectors[0], whole)  # the model's vector of the whole turn text
+    assert np.allclose(units[0], np.stack(messages))
 
 
 async def test_a_text_that_is_no_turn_is_embedded_whole_beside_the_turns_messages() -> None:
     model = CallLog(HashingEmbedder(32))
     fact = "Rosa has a ginger cat."
     vectors, units = await embed_units(model, [PAIR, fact], turns={PAIR})
-    assert model.calls == [[fact, *unit_texts(PAIR)]]
+    assert model.calls == [[PAIR, fact, *unit_texts(PAIR)]]
     assert units[1].shape == (0, 0)
     assert np.array_equal(vectors[1], (await HashingEmbedder(32).embed([fact], "document"))[0])
 
@@ -91,10 +81,12 @@ async def test_a_message_said_twice_in_a_batch_is_embedded_once() -> None:
     model = CallLog(HashingEmbedder(32))
     again = "user: Rosa: Thanks!\nassistant: Kim: Lovely, what is its name?"
     await embed_units(model, [PAIR, again])
-    assert model.calls == [["I adopted a ginger cat.", "Lovely, what is its name?", "Thanks!"]]
+    assert model.calls == [
+        [PAIR, again, "I adopted a ginger cat.", "Lovely, what is its name?", "Thanks!"]
+    ]
 
 
-async def test_recording_turns_embeds_each_message_once() -> None:
+async def test_recording_a_batch_of_turns_is_one_model_call() -> None:
     model = CallLog(HashingEmbedder(32))
     memory = InMemoryMemoryStore()
     recorder = TurnRecorder(InMemoryTranscriptStore(), InMemoryWorkingStore(), memory, model)
@@ -105,11 +97,15 @@ async def test_recording_turns_embeds_each_message_once() -> None:
         ]
     )
     [texts] = model.calls
-    assert sorted(texts) == ["How do I reset my router?", "I adopted a cat.", "Lovely!"]
-    for row in (await rows_of(memory)).values():
-        assert row.units is not None
-        lengths = [len(t) for t in unit_texts(row.content)]
-        assert np.array_equal(row.embedding, turn_vector(row.units, lengths))
+    rows = await rows_of(memory)
+    assert sorted(texts) == sorted(
+        [
+            *(r.content for r in rows.values()),
+            "How do I reset my router?",
+            "I adopted a cat.",
+            "Lovely!",
+        ]
+    )
 
 
 async def test_a_replay_through_the_stored_vectors_runs_no_model_and_stores_the_same() -> None:
