@@ -8,9 +8,10 @@ namespaces, search, put again, delete; all concurrent), on a live local stack, t
 
 Prints the calls, the seconds they took, the rate, the errors (LangGraph's test expects none
 and its per-test timeout in `benchmarks.upstream_langgraph` is 120 s), the store's rounds of
-reads and write requests, and with `--json` one JSON object. The stack is started here (or named by MNEMOSTREAM_KAFKA_BOOTSTRAP, _MONGO_URI,
-_REDIS_URL) with every consumer group in a child process; the store's client runs on a loop
-thread of its own, the calls come from another loop, as in LangGraph's test.
+reads and write requests, and with `--json` one JSON object. The stack is started here (or
+named by MNEMOSTREAM_KAFKA_BOOTSTRAP, _MONGO_URI, _REDIS_URL) with every consumer group in a
+child process; the store's client runs on a loop thread of its own, the calls come from
+another loop, as in LangGraph's test.
 """
 
 from __future__ import annotations
