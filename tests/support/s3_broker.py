@@ -14,19 +14,18 @@ Both servers run as child processes on free ports and are stopped by PID.
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
-from services.ops.stack.servers import HOST, free_port, tansu_binary
+from services.ops.stack.readiness import kafka_ready
+from services.ops.stack.servers import HOST, Launch, free_port, launch, log_tail, tansu_launch
 
 BUCKET = "tansu"
 CLUSTER = "tansu_cluster"
@@ -67,29 +66,23 @@ class S3Broker:
         )
 
 
-def _wait_http(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+def _until(ready: Callable[[], bool], proc: subprocess.Popen[bytes], log: Path, what: str) -> None:
+    """Poll `ready` until it holds; fail with the log's last lines if `proc` exits first or
+    `READY_SECONDS` pass."""
     deadline = time.monotonic() + READY_SECONDS
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the S3 server exited: {log.read_text(errors='replace')[-2000:]}")
-        try:
-            httpx.get(url, timeout=1)
-            return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise RuntimeError(f"the S3 server did not answer within {READY_SECONDS} s")
-
-
-def _wait_port(port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + READY_SECONDS
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the broker exited: {log.read_text(errors='replace')[-2000:]}")
-        with socket.socket() as sock:
-            if sock.connect_ex((HOST, port)) == 0:
-                return
+    while not ready():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            state = "exited" if proc.poll() is not None else f"not ready in {READY_SECONDS} s"
+            raise RuntimeError(f"{what} {state}; last lines of {log}:\n{log_tail(str(log))}")
         time.sleep(0.1)
-    raise RuntimeError(f"the broker did not listen within {READY_SECONDS} s")
+
+
+def _answers(url: str) -> bool:
+    try:
+        httpx.get(url, timeout=1)
+    except httpx.TransportError:
+        return False
+    return True
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -108,36 +101,26 @@ def s3_broker(state_dir: Path) -> Iterator[S3Broker]:
     s3_port, kafka_port = free_port(), free_port()
     s3_url = f"http://{HOST}:{s3_port}"
     s3_log, kafka_log = state_dir / "s3.log", state_dir / "tansu-s3.log"
-    with s3_log.open("wb") as out:
-        s3 = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", HOST, "-p", str(s3_port)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    server = Launch([sys.executable, "-m", "moto.server", "-H", HOST, "-p", str(s3_port)], s3_url)
+    s3 = launch(server, state_dir, s3_log, "wb")
     try:
-        _wait_http(s3_url, s3, s3_log)
+        _until(lambda: _answers(s3_url), s3, s3_log, "the S3 server")
         httpx.put(f"{s3_url}/{BUCKET}", timeout=10).raise_for_status()
-        url = f"tcp://{HOST}:{kafka_port}"
-        env = {
-            **os.environ,
-            "AWS_ENDPOINT": s3_url,
-            "AWS_ALLOW_HTTP": "true",
-            "AWS_ACCESS_KEY_ID": CREDENTIAL,
-            "AWS_SECRET_ACCESS_KEY": CREDENTIAL,
-            "AWS_DEFAULT_REGION": REGION,
-            "RUST_LOG": "warn",
-            "NO_COLOR": "1",
-        }
-        argv = [str(tansu_binary()), "broker", "--listener-url", url]
-        argv += ["--advertised-listener-url", url, "--storage-engine", f"s3://{BUCKET}/"]
-        with kafka_log.open("wb") as out:
-            kafka = subprocess.Popen(
-                argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
-            )
+        broker = tansu_launch(
+            kafka_port,
+            f"s3://{BUCKET}/",
+            {
+                "AWS_ENDPOINT": s3_url,
+                "AWS_ALLOW_HTTP": "true",
+                "AWS_ACCESS_KEY_ID": CREDENTIAL,
+                "AWS_SECRET_ACCESS_KEY": CREDENTIAL,
+                "AWS_DEFAULT_REGION": REGION,
+            },
+        )
+        kafka = launch(broker, state_dir, kafka_log, "wb")
         try:
-            _wait_port(kafka_port, kafka, kafka_log)
-            yield S3Broker(bootstrap=f"{HOST}:{kafka_port}", s3_url=s3_url)
+            _until(lambda: kafka_ready(broker.endpoint), kafka, kafka_log, "the broker")
+            yield S3Broker(bootstrap=broker.endpoint, s3_url=s3_url)
         finally:
             _stop(kafka)
     finally:

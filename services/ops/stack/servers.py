@@ -20,6 +20,7 @@ import shutil
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,6 +38,7 @@ __all__ = [
     "redis_server_binary",
     "secantus_argv",
     "tansu_binary",
+    "tansu_launch",
 ]
 
 log = logging.getLogger(__name__)
@@ -116,27 +118,35 @@ class Launch:
     env: dict[str, str] | None = None
 
 
+def tansu_launch(
+    port: int, storage: str = "memory://tansu/", env: Mapping[str, str] | None = None
+) -> Launch:
+    """The Tansu broker on ``port`` of `HOST` with its log in ``storage`` (its memory engine
+    by default; the truncated-log tests use its S3 engine), `env` added to ours."""
+    url = f"tcp://{HOST}:{port}"
+    environment = {**os.environ, **(env or {})}
+    environment.setdefault("RUST_LOG", "warn")  # warnings and errors only (the default is quiet)
+    environment.setdefault("NO_COLOR", "1")  # no ANSI colour codes in the log file
+    return Launch(
+        argv=[
+            str(tansu_binary()),
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            storage,
+        ],
+        endpoint=f"{HOST}:{port}",
+        env=environment,
+    )
+
+
 def launch_spec(name: ServiceName, port: int, state_dir: Path) -> Launch:
     """How to start service ``name`` on ``port`` of `HOST` with its data in ``state_dir``."""
     if name == "kafka":
-        url = f"tcp://{HOST}:{port}"
-        env = dict(os.environ)
-        env.setdefault("RUST_LOG", "warn")  # warnings and errors only (the default is quiet too)
-        env.setdefault("NO_COLOR", "1")  # no ANSI colour codes in the log file
-        return Launch(
-            argv=[
-                str(tansu_binary()),
-                "broker",
-                "--listener-url",
-                url,
-                "--advertised-listener-url",
-                url,
-                "--storage-engine",
-                "memory://tansu/",
-            ],
-            endpoint=f"{HOST}:{port}",
-            env=env,
-        )
+        return tansu_launch(port)
     if name == "mongo":
         data = state_dir / "mongo-data"
         data.mkdir(parents=True, exist_ok=True)
