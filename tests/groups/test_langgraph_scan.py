@@ -66,3 +66,43 @@ async def test_scan_pages_tagged_rows_of_the_tenant_and_scores_the_best_text(sta
     # a path that is not a plain dotted name (an operator, say) is refused by the contract
     with pytest.raises(ValidationError):
         ItemRequest(scope=tenant, op="scan", tagged={"$where": "1"})
+
+
+async def test_read_pages_by_bytes_and_names_the_first_row_left_out(
+    start: Start, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`read` shares `scan`'s page (`page_of`): rows until the reply would pass `PAGE_BYTES`,
+    then `next_after` names the first row it left out, which the caller asks for again."""
+    from services.groups.items import scan as scanning
+
+    tenant = scope()
+    async with start(["facts", "items"]) as g:
+        for name in ("a", "b", "c"):
+            meta = {"lg": {"tags": ["p"], "texts": []}}
+            await g.publish(
+                MemoryRemembered(scope=tenant, content=f"item {name}", metadata=meta),
+                topics.REMEMBER,
+            )
+        listed = await g.request(
+            ItemRequest(scope=tenant, op="scan", tagged={"lg.tags": "p"}, limit=10),
+            topics.ITEMS,
+            ItemReply,
+        )
+        ids = sorted(r["id"] for r in listed.items)
+        assert len(ids) == 3
+
+        async def read(asked: list[str]) -> ItemReply:
+            request = ItemRequest(scope=tenant, op="read", ids=asked)
+            return await g.request(request, topics.ITEMS, ItemReply)
+
+        whole = await read(ids)
+        assert sorted(r["id"] for r in whole.items) == ids
+        assert whole.next_after is None
+
+        monkeypatch.setattr(scanning, "PAGE_BYTES", 1)  # one row a page
+        first = await read(ids)
+        assert len(first.items) == 1
+        assert first.next_after is not None
+        assert first.next_after not in {r["id"] for r in first.items}
+        rest = [i for i in ids if i not in {r["id"] for r in first.items}]
+        assert first.next_after in rest

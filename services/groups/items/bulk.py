@@ -12,7 +12,6 @@ once per written scope and bumps its cache namespace before replying, as for one
 from __future__ import annotations
 
 import functools
-import json
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -25,7 +24,7 @@ from engine.scoping import TenantFilter, scope_fields, tenant_filter
 from engine.upkeep.derived import forget_derived
 from engine.upkeep.item_writes import Write, write_items
 from schemas.requests import ItemReply, ItemRequest
-from services.groups.items.scan import PAGE_BYTES
+from services.groups.items.scan import page_of
 from services.runtime import Runtime
 
 
@@ -38,15 +37,10 @@ async def read(
         return ItemReply()
     where = tenant_filter(request.scope, durable=True)
     rows = [r for r in await rt.items.read_rows(where, request.ids or []) if r.status != "deleted"]
-    page: list[dict[str, Any]] = []
-    size = 0
-    for row in rows:
-        shown = public(row)
-        size += len(json.dumps(shown, default=str))
-        if page and size > PAGE_BYTES:
-            return ItemReply(items=page, next_after=row.vector_id)
-        page.append(shown)
-    return ItemReply(items=page)
+    page = page_of(rows, public)
+    return ItemReply(
+        items=page, next_after=rows[len(page)].vector_id if rows[len(page) :] else None
+    )
 
 
 MAX_RECORD_AGE_MS = 60_000

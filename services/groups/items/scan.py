@@ -54,12 +54,11 @@ async def scores_of(
     return {id_: (max(similarity[t] for t in ts) if ts else None) for id_, ts in texts.items()}
 
 
-async def scan(
-    rt: Runtime, request: ItemRequest, public: Callable[[MemoryRow], dict[str, Any]]
-) -> ItemReply:
-    """One page of the request's `scan` (see the module docstring)."""
-    where = tenant_filter(request.scope, durable=True)
-    rows = await rt.items.scan(where, request.tagged or {}, request.after, request.limit)
+def page_of(
+    rows: Sequence[MemoryRow], public: Callable[[MemoryRow], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The first rows, each as `public` shows it, until the page would pass `PAGE_BYTES`
+    (one row at least): a reply's page of a `scan` or a `read`."""
     page: list[dict[str, Any]] = []
     size = 0
     for row in rows:
@@ -68,6 +67,16 @@ async def scan(
         if page and size > PAGE_BYTES:
             break
         page.append(shown)
+    return page
+
+
+async def scan(
+    rt: Runtime, request: ItemRequest, public: Callable[[MemoryRow], dict[str, Any]]
+) -> ItemReply:
+    """One page of the request's `scan` (see the module docstring)."""
+    where = tenant_filter(request.scope, durable=True)
+    rows = await rt.items.scan(where, request.tagged or {}, request.after, request.limit)
+    page = page_of(rows, public)
     full = len(rows) == request.limit or len(page) < len(rows)
     kept = rows[: len(page)]
     scores = None
