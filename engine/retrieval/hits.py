@@ -42,13 +42,13 @@ class Hit:
     raw: Mapping[str, Any] = field(default_factory=dict)
     context: str | None = None
     unit: int | None = None
+    """Which message of its row the hit is (its row's `MemoryRow.units`), None for the whole
+    row: one row may answer as several hits, one per message; the packer shows each as its
+    message and the whole turn at most once."""
     turn: str | None = None
     """The turn the hit shows ("<session id>#<turn id>"), None when it shows no one turn: a
     turn found by the scene layer whole and by the vectors layer as its messages is shown
     as the messages (each ranked by its own vector), once."""
-    """Which message of its row the hit is (its row's `MemoryRow.units`), None for the whole
-    row: one row may answer as several hits, one per message; the packer shows each as its
-    message and the whole turn at most once."""
 
 
 def memories(hits: Sequence[Hit]) -> list[Hit]:

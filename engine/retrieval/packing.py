@@ -196,7 +196,7 @@ def _deduped_candidates(
 ) -> list[_Candidate]:
     by_fingerprint: dict[str, _Candidate] = {}
     by_row: dict[tuple[str | None, str, int | None], str] = {}
-    """(source, id) of a stored row → the fingerprint its candidate is kept under."""
+    """A stored row (and message of it, `_row`) → the fingerprint its candidate is kept under."""
     order = 0
 
     def cut(text: str, max_chars: int) -> str:
@@ -229,7 +229,7 @@ def _deduped_candidates(
                 full=full,
             )
             key = fingerprint(text)
-            row = (hit.source, hit.id, hit.unit)
+            row = _row(hit)
             twin = by_row.get(row)
             if (
                 twin is not None

@@ -250,7 +250,7 @@ class Rounds:
             {
                 item_id
                 for (_, _, get), item_id in zip(gets, ids, strict=True)
-                if prefix is None or get.namespace[: len(prefix)] != prefix
+                if not _under(get.namespace, prefix)
             }
         )
         overlay, task = await self._publish(unknown, prefix, bool(queries))
@@ -267,7 +267,7 @@ class Rounds:
         snapshot = self._laid(prefix, scanned or [], overlay, follow, at)
         by_key = {(tuple(r.namespace), r.key): r for r, _ in snapshot}
         for (b, i, get), item_id in zip(gets, ids, strict=True):
-            if prefix is None or get.namespace[: len(prefix)] != prefix:
+            if not _under(get.namespace, prefix):  # read by id, not found by the scan
                 row = rows.get(item_id)
                 record = overlay.record(item_id, None if row is None else self.own(row))
                 if record is not None and record.expired(at):  # expiry swept on read
@@ -359,6 +359,11 @@ def _common_prefix(ops: Sequence[Op]) -> tuple[str, ...]:
             n += 1
         common = common[:n]
     return tuple(common)
+
+
+def _under(namespace: tuple[str, ...], prefix: tuple[str, ...] | None) -> bool:
+    """Whether a get of `namespace` is answered by the round's scan of `prefix`."""
+    return prefix is not None and namespace[: len(prefix)] == prefix
 
 
 async def _none() -> list[Scored] | None:
