@@ -5,8 +5,8 @@ readiness and metrics: `services.gateway.probes`; the memory console's pages und
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
 from fastapi import FastAPI
@@ -33,6 +33,7 @@ from services.gateway.limits import BodyLimit
 from services.gateway.metrics import GatewayMetrics, Instrumented
 from services.gateway.models import Health
 from services.sdk.client import MemoryClient
+from services.sdk.sealed_path import Sealer
 from services.settings import Settings
 from services.stream.security import kafka_options
 
@@ -77,9 +78,20 @@ def _document_errors(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def create_app(settings: Settings, client: MemoryClient | None = None) -> FastAPI:
+EdgeSealing = Callable[[], AbstractAsyncContextManager[Sealer | None]]
+"""Opens the gateway's event sealer for its lifetime (`services.runtime.edge.edge_sealer`:
+None without an event key)."""
+
+
+def create_app(
+    settings: Settings, client: MemoryClient | None = None, *, sealing: EdgeSealing | None = None
+) -> FastAPI:
     """The gateway. Without `client`, the lifespan opens a `MemoryClient` on the configured
     Kafka and closes it on shutdown; a given client is used as is (its owner closes it).
+    `sealing` (from the composition root, which may reach MongoDB): with an event key, the
+    gateway seals turns, remembers, knowledge and checkpoints itself and publishes them to
+    their source topics (`services.sdk.sealed_path`); without one it follows
+    `MNEMOSTREAM_EVENT_INGRESS`.
 
     Raises `GatewayNotSecured` when no API key, operator key or JWT secret is configured
     and `gateway_allow_anonymous` is not set: the gateway does not start open by accident."""
@@ -91,16 +103,23 @@ def create_app(settings: Settings, client: MemoryClient | None = None) -> FastAP
             app.state.client = client
             yield
             return
-        async with MemoryClient(
-            kafka_bootstrap(settings),
-            timeout=settings.request_timeout_seconds,
-            kafka_options=kafka_options(settings),
-            group_prefix=settings.group_prefix,
-            deferred_embeddings=settings.embedding.deferred,
-            wait_timeout=settings.request_timeout_seconds,
-            actor="gateway",
-            ingress=settings.sealing.ingress,  # sealed events: the gateway holds no key
-        ) as own:
+        opened = sealing() if sealing is not None else nullcontext(None)
+        async with (
+            opened as sealer,
+            MemoryClient(
+                kafka_bootstrap(settings),
+                timeout=settings.request_timeout_seconds,
+                kafka_options=kafka_options(settings),
+                group_prefix=settings.group_prefix,
+                deferred_embeddings=settings.embedding.deferred,
+                wait_timeout=settings.request_timeout_seconds,
+                actor="gateway",
+                # sealed events: sealed here when the gateway holds the key, else by the
+                # sealing group when the ingress is set
+                ingress=settings.sealing.ingress and sealer is None,
+                sealer=sealer,
+            ) as own,
+        ):
             app.state.client = own
             yield
 

@@ -238,11 +238,12 @@ def gateway(
     import uvicorn
 
     from services.gateway import GatewayNotSecured, create_app
+    from services.runtime.edge import edge_sealer
 
     setup_logging(log_level)
     settings = Settings()
     try:
-        api = create_app(settings)
+        api = create_app(settings, sealing=lambda: edge_sealer(settings))
     except GatewayNotSecured as exc:
         console.print(f"[red]refusing to start[/red]: {exc}")
         raise typer.Exit(2) from None

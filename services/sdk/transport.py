@@ -49,9 +49,9 @@ from schemas.requests import (
     SessionRequest,
 )
 from schemas.scope import Scope
-from schemas.sealing import IngressEvent
 from services.sdk.replies import ReaderStats, ReplyReader, ReplyReaderFailed
 from services.sdk.rotation import ReplyTopics
+from services.sdk.sealed_path import Sealer, routed
 from services.stream.progress import Progress
 from services.stream.telemetry import trace_headers
 from services.stream.topics import create_topics
@@ -113,19 +113,6 @@ def checked(reply: R) -> R:
     return reply
 
 
-def to_ingress(topic: str, key: str, event: BaseModel, value: bytes) -> bytes:
-    """The `IngressEvent` of `event` (JSON `value`) for `topic`, keyed by `key`."""
-    scope: Scope = getattr(event, "scope")  # noqa: B009 - every ingress target has a scope
-    wrapped = IngressEvent(
-        topic=topic,  # one of topics.INGRESS_TARGETS (validated)
-        key=key,
-        agent=scope.agent_wallet,
-        user=scope.user_address,
-        event=value.decode(),
-    )
-    return wrapped.model_dump_json().encode()
-
-
 class Transport:
     """Async context manager; one instance per process is enough (it is concurrency-safe)."""
 
@@ -145,6 +132,7 @@ class Transport:
         reply_stall_seconds: float = 5.0,
         reply_topic_max_replies: int = 5000,
         ingress: bool = False,
+        sealer: Sealer | None = None,
     ) -> None:
         """`timeout`: seconds a request waits for its reply unless the call says otherwise.
         `kafka_options`: aiokafka security arguments
@@ -163,7 +151,11 @@ class Transport:
         (`services.sdk.rotation`; it is rotated after a stall too). `ingress`: publish
         turns, remembers, knowledge and checkpoints through the sealing group
         (`topics.INGRESS`), for a deployment that seals its events (the
-        `MNEMOSTREAM_EVENT_INGRESS` setting): the client then needs no key."""
+        `MNEMOSTREAM_EVENT_INGRESS` setting): the client then needs no key. `sealer`: seal
+        them here and publish them straight to their source topics, for a process of the
+        deployment that holds the master key (the gateway: `services.sdk.sealed_path`)."""
+        if ingress and sealer is not None:
+            raise ValueError("give either ingress=True or a sealer, not both")
         if not group_prefix.strip():
             raise ValueError("group_prefix must not be blank")
         if not 0 < wait_timeout <= MAX_WAIT_SECONDS:  # NaN and infinity included
@@ -197,6 +189,7 @@ class Transport:
         self.wait_timeout = wait_timeout
         self.actor = actor or f"sdk:{self.client_id}"
         self.ingress = ingress
+        self.sealer = sealer
         self.progress = Progress(bootstrap, kafka_options=kafka_options)
 
     async def __aenter__(self) -> Self:
@@ -301,8 +294,9 @@ class Transport:
         value = message_json(event, topic_label(topic))
         producer = self._require_producer()
         given = {"reply_to": reply_to, "correlation_id": correlation_id, "deadline": deadline}
-        if self.ingress and topic in topics.INGRESS_TARGETS:
-            topic, value = topics.INGRESS, to_ingress(topic, key, event, value)
+        topic, value = await routed(
+            topic, key, event, value, sealer=self.sealer, ingress=self.ingress
+        )
         meta = await producer.send_and_wait(
             topic,
             value,

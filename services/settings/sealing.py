@@ -27,8 +27,9 @@ class SealingSettings(KeyRing):
             "of embedding requests is sealed (AES-256-GCM) under a data key of its agent and "
             "user, kept in MongoDB wrapped by this key; `forget_user` deletes that data key, "
             "so the user's events in the log, dead letters and backups can no longer be "
-            "read. Needed by the consumer groups only (agent runtimes publish through the "
-            "sealing group: `MNEMOSTREAM_EVENT_INGRESS`). Unset: events are published and "
+            "read. Needed by the consumer groups, and by the gateway if it is to seal what it "
+            "publishes itself (one hop; agent runtimes publish through the sealing group "
+            "instead: `MNEMOSTREAM_EVENT_INGRESS`). Unset: events are published and "
             "read in clear, as before; a sealed event met is dead-lettered "
             "(`SealedEventNoKey`, redrivable once the key is set)."
         ),
@@ -58,6 +59,7 @@ class SealingSettings(KeyRing):
             "The gateway (like an SDK client made with `ingress=True`) sends turns, "
             "remembers, knowledge and checkpoints to `memory.ingress.v1`, whose `sealing` "
             "group seals them into their source topics: set it where the groups have "
-            "`MNEMOSTREAM_EVENT_ENCRYPTION_KEY`, so no runtime needs the key."
+            "`MNEMOSTREAM_EVENT_ENCRYPTION_KEY`, so no runtime needs the key. A gateway "
+            "given that key seals them itself and ignores this setting."
         ),
     )
