@@ -18,7 +18,9 @@ closing ", did you know?" is kept):
 * `RELATED_TYPE`: each name → the other names of the same sentence (all pairs among the
   first `PAIR_NAMES`).
 
-A pair the extractor already joined with a typed relation gets no untyped link; the typed
+The user's own name (a user-role speaker's), in the extractor's relations too, is the node
+"user" (one node per tenant user). A pair the extractor already joined with a typed
+relation gets no untyped link; the typed
 relation gets the sentence as its evidence instead. Names the extractor did not give
 become entities (their summary: the first sentence that names them).
 """
@@ -77,13 +79,14 @@ def find_links(messages: Sequence[TurnText], found: Extraction) -> Extraction:
     for message in messages:  # written capitalised where no sentence opens
         for sentence in sentences(message.content):
             known.update(bare(t).casefold() for t in tokens_of(sentence)[1:] if is_capitalised(t))
-    typed = {_pair(r.source, r.target): r for r in found.relations}
+    # the user's own name, said by anyone, is the user's node
+    users = {m.speaker.casefold() for m in messages if m.speaker and m.role == "user"}
+    stated = [_as_user(r, users) for r in found.relations]
+    typed = {_pair(r.source, r.target): r for r in stated}
     evidence: dict[frozenset[str], str] = {}
     names: dict[str, ExtractedEntity] = {}
     links: dict[tuple[str, str, str], ExtractedRelation] = {}
     frozen_known = frozenset(known)
-    # the user's own name, said by anyone, is the user's node
-    users = {m.speaker.casefold() for m in messages if m.speaker and m.role == "user"}
     for message in messages:
         speaker = speaker_of(message)
         if speaker is None:
@@ -115,9 +118,16 @@ def find_links(messages: Sequence[TurnText], found: Extraction) -> Extraction:
     entities = list(found.entities) + [e for k, e in names.items() if k not in given][:MAX_NAMES]
     relations = [
         replace(r, evidence=r.evidence or evidence.get(_pair(r.source, r.target), ""))
-        for r in found.relations
+        for r in stated
     ] + list(links.values())[:MAX_LINKS]
     return Extraction(list(found.facts), entities[:MAX_ITEMS], relations[:MAX_ITEMS])
+
+
+def _as_user(relation: ExtractedRelation, users: set[str]) -> ExtractedRelation:
+    """`relation` with the user's own name (a user-role speaker's) as the node "user"."""
+    source = USER if relation.source.casefold() in users else relation.source
+    target = USER if relation.target.casefold() in users else relation.target
+    return replace(relation, source=source, target=target)
 
 
 def _link(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.ingest.extraction.links import find_links
+from engine.ingest.extraction.relation_typer import RelationTyper, link_turn
 from engine.ingest.extraction.types import ExtractionPolicy, Extractor, TurnText
 from engine.ingest.speakers import spoken
 from schemas.events import EntityItem, FactItem, FactsExtracted, RelationItem, TurnRecorded
@@ -12,10 +12,14 @@ TURN_MESSAGES = 6
 
 
 async def extract_turn(
-    event: TurnRecorded, extractor: Extractor, policy: ExtractionPolicy
+    event: TurnRecorded,
+    extractor: Extractor,
+    policy: ExtractionPolicy,
+    typer: RelationTyper | None = None,
 ) -> FactsExtracted | None:
     """Run the extractor on a turn; the result carries the turn's scope (with its thread),
-    ids and time, so storing it later is independent of when extraction ran."""
+    ids and time, so storing it later is independent of when extraction ran. With a
+    `typer`, the untyped links it can type become typed relations (`relation_typer`)."""
     said = [spoken(m.role, m.content, m.name) for m in event.messages]
     messages = [TurnText(s.role, s.text, s.name) for s in said if s.role in ("user", "assistant")][
         -TURN_MESSAGES:
@@ -23,8 +27,8 @@ async def extract_turn(
     if not any(m.role == "user" for m in messages):
         return None
     # the extractor's typed relations, then the untyped links around them (whichever
-    # extractor: the rules or an LLM)
-    found = find_links(messages, await extractor.extract(messages, policy))
+    # extractor: the rules or an LLM), typed where the typer can
+    found = await link_turn(messages, await extractor.extract(messages, policy), typer)
     if not (found.facts or found.entities or found.relations):
         return None
     return FactsExtracted(

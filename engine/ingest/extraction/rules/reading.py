@@ -108,6 +108,13 @@ def _weight(clause: str, start: int) -> float | None:
     return HEDGE_FACTOR if _HEDGE.search(clause) else 1.0
 
 
+def states_fact(text: str, start: int) -> bool:
+    """Whether what is said at `start` in `text` is stated as a fact: not conditional,
+    modal, optional or reported (the guards every rule's match passes; a hedge still
+    states)."""
+    return _weight(text, start) is not None
+
+
 def _apply(rule: _Rule, unit: _Clause) -> Iterable[tuple[int, _Candidate]]:
     """(match start, candidate) for every match of `rule` that the guards let through."""
     for match in rule.pattern.finditer(unit.text):

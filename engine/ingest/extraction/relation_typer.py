@@ -1,0 +1,285 @@
+"""Typing the untyped links (issue 32): a relation the rules have no phrasing for, read from
+the words that join its two ends, with the offline MiniLM embedder, without an LLM.
+
+For each untyped link (`links`) of a statement the rules did not type, `pairs` finds where
+its two ends are said and the words between them. Then, in order:
+
+1. **Guards.** The comma-piece from the first end to the second is dropped when it is
+   negated ("I'm not from Texas", "don't work at … anymore"), conditional, modal or
+   reported (the rules' guards, `rules.reading.states_fact`); questions never became links.
+2. **Kin by noun.** "his daughter Mila", "Ola's mum Jadwiga", "my cat Miso": the relative's
+   noun names the type (`DAUGHTER_OF`, `MOTHER_OF`, `PET_OF`), as in the rules' lexicon.
+3. **Verbs by meaning.** The words between the two ends ("'ve been living in", "is
+   studying law at") are embedded, all pairs of a turn in one call, and compared with short
+   descriptions of each type, written as the words that would join its ends (`PROTOTYPES`:
+   "works at", "is employed by"…; two or three per type, embedded once per typer). The
+   nearest type is kept when its cosine is at least `THRESHOLD` and beats every other type
+   that fits the ends and the "no relation" descriptions by `MARGIN`; a type fits when the
+   ends' entity types do (`FITS`: a person `WORKS_AT` an organisation, an organisation is
+   `BASED_IN` a place…, as the name finder's cues say; an untyped name fits either). The
+   source is the end said first, except for types written the other way round ("reports
+   to": the second end `MANAGER_OF` the first).
+
+The threshold and margin were chosen on the tune split of `benchmarks.relations` for
+precision ≥ 0.85 (`docs/benchmarks.md`, stop 43). They hold for one vector space only:
+with another embedder `RelationTyper` types nothing (`MODEL`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.ingest.extraction.links import find_links
+from engine.ingest.extraction.names import evidence_of, sentences, statement
+from engine.ingest.extraction.pairs import (
+    PERSONS,
+    Pair,
+    kin_of,
+    kin_relative_first,
+    mentions,
+    pair_of,
+)
+from engine.ingest.extraction.rules.lexicon import _PARTNERS, _PETS
+from engine.ingest.extraction.rules.reading import states_fact
+from engine.ingest.extraction.rules.registry import USER
+from engine.ingest.extraction.rules.speaker import speaker_of
+from engine.ingest.extraction.types import (
+    UNTYPED,
+    ExtractedRelation,
+    Extraction,
+    TurnText,
+)
+from engine.ports import Embedder, Vector
+
+MODEL = "all-MiniLM-L6-v2-int8"
+"""The vector space `THRESHOLD` and `MARGIN` were chosen in."""
+THRESHOLD = 0.45
+"""Least cosine between the joining words and the chosen type's nearest description."""
+MARGIN = 0.0
+"""How far the chosen type must beat every other type that fits the ends and `NONE`."""
+NONE = "NONE"
+
+PROTOTYPES: dict[str, tuple[str, ...]] = {
+    "WORKS_AT": ("works at", "is employed by", "has a job at", "teaches at"),
+    "LIVES_IN": ("lives in", "is living in"),
+    "LIVED_IN": ("used to live in", "lived in before"),
+    "FROM": ("is from", "grew up in", "was born in"),
+    "STUDIES_AT": ("studies at", "is a student at"),
+    "STUDIED_AT": ("studied at", "graduated from"),
+    "BASED_IN": ("is based in", "has its office in"),
+    "USES": ("uses", "works with the app"),
+    "READ": ("read", "finished reading"),
+    "MANAGER_OF": ("manages", "is the boss of"),
+    "~MANAGER_OF": ("reports to", "works under"),
+    NONE: ("and", "met", "visited"),
+}
+"""Short descriptions of each type, as the words that would join its two ends. "~T" is T
+with its ends the other way round (the second said is the source); `NONE`, no relation."""
+
+_ORG, _PLACE = frozenset({"organisation", "name"}), frozenset({"place", "name"})
+FITS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "WORKS_AT": (PERSONS, _ORG),
+    "LIVES_IN": (PERSONS, _PLACE),
+    "LIVED_IN": (PERSONS, _PLACE),
+    "FROM": (PERSONS, _PLACE),
+    "STUDIES_AT": (PERSONS, _ORG),
+    "STUDIED_AT": (PERSONS, _ORG),
+    "BASED_IN": (frozenset({"organisation", "name"}), _PLACE),
+    "USES": (PERSONS, frozenset({"tool", "name"})),
+    "READ": (PERSONS, frozenset({"book", "name"})),
+    "MANAGER_OF": (PERSONS, PERSONS),
+}
+"""Entity types (the name finder's cues) each type's source and target may have."""
+
+_GLUE = frozenset(
+    {"at", "in", "on", "of", "for", "from", "to", "with", "by", "near", "the", "a", "an"}
+)
+_NEGATED = re.compile(r"\b(?:not|never|no\s+longer|n't|nt)\b|n't\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A pair to type: its ends' nodes as the link names them, their entity types, and
+    the text to embed."""
+
+    pair: Pair
+    types: tuple[str, str]
+    text: str
+
+
+class RelationTyper:
+    """Types a turn's untyped links (see the module doc). `type_links` never raises for
+    any text; with an embedder of another vector space than `MODEL`, it changes nothing."""
+
+    def __init__(
+        self, embedder: Embedder, threshold: float = THRESHOLD, margin: float = MARGIN
+    ) -> None:
+        self._embedder = embedder
+        self.threshold = threshold
+        self.margin = margin
+        self._labels: list[str] = [t for t, texts in PROTOTYPES.items() for _ in texts]
+        self._prototypes: Vector | None = None
+
+    @property
+    def active(self) -> bool:
+        return self._embedder.model == MODEL
+
+    async def _prototype_matrix(self) -> Vector:
+        if self._prototypes is None:
+            texts = [text for texts in PROTOTYPES.values() for text in texts]
+            self._prototypes = np.stack(await self._embedder.embed(texts, "query"))
+        return self._prototypes
+
+    async def scores(self, candidates: Sequence[Candidate]) -> list[dict[str, float]]:
+        """Per candidate, the best cosine of each type's descriptions (one embedding call)."""
+        if not candidates:
+            return []
+        protos = await self._prototype_matrix()
+        vectors = np.stack(await self._embedder.embed([c.text for c in candidates], "query"))
+        sims = vectors @ protos.T
+        out = []
+        for row in sims:
+            best: dict[str, float] = {}
+            for label, value in zip(self._labels, row, strict=True):
+                best[label] = max(best.get(label, -1.0), float(value))
+            out.append(best)
+        return out
+
+    def choose(self, candidate: Candidate, scores: dict[str, float]) -> ExtractedRelation | None:
+        """The typed relation `scores` gives `candidate`, or None (see the module doc)."""
+        fits = {label: v for label, v in scores.items() if _fits(label, candidate.types)}
+        if not fits:
+            return None
+        label = max(fits, key=lambda k: fits[k])
+        rest = [v for k, v in fits.items() if k != label] + [scores.get(NONE, -1.0)]
+        if fits[label] < self.threshold or fits[label] - max(rest) < self.margin:
+            return None
+        pair = candidate.pair
+        first, second = (pair.source, pair.target) if pair.forward else (pair.target, pair.source)
+        if label.startswith("~"):
+            first, second, label = second, first, label[1:]
+        return ExtractedRelation(first, label, second, evidence_of(pair.sentence))
+
+    async def type_links(self, messages: Sequence[TurnText], found: Extraction) -> Extraction:
+        """`found` (after `find_links`) with typed relations in place of the untyped links
+        they type (one embedding call for the turn); the other links stay."""
+        if not self.active:
+            return found
+        chosen, candidates = _candidates(messages, found)
+        if candidates:
+            scores = await self.scores([c for _, c in candidates])
+            for (i, candidate), score in zip(candidates, scores, strict=True):
+                relation = self.choose(candidate, score)
+                if relation is not None:
+                    chosen[i] = relation
+        if not chosen:
+            return found
+        relations = [chosen.get(i, r) for i, r in enumerate(found.relations)]
+        return Extraction(list(found.facts), list(found.entities), relations)
+
+
+async def link_turn(
+    messages: Sequence[TurnText], found: Extraction, typer: RelationTyper | None
+) -> Extraction:
+    """The pipeline's step after any extractor (`extract_turn`, `benchmarks.relations`):
+    the untyped links around its typed relations (`find_links`), then, with a `typer`, the
+    links it can type."""
+    linked = find_links(messages, found)
+    return linked if typer is None else await typer.type_links(messages, linked)
+
+
+def _fits(label: str, types: tuple[str, str]) -> bool:
+    if label == NONE:
+        return False
+    reverse = label.startswith("~")
+    source, target = FITS[label.lstrip("~")]
+    first, second = types[::-1] if reverse else types
+    return first in source and second in target
+
+
+def _candidates(
+    messages: Sequence[TurnText], found: Extraction
+) -> tuple[dict[int, ExtractedRelation], list[tuple[int, Candidate]]]:
+    """The kin relations read by noun, and the pairs to embed, each by the index in
+    `found.relations` of the untyped link it would type."""
+    types = {e.name.casefold(): e.type for e in found.entities}
+    people: dict[str, str] = {}
+    for m in messages:
+        who = speaker_of(m)
+        if who is not None and who.name:
+            people[USER if who.is_user else who.name.casefold()] = who.name
+    for node in (USER, *people):
+        types[node] = "person"
+    by_evidence: dict[str, list[int]] = {}
+    for i, r in enumerate(found.relations):
+        if r.type in UNTYPED and r.evidence:
+            by_evidence.setdefault(r.evidence, []).append(i)
+    kin: dict[int, ExtractedRelation] = {}
+    out: list[tuple[int, Candidate]] = []
+    for message in messages:
+        who = speaker_of(message)
+        if who is None:
+            continue
+        node = USER if who.is_user else (who.name or USER).casefold()
+        for sentence in filter(None, map(statement, sentences(message.content))):
+            sentence = " ".join(sentence.split())
+            said = mentions(sentence, types, node, people)
+            for i in by_evidence.pop(evidence_of(sentence), []):
+                r = found.relations[i]
+                pair = pair_of(r.source, r.target, sentence, said, types)
+                if pair is None or not _stated(pair):
+                    continue
+                ends = (r.source, r.target) if pair.forward else (r.target, r.source)
+                kinds = (_kind(types, ends[0]), _kind(types, ends[1]))
+                relation = _kin_relation(pair, ends, kinds)
+                if relation is not None:
+                    kin[i] = relation
+                elif _joined_by_verb(pair, node, ends[0]):
+                    out.append((i, Candidate(pair, kinds, _text(pair))))
+    return kin, out
+
+
+def _kind(types: dict[str, str], node: str) -> str:
+    return types.get(node.casefold(), "name")
+
+
+def _stated(pair: Pair) -> bool:
+    """Whether the piece joining the ends states a fact: not negated, not conditional,
+    modal or reported."""
+    text = pair.sentence
+    left = text.rfind(",", 0, pair.first.start) + 1
+    piece = text[left : pair.second.end]
+    if _NEGATED.search(piece):
+        return False
+    return states_fact(piece, pair.first.start - left)
+
+
+def _kin_relation(
+    pair: Pair, ends: tuple[str, str], kinds: tuple[str, str]
+) -> ExtractedRelation | None:
+    noun = kin_of(pair)
+    if noun is None or kinds[1] not in PERSONS or kinds[0] not in PERSONS:
+        return None
+    kind = "PET" if noun in _PETS.split() else _PARTNERS.get(noun, noun.upper())
+    relative, other = ends if kin_relative_first(pair) else ends[::-1]
+    kind = kind.replace(" ", "_").replace("-", "_")
+    return ExtractedRelation(relative, f"{kind}_OF", other, evidence_of(pair.sentence))
+
+
+def _joined_by_verb(pair: Pair, speaker: str, first: str) -> bool:
+    """Whether a verb or noun may join the ends: not only prepositions and articles, unless
+    the first end is the speaker (whose "I'm" holds the verb: "im in cardiff"). "met Sarah
+    at Blue Bottle" says nothing of where Sarah works."""
+    if first.casefold() == speaker:
+        return True
+    return any(w.casefold() not in _GLUE for w in re.findall(r"[\w'’]+", pair.between))
+
+
+def _text(pair: Pair) -> str:
+    """The words that join the two ends, as embedded ("and" when nothing does)."""
+    between = re.sub(r"^['’]s\b", "", pair.between).strip(" ,")
+    return between or "and"

@@ -1,0 +1,138 @@
+"""The relation typer (issue 32): candidate pairs, guards, kin by noun, and typing by the
+joining words with MiniLM. Figures live in `benchmarks.relations`; these check behaviour."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from engine.adapters.local_embedder import LocalMiniLMEmbedder
+from engine.ingest.extraction.pairs import kin_of, kin_relative_first, mentions, pair_of
+from engine.ingest.extraction.relation_typer import RelationTyper, link_turn
+from engine.ingest.extraction.rules import RuleBasedExtractor
+from engine.ingest.extraction.types import UNTYPED, ExtractionPolicy, TurnText
+from engine.ports import InputType, Vector
+
+TYPES = {"tom": "name", "halvorsen marine": "organisation", "teodor": "person"}
+TYPES |= {"riga": "place", "vilnius": "place", "mila": "name", "austin": "place"}
+TYPES |= {"texas": "place", "initech": "organisation"}
+
+
+def _pair(sentence: str, source: str, target: str):  # type: ignore[no-untyped-def]
+    said = mentions(sentence, TYPES | {"user": "person"}, "user", {})
+    return pair_of(source, target, sentence, said, TYPES | {"user": "person"})
+
+
+def test_a_relation_joins_neighbours_not_ends_with_a_person_between() -> None:
+    sentence = "my brother Tom works at Halvorsen Marine, he fixes boat engines"
+    tom = _pair(sentence, "Tom", "Halvorsen Marine")
+    assert tom is not None
+    assert tom.between.strip() == "works at"
+    assert tom.forward
+    assert _pair(sentence, "user", "Halvorsen Marine") is None
+
+
+def test_a_pronoun_stands_for_the_person_said_before_it() -> None:
+    sentence = "Teodor used to live in Vilnius but he lives in Riga now"
+    riga = _pair(sentence, "Teodor", "Riga")
+    assert riga is not None
+    assert riga.between.strip() == "lives in"
+
+
+def test_a_region_after_a_place_comma_is_not_a_second_end() -> None:
+    sentence = "Initech's head office sits in Austin, Texas"
+    assert _pair(sentence, "Initech", "Austin") is not None
+    assert _pair(sentence, "Initech", "Texas") is None
+
+
+def test_kin_is_read_from_the_noun_between_possessor_and_name() -> None:
+    pair = _pair("he lives in Riga now with his daughter Mila", "Teodor", "Mila")
+    assert pair is None  # "he" refers to no one said before it
+    pair = _pair("Teodor lives in Riga now with his daughter Mila", "Teodor", "Mila")
+    assert pair is not None
+    assert kin_of(pair) == "daughter"
+    assert not kin_relative_first(pair)
+
+
+class OtherSpace:
+    """An embedder of another vector space: the typer must leave the links alone."""
+
+    model = "hashing-v1"
+    dimension = 4
+
+    async def embed(self, texts: Sequence[str], input_type: InputType) -> list[Vector]:
+        raise AssertionError("an inactive typer embeds nothing")
+
+
+async def _typed(typer: RelationTyper, text: str) -> set[tuple[str, str, str]]:
+    said = [TurnText("user", text)]
+    found = await link_turn(
+        said, await RuleBasedExtractor().extract(said, ExtractionPolicy()), typer
+    )
+    return {(r.source, r.type, r.target) for r in found.relations if r.type not in UNTYPED}
+
+
+async def test_another_vector_space_types_nothing() -> None:
+    text = "These days I'm employed by Initech as an analyst."
+    assert await _typed(RelationTyper(OtherSpace()), text) == await _typed(None, text)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def typer(minilm: LocalMiniLMEmbedder) -> RelationTyper:
+    return RelationTyper(minilm)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("These days I'm employed by Initech as an analyst.", {("user", "WORKS_AT", "Initech")}),
+        ("Initech's head office sits in Austin, Texas.", {("Initech", "BASED_IN", "Austin")}),
+        (
+            "My cousin Ravi teaches at Brookfield Academy.",
+            {("Ravi", "COUSIN_OF", "user"), ("Ravi", "WORKS_AT", "Brookfield Academy")},
+        ),
+        ("i report to a guy called Stefan", {("Stefan", "MANAGER_OF", "user")}),
+    ],
+)
+async def test_unseen_phrasings_are_typed(
+    typer: RelationTyper, text: str, expected: set[tuple[str, str, str]]
+) -> None:
+    assert await _typed(typer, text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm not employed by Initech anymore.",
+        "If I ever move to Lisbon I'll learn Portuguese.",
+        "Mum said Carla lives in Leeds now.",
+        "I met Sarah at Blue Bottle yesterday.",
+        "Is Initech based in Austin?",
+    ],
+)
+async def test_negated_modal_reported_and_bare_preposition_stay_untyped(
+    typer: RelationTyper, text: str
+) -> None:
+    assert await _typed(typer, text) == set()
+
+
+async def test_one_embedding_call_per_turn(minilm: LocalMiniLMEmbedder) -> None:
+    calls: list[int] = []
+    inner = minilm
+
+    class Counting:
+        model = inner.model
+        dimension = inner.dimension
+
+        async def embed(self, texts: Sequence[str], input_type: InputType) -> list[Vector]:
+            calls.append(len(texts))
+            return await inner.embed(texts, input_type)
+
+    counting = RelationTyper(Counting())
+    text = "Marcus has been employed by Globex for years and his sister Ana is living in Porto."
+    await _typed(counting, text)
+    await _typed(counting, text)
+    assert calls[0] > 2  # the prototypes, once
+    assert calls[1:] == [calls[1]] * 2  # then one call per turn
+    assert calls[1] >= 1
