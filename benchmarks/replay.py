@@ -14,7 +14,7 @@
 3. **Verify:** the rebuilt database is compared with the live one (it must be equal).
 4. **Sealing** (issue 31): replay turns/s of a sealed log against a plain one, on
    `benchmarks.sealing`'s alternating rounds of `--sealing-turns` turns (`--sealing-rounds`
-   of each mode; 0: skipped): each round's turns are stored by its groups, then replayed
+   of each mode; 0: skipped; `--sealing-path`): each round's turns are stored by its groups, then replayed
    alone into a fresh database (`benchmarks.sealing_replay`); the rounds' stored turns/s too.
 
 With `--json`, exactly one JSON object on stdout.
@@ -152,13 +152,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         )
         if args.sealing_rounds > 0:
             rates = ReplayRate()
-            stored = await sealing.compare(
-                ends,
-                turns=args.sealing_turns,
-                rounds=args.sealing_rounds,
-                extra=rates,
-                label="replay",
-            )
+            stored = await sealing.compare_args(ends, args, "replay", rates)
             out["sealing"] = {**rates.result(), "turns": args.sealing_turns, "stored": stored}
     return out
 
@@ -194,8 +188,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=500)
     parser.add_argument("--remembers", type=int, default=50)
-    parser.add_argument("--sealing-rounds", type=int, default=2, help="of each mode; 0: none")
-    parser.add_argument("--sealing-turns", type=int, default=2000, help="turns a sealing round")
+    sealing.add_arguments(parser)
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     args = parser.parse_args()
     result = asyncio.run(main(args))

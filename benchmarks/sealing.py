@@ -12,10 +12,14 @@ when the `transcripts` group has committed every turn (transcript, working buffe
 turn row stored; embedding deferred, as `benchmarks.throughput`'s `stored_per_s`).
 
 * **plain**: no event key; the SDK publishes to `memory.turns.v1`; groups: transcripts.
-* **sealed**: `MNEMOSTREAM_EVENT_ENCRYPTION_KEY` set; the SDK publishes through
-  `memory.ingress.v1` (`ingress=True`), the `sealing` group seals each turn under its
-  tenant's key into `memory.turns.v1`, and the transcripts group opens it: the whole key
-  path (the sealing and transcripts groups in two processes).
+* **sealed**: `MNEMOSTREAM_EVENT_ENCRYPTION_KEY` set on the groups, by one of two paths
+  (`--path`, `services.sdk.sealed_path`):
+  * `edge` (the default): the publisher holds the key, as a gateway given it does
+    (`MemoryClient(sealer=...)`), seals each turn under its tenant's key and publishes it
+    to `memory.turns.v1`; the transcripts group opens it;
+  * `ingress`: the SDK publishes through `memory.ingress.v1` (`ingress=True`, a runtime
+    holding no key), the `sealing` group seals each turn into `memory.turns.v1`, and the
+    transcripts group opens it (the sealing and transcripts groups in two processes).
 
 Reports each round's turns/s, the median of each mode and `sealed_vs_plain` (median ratio;
 the goal is ≥ 0.90), and the CPU a stored turn cost the benchmark's own process tree (the
@@ -41,7 +45,7 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -49,6 +53,9 @@ from typing import Any, Protocol
 from pymongo import AsyncMongoClient
 
 from benchmarks.pipeline import endpoints, groups_process, tree_cpu_seconds
+from engine.adapters.mongo.tenant_keys import MongoTenantKeys, ensure_tenant_keys
+from engine.sealing import EventSealer
+from engine.upkeep.archive_seal import ArchiveKeys
 from schemas import topics
 from services.endpoints import Endpoints
 from services.sdk.client import MemoryClient
@@ -85,9 +92,14 @@ class Round:
 
     ends: Endpoints
     tag: str
-    sealed: bool
+    path: str
+    """"plain", or the sealed path: "edge" or "ingress"."""
     key: str | None
     """`MNEMOSTREAM_EVENT_ENCRYPTION_KEY` of the round's groups (sealed rounds only)."""
+
+    @property
+    def sealed(self) -> bool:
+        return self.path != "plain"
 
     @property
     def db(self) -> str:
@@ -113,13 +125,14 @@ class Extra(Protocol):
 
 
 async def one_round(
-    ends: Endpoints, sealed: bool, args: argparse.Namespace, extra: Extra | None = None
+    ends: Endpoints, path: str, args: argparse.Namespace, extra: Extra | None = None
 ) -> tuple[Rate, str]:
-    """(stored turns/s, a line of detail) of one round: each group in its own
-    `mnemostream run` process."""
-    key = base64.b64encode(os.urandom(32)).decode() if sealed else None
-    r = Round(ends, uuid.uuid4().hex[:8], sealed, key)
-    processes = [["sealing"], ["transcripts"]] if sealed else [["transcripts"]]
+    """(stored turns/s, a line of detail) of one round (`path`: "plain", "edge" or
+    "ingress"): each group in its own `mnemostream run` process."""
+    key = base64.b64encode(os.urandom(32)).decode() if path != "plain" else None
+    r = Round(ends, uuid.uuid4().hex[:8], path, key)
+    ingress = path == "ingress"
+    processes = [["sealing"], ["transcripts"]] if ingress else [["transcripts"]]
     env = {"MNEMOSTREAM_EXTRACTOR": "none", "MNEMOSTREAM_EMBEDDING_DEFERRED": "true"}
     if key is not None:
         env["MNEMOSTREAM_EVENT_ENCRYPTION_KEY"] = key
@@ -134,9 +147,14 @@ async def one_round(
         await extra.before(r)
     with contextlib.ExitStack() as running:
         procs = [running.enter_context(groups_process(ends, r.tag, n, env)) for n in processes]
-        async with MemoryClient(ends.kafka_bootstrap, timeout=30, ingress=sealed) as client:
+        async with (
+            edge_sealer(r) as sealer,
+            MemoryClient(
+                ends.kafka_bootstrap, timeout=30, ingress=ingress, sealer=sealer
+            ) as client,
+        ):
             await client.record_turn(body(r.agent, -1, args.threads))  # the groups have joined
-            await caught_up(ends, r.prefix, sealed, timeout=180)
+            await caught_up(ends, r.prefix, ingress, timeout=180)
             queue = iter(range(args.turns))
 
             async def publisher() -> None:
@@ -147,7 +165,7 @@ async def one_round(
             stack = tree_cpu_seconds()
             await asyncio.gather(*(publisher() for _ in range(args.concurrency)))
             published = time.monotonic() - began
-            await caught_up(ends, r.prefix, sealed, timeout=900)
+            await caught_up(ends, r.prefix, ingress, timeout=900)
             seconds = time.monotonic() - began
             used = [cpu_seconds(p.pid) - c for p, c in zip(procs, cpu, strict=True)]
             stack = tree_cpu_seconds() - stack
@@ -171,6 +189,23 @@ async def one_round(
     return Rate(args.turns / seconds, per_turn), detail
 
 
+@contextlib.asynccontextmanager
+async def edge_sealer(r: Round) -> AsyncIterator[EventSealer | None]:
+    """The publisher's sealer on an "edge" round, as a gateway given the round's key builds
+    it (the tenant keys in the round's database, which its groups read them from); None on
+    the other rounds."""
+    if r.path != "edge" or r.key is None:
+        yield None
+        return
+    mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(r.ends.mongo_uri, retryWrites=False)
+    try:
+        db = mongo[r.db]
+        await ensure_tenant_keys(db)
+        yield EventSealer(ArchiveKeys(base64.b64decode(r.key), []), MongoTenantKeys(db))
+    finally:
+        await mongo.close()
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds a process has used (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -181,10 +216,10 @@ STAGES = ((topics.INGRESS), (topics.TURNS))
 """The topic each process's group reads (the sealing group's, then the transcripts')."""
 
 
-async def caught_up(ends: Endpoints, prefix: str, sealed: bool, timeout: float) -> None:
+async def caught_up(ends: Endpoints, prefix: str, ingress: bool, timeout: float) -> None:
     """Until the groups have committed everything published so far, in order."""
     for group, topic in zip(("sealing", "transcripts"), STAGES, strict=True):
-        if group == "sealing" and not sealed:
+        if group == "sealing" and not ingress:
             continue
         done = await end_offsets(ends.kafka_bootstrap, [topic])
         await wait_caught_up(ends.kafka_bootstrap, f"{prefix}.{group}", done, timeout=timeout)
@@ -234,26 +269,58 @@ async def compare(
     concurrency: int = 64,
     extra: Extra | None = None,
     label: str = "sealing",
+    path: str = "edge",
 ) -> dict[str, Any]:
-    """`rounds` rounds of each mode, alternating (plain first): `summary` of the stored
-    turns/s, with `turns`, `rounds` and `load_average` (1 min, at the start and the end)."""
+    """`rounds` rounds of each mode, alternating (plain first; sealed by `path`): `summary`
+    of the stored turns/s, with `turns`, `rounds`, `path` and `load_average` (1 min, at the
+    start and the end)."""
     args = argparse.Namespace(turns=turns, threads=threads, concurrency=concurrency)
     rates: dict[str, list[Rate]] = {"plain": [], "sealed": []}
     load = [round(os.getloadavg()[0], 2)]
     for n in range(rounds * 2):
         mode = "plain" if n % 2 == 0 else "sealed"
-        print(f"[{label}] round {n + 1}: {mode}", file=sys.stderr, flush=True)
-        rate, detail = await one_round(ends, mode == "sealed", args, extra)
+        shown = mode if mode == "plain" else f"sealed ({path})"
+        print(f"[{label}] round {n + 1}: {shown}", file=sys.stderr, flush=True)
+        rate, detail = await one_round(ends, "plain" if mode == "plain" else path, args, extra)
         rates[mode].append(rate)
         print(f"  {rate.per_s:8.1f} stored turns/s; {detail}", file=sys.stderr, flush=True)
     load.append(round(os.getloadavg()[0], 2))
     return {
         "turns": turns,
         "rounds": rounds,
+        "path": path,
         **summary([r.per_s for r in rates["plain"]], [r.per_s for r in rates["sealed"]]),
         **cpu_summary([r.cpu_ms for r in rates["plain"]], [r.cpu_ms for r in rates["sealed"]]),
         "load_average": load,
     }
+
+
+PATHS = ("edge", "ingress")
+PATH_HELP = (
+    "how sealed turns are published: sealed by the publisher (a gateway given the key) or "
+    "through the ingress and the sealing group (a runtime holding no key)"
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The sealing rounds' options of the benchmarks that run them (`throughput`, `replay`)."""
+    p.add_argument("--sealing-rounds", type=int, default=2, help="of each mode; 0: none")
+    p.add_argument("--sealing-turns", type=int, default=2000, help="turns a sealing round")
+    p.add_argument("--sealing-path", choices=PATHS, default="edge", help=PATH_HELP)
+
+
+async def compare_args(
+    ends: Endpoints, args: argparse.Namespace, label: str, extra: Extra | None = None
+) -> dict[str, Any]:
+    """`compare` with the options `add_arguments` added."""
+    return await compare(
+        ends,
+        turns=args.sealing_turns,
+        rounds=args.sealing_rounds,
+        extra=extra,
+        label=label,
+        path=args.sealing_path,
+    )
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
@@ -264,6 +331,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             rounds=args.rounds,
             threads=args.threads,
             concurrency=args.concurrency,
+            path=args.path,
         )
     return {
         **found,
@@ -278,6 +346,7 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each mode")
     parser.add_argument("--threads", type=int, default=50)
     parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--path", choices=PATHS, default="edge", help=PATH_HELP)
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     args = parser.parse_args()
     result = asyncio.run(main(args))

@@ -27,7 +27,8 @@ writer groups (`transcripts`, and `embeddings` where it exists), one `search` an
    the groups' batch size (12,000 turns of the same text, no broker), and
    `stored_vs_ceiling` = `stored_per_s / store_ceiling_per_s`.
 7. `sealing`: stored turns/s without and with an event key, `--sealing-rounds` rounds of each
-   (`benchmarks.sealing.compare`, `--sealing-turns` turns a round; 0 rounds: skipped).
+   (`benchmarks.sealing.compare`, `--sealing-turns` turns a round, `--sealing-path`; 0 rounds:
+   skipped).
 
 Human-readable lines, or with `--json` exactly one JSON object on stdout (progress goes to
 stderr). Group logs: `$TMPDIR/mnemostream-throughput-<tag>-<group>-<n>.log`.
@@ -83,8 +84,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--skip-replay", action="store_true")
     p.add_argument("--skip-ready", action="store_true")
-    p.add_argument("--sealing-rounds", type=int, default=2, help="of each mode; 0: none")
-    p.add_argument("--sealing-turns", type=int, default=2000, help="turns a sealing round")
+    sealing.add_arguments(p)
     return p
 
 
@@ -361,9 +361,7 @@ async def run(args: argparse.Namespace, ends: Endpoints, tag: str, out: dict[str
     await ceiling(ends, tag, out)
     if args.sealing_rounds > 0:  # phase 7, the groups stopped
         began = time.monotonic()
-        out["sealing"] = await sealing.compare(
-            ends, turns=args.sealing_turns, rounds=args.sealing_rounds, label="throughput"
-        )
+        out["sealing"] = await sealing.compare_args(ends, args, "throughput")
         out["phase_seconds"]["sealing"] = time.monotonic() - began
 
 
