@@ -84,7 +84,7 @@ router from the runtime and the process's metrics (None: uninstrumented)."""
 NEEDS: dict[str, frozenset[Part]] = {
     transcripts.GROUP: frozenset({"embedder"}),
     embeddings.GROUP: frozenset({"embedder"}),
-    extraction.GROUP: frozenset({"extractor"}),
+    extraction.GROUP: frozenset({"extractor", "embedder"}),  # the relation typer
     facts.GROUP: frozenset({"embedder"}),
     knowledge.GROUP: frozenset({"embedder"}),
     workflows.GROUP: frozenset({"embedder"}),

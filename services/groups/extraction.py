@@ -1,5 +1,9 @@
 """extraction group: `TurnRecorded` → the extractor → `FactsExtracted` (keyed by agent|user).
 
+The untyped links around the extractor's relations are typed where the words joining their
+ends say how (`engine.ingest.extraction.relation_typer`, with the deployment's embedder:
+active for the local MiniLM model only), whichever extractor runs.
+
 It never blocks post_turn: the transcripts group stores the turn independently. A failing
 remote extractor is retried with backoff, then the turn is dead-lettered (nothing is lost
 silently); the stored result is the published event, so replays do not re-run the model.
@@ -9,6 +13,7 @@ from __future__ import annotations
 
 from faststream.kafka import KafkaRouter
 
+from engine.ingest.extraction.relation_typer import RelationTyper
 from engine.ingest.extraction.turns import extract_turn
 from schemas import topics
 from schemas.events import TurnRecorded
@@ -27,10 +32,11 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
     extractor = rt.extractor
     if extractor is None:
         return group.router
+    typer = RelationTyper(rt.embedder)
 
     async def extract(event: TurnRecorded) -> None:
         with extraction_timer(metrics, rt.settings.extraction.extractor):
-            found = await extract_turn(event, extractor, rt.extraction_policy)
+            found = await extract_turn(event, extractor, rt.extraction_policy, typer)
         if found is not None:
             key = topics.tenant_key(event.scope.agent_wallet, event.scope.user_address)
             await facts.publish(found, key=key.encode())

@@ -1,8 +1,9 @@
 """Scenario (issue 32): a graph that generalises, on the real stack through the SDK with the
-offline rule extractor. No rule knows "employed by" or "head office"; the untyped links
+offline rule extractor. No rule knows "employed by" or "head office"; the links
 (`engine.ingest.extraction.links`) join the user to Initech and Initech to Austin, each with
-its sentence, stored in `relations` beside the typed ones, and the graph layer follows them
-from "my company" to the Austin sentence."""
+its sentence, and the extraction group's relation typer (`engine.ingest.extraction.
+relation_typer`) types them by the words between their ends (WORKS_AT, BASED_IN); the graph
+layer follows them from "my company" to the Austin sentence."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ EMPLOYED = "These days I'm employed by Initech as an analyst."
 OFFICE = "Initech's head office sits in Austin, Texas."
 
 
-async def test_my_company_reaches_the_head_office_sentence_through_untyped_links(
+async def test_my_company_reaches_the_head_office_sentence_through_typed_links(
     rules_pipeline: tuple[Runtime, MemoryClient], now: datetime
 ) -> None:
     rt, client = rules_pipeline
@@ -50,8 +51,10 @@ async def test_my_company_reaches_the_head_office_sentence_through_untyped_links
         (r["sourceName"], r["type"], r["targetName"]): r["metadata"].get("evidence")
         async for r in db["relations"].find(scope)
     }
-    assert links[("user", "MENTIONS", "Initech")] == EMPLOYED
-    assert links[("Initech", "RELATED", "Austin")] == OFFICE
+    # typed by the words that join their ends, not by a rule (stop 43's relation typer)
+    assert links[("user", "WORKS_AT", "Initech")] == EMPLOYED
+    assert links[("Initech", "BASED_IN", "Austin")] == OFFICE
+    assert ("user", "MENTIONS", "Initech") not in links  # typed, not also linked untyped
 
     ask = {**scope, "threadId": "new"}
     reply = await client.context("Which city is my company located in?", ask, layers=["graph"])
