@@ -9,12 +9,16 @@ of their events — the log, dead letters, backups of either — can no longer b
   keys' kind (`engine.upkeep.archive_seal.ArchiveKeys`: the current one wraps, previous ones
   unwrap, each known by its key id). A tenant whose key was deleted gets a new key (a new
   id) with its next event; what the old one sealed stays unreadable.
-* **The envelope** (`seal`): one JSON object, `{"sealed": 1, "agent": …, "user": …, "keyId":
-  …, "data": base64(nonce ‖ ciphertext ‖ tag)}`, the event's whole JSON as the plaintext and
-  `mnemostream/event/v1` + the tenant + the key id as associated data, so an envelope moved
-  to another tenant does not open. Only the tenant ids stay in clear (they are on every
-  stored row too). `is_sealed` tells an envelope from an event in clear by its first bytes,
-  so a log holding both reads each as it is.
+* **The envelope** (`seal`): `MAGIC`, a one-line JSON head `[agent, user, keyId]`, a
+  newline, then the bytes nonce ‖ ciphertext ‖ tag, with the event's whole JSON as the
+  plaintext and `mnemostream/event/v1` + the tenant + the key id as associated data, so an
+  envelope moved to another tenant does not open. Only the tenant ids stay in clear (they
+  are on every stored row too). Binary, not base64 in JSON (stop 43): a sealed turn is 11 %
+  longer than in clear instead of 46 %, and the broker and every reader carry that on every
+  record. Envelopes of the first format (one JSON object, `{"sealed": 1, "agent", "user",
+  "keyId", "data": base64(…)}`, `PREFIX`) still open, so a log sealed before reads as it
+  is. `is_sealed` tells an envelope from an event in clear by its first bytes (an event in
+  clear is a JSON object), so a log holding both reads each as it is.
 * **Opening** (`EventSealer.open_many`) answers, for each record: its plaintext, or `gone`
   (the tenant's key was erased: the record is skipped, counted and logged once per tenant,
   never dead-lettered), or a `problem` (a tampered envelope, a master key id not configured:
@@ -55,8 +59,11 @@ log = logging.getLogger(__name__)
 Tenant = tuple[str, str | None]
 """(agent wallet, user address or None): whose data key seals an event."""
 
+MAGIC = b"\x00mnse2\x00"
+"""The first bytes of an envelope (no event in clear, a JSON object, starts with a NUL)."""
 PREFIX = b'{"sealed":'
-"""The first bytes of every envelope (an event in clear starts with another field)."""
+"""The first bytes of an envelope of the first format (JSON; an event in clear starts
+with another field): still opened, never written."""
 KEY_ID_HEX = 16
 SEEN_TENANTS_MAX = 10_000
 """Tenants whose skipped events were logged (once each), before the memory is cleared."""
@@ -105,8 +112,8 @@ class Opened:
 
 
 def is_sealed(body: bytes) -> bool:
-    """Whether `body` is an envelope (`seal`)."""
-    return body[: len(PREFIX)] == PREFIX
+    """Whether `body` is an envelope (`seal`, or the first format)."""
+    return body[: len(MAGIC)] == MAGIC or body[: len(PREFIX)] == PREFIX
 
 
 def _tenant_text(tenant: Tenant) -> bytes:
@@ -117,12 +124,12 @@ def seal(tenant: Tenant, key_id: str, key: AESGCM, plain: bytes) -> bytes:
     """The envelope of `plain` (an event's JSON) under the tenant's data key (AES-256-GCM,
     a fresh 12-byte nonce, as `engine.upkeep.archive_seal.aes_seal`; the cipher object is
     the cached key's, not built again for each event)."""
-    associated = _EVENT_AD + _tenant_text(tenant) + b"\x00" + key_id.encode()
+    named = _tenant_text(tenant)
+    associated = _EVENT_AD + named + b"\x00" + key_id.encode()
     nonce = os.urandom(NONCE_BYTES)
-    data = base64.b64encode(nonce + key.encrypt(nonce, plain, associated)).decode("ascii")
-    head = {"sealed": 1, "agent": tenant[0], "user": tenant[1], "keyId": key_id}
-    text = json.dumps(head, ensure_ascii=False, separators=(",", ":"))
-    return f'{text[:-1]},"data":"{data}"}}'.encode()
+    # the head is compact JSON: a newline in an id is escaped, so the first one ends it
+    head = named[:-1] + b"," + json.dumps(key_id).encode() + b"]\n"
+    return MAGIC + head + nonce + key.encrypt(nonce, plain, associated)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,11 +140,20 @@ class Envelope:
 
 
 def envelope(body: bytes) -> Envelope:
-    """The parts of an envelope; `InputRejected` when it is not one."""
+    """The parts of an envelope (either format); `InputRejected` when it is not one."""
     try:
-        data: Any = json.loads(body)
-        agent, user, kid = data["agent"], data["user"], data["keyId"]
-        blob = base64.b64decode(data["data"], validate=True)
+        if body[: len(MAGIC)] == MAGIC:
+            head, ended, blob = body[len(MAGIC) :].partition(b"\n")
+            if not ended:
+                raise ValueError("no head")
+            parts = json.loads(head)
+            if not isinstance(parts, list):
+                raise ValueError("the head is not a list")
+            agent, user, kid = parts
+        else:
+            data: Any = json.loads(body)
+            agent, user, kid = data["agent"], data["user"], data["keyId"]
+            blob = base64.b64decode(data["data"], validate=True)
     except (ValueError, TypeError, KeyError, binascii.Error) as exc:
         raise InputRejected("a sealed event's envelope is not readable") from exc
     if not (isinstance(agent, str) and (user is None or isinstance(user, str))):

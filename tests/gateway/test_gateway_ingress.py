@@ -14,7 +14,6 @@ from settings as `mnemostream gateway` builds it (its own client): not the packa
 from __future__ import annotations
 
 import base64
-import json
 import uuid
 from collections.abc import Mapping
 
@@ -23,7 +22,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from pydantic import SecretStr
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
-from engine.sealing import is_sealed
+from engine.sealing import envelope, is_sealed
 from schemas import topics
 from services.endpoints import Endpoints
 from services.gateway import create_app
@@ -171,8 +170,8 @@ async def sealed_on_the_turns_topic(
 
     # on the turns topic: the turn, sealed for its tenant, and the canary nowhere in clear
     values = await values_since(bootstrap, topics.TURNS, before)
-    ours = [v for v in values if is_sealed(v) and json.loads(v)["agent"] == wallet]
+    ours = [v for v in values if is_sealed(v) and envelope(v).tenant[0] == wallet]
     assert len(ours) == 1
-    assert json.loads(ours[0])["user"] == "alice"
+    assert envelope(ours[0]).tenant == (wallet, "alice")
     assert not [v for v in values if canary.encode() in v]
     assert not [v for v in values if wallet.encode() in v and not is_sealed(v)]

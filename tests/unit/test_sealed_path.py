@@ -6,13 +6,12 @@ for one message is refused before it is sent."""
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
 
 from engine.adapters.memory.tenant_keys import InMemoryTenantKeys
-from engine.sealing import EventSealer, is_sealed
+from engine.sealing import EventSealer, envelope, is_sealed
 from engine.upkeep.archive_seal import ArchiveKeys
 from schemas import topics
 from schemas.bodies import message_json
@@ -55,8 +54,7 @@ async def test_an_edge_seals_to_the_source_topic_for_the_events_tenant(
     assert topic == topics.REMEMBER  # one hop: no ingress
     assert is_sealed(sealed)
     assert CANARY.encode() not in sealed
-    head = json.loads(sealed)
-    assert (head["agent"], head["user"]) == ("0xEdge", "alice")
+    assert envelope(sealed).tenant == ("0xEdge", "alice")
     [opened] = await group.open_many([sealed])
     assert opened.plain == value
     assert opened.tenant == ("0xEdge", "alice")

@@ -12,7 +12,7 @@ import os
 import pytest
 
 from engine.adapters.memory.tenant_keys import InMemoryTenantKeys
-from engine.sealing import EventSealer, is_sealed
+from engine.sealing import MAGIC, EventSealer, envelope, is_sealed
 from engine.upkeep.archive_seal import ArchiveKeys
 
 CANARY = b"canary-7f3a the user's secret words"
@@ -35,15 +35,15 @@ async def test_an_envelope_hides_the_content_and_opens_for_its_tenant_only() -> 
     [body] = await seals.seal_many([(ALICE, event(CANARY))])
     assert is_sealed(body)
     assert b"canary" not in body
-    assert b"canary" not in base64.b64decode(json.loads(body)["data"])
+    assert b"canary" not in envelope(body).blob
     [opened] = await seals.open_many([body])
     assert opened.plain == event(CANARY)
     assert opened.tenant == ALICE
     # the same envelope claiming another tenant does not open (associated data)
     [bobs] = await seals.seal_many([(BOB, event(b"bob's"))])
-    envelope = json.loads(body)
-    envelope.update(user="bob", keyId=json.loads(bobs)["keyId"])
-    moved = json.dumps(envelope, separators=(",", ":")).encode()
+    head = json.dumps(["0xAgent", "bob", envelope(bobs).key_id]).encode()
+    moved = MAGIC + head + b"\n" + envelope(body).blob
+    assert envelope(moved).tenant == BOB
     [stolen] = await seals.open_many([moved])
     assert stolen.plain is None
     assert not stolen.gone  # tampering is a problem to dead-letter, not an erasure
@@ -91,8 +91,35 @@ async def test_a_mixed_batch_opens_each_record_as_it_is() -> None:
     assert [o.tenant for o in opened] == [None, ALICE, None, None]
 
 
-@pytest.mark.parametrize("body", [b'{"sealed":1}', b'{"sealed":1,"agent":"a","user":null,'])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"sealed":1}',
+        b'{"sealed":1,"agent":"a","user":null,',
+        MAGIC + b'["a","u","k"]',  # no end to its head
+        MAGIC + b'{"a":1,"u":2,"k":3}\n' + b"x" * 40,  # a head that is not a list
+        MAGIC + b'["a",null]\n' + b"x" * 40,
+    ],
+)
 async def test_an_unreadable_envelope_is_a_problem(body: bytes) -> None:
     [opened] = await sealer().open_many([body])
     assert opened.plain is None
     assert opened.problem is not None
+
+
+async def test_an_envelope_of_the_first_format_still_opens() -> None:
+    """Logs sealed before stop 43 hold JSON envelopes (base64 data): they open as they are,
+    tenant-bound as before, and a new envelope is binary and shorter."""
+    store = InMemoryTenantKeys()
+    seals = sealer(store)
+    [new] = await seals.seal_many([(ALICE, event(CANARY))])
+    kid, blob = envelope(new).key_id, envelope(new).blob
+    head = {"sealed": 1, "agent": ALICE[0], "user": ALICE[1], "keyId": kid}
+    old = json.dumps({**head, "data": base64.b64encode(blob).decode()}).encode()
+    assert is_sealed(old)
+    assert b"canary" not in old
+    [opened] = await seals.open_many([old])
+    assert opened.plain == event(CANARY)
+    assert opened.tenant == ALICE
+    assert new.startswith(MAGIC)
+    assert len(new) < len(old)
