@@ -14,8 +14,9 @@
 3. **Verify:** the rebuilt database is compared with the live one (it must be equal).
 4. **Sealing** (issue 31): replay turns/s of a sealed log against a plain one, on
    `benchmarks.sealing`'s alternating rounds of `--sealing-turns` turns (`--sealing-rounds`
-   of each mode; 0: skipped; `--sealing-path`): each round's turns are stored by its groups, then replayed
-   alone into a fresh database (`benchmarks.sealing_replay`); the rounds' stored turns/s too.
+   of each mode; 0: skipped; `--sealing-path`): each round's turns are stored by its
+   groups, then replayed alone into a fresh database (`benchmarks.sealing_replay`); the
+   rounds' stored turns/s too.
 
 With `--json`, exactly one JSON object on stdout.
 

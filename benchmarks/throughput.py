@@ -11,8 +11,8 @@ writer groups (`transcripts`, and `embeddings` where it exists), one `search` an
 
 1. `ready_all_s`, `ready_one_s`: `mnemostream run all` (then `run transcripts`) started until
    its `/readyz` answers 200 (topics already created, a fresh database), then stopped.
-2. `embedder_raw_per_s`: the local MiniLM embedder in this process on a sample of the turn
-   texts (batches of 32), while the groups are idle.
+2. `embedder_raw_per_s`: turns/s of the local MiniLM in this process on what the stage
+   embeds for a turn (`embed_units`: its text, each message), batches of 32, groups idle.
 3. `publish_per_s`: `--turns` turns (user + assistant, 200-400 characters, seeded) over
    `--agents` × `--users` threads, published with the SDK by `--concurrency` tasks, until
    every one is acknowledged; `stored_per_s`: from the first publish until every turn is in
@@ -55,9 +55,10 @@ from benchmarks import sealing
 from benchmarks.pipeline import endpoints
 from benchmarks.throughput_procs import cli, group_env, group_processes, time_to_ready, turns_lag
 from benchmarks.throughput_store import Store
-from benchmarks.throughput_text import Scope, exchange, scopes, texts, turn_body
+from benchmarks.throughput_text import Scope, exchange, scopes, turn_body, turn_texts
 from benchmarks.throughput_visible import visibility
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
+from engine.ingest.turns import embed_units
 from engine.ports import InputType
 from engine.records import Vector
 from schemas import topics
@@ -79,7 +80,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--agents", type=int, default=5)
     p.add_argument("--users", type=int, default=10, help="users (one thread each) per agent")
     p.add_argument("--concurrency", type=int, default=64, help="publishes in flight")
-    p.add_argument("--sample", type=int, default=2000, help="texts for the raw embedder rate")
+    p.add_argument("--sample", type=int, default=2000, help="turns for the raw embedder rate")
     p.add_argument("--seed", type=int, default=15)
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--skip-replay", action="store_true")
@@ -122,11 +123,11 @@ class CountingEmbedder:
 
 
 async def embedder_raw(model: LocalMiniLMEmbedder, sample: list[str]) -> float:
-    """Texts/s of `model.embed(batch, "document")` over the sample, after one warm batch."""
-    await model.embed(sample[:BATCH], "document")
+    """Turns/s of `embed_units(model, batch)` (the stage's call), after one warm batch."""
+    await embed_units(model, sample[:BATCH])
     began = time.monotonic()
     for i in range(0, len(sample), BATCH):
-        await model.embed(sample[i : i + BATCH], "document")
+        await embed_units(model, sample[i : i + BATCH])
     return len(sample) / (time.monotonic() - began)
 
 
@@ -190,11 +191,12 @@ async def live(
                 await warm_up(client, tag)
                 phases["warm_up"] = time.monotonic() - began
 
-                note(f"raw embedder on {min(args.sample, args.turns)} texts")
+                note(f"raw embedder on {min(args.sample, args.turns)} turns")
                 began = time.monotonic()
                 model = LocalMiniLMEmbedder.load()
                 out["embedder_raw_per_s"] = round(
-                    await embedder_raw(model, texts(args.seed, min(args.sample, args.turns))), 1
+                    await embedder_raw(model, turn_texts(args.seed, min(args.sample, args.turns))),
+                    1,
                 )
                 phases["embedder_raw"] = time.monotonic() - began
 

@@ -100,7 +100,8 @@ def turn_body(scope: Scope, user: str, assistant: str, occurred_ms: int) -> dict
     }
 
 
-def texts(seed: int, count: int) -> list[str]:
-    """`count` turn texts (user + assistant, as one document) for the raw embedder figure."""
+def turn_texts(seed: int, count: int) -> list[str]:
+    """`count` turn texts as a turn row holds them ("user: …" and "assistant: …" lines,
+    `engine.ingest.turns.compact_summary`) for the raw embedder figure."""
     rng = random.Random(seed)
-    return [" ".join(exchange(rng, n)) for n in range(count)]
+    return ["user: {}\nassistant: {}".format(*exchange(rng, n)) for n in range(count)]

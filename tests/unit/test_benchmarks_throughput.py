@@ -8,7 +8,8 @@ import random
 from benchmarks.sealing import cpu_summary, summary
 from benchmarks.throughput import parser, pct
 from benchmarks.throughput_store import _embedded_filter
-from benchmarks.throughput_text import exchange, marker_word, scopes, texts, turn_body
+from benchmarks.throughput_text import exchange, marker_word, scopes, turn_body, turn_texts
+from engine.ingest.message_units import unit_texts
 from schemas.inputs import turn_recorded
 
 
@@ -47,10 +48,12 @@ def test_the_sealing_cpu_ratio_is_the_plain_median_over_the_sealed_one() -> None
 
 
 def test_turn_texts_are_seeded_varied_and_of_realistic_length() -> None:
-    assert texts(7, 50) == texts(7, 50)
-    sample = texts(7, 500)
+    assert turn_texts(7, 50) == turn_texts(7, 50)
+    sample = turn_texts(7, 500)
     assert len(set(sample)) == 500
-    assert all(200 <= len(text) <= 400 for text in sample), min(map(len, sample))
+    said = [unit_texts(text) for text in sample]  # as the embedding stage splits a turn
+    assert all(len(units) == 2 for units in said)
+    assert all(200 <= len(" ".join(units)) <= 400 for units in said)
 
 
 def test_every_generated_turn_is_a_valid_post_turn() -> None:
@@ -64,7 +67,7 @@ def test_every_generated_turn_is_a_valid_post_turn() -> None:
 def test_marker_words_are_not_in_the_turn_texts() -> None:
     rng = random.Random(2)
     words = {marker_word(rng) for _ in range(200)}
-    corpus = " ".join(texts(2, 200)).lower()
+    corpus = " ".join(turn_texts(2, 200)).lower()
     assert len(words) > 190
     assert not any(word in corpus for word in words)
 
