@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.history import change
-from engine.ingest.extraction.links import find_links
+from engine.ingest.extraction.relation_typer import RelationTyper, link_turn
 from engine.ingest.extraction.types import (
     FACT_TYPES,
     ExtractionPolicy,
@@ -149,16 +149,20 @@ class Rememberer:
 
 
 async def remembered_links(
-    event: MemoryRemembered, extractor: Extractor, policy: ExtractionPolicy
+    event: MemoryRemembered,
+    extractor: Extractor,
+    policy: ExtractionPolicy,
+    typer: RelationTyper | None = None,
 ) -> FactsExtracted | None:
     """The entities and relations the remembered text names, as a `FactsExtracted`
     without facts (the remembered row is the fact), or None when it names none. The text is
     read as the user's words, as a turn's are: the extractor's typed relations and the
-    untyped links around them, each with its sentence (issue 32). Stored with the fact's row
+    untyped links around them, each with its sentence, typed where `typer` can, as a turn's
+    (issue 32: `relation_typer.link_turn`). Stored with the fact's row
     as their source (`FactWriter.store`), so forgetting the fact forgets them
     (`engine.upkeep.derived`). May raise `DependencyFailed` (a remote extractor)."""
     said = [TurnText("user", event.content)]
-    found = find_links(said, await extractor.extract(said, policy))
+    found = await link_turn(said, await extractor.extract(said, policy), typer)
     if not found.relations:
         return None
     return FactsExtracted(

@@ -11,6 +11,7 @@ import logging
 from faststream.kafka import KafkaRouter
 
 from engine.errors import DependencyFailed
+from engine.ingest.extraction.relation_typer import RelationTyper
 from engine.ingest.remember import remembered_links
 from schemas import topics
 from schemas.events import EmbeddingRequested, FactsExtracted, MemoryRemembered, VectorTarget
@@ -26,6 +27,7 @@ log = logging.getLogger(__name__)
 
 def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
     group = GroupRouter(GROUP, rt, metrics)
+    typer = RelationTyper(rt.embedder)  # a remembered text's links typed as a turn's
     wanted = SealedPublisher(group.router.publisher(topics.EMBEDDINGS), rt.sealer)
 
     async def stored(event: FactsExtracted, source: str | None = None) -> None:
@@ -49,7 +51,7 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
         extractor = rt.extractor
         if extractor is not None:
             try:
-                links = await remembered_links(event, extractor, rt.extraction_policy)
+                links = await remembered_links(event, extractor, rt.extraction_policy, typer)
             except DependencyFailed as exc:
                 # the fact is stored; only its graph links wait for the next remember
                 log.warning("remember %s: no graph links (%s)", event.event_id, exc)
