@@ -43,14 +43,7 @@ async def test_an_edge_seals_to_the_source_topic_for_the_events_tenant(
 ) -> None:
     edge, group = keys
     event, value = remembered()
-    topic, sealed = await routed(
-        topics.REMEMBER,
-        "k",
-        event,
-        value,
-        sealer=edge,
-        ingress=False,
-    )
+    topic, sealed = await routed(topics.REMEMBER, "k", event, value, sealer=edge, ingress=False)
     assert topic == topics.REMEMBER  # one hop: no ingress
     assert is_sealed(sealed)
     assert CANARY.encode() not in sealed
@@ -62,14 +55,7 @@ async def test_an_edge_seals_to_the_source_topic_for_the_events_tenant(
 
 async def test_through_the_ingress_an_event_is_wrapped_in_clear_for_the_sealing_group() -> None:
     event, value = remembered()
-    topic, wrapped = await routed(
-        topics.REMEMBER,
-        "k",
-        event,
-        value,
-        sealer=None,
-        ingress=True,
-    )
+    topic, wrapped = await routed(topics.REMEMBER, "k", event, value, sealer=None, ingress=True)
     assert topic == topics.INGRESS
     ingress = IngressEvent.model_validate_json(wrapped)
     assert (ingress.topic, ingress.key, ingress.agent, ingress.user) == (
