@@ -13,16 +13,18 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaProducer
+from pymongo import AsyncMongoClient
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from schemas import topics
 from schemas.bodies import parse_body
 from schemas.turn_input import TurnInput
 from services.endpoints import Endpoints
-from services.ops.log_gaps import database_gaps, when
+from services.ops.log_gaps import database_gaps, oldest_stamp, when
 from services.ops.log_reach import log_reach
 from services.ops.replay import SOURCE_TOPICS, Progress, replay
 from services.ops.replay_view import run_replay
@@ -182,3 +184,38 @@ async def test_rows_older_than_the_log_are_reported_and_not_verifiable(
         finally:
             await rt.mongo.drop_database(rebuilt)
             await rt.mongo.drop_database(seeded)
+
+
+async def test_the_oldest_stamp_skips_rows_written_before_stamps_and_reads_no_index_walk(
+    stack: Endpoints, unique: Callable[[str], str]
+) -> None:
+    """`oldest_stamp` asks without a condition on `changedAt` (the local server walks the
+    stamp index for one: minutes for a replay's check of a large database); rows written
+    before writers stamped them sort first, and the stamp is then filtered."""
+    mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(stack.mongo_uri)
+    try:
+        memory = mongo[unique("stamps")]["memory"]
+        tenant = {"agentWallet": "0xstamps", "userAddress": "alice"}
+        assert await oldest_stamp(memory, tenant, "session") is None
+        await memory.insert_many(
+            [
+                {"_id": "a", **tenant, "source": "session", "changedAt": 300},
+                {"_id": "b", **tenant, "source": "session", "changedAt": 200},
+                {"_id": "c", **tenant, "source": "fact", "changedAt": 100},
+                {
+                    "_id": "d",
+                    "agentWallet": "0xstamps",
+                    "userAddress": "bob",
+                    "source": "session",
+                    "changedAt": 50,
+                },
+            ]
+        )
+        assert await oldest_stamp(memory, tenant, "session") == 200
+        await memory.insert_one({"_id": "e", **tenant, "source": "session"})  # no stamp
+        assert await oldest_stamp(memory, tenant, "session") == 200
+        assert await oldest_stamp(memory, tenant, "fact") == 100
+        assert await oldest_stamp(memory, tenant, "knowledge") is None
+        await memory.drop()
+    finally:
+        await mongo.close()
