@@ -14,42 +14,24 @@ Either way the groups read the same envelope (`engine.sealing`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
-
 from pydantic import BaseModel
 
+from engine.sealing import EventSealer, Tenant
 from schemas import topics
 from schemas.bodies import topic_label
 from schemas.limits import MAX_MESSAGE_BYTES
-from schemas.scope import Scope, ScopeError
+from schemas.scope import ScopeError
 from schemas.sealing import IngressEvent
-
-Tenant = tuple[str, str | None]
-"""(agent wallet, user address): whose data key seals an event."""
+from services.stream.sealing import tenant_of
 
 
-class Sealer(Protocol):
-    """What seals events under their tenants' keys (`engine.sealing.EventSealer`)."""
-
-    async def seal_many(self, items: Sequence[tuple[Tenant, bytes]]) -> list[bytes]:
-        """The envelopes of (tenant, event JSON) items, in order."""
-        ...
-
-
-def tenant_of(event: BaseModel) -> Tenant:
-    scope: Scope = getattr(event, "scope")  # noqa: B009 - every ingress target has a scope
-    return scope.agent_wallet, scope.user_address
-
-
-def to_ingress(topic: str, key: str, event: BaseModel, value: bytes) -> bytes:
-    """The `IngressEvent` of `event` (JSON `value`) for `topic`, keyed by `key`."""
-    agent, user = tenant_of(event)
+def to_ingress(topic: str, key: str, tenant: Tenant, value: bytes) -> bytes:
+    """The `IngressEvent` of an event of `tenant` (JSON `value`) for `topic`, keyed by `key`."""
     wrapped = IngressEvent(
         topic=topic,  # one of topics.INGRESS_TARGETS (validated)
         key=key,
-        agent=agent,
-        user=user,
+        agent=tenant[0],
+        user=tenant[1],
         event=value.decode(),
     )
     return wrapped.model_dump_json().encode()
@@ -61,7 +43,7 @@ async def routed(
     event: BaseModel,
     value: bytes,
     *,
-    sealer: Sealer | None,
+    sealer: EventSealer | None,
     ingress: bool,
 ) -> tuple[str, bytes]:
     """(topic, value) to publish for `event` (JSON `value`): sealed here when a sealer is
@@ -69,10 +51,11 @@ async def routed(
     the sealing group serves (`topics.INGRESS_TARGETS`) are sealed or rerouted. An envelope
     is about a third longer than its event (base64): `ScopeError` when it no longer fits in
     one message, which every consumer would refuse."""
-    if topic not in topics.INGRESS_TARGETS:
+    tenant = tenant_of(event)  # every ingress target has a scope
+    if topic not in topics.INGRESS_TARGETS or tenant is None:
         return topic, value
     if sealer is not None:
-        [sealed] = await sealer.seal_many([(tenant_of(event), value)])
+        [sealed] = await sealer.seal_many([(tenant, value)])
         if len(sealed) > MAX_MESSAGE_BYTES:
             raise ScopeError(
                 f"{topic_label(topic)} is {len(sealed)} bytes sealed; at most "
@@ -80,5 +63,5 @@ async def routed(
             )
         return topic, sealed
     if ingress:
-        return topics.INGRESS, to_ingress(topic, key, event, value)
+        return topics.INGRESS, to_ingress(topic, key, tenant, value)
     return topic, value
