@@ -45,20 +45,21 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from pydantic import SecretStr
 from pymongo import AsyncMongoClient
 
 from benchmarks.pipeline import endpoints, groups_process, tree_cpu_seconds
-from engine.adapters.mongo.tenant_keys import MongoTenantKeys, ensure_tenant_keys
 from engine.sealing import EventSealer
-from engine.upkeep.archive_seal import ArchiveKeys
 from schemas import topics
 from services.endpoints import Endpoints
+from services.runtime.edge import edge_sealer as gateway_sealer
 from services.sdk.client import MemoryClient
+from services.settings import Settings
 from services.stream.offsets import end_offsets, start_at_end, wait_caught_up
 
 WORDS = [
@@ -189,21 +190,18 @@ async def one_round(
     return Rate(args.turns / seconds, per_turn), detail
 
 
-@contextlib.asynccontextmanager
-async def edge_sealer(r: Round) -> AsyncIterator[EventSealer | None]:
-    """The publisher's sealer on an "edge" round, as a gateway given the round's key builds
-    it (the tenant keys in the round's database, which its groups read them from); None on
-    the other rounds."""
+def edge_sealer(r: Round) -> contextlib.AbstractAsyncContextManager[EventSealer | None]:
+    """The publisher's sealer on an "edge" round, built as `mnemostream gateway` builds it
+    from the round's key (`services.runtime.edge`: the tenant keys in the round's database,
+    which its groups read them from); None on the other rounds."""
     if r.path != "edge" or r.key is None:
-        yield None
-        return
-    mongo: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(r.ends.mongo_uri, retryWrites=False)
-    try:
-        db = mongo[r.db]
-        await ensure_tenant_keys(db)
-        yield EventSealer(ArchiveKeys(base64.b64decode(r.key), []), MongoTenantKeys(db))
-    finally:
-        await mongo.close()
+        return contextlib.nullcontext(None)
+    settings = Settings(
+        mongo_uri=SecretStr(r.ends.mongo_uri),
+        mongo_db=r.db,
+        event_encryption_key=SecretStr(r.key),
+    )
+    return gateway_sealer(settings)
 
 
 def cpu_seconds(pid: int) -> float:
