@@ -12,7 +12,6 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from engine.sealing import EventSealer
 from services.endpoints import NotConfigured, read_endpoints
 from services.gateway import (
     compat,
@@ -34,6 +33,7 @@ from services.gateway.limits import BodyLimit
 from services.gateway.metrics import GatewayMetrics, Instrumented
 from services.gateway.models import Health
 from services.sdk.client import MemoryClient
+from services.sdk.sealed_path import Sealer
 from services.settings import Settings
 from services.stream.security import kafka_options
 
@@ -78,7 +78,7 @@ def _document_errors(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-EdgeSealing = Callable[[], AbstractAsyncContextManager[EventSealer | None]]
+EdgeSealing = Callable[[], AbstractAsyncContextManager[Sealer | None]]
 """Opens the gateway's event sealer for its lifetime (`services.runtime.edge.edge_sealer`:
 None without an event key)."""
 

@@ -14,24 +14,42 @@ Either way the groups read the same envelope (`engine.sealing`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 from pydantic import BaseModel
 
-from engine.sealing import EventSealer, Tenant
 from schemas import topics
 from schemas.bodies import topic_label
 from schemas.limits import MAX_MESSAGE_BYTES
-from schemas.scope import ScopeError
+from schemas.scope import Scope, ScopeError
 from schemas.sealing import IngressEvent
-from services.stream.sealing import tenant_of
+
+Tenant = tuple[str, str | None]
+"""(agent wallet, user address): whose data key seals an event."""
 
 
-def to_ingress(topic: str, key: str, tenant: Tenant, value: bytes) -> bytes:
-    """The `IngressEvent` of an event of `tenant` (JSON `value`) for `topic`, keyed by `key`."""
+class Sealer(Protocol):
+    """What seals events under their tenants' keys (`engine.sealing.EventSealer`)."""
+
+    async def seal_many(self, items: Sequence[tuple[Tenant, bytes]]) -> list[bytes]:
+        """The envelopes of (tenant, event JSON) items, in order."""
+        ...
+
+
+def tenant_of(event: BaseModel) -> Tenant:
+    scope: Scope = getattr(event, "scope")  # noqa: B009 - every ingress target has a scope
+    return scope.agent_wallet, scope.user_address
+
+
+def to_ingress(topic: str, key: str, event: BaseModel, value: bytes) -> bytes:
+    """The `IngressEvent` of `event` (JSON `value`) for `topic`, keyed by `key`."""
+    agent, user = tenant_of(event)
     wrapped = IngressEvent(
         topic=topic,  # one of topics.INGRESS_TARGETS (validated)
         key=key,
-        agent=tenant[0],
-        user=tenant[1],
+        agent=agent,
+        user=user,
         event=value.decode(),
     )
     return wrapped.model_dump_json().encode()
@@ -43,7 +61,7 @@ async def routed(
     event: BaseModel,
     value: bytes,
     *,
-    sealer: EventSealer | None,
+    sealer: Sealer | None,
     ingress: bool,
 ) -> tuple[str, bytes]:
     """(topic, value) to publish for `event` (JSON `value`): sealed here when a sealer is
@@ -51,11 +69,10 @@ async def routed(
     the sealing group serves (`topics.INGRESS_TARGETS`) are sealed or rerouted. An envelope
     is about a third longer than its event (base64): `ScopeError` when it no longer fits in
     one message, which every consumer would refuse."""
-    tenant = tenant_of(event)  # every ingress target has a scope
-    if topic not in topics.INGRESS_TARGETS or tenant is None:
+    if topic not in topics.INGRESS_TARGETS:
         return topic, value
     if sealer is not None:
-        [sealed] = await sealer.seal_many([(tenant, value)])
+        [sealed] = await sealer.seal_many([(tenant_of(event), value)])
         if len(sealed) > MAX_MESSAGE_BYTES:
             raise ScopeError(
                 f"{topic_label(topic)} is {len(sealed)} bytes sealed; at most "
@@ -63,5 +80,5 @@ async def routed(
             )
         return topic, sealed
     if ingress:
-        return topics.INGRESS, to_ingress(topic, key, tenant, value)
+        return topics.INGRESS, to_ingress(topic, key, event, value)
     return topic, value

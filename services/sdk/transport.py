@@ -35,7 +35,6 @@ from typing import Any, Self, TypeAlias, TypeVar
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from pydantic import BaseModel
 
-from engine.sealing import EventSealer
 from schemas import topics
 from schemas.bodies import message_json, topic_label
 from schemas.requests import (
@@ -52,7 +51,7 @@ from schemas.requests import (
 from schemas.scope import Scope
 from services.sdk.replies import ReaderStats, ReplyReader, ReplyReaderFailed
 from services.sdk.rotation import ReplyTopics
-from services.sdk.sealed_path import routed
+from services.sdk.sealed_path import Sealer, routed
 from services.stream.progress import Progress
 from services.stream.telemetry import trace_headers
 from services.stream.topics import create_topics
@@ -133,7 +132,7 @@ class Transport:
         reply_stall_seconds: float = 5.0,
         reply_topic_max_replies: int = 5000,
         ingress: bool = False,
-        sealer: EventSealer | None = None,
+        sealer: Sealer | None = None,
     ) -> None:
         """`timeout`: seconds a request waits for its reply unless the call says otherwise.
         `kafka_options`: aiokafka security arguments
