@@ -23,7 +23,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engine.ingest.extraction.names import FIRST_PERSON, sentences
+from engine.ingest.extraction.clauses import co_subject, dropped_subjects, opens_own_clause
+from engine.ingest.extraction.names import FIRST_PERSON, sentences, subject_dropped
 from engine.ingest.extraction.rules.lexicon import _KIN, _PARTNERS, _PEOPLE, _PETS
 
 PERSONS = frozenset({"person", "name", "pet"})
@@ -32,7 +33,10 @@ BLOCKERS = frozenset({"person", "name", "organisation"})
 """Types of a mention that, said between two ends, keeps them apart."""
 
 _HE = re.compile(r"\b(?:he|she|his|her|him)\b", re.IGNORECASE)
-_IT = re.compile(r"\b(?:it|its|it's)\b", re.IGNORECASE)
+_IT = re.compile(r"\b(?:it|its|it's|they|their|they're)\b", re.IGNORECASE)
+_ARTICLE_BEFORE = re.compile(r"\b(?:the|a|an)\s+$", re.IGNORECASE)
+"""A name after an article is not a person ("at the Valencia summit"): no "she" for it."""
+_OBJECT_FORMS = frozenset({"me", "us", "my", "our", "mine", "ours"})
 _KIN_WORDS = sorted(
     {*_PEOPLE.split(), "best friend", *_KIN, *_PARTNERS, *_PETS.split()},
     key=lambda w: (-len(w), w),
@@ -75,9 +79,11 @@ def _spans_of(name: str, sentence: str) -> list[Span]:
     return [Span(m.start(), m.end()) for m in pattern.finditer(sentence)]
 
 
-def _speaker_spans(sentence: str) -> list[Span]:
+def _speaker_spans(sentence: str, known: frozenset[str]) -> list[Span]:
     spans = [Span(m.start(), m.end()) for m in FIRST_PERSON.finditer(sentence)]
-    return spans or [Span(0, 0)]
+    if not spans or subject_dropped(sentence, known):  # "originally from Ballarat but I've…"
+        spans.insert(0, Span(0, 0))
+    return spans
 
 
 def mentions(
@@ -86,8 +92,10 @@ def mentions(
     """Where each end is said in `sentence`, by case-folded node: `names` maps a node to its
     entity type; `speaker` is the node of the one who said it (its first-person words);
     `people` maps the speakers' nodes to their names as written ("user" → "Ola"). Pronouns
-    go to the nearest fitting name said before them."""
-    found: dict[str, list[Span]] = {speaker: _speaker_spans(sentence)}
+    go to the nearest fitting name said before them ("she", "he": not one after an
+    article); a clause that drops its subject (`clauses.dropped_subjects`) says the
+    sentence's subject again where its words start."""
+    found: dict[str, list[Span]] = {speaker: _speaker_spans(sentence, frozenset(names))}
     for name in names:
         if name not in people:
             found.setdefault(name, []).extend(_spans_of(name, sentence))
@@ -96,10 +104,41 @@ def mentions(
     said = sorted((s.start, n) for n, spans in found.items() for s in spans if s.end > s.start)
     for pattern, kinds in ((_HE, PERSONS), (_IT, frozenset({"organisation"}))):
         for m in pattern.finditer(sentence):
-            before = [n for at, n in said if at < m.start() and names.get(n, "person") in kinds]
+            before = [
+                n
+                for at, n in said
+                if at < m.start()
+                and names.get(n, "person") in kinds
+                and not (kinds is PERSONS and _ARTICLE_BEFORE.search(sentence[:at]))
+            ]
             if before and before[-1] != speaker:
                 found[before[-1]].append(Span(m.start(), m.end(), pronoun=True))
+    subject = _subject(sentence, said, found, speaker)
+    if subject is not None:
+        for at in dropped_subjects(sentence):
+            found[subject].append(Span(at, at, pronoun=True))
     return found
+
+
+def _subject(
+    sentence: str, said: list[tuple[int, str]], found: dict[str, list[Span]], speaker: str
+) -> str | None:
+    """The node a sentence opens on as its subject: the speaker when it drops its subject
+    or opens on "I"; the first name said, also after a possessor and a relative's noun
+    ("my son Florian studied…"); None when it opens on an object ("my flat…")."""
+    if any(s.start == s.end == 0 for s in found.get(speaker, [])):
+        return speaker
+    if not said:
+        return None
+    at, node = said[0]
+    word = sentence[at:].split(maxsplit=1)[0].casefold().strip(",")
+    if word not in _POSSESSIVES and word not in _OBJECT_FORMS and not word.endswith(("'s", "’s")):
+        return node
+    for later, other in said[1:]:
+        if _KIN_AFTER_MY.match(sentence[at + len(word) : later]):
+            return other
+        break
+    return None
 
 
 def pair_of(
@@ -109,45 +148,80 @@ def pair_of(
     said: dict[str, list[Span]],
     names: dict[str, str],
 ) -> Pair | None:
-    """The two ends where they are said closest, or None when one is not said or a person
-    or an organisation is said between them."""
-    best: tuple[int, Span, Span, bool] | None = None
+    """The two ends where they are said closest and joined: not across a clause that says
+    its own subject, nor with a person or an organisation said between them (unless it is
+    the first end's co-subject: "Lavrans and I both work at"; `between` is then the words
+    after it), nor with the second end a place after another place's comma. None when no
+    place the two ends are said is joined."""
+    ends = {source.casefold(), target.casefold()}
+    options = []
     for a in said.get(source.casefold(), []):
         for b in said.get(target.casefold(), []):
             first, second = (a, b) if a.start <= b.start else (b, a)
-            gap = second.start - first.end
-            if second.pronoun:  # "he", "it" refer back: they open a clause, never end one
+            if second.pronoun or second.start < first.end:  # "he", "it" open a clause
                 continue
-            if gap >= 0 and (best is None or gap < best[0]):
-                best = (gap, first, second, a is first)
-    if best is None:
-        return None
-    _, first, second, forward = best
-    ends = {source.casefold(), target.casefold()}
+            implicit = first.start == first.end
+            options.append((implicit, second.start - first.end, first, second, a is first))
+    # the ends as written first, then a clause's borrowed subject (`clauses`)
+    for _, _, first, second, forward in sorted(options, key=lambda o: (o[0], o[1], o[2].start)):
+        cut = _blocked(sentence, first, second, said, names, ends)
+        if cut is None or opens_own_clause(sentence[cut : second.end]):
+            continue
+        if _after_region(sentence, first, second, said, names, ends):
+            continue
+        return Pair(source, target, sentence, sentence[cut : second.start], forward, first, second)
+    return None
+
+
+def _blocked(
+    sentence: str,
+    first: Span,
+    second: Span,
+    said: dict[str, list[Span]],
+    names: dict[str, str],
+    ends: set[str],
+) -> int | None:
+    """Where the words joining the ends start (after a co-subject), or None when a person
+    or an organisation said between them keeps them apart."""
+    cut = first.end
     for name, spans in said.items():
         if name in ends or names.get(name, "person") not in BLOCKERS:
             continue
-        if any(first.end <= s.start and s.end <= second.start for s in spans):
+        for s in spans:
+            if not (first.end <= s.start and s.end <= second.start):
+                continue
+            if co_subject(sentence[first.end : s.start], sentence[s.end : second.start]):
+                cut = max(cut, s.end)
+                continue
             return None
-    between = sentence[first.end : second.start]
-    for name, spans in said.items():  # "Austin, Texas": the region of the place before it
-        if (
-            names.get(name) == "place"
-            and name not in ends
-            and any(
-                first.end <= s.start and _REGION.match(sentence[s.end : second.start])
-                for s in spans
-            )
-        ):
-            return None
-    return Pair(source, target, sentence, between, forward, first, second)
+    return cut
+
+
+def _after_region(
+    sentence: str,
+    first: Span,
+    second: Span,
+    said: dict[str, list[Span]],
+    names: dict[str, str],
+    ends: set[str],
+) -> bool:
+    """ "Austin, Texas": the second end is the region of a place said before it."""
+    return any(
+        names.get(name) == "place"
+        and name not in ends
+        and any(
+            first.end <= s.start and _REGION.match(sentence[s.end : second.start]) for s in spans
+        )
+        for name, spans in said.items()
+    )
 
 
 def kin_of(pair: Pair) -> str | None:
     """The relative's noun when the pair reads "<possessor> <noun> <name>" (the possessor:
     "my", "his", "Ola's"…; the relative is the second end), or "<name> is <possessor>
-    <noun>" ("Bram turns out to be Lotte's neighbour"; the relative is the first end),
-    else None. Which end is the relative: `Pair.forward` of `kin_relative_first`."""
+    <noun>" ("Bram turns out to be Lotte's neighbour", "Ottilie turns out to be my
+    neighbour"; the relative is the first end), else None. Which end is the relative:
+    `kin_relative_first`."""
     text = pair.sentence
     opener = text[pair.first.start : pair.first.end].casefold()
     if opener.endswith(("'s", "’s")) or opener in _POSSESSIVES:
@@ -157,7 +231,8 @@ def kin_of(pair: Pair) -> str | None:
     if m is None:
         closer = text[pair.second.start : pair.second.end].casefold()
         after = _KIN_AFTER_NAME.match(text[pair.second.end :])
-        if not (_COPULA.search(pair.between) and closer.endswith(("'s", "’s")) and after):
+        possessor = closer.endswith(("'s", "’s")) or closer in _POSSESSIVES
+        if not (_COPULA.search(pair.between) and possessor and after):
             return None
         m = after
     word = " ".join(m.group("k").casefold().split())

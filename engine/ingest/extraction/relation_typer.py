@@ -18,7 +18,16 @@ its two ends are said and the words between them. Then, in order:
    ends' entity types do (`FITS`: a person `WORKS_AT` an organisation, an organisation is
    `BASED_IN` a place…, as the name finder's cues say; an untyped name fits either). The
    source is the end said first, except for types written the other way round ("reports
-   to": the second end `MANAGER_OF` the first).
+   to": the second end `MANAGER_OF` the first). Types that differ by tense only
+   (`TENSES`: `LIVES_IN`/`LIVED_IN`, `STUDIES_AT`/`STUDIED_AT`) compete as one for the
+   margin; the clause's tense (`clauses.tense`: "is studying", "used to"), when it says
+   one, picks between them.
+4. **Lists.** A name listed after a typed relation's end ("brighton, then bristol",
+   "Dario and Femke") gets the same relation (`lists`).
+
+Which words join two ends (`pairs`) follows the clauses (`clauses`): not across a clause
+that says its own subject, a subject-less clause borrowing the sentence's subject, a
+co-subject ("Lavrans and I both work at") not keeping the ends apart.
 
 The threshold and margin were chosen on the tune split of `benchmarks.relations` for
 precision ≥ 0.85 (`docs/benchmarks.md`, stop 43). They hold for one vector space only:
@@ -33,7 +42,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.ingest.extraction.clauses import tense
 from engine.ingest.extraction.links import find_links
+from engine.ingest.extraction.lists import extend_lists
 from engine.ingest.extraction.names import evidence_of, sentences, statement
 from engine.ingest.extraction.pairs import (
     PERSONS,
@@ -64,21 +75,33 @@ MARGIN = 0.0
 NONE = "NONE"
 
 PROTOTYPES: dict[str, tuple[str, ...]] = {
-    "WORKS_AT": ("works at", "is employed by", "has a job at", "teaches at"),
-    "LIVES_IN": ("lives in", "is living in"),
-    "LIVED_IN": ("used to live in", "lived in before"),
+    "WORKS_AT": (
+        "works at",
+        "is employed by",
+        "has a job at",
+        "teaches at",
+        "is on the staff of",
+    ),
+    "LIVES_IN": ("lives in", "is living in", "has a home in", "moved to"),
+    "LIVED_IN": ("used to live in", "lived in before", "moved away from"),
     "FROM": ("is from", "grew up in", "was born in"),
-    "STUDIES_AT": ("studies at", "is a student at"),
+    "STUDIES_AT": ("studies at", "is a student at", "is enrolled at"),
     "STUDIED_AT": ("studied at", "graduated from"),
-    "BASED_IN": ("is based in", "has its office in"),
-    "USES": ("uses", "works with the app"),
+    "BASED_IN": ("is based in", "has its office in", "is headquartered in"),
+    "USES": ("uses", "works with the app", "does the work in the software"),
     "READ": ("read", "finished reading"),
-    "MANAGER_OF": ("manages", "is the boss of"),
+    "MANAGER_OF": ("manages", "is the boss of", "leads the team of"),
     "~MANAGER_OF": ("reports to", "works under"),
-    NONE: ("and", "met", "visited"),
+    NONE: ("and", "met", "visited", "left", "applied to", "was offered a job at"),
 }
 """Short descriptions of each type, as the words that would join its two ends. "~T" is T
 with its ends the other way round (the second said is the source); `NONE`, no relation."""
+
+TENSES = {
+    t: pair for pair in (("LIVES_IN", "LIVED_IN"), ("STUDIES_AT", "STUDIED_AT")) for t in pair
+}
+"""Types that differ by tense only, (present, past): the margin is over the other types,
+and the clause's tense, when it says one, picks between them."""
 
 _ORG, _PLACE = frozenset({"organisation", "name"}), frozenset({"place", "name"})
 FITS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
@@ -98,6 +121,7 @@ FITS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 _GLUE = frozenset(
     {"at", "in", "on", "of", "for", "from", "to", "with", "by", "near", "the", "a", "an"}
 )
+_CLAUSE_END = re.compile(r"[,;:.!?]|\s(?:and|but|so|because)\s")
 _NEGATED = re.compile(r"\b(?:not|never|no\s+longer|n't|nt)\b|n't\b", re.IGNORECASE)
 
 
@@ -109,6 +133,8 @@ class Candidate:
     pair: Pair
     types: tuple[str, str]
     text: str
+    tense: str | None = None
+    """"past" or "present" when the clause says which (`clauses.tense`)."""
 
 
 class RelationTyper:
@@ -155,9 +181,12 @@ class RelationTyper:
         if not fits:
             return None
         label = max(fits, key=lambda k: fits[k])
-        rest = [v for k, v in fits.items() if k != label] + [scores.get(NONE, -1.0)]
+        twins = TENSES.get(label, (label,))
+        rest = [v for k, v in fits.items() if k not in twins] + [scores.get(NONE, -1.0)]
         if fits[label] < self.threshold or fits[label] - max(rest) < self.margin:
             return None
+        if candidate.tense is not None and len(twins) == 2:  # "is studying" → STUDIES_AT
+            label = twins[candidate.tense == "past"]
         pair = candidate.pair
         first, second = (pair.source, pair.target) if pair.forward else (pair.target, pair.source)
         if label.startswith("~"):
@@ -176,9 +205,8 @@ class RelationTyper:
                 relation = self.choose(candidate, score)
                 if relation is not None:
                     chosen[i] = relation
-        if not chosen:
-            return found
         relations = [chosen.get(i, r) for i, r in enumerate(found.relations)]
+        relations = extend_lists(relations, {e.name.casefold(): e.type for e in found.entities})
         return Extraction(list(found.facts), list(found.entities), relations)
 
 
@@ -239,7 +267,8 @@ def _candidates(
                 if relation is not None:
                     kin[i] = relation
                 elif _joined_by_verb(pair, node, ends[0]):
-                    out.append((i, Candidate(pair, kinds, _text(pair))))
+                    said_in = pair.between + _CLAUSE_END.split(sentence[pair.second.end :])[0]
+                    out.append((i, Candidate(pair, kinds, _text(pair), tense(said_in))))
     return kin, out
 
 

@@ -1,0 +1,101 @@
+"""Clauses of a sentence without a parser (issue 32): where a new clause opens, whether it
+says its own subject, which clause's subject it borrows when it does not, which names are
+joined by "and", and the tense a clause is said in. `pairs` and `relation_typer` use these
+to find which ends a sentence's words join; nothing here knows a relation type.
+
+* A **clause opens** after a comma, a semicolon or a conjunction ("and", "but", "so",
+  "then", "before", "after", "while"…). It **has its own subject** when its first word is
+  a subject pronoun ("she's a researcher at…", "but I've been…") or a name; a pair of ends
+  on both sides of such an opening is not joined by the words between them ("I met
+  Shalini at the Valencia summit, she's a researcher at Ardent Motion" says nothing of
+  Valencia and Ardent Motion).
+* A clause that **drops its subject** ("…, now at Corvel Health", "…before moving to
+  Calgary", "…, working at Tessaly Insurance") borrows the subject of the sentence: its
+  first person ("I", or a sentence that opens without a subject), or the name that opens
+  it, also after a possessor and a noun ("my son Florian studied…").
+* **Coordination**: "A and B <verb>" makes A and B co-subjects (B, said between A and the
+  verb's object, does not keep them apart); "X, then Y" / "X and then Y" / "X and Y" after
+  a relation's target makes Y a second target of the same relation.
+* **Tense**: a clause in the past ("used to", "was", "back when", "graduated") or in the
+  present ("is studying", "'ve been living", "now", "these days").
+"""
+
+from __future__ import annotations
+
+import re
+
+SUBJECT_PRONOUNS = (
+    r"i|i'm|i’m|im|i've|i’ve|ive|i'd|we|we're|we’re|we've|we’ve|he|he's|he’s|she|she's|she’s"
+    r"|they|they're|they’re|you|you're|it's|it’s"
+)
+_OPENER = (
+    r"(?:[,;]\s*(?:(?:and|but|so|then|or)\s+)?|\s+(?:and|but|so|because|though|although"
+    r"|while|whereas|then|before|after|since|when)\s+)"
+)
+OWN_SUBJECT = re.compile(rf"{_OPENER}(?:(?:now|then|also|still)\s+)?(?:{SUBJECT_PRONOUNS})\b", re.I)
+"""A clause opening on its own subject pronoun."""
+_ADVERBS = r"(?:(?:now|then|currently|also|still|just|later|eventually|these\s+days)\s+)*"
+_DROPPED = re.compile(
+    rf"{_OPENER}{_ADVERBS}(?=(?:at|in|from|with|for)\s|\w+ing\b)(?!(?:something|nothing|"
+    r"anything|everything|morning|evening|during|thing|king|ring|spring)\b)",
+    re.I,
+)
+"""A clause opening with no subject: on a preposition or an "-ing" verb, after adverbs."""
+_CONJOINED = re.compile(r"^\s+(?:and|&)\s+(?:(?:my|our|his|her|their)\s+[\w-]+\s+)?$", re.I)
+"""Between a first end and its co-subject: "and", "and his wife" (", and" opens a clause)."""
+_AFTER_COSUBJECT = re.compile(r"^\s+(?:both|all|too)?\s*\w", re.I)
+"""After a co-subject: a word, not a contraction ("and we've been…" opens a clause)."""
+_LIST_GAP = re.compile(
+    r"^(?:\s+[\w'’-]+){0,5}?\s*(?:,\s*(?:and\s+then|and|&|then)\s+"
+    r"|\s+(?:and|&)\s+(?:then\s+|also\s+)?)$",
+    re.I,
+)
+"""A list's next item: after "and", "then" ("Austin, Texas": a bare comma is a region)."""
+_NEW_SUBJECT_AFTER = re.compile(
+    r"^(?:['’]s\s|\s+(?:is|was|are|were|has|had|will|does|did|says|said|got|went)\b)", re.I
+)
+_NOT_IN_LIST = re.compile(rf"\b(?:{SUBJECT_PRONOUNS}|who|which|where|that)\b", re.I)
+_PAST = re.compile(
+    r"\b(?:used\s+to|was|were|did|back\s+when|previously|formerly|graduated|until"
+    r"|ago|grew\s+up|spent)\b",
+    re.I,
+)
+_PRESENT = re.compile(
+    r"\b(?:am|is|are|now|currently|these\s+days|still|nowadays)\b|['’](?:m|re|s)\b"
+    r"|^\s*\w+ing\b|(?:\b(?:have|has|ive)|['’]ve)\s+(?:been|\w+ed)\b",
+    re.I,
+)
+
+
+def opens_own_clause(text: str) -> bool:
+    """Whether `text` (the words between two ends) opens a clause with its own subject."""
+    return OWN_SUBJECT.search(text) is not None
+
+
+def dropped_subjects(sentence: str) -> list[int]:
+    """Where each clause that drops its subject starts its words (after the conjunction
+    and adverbs), in order."""
+    return [m.end() for m in _DROPPED.finditer(sentence)]
+
+
+def co_subject(before: str, after: str) -> bool:
+    """Whether a name said between two ends is the first end's co-subject: `before` is the
+    text from the first end to it ("and", "and his wife"), `after` the text from it on."""
+    return _CONJOINED.match(before) is not None and _AFTER_COSUBJECT.match(after) is not None
+
+
+def listed_after(gap: str, after: str) -> bool:
+    """Whether a name is one more item of a list after a relation's target: `gap` is the
+    text from the target to it (", then", " and ", " for two years and then"), `after` the
+    text after it (not a new clause's verb: "Vancouver is great")."""
+    if _LIST_GAP.match(gap) is None or _NOT_IN_LIST.search(gap):
+        return False
+    return _NEW_SUBJECT_AFTER.match(after) is None
+
+
+def tense(text: str) -> str | None:
+    """ "past", "present" or None (both or neither said) for a clause's words."""
+    past, present = _PAST.search(text) is not None, _PRESENT.search(text) is not None
+    if past == present:
+        return None
+    return "past" if past else "present"

@@ -1,0 +1,111 @@
+"""Clauses without a parser, lists and tense for the relation typer (issue 32): own and
+dropped subjects, co-subjects, list items after a relation's end, and the tense a clause is
+said in. Figures live in `benchmarks.relations`; these check behaviour."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.ingest.extraction.clauses import (
+    co_subject,
+    dropped_subjects,
+    listed_after,
+    opens_own_clause,
+    tense,
+)
+from engine.ingest.extraction.lists import extend_lists
+from engine.ingest.extraction.pairs import kin_of, kin_relative_first, mentions, pair_of
+from engine.ingest.extraction.types import ExtractedRelation
+
+KINDS = {"user": "person", "shalini": "name", "valencia": "name", "ardent motion": "name"}
+KINDS |= {"lavrans": "person", "lindqvist bakery": "organisation", "florian": "name"}
+KINDS |= {"harwick institute": "organisation", "calgary": "place", "corvel health": "name"}
+KINDS |= {"brindle labs": "organisation", "ottilie": "name", "frome": "name", "exeter": "name"}
+
+
+def _pair(sentence: str, source: str, target: str):  # type: ignore[no-untyped-def]
+    said = mentions(sentence, KINDS, "user", {})
+    return pair_of(source, target, sentence, said, KINDS)
+
+
+def test_a_clause_with_its_own_subject_is_told_from_one_that_drops_it() -> None:
+    assert opens_own_clause(" robotics summit last week, she's a researcher at")
+    assert opens_own_clause(" but I've")
+    assert not opens_own_clause(", which is based in")
+    sentence = "left Brindle Labs in may, now at Corvel Health doing backend stuff"
+    assert [sentence[at:].split()[0] for at in dropped_subjects(sentence)] == ["at"]
+    assert dropped_subjects("I met Shalini at the summit, she's great") == []
+
+
+def test_ends_across_a_clause_with_its_own_subject_are_not_joined() -> None:
+    sentence = "I met Shalini at the Valencia robotics summit, she's a researcher at Ardent Motion"
+    assert _pair(sentence, "Valencia", "Ardent Motion") is None
+    shalini = _pair(sentence, "Shalini", "Ardent Motion")
+    assert shalini is not None  # "she" is Shalini, not "the Valencia" (after an article)
+    assert shalini.between.strip() == "'s a researcher at"
+
+
+def test_a_clause_that_drops_its_subject_borrows_the_sentences() -> None:
+    corvel = _pair("left Brindle Labs in may, now at Corvel Health", "user", "Corvel Health")
+    assert corvel is not None
+    assert corvel.between.strip() == "at"
+    sentence = "my son Florian studied at Harwick Institute before moving to Calgary"
+    calgary = _pair(sentence, "Florian", "Calgary")
+    assert calgary is not None
+    assert calgary.between.strip() == "moving to"
+
+
+def test_a_co_subject_does_not_keep_the_ends_apart() -> None:
+    assert co_subject(" and ", " both work at")
+    assert co_subject(" and his wife ", " live in")
+    assert not co_subject(", and ", " been going")  # ", and we've been…" opens a clause
+    assert not co_subject(" and ", "'ve been")
+    sentence = "my husband Lavrans and I both work at Lindqvist Bakery"
+    pair = _pair(sentence, "Lavrans", "Lindqvist Bakery")
+    assert pair is not None
+    assert pair.between.strip() == "both work at"
+    clause = "Frome, and we've been thinking of leaving Exeter"
+    assert _pair(clause, "Frome", "Exeter") is None
+
+
+def test_kin_after_a_copula_and_my() -> None:
+    pair = _pair("Ottilie turns out to be my neighbour", "Ottilie", "user")
+    assert pair is not None
+    assert kin_of(pair) == "neighbour"
+    assert kin_relative_first(pair)
+
+
+def test_list_items_after_a_relations_end() -> None:
+    assert listed_after(", then ", "")
+    assert listed_after(" for two years after uni and then ", " briefly")
+    assert not listed_after(", ", "")  # "Austin, Texas": a region
+    assert not listed_after(", and now im in ", "")
+    assert not listed_after(" and ", " is great")
+    sentence = "i used to live in Brighton, then Bristol, and now im in Cardiff"
+    relations = [
+        ExtractedRelation("user", "LIVED_IN", "Brighton", sentence),
+        ExtractedRelation("user", "MENTIONS", "Bristol", sentence),
+        ExtractedRelation("user", "MENTIONS", "Cardiff", sentence),
+    ]
+    kinds = {"brighton": "place", "bristol": "place", "cardiff": "place"}
+    out = extend_lists(relations, kinds)
+    assert out[1] == ExtractedRelation("user", "LIVED_IN", "Bristol", sentence)
+    assert out[2] == relations[2]
+    people = extend_lists(relations, {"brighton": "place", "bristol": "person"})
+    assert people[1] == relations[1]  # not of the end's entity type
+
+
+@pytest.mark.parametrize(
+    ("words", "said"),
+    [
+        ("is studying law at", "present"),
+        ("'ve been living in", "present"),
+        ("where we've lived for six years", "present"),
+        ("used to live in", "past"),
+        ("back when I lived in", "past"),
+        ("studied engineering at", None),
+        ("before moving to", None),
+    ],
+)
+def test_the_tense_a_clause_is_said_in(words: str, said: str | None) -> None:
+    assert tense(words) == said
