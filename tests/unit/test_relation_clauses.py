@@ -14,13 +14,21 @@ from engine.ingest.extraction.clauses import (
     tense,
 )
 from engine.ingest.extraction.lists import extend_lists
-from engine.ingest.extraction.pairs import kin_of, kin_relative_first, mentions, pair_of
+from engine.ingest.extraction.names import Name, names_in
+from engine.ingest.extraction.pairs import (
+    kin_of,
+    kin_relative_first,
+    mentions,
+    pair_of,
+    works_by_role,
+)
 from engine.ingest.extraction.types import ExtractedRelation
 
 KINDS = {"user": "person", "shalini": "name", "valencia": "name", "ardent motion": "name"}
 KINDS |= {"lavrans": "person", "lindqvist bakery": "organisation", "florian": "name"}
 KINDS |= {"harwick institute": "organisation", "calgary": "place", "corvel health": "name"}
 KINDS |= {"brindle labs": "organisation", "ottilie": "name", "frome": "name", "exeter": "name"}
+KINDS |= {"biscuit": "name"}
 
 
 def _pair(sentence: str, source: str, target: str):  # type: ignore[no-untyped-def]
@@ -109,3 +117,36 @@ def test_list_items_after_a_relations_end() -> None:
 )
 def test_the_tense_a_clause_is_said_in(words: str, said: str | None) -> None:
     assert tense(words) == said
+
+
+def test_kin_by_apposition_and_a_role_at_a_place() -> None:
+    pair = _pair("took Biscuit, our beagle, to the vet", "Biscuit", "user")
+    assert pair is not None
+    assert kin_of(pair) == "beagle"
+    assert kin_relative_first(pair)
+    kinds = KINDS | {"jun": "name", "ferrovia labs": "organisation"}
+    sentence = "my manager at Ferrovia Labs is Jun, he's great"
+    said = mentions(sentence, kinds, "user", {})
+    jun = pair_of("user", "Jun", sentence, said, kinds)
+    assert jun is not None  # Ferrovia Labs, where the manager is, does not keep them apart
+    assert kin_of(jun) == "manager"
+    assert not kin_relative_first(jun)
+    at = pair_of("Ferrovia Labs", "Jun", sentence, said, kinds)
+    assert at is not None
+    assert works_by_role(at)
+    assert not works_by_role(_pair("I met Shalini at Ardent Motion", "Ardent Motion", "Shalini"))
+
+
+def test_names_through_a_possessive_an_apposition_and_a_relative_clause() -> None:
+    said = names_in("My sister Wren is a nurse at St Aldric's Hospital")
+    assert Name("St Aldric's Hospital", "organisation") in said
+    assert [n.name for n in names_in("Initech's head office sits in Austin")] == [
+        "Initech",
+        "Austin",
+    ]
+    assert names_in("Gideon, who I play with, is a developer")[0].name == "Gideon"
+    assert names_in("Honestly, a good day") == []
+    assert [n.name for n in names_in("took biscuit, our beagle, to the vet", lower=True)] == [
+        "Biscuit"
+    ]
+    assert "It" not in [n.name for n in names_in("took it, our dog Rex", lower=True)]

@@ -136,3 +136,29 @@ async def test_one_embedding_call_per_turn(minilm: LocalMiniLMEmbedder) -> None:
     assert calls[0] > 2  # the prototypes, once
     assert calls[1:] == [calls[1]] * 2  # then one call per turn
     assert calls[1] >= 1
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # one studies at a school: a researcher at a company works there
+        (
+            "I met Shalini at a conference, she's a researcher at Ardent Motion",
+            {("Shalini", "WORKS_AT", "Ardent Motion")},
+        ),
+        # a name after an article is no person to manage
+        ("Hyun-woo, a colleague of mine, is running the Seoul marathon", set()),
+        # the clause's tense picks between twins
+        (
+            "My daughter Amara is studying law at Kingsford University",
+            {("Amara", "DAUGHTER_OF", "user"), ("Amara", "STUDIES_AT", "Kingsford University")},
+        ),
+    ],
+)
+async def test_entity_kinds_and_tense_constrain_the_type(
+    typer: RelationTyper, text: str, expected: set[tuple[str, str, str]]
+) -> None:
+    got = await _typed(typer, text)
+    assert expected <= got
+    if not expected:
+        assert not any(t == "MANAGER_OF" for _, t, _ in got)

@@ -24,6 +24,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from engine.ingest.extraction.rules.lexicon import _PETS
+
 MAX_NAME_WORDS = 6
 """A longer capitalised run is a title or shouting, not a name."""
 MAX_EVIDENCE = 300
@@ -77,6 +79,8 @@ _SUBJECT_FOLLOWERS = _words(
     "does do went got made"
 )
 """Words after a name that opens a sentence as its subject, besides verbs in -s and -ed."""
+_APPOSITIVE = _words("who whose a an")
+"""After an opener and its comma: a relative clause or an apposition about a name."""
 _CONNECTORS = _words("of de da del della di du van von der den la le y &")
 _ORG_WORDS = _words(
     "inc corp corporation co company ltd llc plc gmbh ag sa bank university college school "
@@ -96,6 +100,7 @@ _ROLE_NOUNS = _words(
     "uncle aunt neighbour neighbor dog cat puppy kitten"
 )
 """Nouns a name follows in apposition ("my brother tom"), read in lower-case messages."""
+_PET_NOUNS = _words(_PETS)
 _LOWER_NOT_NAMES = _words("home work school uni college church bed least all first")
 """Nouns after "in"/"at"/"from" that are no name ("i'm at work")."""
 _LOWER_CUES = _words("in at from")
@@ -165,7 +170,9 @@ def _span(tokens: list[str], i: int, lower: bool) -> tuple[list[str], int]:
     if is_capitalised(token) and token[:1].isalpha():
         words = [token]
         i += 1
-        while i < len(tokens) and not _POSSESSIVE.search(words[-1]):
+        while i < len(tokens) and not (
+            _POSSESSIVE.search(words[-1]) and bare(tokens[i]).casefold() not in _ORG_WORDS
+        ):
             nxt = tokens[i]
             if is_capitalised(nxt) and nxt[:1].isalpha():
                 words.append(nxt)
@@ -180,6 +187,8 @@ def _span(tokens: list[str], i: int, lower: bool) -> tuple[list[str], int]:
             else:
                 break
         return words, i
+    if lower and _apposed(tokens, i):  # "took biscuit, our beagle, to the vet"
+        return [token.title()], i + 1
     if (
         lower
         and token.casefold() in _ROLE_NOUNS
@@ -213,6 +222,19 @@ def _span(tokens: list[str], i: int, lower: bool) -> tuple[list[str], int]:
     return [], i + 1
 
 
+def _apposed(tokens: list[str], i: int) -> bool:
+    """Whether `tokens[i]` is a word followed by ", my <role noun>" (lower-case messages)."""
+    token, after = tokens[i], [t.casefold() for t in tokens[i + 1 : i + 4]]
+    return (
+        token[:1].isalpha()
+        and token.casefold() not in _NOT_NAMES | _AFTER_VERB
+        and len(after) == 3
+        and after[0] == ","
+        and after[1] in ("my", "our", "his", "her")
+        and (after[2] in _ROLE_NOUNS or after[2] in _PET_NOUNS)
+    )
+
+
 def names_in(
     sentence: str, known: frozenset[str] = frozenset(), *, lower: bool = False
 ) -> list[Name]:
@@ -238,9 +260,11 @@ def names_in(
         after = tokens[end].casefold() if end < len(tokens) else ""
         opener = start == 0 and len(words) == 1 and not possessive
         said_after = tokens[end] if end < len(tokens) else ""
+        apposed = said_after == "," and end + 1 < len(tokens) and tokens[end + 1] in _APPOSITIVE
         if (
             opener
             and name.casefold() not in known
+            and not apposed  # "Gideon, who I play with, is…", "Hyun-woo, a colleague"
             and (_not_a_subject(said_after) or name.casefold().endswith(("ly", "ing")))
         ):
             continue

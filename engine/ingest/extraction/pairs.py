@@ -46,7 +46,14 @@ _KIN_BETWEEN = re.compile(
     rf"^(?:['’]s|,?\s*(?:my|our|his|her|their))\s+(?P<k>{_KIN_NOUN})\s*,?\s*$", re.IGNORECASE
 )
 """Between a possessor and a name: "'s mum", "'s mum," ; after the speaker's "my": " cat"."""
-_KIN_AFTER_MY = re.compile(rf"^\s*(?P<k>{_KIN_NOUN})\s*,?\s*$", re.IGNORECASE)
+_KIN_AFTER_MY = re.compile(
+    rf"^\s*(?P<k>{_KIN_NOUN})\s*,?\s*$|^\s*(?P<r>{_KIN_NOUN})\s+(?:at|from|in)\s.+\s(?:is|was)\s*$",
+    re.IGNORECASE,
+)
+"""After the speaker's "my": " cat", or " manager at Ferrovia Labs is" (the relative said
+after the place the noun is at)."""
+_KIN_AT = re.compile(rf"^\s*(?:{_KIN_NOUN})\s+(?:at|from|in)\s+(?:the\s+)?$", re.IGNORECASE)
+_IS = re.compile(r"^\s*(?:is|was)\s*$", re.IGNORECASE)
 _KIN_AFTER_NAME = re.compile(rf"^\s*(?P<k>{_KIN_NOUN})\b", re.IGNORECASE)
 _COPULA = re.compile(r"\b(?:is|was|be|being|been|are|were)\s*$|^\s*['’]s\s*$", re.IGNORECASE)
 _REGION = re.compile(r"^\s*,\s*$")
@@ -190,8 +197,11 @@ def _blocked(
         for s in spans:
             if not (first.end <= s.start and s.end <= second.start):
                 continue
-            if co_subject(sentence[first.end : s.start], sentence[s.end : second.start]):
+            before, after = sentence[first.end : s.start], sentence[s.end : second.start]
+            if co_subject(before, after):
                 cut = max(cut, s.end)
+                continue
+            if _KIN_AT.match(before) and _IS.match(after):  # "my manager at Ferrovia is Jun"
                 continue
             return None
     return cut
@@ -232,16 +242,31 @@ def kin_of(pair: Pair) -> str | None:
         closer = text[pair.second.start : pair.second.end].casefold()
         after = _KIN_AFTER_NAME.match(text[pair.second.end :])
         possessor = closer.endswith(("'s", "’s")) or closer in _POSSESSIVES
-        if not (_COPULA.search(pair.between) and possessor and after):
+        apposed = _COPULA.search(pair.between) or pair.between.strip() == ","
+        if not (apposed and possessor and after):  # "is my neighbour", "Biscuit, our beagle"
             return None
         m = after
-    word = " ".join(m.group("k").casefold().split())
+    word = " ".join((m.group("k") or m.group("r")).casefold().split())
     return _KIN.get(word, word)
 
 
 def kin_relative_first(pair: Pair) -> bool:
     """Whether the relative `kin_of` names is the first end said ("<name> is X's <noun>")."""
     return _KIN_AFTER_MY.match(pair.between) is None and _KIN_BETWEEN.match(pair.between) is None
+
+
+_WORK_ROLE = re.compile(
+    r"(?:\b(?:my|our|his|her|their)|['’]s)\s+(?:manager|boss|colleague|co-?worker|supervisor)"
+    r"\s+at\s+(?:the\s+)?$",
+    re.IGNORECASE,
+)
+
+
+def works_by_role(pair: Pair) -> bool:
+    """Whether the pair reads "<possessor> <work noun> at <first end> is <second end>"
+    ("my manager at Ferrovia Labs is Jun": Jun works at Ferrovia Labs)."""
+    head = pair.sentence[: pair.first.start]
+    return _IS.match(pair.between) is not None and _WORK_ROLE.search(head) is not None
 
 
 def sentence_of(text: str, evidence: str) -> str:

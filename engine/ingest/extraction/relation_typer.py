@@ -49,10 +49,12 @@ from engine.ingest.extraction.names import evidence_of, sentences, statement
 from engine.ingest.extraction.pairs import (
     PERSONS,
     Pair,
+    Span,
     kin_of,
     kin_relative_first,
     mentions,
     pair_of,
+    works_by_role,
 )
 from engine.ingest.extraction.rules.lexicon import _PARTNERS, _PETS
 from engine.ingest.extraction.rules.reading import states_fact
@@ -68,9 +70,9 @@ from engine.ports import Embedder, Vector
 
 MODEL = "all-MiniLM-L6-v2-int8"
 """The vector space `THRESHOLD` and `MARGIN` were chosen in."""
-THRESHOLD = 0.45
+THRESHOLD = 0.40
 """Least cosine between the joining words and the chosen type's nearest description."""
-MARGIN = 0.0
+MARGIN = 0.03
 """How far the chosen type must beat every other type that fits the ends and `NONE`."""
 NONE = "NONE"
 
@@ -103,17 +105,26 @@ TENSES = {
 """Types that differ by tense only, (present, past): the margin is over the other types,
 and the clause's tense, when it says one, picks between them."""
 
-_ORG, _PLACE = frozenset({"organisation", "name"}), frozenset({"place", "name"})
+_ORG = frozenset({"organisation", "name", "school", "thing"})
+_PLACE = frozenset({"place", "name", "thing"})
+_ARTICLE = re.compile(r"\b(?:the|a|an)\s+$", re.IGNORECASE)
+_SCHOOL = frozenset({"school"})
+_SCHOOL_WORDS = frozenset(
+    {"university", "uni", "college", "school", "academy", "institute", "polytechnic"}
+    | {"conservatory", "conservatoire", "seminary", "primary", "high", "kindergarten"}
+)
+"""Words of a school's name: one studies at a school ("Kingsford University"), not at
+"Ardent Motion"."""
 FITS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "WORKS_AT": (PERSONS, _ORG),
     "LIVES_IN": (PERSONS, _PLACE),
     "LIVED_IN": (PERSONS, _PLACE),
     "FROM": (PERSONS, _PLACE),
-    "STUDIES_AT": (PERSONS, _ORG),
-    "STUDIED_AT": (PERSONS, _ORG),
-    "BASED_IN": (frozenset({"organisation", "name"}), _PLACE),
-    "USES": (PERSONS, frozenset({"tool", "name"})),
-    "READ": (PERSONS, frozenset({"book", "name"})),
+    "STUDIES_AT": (PERSONS, _SCHOOL),
+    "STUDIED_AT": (PERSONS, _SCHOOL),
+    "BASED_IN": (_ORG, _PLACE),
+    "USES": (PERSONS, frozenset({"tool", "name", "thing"})),
+    "READ": (PERSONS, frozenset({"book", "name", "thing"})),
     "MANAGER_OF": (PERSONS, PERSONS),
 }
 """Entity types (the name finder's cues) each type's source and target may have."""
@@ -262,8 +273,15 @@ def _candidates(
                 if pair is None or not _stated(pair):
                     continue
                 ends = (r.source, r.target) if pair.forward else (r.target, r.source)
-                kinds = (_kind(types, ends[0]), _kind(types, ends[1]))
+                kinds = (
+                    _kind(types, ends[0], pair.first, sentence),
+                    _kind(types, ends[1], pair.second, sentence),
+                )
                 relation = _kin_relation(pair, ends, kinds)
+                if relation is None and kinds[0] in _ORG and works_by_role(pair):
+                    relation = ExtractedRelation(
+                        ends[1], "WORKS_AT", ends[0], evidence_of(sentence)
+                    )
                 if relation is not None:
                     kin[i] = relation
                 elif _joined_by_verb(pair, node, ends[0]):
@@ -272,8 +290,16 @@ def _candidates(
     return kin, out
 
 
-def _kind(types: dict[str, str], node: str) -> str:
-    return types.get(node.casefold(), "name")
+def _kind(types: dict[str, str], node: str, span: Span, sentence: str) -> str:
+    """The entity type of `node` said at `span`: "school" for an organisation or a name
+    with a school's word ("Delft University of Technology", "Hollins Park Primary"); "thing"
+    for an untyped name after an article ("the Seoul marathon": not a person)."""
+    kind = types.get(node.casefold(), "name")
+    if kind in ("organisation", "name") and _SCHOOL_WORDS & set(node.casefold().split()):
+        return "school"
+    if kind == "name" and _ARTICLE.search(sentence[: span.start]):
+        return "thing"
+    return kind
 
 
 def _stated(pair: Pair) -> bool:
