@@ -150,3 +150,46 @@ def test_names_through_a_possessive_an_apposition_and_a_relative_clause() -> Non
         "Biscuit"
     ]
     assert "It" not in [n.name for n in names_in("took it, our dog Rex", lower=True)]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "ends", "noun", "relative_first"),
+    [
+        ("we have a dog named Rex", ("user", "Rex"), "dog", False),
+        ("I have a younger sister called Ana", ("user", "Ana"), "sister", False),
+        (
+            "we adopted two cats from the shelter, Pesto and Gnocchi",
+            ("user", "Pesto"),
+            "cat",
+            False,
+        ),
+        ("my older sister Wren is a nurse", ("user", "Wren"), "sister", False),
+        ("ugh, Koffi (my manager) moved our standup", ("Koffi", "user"), "manager", True),
+        ("I met a dog, Rex", ("user", "Rex"), None, True),
+    ],
+)
+def test_kin_with_a_modifier_a_name_given_or_a_relative_one_has(
+    sentence: str, ends: tuple[str, str], noun: str | None, relative_first: bool
+) -> None:
+    kinds = KINDS | {"rex": "name", "ana": "name", "pesto": "name", "wren": "name"}
+    said = mentions(sentence, kinds | {"koffi": "name"}, "user", {})
+    pair = pair_of(*ends, sentence, said, kinds | {"koffi": "name"})
+    assert pair is not None
+    assert kin_of(pair) == noun
+    if noun:
+        assert kin_relative_first(pair) is relative_first
+
+
+def test_a_relative_clause_aside_neither_joins_nor_keeps_apart() -> None:
+    kinds = KINDS | {"gideon": "name", "tallow games": "organisation"}
+    sentence = "Gideon, who I play five-a-side with, is a developer at Tallow Games"
+    pair = pair_of("Gideon", "Tallow Games", sentence, mentions(sentence, kinds, "user", {}), kinds)
+    assert pair is not None
+    assert pair.between.strip() == "is a developer at"
+    plain = "Marcus works at Tidewater Labs, which is based in Boston"
+    kinds |= {"marcus": "name", "tidewater labs": "organisation", "boston": "place"}
+    said = mentions(plain, kinds, "user", {})
+    assert pair_of("Marcus", "Boston", plain, said, kinds) is None
+    based = pair_of("Tidewater Labs", "Boston", plain, said, kinds)
+    assert based is not None
+    assert based.between.strip(" ,") == "which is based in"

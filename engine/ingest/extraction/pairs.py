@@ -42,20 +42,35 @@ _KIN_WORDS = sorted(
     key=lambda w: (-len(w), w),
 )
 _KIN_NOUN = "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in _KIN_WORDS)
+_MODIFIER = r"(?:(?!(?:and|or|but|at|in|from|is|was)\b)[\w-]+\s+)?"
+"""One word before the relative's noun: "my older sister", "our new boss"."""
+_NAMED = r"\s*(?:,|\(|\s(?:named|called))?\s*$"
+"""After the noun, before the name: nothing, a comma, "(", "named" or "called"."""
 _KIN_BETWEEN = re.compile(
-    rf"^(?:['’]s|,?\s*(?:my|our|his|her|their))\s+(?P<k>{_KIN_NOUN})\s*,?\s*$", re.IGNORECASE
+    rf"^(?:['’]s|,?\s*(?:my|our|his|her|their))\s+{_MODIFIER}(?P<k>{_KIN_NOUN}){_NAMED}",
+    re.IGNORECASE,
 )
 """Between a possessor and a name: "'s mum", "'s mum," ; after the speaker's "my": " cat"."""
 _KIN_AFTER_MY = re.compile(
-    rf"^\s*(?P<k>{_KIN_NOUN})\s*,?\s*$|^\s*(?P<r>{_KIN_NOUN})\s+(?:at|from|in)\s.+\s(?:is|was)\s*$",
+    rf"^\s*{_MODIFIER}(?P<k>{_KIN_NOUN}){_NAMED}"
+    rf"|^\s*(?P<r>{_KIN_NOUN})\s+(?:at|from|in)\s.+\s(?:is|was)\s*$",
     re.IGNORECASE,
 )
-"""After the speaker's "my": " cat", or " manager at Ferrovia Labs is" (the relative said
-after the place the noun is at)."""
+"""After the speaker's "my": " cat", " older sister", " dog named", or " manager at
+Ferrovia Labs is" (the relative said after the place the noun is at)."""
+_KIN_HAS = re.compile(
+    rf"^\s*(?:have|has|had|got|adopted|own|owns)\s+(?:a|an|one|two|three|four)\s+{_MODIFIER}"
+    rf"(?P<k>{_KIN_NOUN})s?(?:\s+(?:named|called)|(?:\s+[\w'’-]+){{0,4}}\s*,)\s*$",
+    re.IGNORECASE,
+)
+"""Between a subject and a name: "have a dog named", "adopted two cats from the shelter,"."""
 _KIN_AT = re.compile(rf"^\s*(?:{_KIN_NOUN})\s+(?:at|from|in)\s+(?:the\s+)?$", re.IGNORECASE)
 _IS = re.compile(r"^\s*(?:is|was)\s*$", re.IGNORECASE)
 _KIN_AFTER_NAME = re.compile(rf"^\s*(?P<k>{_KIN_NOUN})\b", re.IGNORECASE)
 _COPULA = re.compile(r"\b(?:is|was|be|being|been|are|were)\s*$|^\s*['’]s\s*$", re.IGNORECASE)
+_ASIDE = re.compile(r"\s*,\s*(?:who|whom|whose|which|where)\b[^,]*,\s*", re.IGNORECASE)
+"""A relative clause set off by commas right after the first end: an aside, whose names
+do not keep the ends apart and whose words do not join them."""
 _REGION = re.compile(r"^\s*,\s*$")
 _POSSESSIVES = frozenset({"my", "our", "his", "her", "their"})
 
@@ -188,14 +203,17 @@ def _blocked(
     names: dict[str, str],
     ends: set[str],
 ) -> int | None:
-    """Where the words joining the ends start (after a co-subject), or None when a person
-    or an organisation said between them keeps them apart."""
+    """Where the words joining the ends start (after a co-subject or an aside), or None
+    when a person or an organisation said between them keeps them apart."""
     cut = first.end
+    aside = _ASIDE.match(sentence, first.end, second.start)
+    if aside is not None:  # "Gideon, who I play five-a-side with, is a developer at…"
+        cut = aside.end()
     for name, spans in said.items():
         if name in ends or names.get(name, "person") not in BLOCKERS:
             continue
         for s in spans:
-            if not (first.end <= s.start and s.end <= second.start):
+            if not (cut <= s.start and s.end <= second.start):
                 continue
             before, after = sentence[first.end : s.start], sentence[s.end : second.start]
             if co_subject(before, after):
@@ -230,19 +248,20 @@ def kin_of(pair: Pair) -> str | None:
     """The relative's noun when the pair reads "<possessor> <noun> <name>" (the possessor:
     "my", "his", "Ola's"…; the relative is the second end), or "<name> is <possessor>
     <noun>" ("Bram turns out to be Lotte's neighbour", "Ottilie turns out to be my
-    neighbour"; the relative is the first end), else None. Which end is the relative:
+    neighbour"; the relative is the first end), or "<subject> has a <noun> named <name>"
+    ("we adopted two cats from the shelter, Pesto…"), else None. Which end is the relative:
     `kin_relative_first`."""
     text = pair.sentence
     opener = text[pair.first.start : pair.first.end].casefold()
     if opener.endswith(("'s", "’s")) or opener in _POSSESSIVES:
         m = _KIN_AFTER_MY.match(pair.between)
     else:
-        m = _KIN_BETWEEN.match(pair.between)
+        m = _KIN_BETWEEN.match(pair.between) or _KIN_HAS.match(pair.between)
     if m is None:
         closer = text[pair.second.start : pair.second.end].casefold()
         after = _KIN_AFTER_NAME.match(text[pair.second.end :])
         possessor = closer.endswith(("'s", "’s")) or closer in _POSSESSIVES
-        apposed = _COPULA.search(pair.between) or pair.between.strip() == ","
+        apposed = _COPULA.search(pair.between) or pair.between.strip() in (",", "(")
         if not (apposed and possessor and after):  # "is my neighbour", "Biscuit, our beagle"
             return None
         m = after
@@ -252,7 +271,7 @@ def kin_of(pair: Pair) -> str | None:
 
 def kin_relative_first(pair: Pair) -> bool:
     """Whether the relative `kin_of` names is the first end said ("<name> is X's <noun>")."""
-    return _KIN_AFTER_MY.match(pair.between) is None and _KIN_BETWEEN.match(pair.between) is None
+    return not any(k.match(pair.between) for k in (_KIN_AFTER_MY, _KIN_BETWEEN, _KIN_HAS))
 
 
 _WORK_ROLE = re.compile(

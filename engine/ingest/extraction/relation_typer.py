@@ -70,7 +70,7 @@ from engine.ports import Embedder, Vector
 
 MODEL = "all-MiniLM-L6-v2-int8"
 """The vector space `THRESHOLD` and `MARGIN` were chosen in."""
-THRESHOLD = 0.40
+THRESHOLD = 0.35
 """Least cosine between the joining words and the chosen type's nearest description."""
 MARGIN = 0.03
 """How far the chosen type must beat every other type that fits the ends and `NONE`."""
