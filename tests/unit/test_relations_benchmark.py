@@ -56,6 +56,29 @@ def test_matching_folds_case_and_a_leading_the() -> None:
     assert tally.figures()["recall"] == 1.0
 
 
+def test_a_named_user_is_the_node_user_whichever_way_the_annotator_wrote_it(
+    tmp_path: Any,
+) -> None:
+    # older cases name the user-role speaker ("Sven"), newer ones write "user"
+    turn = [{"role": "user", "name": "Sven", "content": "I moved to Gothenburg"}]
+    items = [
+        {"id": "by-name", "split": "tune", "messages": turn, "relations": [
+            {"source": "Sven", "type": "LIVES_IN", "target": "Gothenburg"},
+            {"source": "Ines", "type": "MANAGER_OF", "target": "sven"},
+        ]},
+        {"id": "as-user", "split": "tune", "messages": turn, "relations": [
+            {"source": "user", "type": "LIVES_IN", "target": "Gothenburg"},
+            {"source": "Ines", "type": "MANAGER_OF", "target": "user"},
+        ]},
+    ]  # fmt: skip
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps(items), encoding="utf-8")
+    by_name, as_user = load_cases(path)
+    assert by_name.relations == as_user.relations
+    assert by_name.relations[0] == ("user", "LIVES_IN", "gothenburg")
+    assert by_name.relations[1] == ("ines", "MANAGER_OF", "user")
+
+
 @pytest.mark.parametrize("oracle", [True, False])
 async def test_the_llm_path_is_scored_on_what_the_server_answers(
     provider: Callable[[Responder], Provider], oracle: bool
