@@ -2,17 +2,20 @@
 microseconds per turn (`python -m benchmarks.extraction`: `links_latency_us`).
 
 * a run of capitalised words, joined through "of", "de", "van", "&"… when a capitalised word
-  follows ("University of Tartu", "Bank of America"), a possessive "'s" dropped;
+  follows ("University of Tartu", "Bank of America"), a possessive "'s" dropped unless an
+  organisation word follows it ("St Aldric's Hospital");
 * function words, pronouns, contractions, interjections, numbers and calendar words are
   never names (`_NOT_NAMES`);
 * a capitalised word alone that opens a sentence is a name only as the sentence's subject:
   followed by a word in -s or -ed, or "is", "has", "and"… ("Marcus works", "Felipe is",
   "Teodor used"), not by punctuation or anything else ("Congratulations!", "Sounds
-  lovely", "Went to…"), and not in -ly or -ing; or followed by "'s"; or known as a name
-  anyway (a speaker, an extractor's entity, or written capitalised elsewhere in the turn);
+  lovely", "Went to…"), and not in -ly or -ing; or followed by "'s", or by a comma and
+  "who", "whose", "a", "an" ("Gideon, who…"); or known as a name anyway (a speaker, an
+  extractor's entity, or written capitalised elsewhere in the turn);
 * in a message written in lower case (its author writes "i", or no capital at all), a word
   or two after "in", "at" or "from" ("i live in lyon"), and a word after "my brother",
-  "my dog"… ("my brother tom"), are names too.
+  "my dog"… ("my brother tom"), and a word before ", our beagle" ("took biscuit, our
+  beagle, to the vet"), are names too.
 
 The **type** is a cue, not a classification: an organisation word in or right after the
 name ("Fernhill Analytics", "Initech's office"), a place after "in"/"from"/"near" or in a

@@ -30,8 +30,8 @@ that says its own subject, a subject-less clause borrowing the sentence's subjec
 co-subject ("Lavrans and I both work at") not keeping the ends apart.
 
 The threshold and margin were chosen on the tune split of `benchmarks.relations` for
-precision ≥ 0.85 (`docs/benchmarks.md`, stop 43). They hold for one vector space only:
-with another embedder `RelationTyper` types nothing (`MODEL`).
+precision ≥ 0.85 (`docs/benchmarks.md`: stop 43, then "General clauses"). They hold for
+one vector space only: with another embedder `RelationTyper` types nothing (`MODEL`).
 """
 
 from __future__ import annotations
