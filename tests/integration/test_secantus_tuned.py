@@ -1,0 +1,114 @@
+"""The embedded MongoDB-wire server as the stack runs it (`services.ops.stack.secantus_tuned`,
+`--standalone`): the behaviours its two memoisations touch still hold, per insert chunk and
+across them, and it answers as a standalone server."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from pymongo import ASCENDING, AsyncMongoClient, IndexModel
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import BulkWriteError, DuplicateKeyError
+
+from services.endpoints import Endpoints
+from services.ops.stack.secantus_tuned import VERSION, tune
+from services.ops.stack.servers import secantus_argv
+
+pytestmark = pytest.mark.integration
+
+Doc = dict[str, Any]
+
+
+@pytest.fixture
+async def db(stack: Endpoints, unique: Callable[[str], str]) -> AsyncIterator[AsyncDatabase[Doc]]:
+    client: AsyncMongoClient[Doc] = AsyncMongoClient(stack.mongo_uri)
+    name = unique("tuned")
+    try:
+        yield client[name]
+    finally:
+        await client.drop_database(name)
+        await client.close()
+
+
+def test_the_stack_runs_the_tuned_entry_point_standalone() -> None:
+    argv = secantus_argv()
+    assert argv[1:] == ["-m", "services.ops.stack.secantus_tuned", "--standalone"]
+    assert tune() is True  # the pinned version: the memoisations apply
+    assert VERSION == "0.7.0b3"
+
+
+async def test_it_answers_as_a_standalone_server(db: AsyncDatabase[Doc]) -> None:
+    hello = await db.client.admin.command("hello")
+    assert hello["isWritablePrimary"] is True
+    assert "setName" not in hello  # no replica set, so no oplog to write per document
+
+
+async def test_a_bad_geometry_is_refused_in_a_chunk_with_good_ones(db: AsyncDatabase[Doc]) -> None:
+    places = db["places"]
+    await places.create_indexes(
+        [IndexModel([("at", "2dsphere")]), IndexModel([("name", ASCENDING)])]
+    )
+    good = {"type": "Point", "coordinates": [13.4, 52.5]}
+    bad = {"type": "Point", "coordinates": [500.0, 52.5]}
+    with pytest.raises(BulkWriteError) as refused:
+        await places.insert_many(
+            [
+                {"_id": 1, "name": "a", "at": good},
+                {"_id": 2, "name": "b", "at": bad},
+                {"_id": 3, "name": "c", "at": good},
+            ],
+            ordered=False,
+        )
+    errors = refused.value.details["writeErrors"]
+    assert [(e["index"], e["code"]) for e in errors] == [(1, 16572)]
+    assert sorted(await places.distinct("_id")) == [1, 3]
+    near = await places.find(
+        {"at": {"$nearSphere": {"$geometry": good, "$maxDistance": 10}}}
+    ).to_list(None)
+    assert sorted(d["_id"] for d in near) == [1, 3]
+
+
+async def test_a_collation_unique_index_holds_within_and_across_chunks(
+    db: AsyncDatabase[Doc],
+) -> None:
+    people = db["people"]
+    await people.create_index(
+        [("name", ASCENDING)], unique=True, collation={"locale": "en", "strength": 2}
+    )
+    with pytest.raises(BulkWriteError) as refused:
+        await people.insert_many([{"name": "Ada"}, {"name": "ada"}], ordered=False)
+    assert [e["code"] for e in refused.value.details["writeErrors"]] == [11000]
+    with pytest.raises(DuplicateKeyError):
+        await people.insert_one({"name": "ADA"})
+    await people.insert_one({"name": "Grace"})
+    assert await people.count_documents({}) == 2
+
+
+async def test_an_index_made_between_two_inserts_applies_to_the_second(
+    db: AsyncDatabase[Doc],
+) -> None:
+    col = db["keys"]
+    await col.insert_many([{"k": 1}, {"k": 2}])
+    await col.create_index([("k", ASCENDING)], unique=True)
+    with pytest.raises(DuplicateKeyError):
+        await col.insert_one({"k": 1})
+    await col.drop_index("k_1")
+    await col.insert_one({"k": 1})  # and its drop, too
+    assert await col.count_documents({"k": 1}) == 2
+
+
+async def test_profiler_levels_take_effect_at_once(db: AsyncDatabase[Doc]) -> None:
+    await db["seen"].insert_one({"n": 1})
+    assert (await db.command("profile", -1))["was"] == 0
+    await db.command("profile", 2)
+    assert (await db.command("profile", -1))["was"] == 2
+    await db["seen"].find_one({"n": 1})
+    recorded = await db["system.profile"].count_documents({"ns": f"{db.name}.seen"})
+    assert recorded >= 1
+    await db.command("profile", 0)
+    assert (await db.command("profile", -1))["was"] == 0
+    await db["seen"].find_one({"n": 1})
+    after = await db["system.profile"].count_documents({"ns": f"{db.name}.seen"})
+    assert after == recorded
