@@ -102,7 +102,20 @@ def _ago(today: date, count: str, unit: str) -> str | None:
 
 
 def _resolved(match: re.Match[str], today: date) -> str | None:
+    """The date `match` meant, None when it names none. The pattern matches letters case
+    insensitively, which also takes a few non-ASCII letters for ASCII ones ("last nıght" with
+    a dotless i, "laſt" with a long s): those are left as they are (they used to raise, and
+    the turn holding them could not be stored)."""
+    try:
+        return _resolved_words(match, today)
+    except (KeyError, ValueError):
+        return None
+
+
+def _resolved_words(match: re.Match[str], today: date) -> str | None:
     groups = {k: (v.lower() if v else v) for k, v in match.groupdict().items()}
+    if not all(v.isascii() for v in groups.values() if v):
+        return None
     if groups["day"]:
         return (today + timedelta(days=_DAY_WORDS[groups["day"]])).isoformat()
     if groups["weekday"]:
@@ -114,16 +127,73 @@ def _resolved(match: re.Match[str], today: date) -> str | None:
     return None
 
 
+_ANCHORS = ("day", "night", "morning", "afternoon", "evening", "tomorrow", "week", "month", "year")
+"""Words every expression of `_PATTERN` holds one of ("yesterday", "monday" and "days ago"
+hold "day"; "weekend" holds "week"; ...). A text without one has nothing to resolve."""
+_ANCHOR = re.compile("|".join(_ANCHORS), re.IGNORECASE)
+
+_BEFORE, _AFTER = 24, 16
+"""How far an expression reaches before its first anchor ("a couple of " and a count: 16
+characters; "next wednes": 11) and after its end ("s ago" and a space or two)."""
+
+
+def _anchors(text: str) -> list[tuple[int, int]]:
+    """Where the anchor words are, in order: found with `str.find` in ASCII text (a regular
+    expression costs as much as the pattern it spares), else as `_PATTERN` compares letters
+    (its case-insensitive matching also takes a few non-ASCII letters for ASCII ones)."""
+    if not text.isascii():
+        return [m.span() for m in _ANCHOR.finditer(text)]
+    folded = text.lower()
+    spans: list[tuple[int, int]] = []
+    for word in _ANCHORS:
+        at = folded.find(word)
+        while at != -1:
+            spans.append((at, at + len(word)))
+            at = folded.find(word, at + 1)
+    return sorted(spans)
+
+
+def _expressions(text: str) -> list[re.Match[str]]:
+    """`_PATTERN`'s matches in `text`, left to right, as `finditer` over the whole text gives
+    them, found by scanning only around the anchor words: the pattern tried at every word
+    boundary cost a turn's ingest ~50 µs (a third of the transcripts group's CPU). A window
+    cut short may make the pattern match what the whole text does not (its end reads as a word
+    boundary, the "already resolved" look-ahead cannot see past it), so each hit is matched
+    again on the whole text at the same place (`tests/property/test_resolved_dates_scan.py`
+    checks the two agree)."""
+    windows: list[list[int]] = []
+    for at, to in _anchors(text):
+        start, end = max(0, at - _BEFORE), to + _AFTER
+        if windows and start <= windows[-1][1]:
+            windows[-1][1] = end
+        else:
+            windows.append([start, end])
+    found: list[re.Match[str]] = []
+    done = 0
+    for start, end in windows:
+        for hit in _PATTERN.finditer(text, max(start, done), end):
+            whole = _PATTERN.match(text, hit.start())
+            if whole is not None and whole.start() >= done:
+                found.append(whole)
+                done = whole.end()
+    return found
+
+
 def with_resolved_dates(text: str, event_ms: int) -> str:
     """`text` with each relative date expression followed by the date it meant, as seen
     from `event_ms` (UTC): "yesterday" → "yesterday (2023-05-06)". Idempotent."""
+    found = _expressions(text)
+    if not found:
+        return text
     try:
         today = datetime.fromtimestamp(event_ms / 1000, tz=UTC).date()
     except (OverflowError, OSError, ValueError):
         return text
-
-    def annotate(match: re.Match[str]) -> str:
+    parts: list[str] = []
+    at = 0
+    for match in found:
         resolved = _resolved(match, today)
-        return match.group(0) if resolved is None else f"{match.group(0)} ({resolved})"
-
-    return _PATTERN.sub(annotate, text)
+        if resolved is not None:
+            parts += [text[at : match.end()], f" ({resolved})"]
+            at = match.end()
+    return "".join(parts) + text[at:] if parts else text

@@ -82,3 +82,10 @@ def test_last_weekend_on_a_sunday_is_the_one_before_this_one() -> None:
     sunday = int(datetime(2023, 5, 14, 9, 0, tzinfo=UTC).timestamp() * 1000)
     assert with_resolved_dates("last weekend", sunday) == "last weekend (2023-05-06)"
     assert with_resolved_dates("this weekend", sunday) == "this weekend (2023-05-13)"
+
+
+@pytest.mark.parametrize("lookalike", ["last n\u0131ght", "la\u017ft Saturday", "next \u017funday"])
+def test_a_lookalike_letter_is_left_as_said_instead_of_failing_the_turn(lookalike: str) -> None:
+    # the pattern matches case-insensitively, which takes a dotless i or a long s for i or s;
+    # resolving such a match used to raise (KeyError / ValueError) and the turn was not stored
+    assert with_resolved_dates(f"we met {lookalike}", MONDAY_8_MAY_2023) == f"we met {lookalike}"
