@@ -105,14 +105,7 @@ def _resolved(match: re.Match[str], today: date) -> str | None:
     """The date `match` meant, None when it names none. The pattern matches letters case
     insensitively, which also takes a few non-ASCII letters for ASCII ones ("last nıght" with
     a dotless i, "laſt" with a long s): those are left as they are (they used to raise, and
-    the turn holding them could not be stored)."""
-    try:
-        return _resolved_words(match, today)
-    except (KeyError, ValueError):
-        return None
-
-
-def _resolved_words(match: re.Match[str], today: date) -> str | None:
+    the turn holding them could not be stored). A Kelvin sign lowers to "k" and resolves."""
     groups = {k: (v.lower() if v else v) for k, v in match.groupdict().items()}
     if not all(v.isascii() for v in groups.values() if v):
         return None
