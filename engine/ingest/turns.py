@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.embedding_store import StoredEmbedder
 from engine.ingest.dates import with_resolved_dates
 from engine.ingest.message_units import unit_texts
 from engine.ingest.outcomes import tool_content
@@ -147,15 +148,20 @@ async def embed_units(
     `benchmarks.quality --dataset handwritten --split tune` but lost multi-hop questions,
     which go through people (900 characters: 0.71 -> 0.48 there, 0.69 -> 0.58 on `long`)."""
     parts = [unit_texts(t) if turns is None or t in turns else [] for t in texts]
+    if isinstance(embedder, StoredEmbedder):  # a turn and its messages: one stored record
+        groups = [[t, *units] for t, units in zip(texts, parts, strict=True)]
+        grouped = await embedder.embed_groups(groups)
+        return [g[0] for g in grouped], [_matrix(g[1:]) for g in grouped]
     flat = list(dict.fromkeys([*texts, *(u for units in parts for u in units)]))
     embedded = dict(zip(flat, await embedder.embed(flat, "document"), strict=True))
-    units = [
-        np.stack([embedded[u] for u in units]).astype(np.float32)
-        if units
-        else np.zeros((0, 0), dtype=np.float32)
-        for units in parts
-    ]
-    return [embedded[t] for t in texts], units
+    return [embedded[t] for t in texts], [_matrix([embedded[u] for u in units]) for units in parts]
+
+
+def _matrix(vectors: Sequence[Vector]) -> Vector:
+    """Message units' vectors as one (messages, dim) float32 matrix; (0, 0) for none."""
+    if not vectors:
+        return np.zeros((0, 0), dtype=np.float32)
+    return np.stack(vectors).astype(np.float32)
 
 
 KnownVectors = Callable[[Sequence[str]], Awaitable[list[Vector | None]]]

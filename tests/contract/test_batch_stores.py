@@ -507,6 +507,15 @@ async def test_vector_store_gets_what_was_put_and_keeps_the_first(stores: Stores
     assert await stores.vectors.get_many([]) == {}
 
 
+async def test_vector_store_keeps_a_group_record_of_vectors_end_to_end(stores: Stores) -> None:
+    # a turn and its two messages (`StoredEmbedder.embed_groups`): one record of 3 x 384
+    group = np.concatenate([unit(384, 5), unit(384, 6), unit(384, 7)])
+    await stores.vectors.put_many({"m:384:3:g": group})
+    got = (await stores.vectors.get_many(["m:384:3:g"]))["m:384:3:g"]
+    assert got.dtype == np.float32
+    assert got.tobytes() == group.astype(np.float32).tobytes()
+
+
 # --- the stored form and the round trips (MongoDB only) ------------------------------------
 
 

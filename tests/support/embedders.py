@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
-from engine.ports import Embedder
+from collections.abc import Sequence
+
+from engine.ports import Embedder, InputType, Vector
 
 
 class WrappedEmbedder:
@@ -17,3 +19,15 @@ class WrappedEmbedder:
     @property
     def dimension(self) -> int:
         return self.inner.dimension
+
+
+class CallLog(WrappedEmbedder):
+    """Records every call's texts (a model call each)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.calls: list[list[str]] = []
+
+    async def embed(self, texts: Sequence[str], input_type: InputType) -> list[Vector]:
+        self.calls.append(list(texts))
+        return await self.inner.embed(texts, input_type)

@@ -5,8 +5,6 @@ its messages' mean instead of a second pass, and did not keep it: docs/benchmark
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from engine.adapters.memory import (
@@ -19,26 +17,13 @@ from engine.adapters.memory import (
 from engine.embedding_store import StoredEmbedder
 from engine.ingest.message_units import unit_texts
 from engine.ingest.turns import TurnRecorder, embed_units
-from engine.ports import Embedder, InputType, Vector
 from engine.records import MemoryRow
 from engine.scoping import TenantFilter
 from schemas.inputs import turn_recorded
-from tests.support.embedders import WrappedEmbedder
+from tests.support.embedders import CallLog
 
 SCOPE = {"agentWallet": "0xA", "userAddress": "U1", "threadId": "T1"}
 PAIR = "user: Rosa: I adopted a ginger cat.\nassistant: Kim: Lovely, what is its name?"
-
-
-class CallLog(WrappedEmbedder):
-    """Records every call's texts (a model call each)."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.calls: list[list[str]] = []
-
-    async def embed(self, texts: Sequence[str], input_type: InputType) -> list[Vector]:
-        self.calls.append(list(texts))
-        return await self.inner.embed(texts, input_type)
 
 
 def turn(n: int, *messages: str) -> dict[str, object]:

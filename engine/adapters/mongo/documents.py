@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from bson.binary import Binary, BinaryVectorDtype
+from bson.binary import VECTOR_SUBTYPE, Binary, BinaryVectorDtype
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError, PyMongoError
 
@@ -88,9 +88,16 @@ def as_date(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
+_FLOAT32_HEADER = BinaryVectorDtype.FLOAT32.value + b"\x00"
+"""A BSON float32 vector's first two bytes: its dtype, then no padding."""
+
+
 def vector(embedding: np.ndarray[Any, Any]) -> Binary:
-    """The stored form of a vector: a BSON float32 vector."""
-    return Binary.from_vector(embedding.astype(np.float32).tolist(), BinaryVectorDtype.FLOAT32)
+    """The stored form of a vector: a BSON float32 vector (subtype 9), its bytes written
+    straight from the array (`Binary.from_vector` packs a list of floats: 16 µs against
+    2 µs for 384 dimensions, for every vector a turn stores)."""
+    raw = np.ascontiguousarray(embedding, dtype="<f4").tobytes()
+    return Binary(_FLOAT32_HEADER + raw, VECTOR_SUBTYPE)
 
 
 def unvector(value: Any) -> np.ndarray[Any, np.dtype[np.float32]]:
