@@ -10,6 +10,7 @@ from engine.ingest.extraction.clauses import (
     co_subject,
     dropped_subjects,
     listed_after,
+    opens_on,
     opens_own_clause,
     tense,
 )
@@ -111,12 +112,37 @@ def test_list_items_after_a_relations_end() -> None:
         ("where we've lived for six years", "present"),
         ("used to live in", "past"),
         ("back when I lived in", "past"),
-        ("studied engineering at", None),
+        ("studied engineering at", "past"),
         ("before moving to", None),
+        ("lived in", "past"),  # a lasting state in the simple past is over
+        ("worked at Halvard for years", "past"),
+        ("moved to", None),  # a change in the past is not: its result holds
     ],
 )
 def test_the_tense_a_clause_is_said_in(words: str, said: str | None) -> None:
     assert tense(words) == said
+
+
+@pytest.mark.parametrize(
+    ("before", "said"),
+    [
+        ("moved from Toruń to", "present"),  # a destination: where the subject is now
+        ("lived in Nairobi for years before coming back home to", "present"),
+        ("lived in Nairobi for years before coming back home", "past"),
+        ("used to", "past"),  # "used to" is no destination
+    ],
+)
+def test_a_destination_is_where_the_subject_is_now(before: str, said: str | None) -> None:
+    assert tense(before, before) == said
+
+
+def test_a_name_that_opens_its_own_clause_is_not_the_object_before_it() -> None:
+    assert opens_on(" manager now that ", " left")
+    assert opens_on(" manager, and ", " works there")
+    assert not opens_on(" manager now that ", "")  # no verb: not a subject
+    assert not opens_on(" manages ", " left")  # no opener before
+    assert _pair("Shalini is my manager now that Ottilie left", "user", "Ottilie") is None
+    assert _pair("Shalini is my manager now", "user", "Shalini") is not None
 
 
 def test_kin_by_apposition_and_a_role_at_a_place() -> None:

@@ -109,6 +109,8 @@ async def test_unseen_phrasings_are_typed(
         "Mum said Carla lives in Leeds now.",
         "I met Sarah at Blue Bottle yesterday.",
         "Is Initech based in Austin?",
+        "I basically live in Excel, the whole office runs on it.",  # a figure of speech
+        "A coworker swears our Mireille is moving to Singapore.",  # reported
     ],
 )
 async def test_negated_modal_reported_and_bare_preposition_stay_untyped(

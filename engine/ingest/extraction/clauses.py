@@ -16,8 +16,12 @@ to find which ends a sentence's words join; nothing here knows a relation type.
 * **Coordination**: "A and B <verb>" makes A and B co-subjects (B, said between A and the
   verb's object, does not keep them apart); "X, then Y" / "X and then Y" / "X and Y" after
   a relation's target makes Y a second target of the same relation.
-* **Tense**: a clause in the past ("used to", "was", "back when", "graduated") or in the
-  present ("is studying", "'ve been living", "now", "these days").
+* **Tense**: a clause in the past ("used to", "was", "back when", "graduated", a lasting
+  state in the simple past: "lived in", "worked at") or in the present ("is studying",
+  "'ve been living", "now", "these days"); an end said as a destination ("moved from Toruń
+  to", "coming back home to") is where the subject is now.
+* **A name opening its own clause** after a conjunction ("…now that Greg left") is that
+  clause's subject, not an object of the words before it.
 """
 
 from __future__ import annotations
@@ -57,9 +61,17 @@ _NEW_SUBJECT_AFTER = re.compile(
 _NOT_IN_LIST = re.compile(rf"\b(?:{SUBJECT_PRONOUNS}|who|which|where|that)\b", re.I)
 _PAST = re.compile(
     r"\b(?:used\s+to|was|were|did|back\s+when|previously|formerly|graduated|until"
-    r"|ago|grew\s+up|spent)\b",
+    r"|ago|grew\s+up|spent)\b"
+    r"|(?<!['’]ve\s)(?<!\bive\s)(?<!\bhave\s)(?<!\bhas\s)(?<!\bhad\s)"
+    r"\b(?:lived|studied|worked|stayed|attended|taught)\b",
     re.I,
 )
+"""Past markers, and the simple past of the verbs of a lasting state ("lived in", "worked
+at"): a state said in the past is over. A verb of change in the past ("moved", "started")
+is not one: its result holds now."""
+_ARRIVAL = re.compile(r"(?<!\bused\s)\b(?:to|into)\s*$", re.I)
+"""The end said as a destination ("moved from Toruń to", "coming back home to"): where the
+subject is now, whatever the tense of the move."""
 _PRESENT = re.compile(
     r"\b(?:am|is|are|now|currently|these\s+days|still|nowadays)\b|['’](?:m|re|s)\b"
     r"|^\s*\w+ing\b|(?:\b(?:have|has|ive)|['’]ve)\s+(?:been|\w+ed)\b",
@@ -70,6 +82,28 @@ _PRESENT = re.compile(
 def opens_own_clause(text: str) -> bool:
     """Whether `text` (the words between two ends) opens a clause with its own subject."""
     return OWN_SUBJECT.search(text) is not None
+
+
+_OPENS_BEFORE = re.compile(
+    rf"(?:{_OPENER}|\s+(?:that|if|unless|until|once|whether)\s+)(?:(?:now|then|also|still)\s+)?$",
+    re.I,
+)
+"""A clause opener right before a name: "…now that", "…because", ", and"."""
+_VERB_AFTER = re.compile(
+    r"^\s+(?:(?:just|also|still|never|finally|recently|already)\s+)?"
+    r"(?:is|was|are|were|has|had|have|will|would|can|could|did|does|do|left|got|went|came"
+    r"|quit|took|made|[a-z]+ed|[a-z]+[^s\W]s)\b",
+    re.I,
+)
+"""A verb right after a name: the name is its clause's subject ("…that Greg left")."""
+
+
+def opens_on(before: str, after: str) -> bool:
+    """Whether a name opens a clause of its own as its subject: `before` is the text up to
+    it, ending on a clause opener ("now that", "because", ", and"), `after` the text from
+    it on, starting with a verb ("Lucía is my manager now that Greg left": Greg is no one's
+    report here)."""
+    return _OPENS_BEFORE.search(before) is not None and _VERB_AFTER.match(after) is not None
 
 
 def dropped_subjects(sentence: str) -> list[int]:
@@ -93,8 +127,12 @@ def listed_after(gap: str, after: str) -> bool:
     return _NEW_SUBJECT_AFTER.match(after) is None
 
 
-def tense(text: str) -> str | None:
-    """ "past", "present" or None (both or neither said) for a clause's words."""
+def tense(text: str, before: str = "") -> str | None:
+    """ "past", "present" or None (both or neither said) for a clause's words; `before`,
+    the words right before the end the clause is about, when the end is a destination
+    ("to", "into"), says "present"."""
+    if _ARRIVAL.search(before):
+        return "present"
     past, present = _PAST.search(text) is not None, _PRESENT.search(text) is not None
     if past == present:
         return None

@@ -23,7 +23,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engine.ingest.extraction.clauses import co_subject, dropped_subjects, opens_own_clause
+from engine.ingest.extraction.clauses import (
+    co_subject,
+    dropped_subjects,
+    opens_on,
+    opens_own_clause,
+)
 from engine.ingest.extraction.names import FIRST_PERSON, sentences, subject_dropped
 from engine.ingest.extraction.rules.lexicon import _KIN, _PARTNERS, _PEOPLE, _PETS
 
@@ -188,6 +193,8 @@ def pair_of(
     for _, _, first, second, forward in sorted(options, key=lambda o: (o[0], o[1], o[2].start)):
         cut = _blocked(sentence, first, second, said, names, ends)
         if cut is None or opens_own_clause(sentence[cut : second.end]):
+            continue
+        if opens_on(sentence[cut : second.start], sentence[second.end :]):
             continue
         if _after_region(sentence, first, second, said, names, ends):
             continue

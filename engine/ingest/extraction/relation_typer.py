@@ -5,8 +5,9 @@ For each untyped link (`links`) of a statement the rules did not type, `pairs` f
 its two ends are said and the words between them. Then, in order:
 
 1. **Guards.** The comma-piece from the first end to the second is dropped when it is
-   negated ("I'm not from Texas", "don't work at … anymore"), conditional, modal or
-   reported (the rules' guards, `rules.reading.states_fact`); questions never became links.
+   negated ("I'm not from Texas", "don't work at … anymore"), a figure of speech ("I
+   basically live in Excel"), conditional, modal or reported (the rules' guards,
+   `rules.reading.states_fact`); questions never became links.
 2. **Kin by noun.** "his daughter Mila", "Ola's mum Jadwiga", "my cat Miso": the relative's
    noun names the type (`DAUGHTER_OF`, `MOTHER_OF`, `PET_OF`), as in the rules' lexicon.
 3. **Verbs by meaning.** The words between the two ends ("'ve been living in", "is
@@ -20,8 +21,9 @@ its two ends are said and the words between them. Then, in order:
    source is the end said first, except for types written the other way round ("reports
    to": the second end `MANAGER_OF` the first). Types that differ by tense only
    (`TENSES`: `LIVES_IN`/`LIVED_IN`, `STUDIES_AT`/`STUDIED_AT`) compete as one for the
-   margin; the clause's tense (`clauses.tense`: "is studying", "used to"), when it says
-   one, picks between them.
+   margin; the clause's tense (`clauses.tense`: "is studying", "used to", "lived in"; an
+   end said as a destination, "moved from Toruń to", is where the subject is now), when it
+   says one, picks between them.
 4. **Lists.** A name listed after a typed relation's end ("brighton, then bristol",
    "Dario and Femke") gets the same relation (`lists`).
 
@@ -134,6 +136,12 @@ _GLUE = frozenset(
 )
 _CLAUSE_END = re.compile(r"[,;:.!?]|\s(?:and|but|so|because)\s")
 _NEGATED = re.compile(r"\b(?:not|never|no\s+longer|n't|nt)\b|n't\b", re.IGNORECASE)
+_FIGURATIVE = re.compile(
+    r"\b(?:basically|practically|virtually|literally|pretty\s+much|might\s+as\s+well)\b",
+    re.IGNORECASE,
+)
+"""Words that make a verb a figure of speech ("I basically live in Excel", "I practically
+work at the Starbucks"): what follows is not the fact it says."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,7 +294,9 @@ def _candidates(
                     kin[i] = relation
                 elif _joined_by_verb(pair, node, ends[0]):
                     said_in = pair.between + _CLAUSE_END.split(sentence[pair.second.end :])[0]
-                    out.append((i, Candidate(pair, kinds, _text(pair), tense(said_in))))
+                    out.append(
+                        (i, Candidate(pair, kinds, _text(pair), tense(said_in, pair.between)))
+                    )
     return kin, out
 
 
@@ -303,12 +313,12 @@ def _kind(types: dict[str, str], node: str, span: Span, sentence: str) -> str:
 
 
 def _stated(pair: Pair) -> bool:
-    """Whether the piece joining the ends states a fact: not negated, not conditional,
-    modal or reported."""
+    """Whether the piece joining the ends states a fact: not negated, not a figure of
+    speech, not conditional, modal or reported."""
     text = pair.sentence
     left = text.rfind(",", 0, pair.first.start) + 1
     piece = text[left : pair.second.end]
-    if _NEGATED.search(piece):
+    if _NEGATED.search(piece) or _FIGURATIVE.search(piece):
         return False
     return states_fact(piece, pair.first.start - left)
 

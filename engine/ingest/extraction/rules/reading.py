@@ -29,7 +29,9 @@ _HEDGE = re.compile(
     _I,
 )
 _REPORTED = re.compile(
-    r"\b(?:says?|said|thinks?|thought|tells?|told|believes?|claims?|wrote|writes)\b", _I
+    r"\b(?:says?|said|thinks?|thought|tells?|told|believes?|claims?|wrote|writes|swears?|swore"
+    r"|reckons?|insists?|heard|rumou?r)\b",
+    _I,
 )
 _QUESTION_OPENER = re.compile(
     r"^(?:(?:so|and|but|ok|okay|also|hey|hi|well|btw|oh|um)\b[,\s]*)*"
