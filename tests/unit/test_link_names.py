@@ -52,3 +52,23 @@ def test_a_closing_question_keeps_the_statement_before_it() -> None:
         "unrelated but I'm from Izmir"
     )
     assert statement("Do you know if Orbis Bank is in Zurich, by any chance?") == ""
+
+
+@pytest.mark.parametrize(
+    ("sentence", "lower", "expected"),
+    [
+        # a title is part of the name it comes before
+        ("Our head of department, Dr. Osei, is my manager", False, [("Dr. Osei", "person")]),
+        ("my cat Mr. Whiskers sleeps on my keyboard", True, [("Mr. Whiskers", "person")]),
+        # a name after an indefinite article is a kind of thing, not one named
+        ("my flatmate Oona is doing a PhD at Blackmere University", False,
+         [("Oona", "name"), ("Blackmere University", "organisation")]),
+        # in a lower-case message a capitalised name is read as written, not as two words
+        ("spent three years in Busan teaching english, now i'm in Auckland", True,
+         [("Busan", "place"), ("Auckland", "place")]),
+    ],
+)  # fmt: skip
+def test_titles_articles_and_names_written_capitalised_in_lower_case(
+    sentence: str, lower: bool, expected: list[tuple[str, str]]
+) -> None:
+    assert [(n.name, n.type) for n in names_in(sentence, lower=lower)] == expected

@@ -82,6 +82,10 @@ def test_kin_after_a_copula_and_my() -> None:
     assert pair is not None
     assert kin_of(pair) == "neighbour"
     assert kin_relative_first(pair)
+    for sentence in ("Ottilie is also my direct manager", "Ottilie is now my line manager"):
+        pair = _pair(sentence, "Ottilie", "user")  # an adverb, a modifier
+        assert pair is not None
+        assert kin_of(pair) == "manager"
 
 
 def test_list_items_after_a_relations_end() -> None:

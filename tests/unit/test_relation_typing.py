@@ -150,6 +150,8 @@ async def test_one_embedding_call_per_turn(minilm: LocalMiniLMEmbedder) -> None:
         ),
         # a name after an article is no person to manage
         ("Hyun-woo, a colleague of mine, is running the Seoul marathon", set()),
+        # nor one after "at": "my team lead at Kortlink" manages no Kortlink
+        ("Bastiaan is my team lead at Kortlink", set()),
         # the clause's tense picks between twins
         (
             "My daughter Amara is studying law at Kingsford University",

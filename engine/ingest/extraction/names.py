@@ -6,6 +6,8 @@ microseconds per turn (`python -m benchmarks.extraction`: `links_latency_us`).
   organisation word follows it ("St Aldric's Hospital");
 * function words, pronouns, contractions, interjections, numbers and calendar words are
   never names (`_NOT_NAMES`);
+* a title before a capitalised name is part of it ("Dr. Osei", "Mr. Whiskers"); a single
+  capitalised word after "a"/"an" is a kind of thing, not one named ("doing a PhD");
 * a capitalised word alone that opens a sentence is a name only as the sentence's subject:
   followed by a word in -s or -ed, or "is", "has", "and"… ("Marcus works", "Felipe is",
   "Teodor used"), not by punctuation or anything else ("Congratulations!", "Sounds
@@ -15,7 +17,8 @@ microseconds per turn (`python -m benchmarks.extraction`: `links_latency_us`).
 * in a message written in lower case (its author writes "i", or no capital at all), a word
   or two after "in", "at" or "from" ("i live in lyon"), and a word after "my brother",
   "my dog"… ("my brother tom"), and a word before ", our beagle" ("took biscuit, our
-  beagle, to the vet"), are names too.
+  beagle, to the vet"), are names too; a word written capitalised there is read as
+  written ("in Busan teaching english": "Busan").
 
 The **type** is a cue, not a classification: an organisation word in or right after the
 name ("Fernhill Analytics", "Initech's office"), a place after "in"/"from"/"near" or in a
@@ -107,6 +110,7 @@ _PET_NOUNS = _words(_PETS)
 _LOWER_NOT_NAMES = _words("home work school uni college church bed least all first")
 """Nouns after "in"/"at"/"from" that are no name ("i'm at work")."""
 _LOWER_CUES = _words("in at from")
+_INDEFINITE = _words("a an")
 FIRST_PERSON = re.compile(
     r"(?<![\w'’])(?:i|i'm|i've|i'd|i'll|im|ive|me|my|mine|myself|we|we're|we've|our|ours|us)"
     r"(?![\w'’])",
@@ -115,7 +119,11 @@ FIRST_PERSON = re.compile(
 _LOWERCASE_I = re.compile(r"(?:^|\s)i(?:'m|'ve|m)?\b")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|;\s+|\s+[—–]\s+")
 _ABBREVIATION = re.compile(r"\b(?:St|Dr|Mr|Mrs|Ms|Prof|Mt|Jr|Sr|vs|etc)\.$")
-_TOKEN = re.compile(r"[^\W\d_][\w'’.-]*[\w]|[^\W\d_]|&|\d[\w:]*|[,:()\"]")
+_TOKEN = re.compile(
+    r"\b(?:Dr|Mr|Mrs|Ms|Prof)\.(?=\s+[A-Z])|[^\W\d_][\w'’.-]*[\w]|[^\W\d_]|&|\d[\w:]*|[,:()\"]"
+)
+_TITLE = re.compile(r"^(?:Dr|Mr|Mrs|Ms|Prof)\.?$")
+"""A title before a capitalised name is part of it ("Dr. Osei", "Mr. Whiskers")."""
 _CONTRACTION = re.compile(r"['’](?:ll|d|ve|re|m|t)$")
 _POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
 
@@ -162,7 +170,7 @@ def _type_of(words: list[str], before: str, after: str, comma_next: str) -> str:
         return "place"
     if after == "," and is_capitalised(comma_next) and before in _PLACE_BEFORE:
         return "place"
-    if before in _TITLES:
+    if before in _TITLES or _TITLE.match(words[0]):
         return "person"
     return "name"
 
@@ -170,7 +178,8 @@ def _type_of(words: list[str], before: str, after: str, comma_next: str) -> str:
 def _span(tokens: list[str], i: int, lower: bool) -> tuple[list[str], int]:
     """The words of the name starting at `tokens[i]` and the index after it, or ([], i + 1)."""
     token = tokens[i]
-    if is_capitalised(token) and token[:1].isalpha():
+    titled = _TITLE.match(token) and i + 1 < len(tokens) and is_capitalised(tokens[i + 1])
+    if titled or (is_capitalised(token) and token[:1].isalpha()):
         words = [token]
         i += 1
         while i < len(tokens) and not (
@@ -205,10 +214,12 @@ def _span(tokens: list[str], i: int, lower: bool) -> tuple[list[str], int]:
         )
     ):
         nxt = tokens[i + 1] if i + 1 < len(tokens) else ""
+        if _capitalised_next(tokens, i):  # "my cat Mr. Whiskers": read as written
+            return [], i + 1
         if nxt[:1].isalpha() and nxt.casefold() not in _NOT_NAMES | _AFTER_VERB:
             return [nxt.title()], i + 2
         return [], i + 1
-    if lower and token.casefold() in _LOWER_CUES:
+    if lower and token.casefold() in _LOWER_CUES and not _capitalised_next(tokens, i):
         words = []
         i += 1
         while (
@@ -223,6 +234,13 @@ def _span(tokens: list[str], i: int, lower: bool) -> tuple[list[str], int]:
             i += 1
         return words, i
     return [], i + 1
+
+
+def _capitalised_next(tokens: list[str], i: int) -> bool:
+    """Whether the word after `tokens[i]` is written as a name ("in Busan teaching english":
+    the name is "Busan", as written, not two words after "in")."""
+    nxt = tokens[i + 1] if i + 1 < len(tokens) else ""
+    return bool(_TITLE.match(nxt)) or (is_capitalised(nxt) and nxt[:1].isalpha())
 
 
 def _apposed(tokens: list[str], i: int) -> bool:
@@ -272,6 +290,8 @@ def names_in(
         ):
             continue
         before = tokens[start - 1].casefold() if start > 0 else ""
+        if before in _INDEFINITE and len(words) == 1:
+            continue  # "doing a PhD", "drives a Tesla": a kind of thing, not one named
         comma_next = tokens[end + 1] if after == "," and end + 1 < len(tokens) else ""
         kind = _type_of(words, before, after, comma_next)
         if (

@@ -71,8 +71,13 @@ _KIN_HAS = re.compile(
 """Between a subject and a name: "have a dog named", "adopted two cats from the shelter,"."""
 _KIN_AT = re.compile(rf"^\s*(?:{_KIN_NOUN})\s+(?:at|from|in)\s+(?:the\s+)?$", re.IGNORECASE)
 _IS = re.compile(r"^\s*(?:is|was)\s*$", re.IGNORECASE)
-_KIN_AFTER_NAME = re.compile(rf"^\s*(?P<k>{_KIN_NOUN})\b", re.IGNORECASE)
-_COPULA = re.compile(r"\b(?:is|was|be|being|been|are|were)\s*$|^\s*['’]s\s*$", re.IGNORECASE)
+_KIN_AFTER_NAME = re.compile(rf"^\s*{_MODIFIER}(?P<k>{_KIN_NOUN})\b", re.IGNORECASE)
+_COPULA = re.compile(
+    r"(?:\b(?:is|was|be|being|been|are|were)|^\s*['’]s)"
+    r"(?:\s+(?:also|now|still|actually|officially))?\s*$",
+    re.IGNORECASE,
+)
+"""A copula, maybe with an adverb: "is", "'s", "is also", "is now"."""
 _ASIDE = re.compile(r"\s*,\s*(?:who|whom|whose|which|where)\b[^,]*,\s*", re.IGNORECASE)
 """A relative clause set off by commas right after the first end: an aside, whose names
 do not keep the ends apart and whose words do not join them."""

@@ -110,6 +110,8 @@ and the clause's tense, when it says one, picks between them."""
 _ORG = frozenset({"organisation", "name", "school", "thing"})
 _PLACE = frozenset({"place", "name", "thing"})
 _ARTICLE = re.compile(r"\b(?:the|a|an)\s+$", re.IGNORECASE)
+_AT = re.compile(r"\bat\s+$", re.IGNORECASE)
+"""A name right after "at" is where one is, not a person ("my team lead at Kortlink")."""
 _SCHOOL = frozenset({"school"})
 _SCHOOL_WORDS = frozenset(
     {"university", "uni", "college", "school", "academy", "institute", "polytechnic"}
@@ -303,12 +305,15 @@ def _candidates(
 def _kind(types: dict[str, str], node: str, span: Span, sentence: str) -> str:
     """The entity type of `node` said at `span`: "school" for an organisation or a name
     with a school's word ("Delft University of Technology", "Hollins Park Primary"); "thing"
-    for an untyped name after an article ("the Seoul marathon": not a person)."""
+    for an untyped name after an article ("the Seoul marathon": not a person); an
+    organisation for one after "at" ("at Kortlink")."""
     kind = types.get(node.casefold(), "name")
     if kind in ("organisation", "name") and _SCHOOL_WORDS & set(node.casefold().split()):
         return "school"
     if kind == "name" and _ARTICLE.search(sentence[: span.start]):
         return "thing"
+    if kind == "name" and _AT.search(sentence[: span.start]):
+        return "organisation"
     return kind
 
 
