@@ -66,6 +66,9 @@ def test_a_closing_question_keeps_the_statement_before_it() -> None:
         # in a lower-case message a capitalised name is read as written, not as two words
         ("spent three years in Busan teaching english, now i'm in Auckland", True,
          [("Busan", "place"), ("Auckland", "place")]),
+        # a place word heads a place's name, not a name it is inside of
+        ("Ignatius works at Kelso Road Pharmacy on Elm Street", False,
+         [("Ignatius", "name"), ("Kelso Road Pharmacy", "name"), ("Elm Street", "place")]),
     ],
 )  # fmt: skip
 def test_titles_articles_and_names_written_capitalised_in_lower_case(

@@ -12,6 +12,7 @@ from engine.ingest.extraction.clauses import (
     listed_after,
     opens_on,
     opens_own_clause,
+    subject_in_later_clause,
     tense,
 )
 from engine.ingest.extraction.lists import extend_lists
@@ -29,7 +30,8 @@ KINDS = {"user": "person", "shalini": "name", "valencia": "name", "ardent motion
 KINDS |= {"lavrans": "person", "lindqvist bakery": "organisation", "florian": "name"}
 KINDS |= {"harwick institute": "organisation", "calgary": "place", "corvel health": "name"}
 KINDS |= {"brindle labs": "organisation", "ottilie": "name", "frome": "name", "exeter": "name"}
-KINDS |= {"biscuit": "name"}
+KINDS |= {"biscuit": "name", "olivia": "name", "harwick college": "organisation"}
+KINDS |= {"jo": "person", "denise": "person", "tucson": "place", "brightwater": "organisation"}
 
 
 def _pair(sentence: str, source: str, target: str):  # type: ignore[no-untyped-def]
@@ -223,3 +225,31 @@ def test_a_relative_clause_aside_neither_joins_nor_keeps_apart() -> None:
     based = pair_of("Tidewater Labs", "Boston", plain, said, kinds)
     assert based is not None
     assert based.between.strip(" ,") == "which is based in"
+
+
+def test_a_finite_verb_and_its_preposition_after_and_borrow_the_subject() -> None:
+    sentence = "Olivia studied at Harwick College and now lives in Exeter"
+    assert [sentence[at:].split()[0] for at in dropped_subjects(sentence)] == ["lives"]
+    olivia = _pair(sentence, "Olivia", "Exeter")  # a sentence with no "I" is not the user's
+    assert olivia is not None
+    assert olivia.between.strip() == "lives in"  # from where the clause borrows Olivia
+    assert _pair(sentence, "user", "Exeter") is None
+
+
+def test_a_borrowed_subject_keeps_nothing_apart_and_a_possessor_is_no_subject() -> None:
+    sentence = "my friend Jo's mom, Denise, used to live in Tucson"
+    denise = _pair(sentence, "Denise", "Tucson")
+    assert denise is not None
+    assert denise.between.strip(" ,") == "used to live in"
+    jo = _pair(sentence, "Jo", "Tucson")
+    assert jo is None or jo.between.strip(" ,") != "used to live in"
+
+
+def test_a_subject_pronoun_after_a_clause_opener_starts_a_later_clause() -> None:
+    assert subject_in_later_clause(" Health, first week went ok ", "i")
+    assert not subject_in_later_clause(" works with ", "me")  # an object, not a subject
+    assert not subject_in_later_clause(" works with ", "I")  # no clause between
+    sentence = "just started a new job at Brightwater, first week went ok i think"
+    pair = _pair(sentence, "user", "Brightwater")
+    assert pair is not None
+    assert pair.between.strip() == "just started a new job at"

@@ -152,6 +152,12 @@ async def test_one_embedding_call_per_turn(minilm: LocalMiniLMEmbedder) -> None:
         ("Hyun-woo, a colleague of mine, is running the Seoul marathon", set()),
         # nor one after "at": "my team lead at Kortlink" manages no Kortlink
         ("Bastiaan is my team lead at Kortlink", set()),
+        # one at a school is a student there unless the words say work
+        (
+            "I'm doing my masters at the University of Tartu, second semester now",
+            {("user", "STUDIES_AT", "University of Tartu")},
+        ),
+        ("Our son Elias just started at Westbrook Primary", {("Elias", "SON_OF", "user")}),
         # the clause's tense picks between twins
         (
             "My daughter Amara is studying law at Kingsford University",
@@ -166,3 +172,4 @@ async def test_entity_kinds_and_tense_constrain_the_type(
     assert expected <= got
     if not expected:
         assert not any(t == "MANAGER_OF" for _, t, _ in got)
+    assert not any(t == "WORKS_AT" and "Primary" in o for _, t, o in got)

@@ -10,7 +10,7 @@ to find which ends a sentence's words join; nothing here knows a relation type.
   Shalini at the Valencia summit, she's a researcher at Ardent Motion" says nothing of
   Valencia and Ardent Motion).
 * A clause that **drops its subject** ("…, now at Corvel Health", "…before moving to
-  Calgary", "…, working at Tessaly Insurance") borrows the subject of the sentence: its
+  Calgary", "…, working at Tessaly Insurance", "…and now lives in Hamburg") borrows the subject of the sentence: its
   first person ("I", or a sentence that opens without a subject), or the name that opens
   it, also after a possessor and a noun ("my son Florian studied…").
 * **Coordination**: "A and B <verb>" makes A and B co-subjects (B, said between A and the
@@ -21,7 +21,8 @@ to find which ends a sentence's words join; nothing here knows a relation type.
   "'ve been living", "now", "these days"); an end said as a destination ("moved from Toruń
   to", "coming back home to") is where the subject is now.
 * **A name opening its own clause** after a conjunction ("…now that Greg left") is that
-  clause's subject, not an object of the words before it.
+  clause's subject, not an object of the words before it; so is "I" or "we" said after a
+  clause opener ("…at Brightwater Health, first week went ok i think").
 """
 
 from __future__ import annotations
@@ -40,11 +41,13 @@ OWN_SUBJECT = re.compile(rf"{_OPENER}(?:(?:now|then|also|still)\s+)?(?:{SUBJECT_
 """A clause opening on its own subject pronoun."""
 _ADVERBS = r"(?:(?:now|then|currently|also|still|just|later|eventually|these\s+days)\s+)*"
 _DROPPED = re.compile(
-    rf"{_OPENER}{_ADVERBS}(?=(?:at|in|from|with|for)\s|\w+ing\b)(?!(?:something|nothing|"
+    rf"{_OPENER}{_ADVERBS}(?=(?:at|in|from|with|for)\s|\w+ing\b|\w+(?:s|ed)\s+(?:at|in|to|from|for|with|as)\s)"
+    r"(?!(?:something|nothing|"
     r"anything|everything|morning|evening|during|thing|king|ring|spring)\b)",
     re.I,
 )
-"""A clause opening with no subject: on a preposition or an "-ing" verb, after adverbs."""
+"""A clause opening with no subject: on a preposition, an "-ing" verb, or a verb in "-s" or
+"-ed" and a preposition ("…and now lives in", "…and started at"), after adverbs."""
 _CONJOINED = re.compile(r"^\s+(?:and|&)\s+(?:(?:my|our|his|her|their)\s+[\w-]+\s+)?$", re.I)
 """Between a first end and its co-subject: "and", "and his wife" (", and" opens a clause)."""
 _AFTER_COSUBJECT = re.compile(r"^\s+(?:both|all|too)?\s*\w", re.I)
@@ -96,6 +99,17 @@ _VERB_AFTER = re.compile(
     re.I,
 )
 """A verb right after a name: the name is its clause's subject ("…that Greg left")."""
+
+
+_SUBJECT_ONLY = re.compile(r"^(?:i|i'm|i’m|im|i've|i’ve|ive|i'd|we|we're|we’re|we've|we’ve)$", re.I)
+_CLAUSE_CUT = re.compile(r"[,;]|\s(?:and|but|so|because|though|although|while|whereas)\s", re.I)
+
+
+def subject_in_later_clause(between: str, second: str) -> bool:
+    """Whether the second end, said as a subject pronoun ("I", "we") after a clause opener
+    in `between`, is the subject of a later clause: the words before it are not its
+    predicate ("…a new job at Brightwater Health, first week went ok i think")."""
+    return _SUBJECT_ONLY.match(second) is not None and _CLAUSE_CUT.search(between) is not None
 
 
 def opens_on(before: str, after: str) -> bool:

@@ -166,8 +166,8 @@ def _type_of(words: list[str], before: str, after: str, comma_next: str) -> str:
     lowered = [w.casefold() for w in words]
     if (len(words) > 1 and any(w in _ORG_WORDS for w in lowered)) or after in _ORG_AFTER:
         return "organisation"
-    if any(w in _PLACE_WORDS for w in lowered) or before in _PLACE_BEFORE:
-        return "place"
+    if lowered[0] in _PLACE_WORDS or lowered[-1] in _PLACE_WORDS or before in _PLACE_BEFORE:
+        return "place"  # a place word heads the name ("Elm Street", "Lake Como")
     if after == "," and is_capitalised(comma_next) and before in _PLACE_BEFORE:
         return "place"
     if before in _TITLES or _TITLE.match(words[0]):

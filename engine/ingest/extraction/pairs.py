@@ -28,6 +28,7 @@ from engine.ingest.extraction.clauses import (
     dropped_subjects,
     opens_on,
     opens_own_clause,
+    subject_in_later_clause,
 )
 from engine.ingest.extraction.names import FIRST_PERSON, sentences, subject_dropped
 from engine.ingest.extraction.rules.lexicon import _KIN, _PARTNERS, _PEOPLE, _PETS
@@ -113,7 +114,7 @@ def _spans_of(name: str, sentence: str) -> list[Span]:
 
 def _speaker_spans(sentence: str, known: frozenset[str]) -> list[Span]:
     spans = [Span(m.start(), m.end()) for m in FIRST_PERSON.finditer(sentence)]
-    if not spans or subject_dropped(sentence, known):  # "originally from Ballarat but I've…"
+    if subject_dropped(sentence, known):  # "originally from Ballarat but I've…"
         spans.insert(0, Span(0, 0))
     return spans
 
@@ -167,7 +168,8 @@ def _subject(
     if word not in _POSSESSIVES and word not in _OBJECT_FORMS and not word.endswith(("'s", "’s")):
         return node
     for later, other in said[1:]:
-        if _KIN_AFTER_MY.match(sentence[at + len(word) : later]):
+        possessor = re.match(r"[\w-]+['’]s\b", sentence[later:])  # "my friend Jo's mom"
+        if _KIN_AFTER_MY.match(sentence[at + len(word) : later]) and not possessor:
             return other
         break
     return None
@@ -201,6 +203,10 @@ def pair_of(
             continue
         if opens_on(sentence[cut : second.start], sentence[second.end :]):
             continue
+        if subject_in_later_clause(
+            sentence[cut : second.start], sentence[second.start : second.end]
+        ):
+            continue
         if _after_region(sentence, first, second, said, names, ends):
             continue
         return Pair(source, target, sentence, sentence[cut : second.start], forward, first, second)
@@ -225,8 +231,8 @@ def _blocked(
         if name in ends or names.get(name, "person") not in BLOCKERS:
             continue
         for s in spans:
-            if not (cut <= s.start and s.end <= second.start):
-                continue
+            if not (cut <= s.start and s.end <= second.start) or s.start == s.end:
+                continue  # a clause's borrowed subject is not said: it keeps nothing apart
             before, after = sentence[first.end : s.start], sentence[s.end : second.start]
             if co_subject(before, after):
                 cut = max(cut, s.end)
