@@ -138,14 +138,19 @@ def _is_my(m: re.Match[str], clause: _Clause) -> list[_Candidate]:
     return [_relative(rel, name, pet=_is_pet(rel))]
 
 
+_NOT_A_PLACE = r"(?<!\bin\s)(?<!\bat\s)(?<!\bto\s)(?<!\bfrom\s)(?<!\bnear\s)"
+"""Not right after a preposition of place."""
+
+
 @_rule(
-    rf"\b(?P<name>{_NAME})\s*,\s*(?:my|our)\s+(?P<rel>{_REL}|{_PET})\b",
+    rf"{_NOT_A_PLACE}\b(?P<name>{_NAME})\s*,\s*(?:my|our)\s+(?P<rel>{_REL}|{_PET})\b",
     rf"\b(?P<name>{_NAME})\s*,\s*(?:a|an|one)\s+(?:old\s+)?(?P<rel>{_REL})\s+of\s+(?:mine|ours)\b",
     whole_segment=True,
 )
 def _name_then_my(m: re.Match[str], clause: _Clause) -> list[_Candidate]:
     """Pancake, my corgi, … / Hyun-woo, a colleague of mine, … (the comma would cut the
-    clause, so the whole sentence is read)."""
+    clause, so the whole sentence is read). A name after "in", "at", "from"… is a place, not
+    the relative: "based in Sacramento, my aunt runs the place"."""
     return _is_my(m, clause)
 
 
