@@ -125,26 +125,31 @@ def test_the_rules_score_a_linked_recall_beside_the_typed_figures() -> None:
     assert figures["linked_recall"] > figures["recall"]
 
 
-def test_the_holdout_split_is_scored_from_its_own_file_and_shows_totals_only(
+def test_held_out_splits_are_scored_from_their_own_files_and_holdout2_totals_only(
     tmp_path: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # a stand-in holdout file (the real one is scored, never read, by the lead)
-    item = {"id": "h1", "split": "holdout", "relations": [
-        {"source": "user", "type": "OWNS", "target": "Quibble"}],
-        "messages": [{"role": "user", "content": "Nothing to see here."}]}  # fmt: skip
-    path = tmp_path / "holdout.json"
-    path.write_text(json.dumps([item]), encoding="utf-8")
+    # stand-in files (the real holdout2 is scored, never read, by the lead)
+    paths = {}
+    for split in ("holdout", "holdout2"):
+        item = {"id": f"{split}-case", "split": split, "relations": [
+            {"source": "user", "type": "OWNS", "target": "Quibble"}],
+            "messages": [{"role": "user", "content": "Nothing to see here."}]}  # fmt: skip
+        paths[split] = tmp_path / f"{split}.json"
+        paths[split].write_text(json.dumps([item]), encoding="utf-8")
 
     def args(split: str) -> argparse.Namespace:
         return argparse.Namespace(
-            fixture=FIXTURE, holdout=path, split=split, per_case=True, llm_url=None,
-            llm_model="m", llm_key="", no_typer=True,
+            fixture=FIXTURE, holdout=paths["holdout"], holdout2=paths["holdout2"], split=split,
+            per_case=True, llm_url=None, llm_model="m", llm_key="", no_typer=True,
         )  # fmt: skip
 
-    figures = asyncio.run(run(args("holdout")))
-    assert figures["fixture"] == "holdout.json"
-    assert list(figures["extractors"]["rules"]) == ["holdout"]
-    assert figures["extractors"]["rules"]["holdout"]["expected"] == 1
-    assert "h1" not in capsys.readouterr().err  # no per-case lines for the holdout
+    for split in ("holdout", "holdout2"):
+        figures = asyncio.run(run(args(split)))
+        assert figures["fixture"] == f"{split}.json"
+        assert list(figures["extractors"]["rules"]) == [split]
+        assert figures["extractors"]["rules"][split]["expected"] == 1
+    err = capsys.readouterr().err
+    assert "holdout-case" in err  # holdout is spent: its misses may be read
+    assert "holdout2-case" not in err  # no per-case lines for holdout2
     both = asyncio.run(run(args("both")))["extractors"]["rules"]
-    assert list(both) == ["tune", "blind"]  # the default never scores the holdout
+    assert list(both) == ["tune", "blind"]  # the default never scores a held-out split
