@@ -107,6 +107,8 @@ def check_json_object(
     """`value` if it is a bounded JSON object (see the module docstring), else `ValueError`
     naming the offending path (`metadata.a[2]: ...`; `NumberOutOfRange` for a number that is
     not finite or beyond 64 bits). Walks iteratively: no recursion."""
+    if not value:  # most events carry an empty one: nothing to walk or measure
+        return value
     nodes = 0
     stack: list[tuple[object, list[str], int]] = [(value, [name], 1)]
     while stack:

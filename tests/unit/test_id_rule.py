@@ -7,7 +7,9 @@ it, and the SDK raises before publishing anything. The gateway's side is in
 from __future__ import annotations
 
 import inspect
+import sys
 import typing
+import unicodedata
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -169,3 +171,13 @@ async def test_the_sdk_refuses_a_bad_id_before_publishing(what: str, call: SdkCa
         await call(client)
     assert "whitespace" in str(caught.value) or "control characters" in str(caught.value), what
     assert client.last_position is None
+
+
+def test_control_characters_are_exactly_unicodes_cc_category() -> None:
+    # the rule searches a fixed class of code points: it must be Unicode's whole `Cc`
+    for code in range(sys.maxunicode + 1):
+        ch = chr(code)
+        control = unicodedata.category(ch) == "Cc"
+        assert (id_problem(f"a{ch}b") == "must not contain control characters") == control, hex(
+            code
+        )
