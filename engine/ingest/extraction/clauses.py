@@ -10,16 +10,18 @@ to find which ends a sentence's words join; nothing here knows a relation type.
   Shalini at the Valencia summit, she's a researcher at Ardent Motion" says nothing of
   Valencia and Ardent Motion).
 * A clause that **drops its subject** ("…, now at Corvel Health", "…before moving to
-  Calgary", "…, working at Tessaly Insurance", "…and now lives in Hamburg") borrows the subject of the sentence: its
-  first person ("I", or a sentence that opens without a subject), or the name that opens
-  it, also after a possessor and a noun ("my son Florian studied…").
+  Calgary", "…, working at Tessaly Insurance", "…and now lives in Hamburg") borrows the
+  subject of the sentence: its first person ("I", or a sentence that opens without a
+  subject), or the name that opens it, also after a possessor and a noun ("my son Florian
+  studied…").
 * **Coordination**: "A and B <verb>" makes A and B co-subjects (B, said between A and the
   verb's object, does not keep them apart); "X, then Y" / "X and then Y" / "X and Y" after
   a relation's target makes Y a second target of the same relation.
 * **Tense**: a clause in the past ("used to", "was", "back when", "graduated", a lasting
   state in the simple past: "lived in", "worked at") or in the present ("is studying",
-  "'ve been living", "now", "these days"); an end said as a destination ("moved from Toruń
-  to", "coming back home to") is where the subject is now.
+  "'ve been living", "now", "these days", a joining in the past: "started at"); an end
+  said as a destination ("moved from Toruń to", "coming back home to") is where the
+  subject is now.
 * **A name opening its own clause** after a conjunction ("…now that Greg left") is that
   clause's subject, not an object of the words before it; so is "I" or "we" said after a
   clause opener ("…at Brightwater Health, first week went ok i think").
@@ -77,9 +79,12 @@ _ARRIVAL = re.compile(r"(?<!\bused\s)\b(?:to|into)\s*$", re.I)
 subject is now, whatever the tense of the move."""
 _PRESENT = re.compile(
     r"\b(?:am|is|are|now|currently|these\s+days|still|nowadays)\b|['’](?:m|re|s)\b"
-    r"|^\s*\w+ing\b|(?:\b(?:have|has|ive)|['’]ve)\s+(?:been|\w+ed)\b",
+    r"|^\s*\w+ing\b|(?:\b(?:have|has|ive)|['’]ve)\s+(?:been|\w+ed)\b"
+    r"|\b(?:started|joined|enrolled|began)\s+(?:at|in|with)\b",
     re.I,
 )
+"""Present markers, and the simple past of a verb of joining ("started at", "enrolled in"):
+a joining said in the past holds now."""
 
 
 def opens_own_clause(text: str) -> bool:

@@ -97,7 +97,9 @@ _ORG_WORDS = _words(
     "records press publishing logistics motors pharma bakery cafe restaurant hotel"
 )
 _ORG_AFTER = _words("office offices headquarters hq team staff employees ceo founder founders")
-_PLACE_WORDS = _words("city county street avenue road river lake mount island bay park valley")
+_PLACE_WORDS = _words(
+    "city county street avenue road river lake mount island bay park valley lane square"
+)
 _PLACE_BEFORE = _words("in from near to around outside")
 _TITLES = _words("mr mrs ms dr prof uncle aunt auntie grandma grandpa")
 _ROLE_NOUNS = _words(

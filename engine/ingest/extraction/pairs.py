@@ -74,11 +74,14 @@ _KIN_AT = re.compile(rf"^\s*(?:{_KIN_NOUN})\s+(?:at|from|in)\s+(?:the\s+)?$", re
 _IS = re.compile(r"^\s*(?:is|was)\s*$", re.IGNORECASE)
 _KIN_AFTER_NAME = re.compile(rf"^\s*{_MODIFIER}(?P<k>{_KIN_NOUN})\b", re.IGNORECASE)
 _COPULA = re.compile(
-    r"(?:\b(?:is|was|be|being|been|are|were)|^\s*['’]s)"
+    r"(?:\b(?:is|was|be|being|been|am|are|were)|^\s*['’]s)"
     r"(?:\s+(?:also|now|still|actually|officially))?\s*$",
     re.IGNORECASE,
 )
 """A copula, maybe with an adverb: "is", "'s", "is also", "is now"."""
+_WITH_COPULA = re.compile(r"^(?:i['’]?m|we['’]re)$", re.IGNORECASE)
+"""A first person said with its copula ("I'm Walburga's sister"): the words between hold
+none."""
 _ASIDE = re.compile(r"\s*,\s*(?:who|whom|whose|which|where)\b[^,]*,\s*", re.IGNORECASE)
 """A relative clause set off by commas right after the first end: an aside, whose names
 do not keep the ends apart and whose words do not join them."""
@@ -126,8 +129,9 @@ def mentions(
     entity type; `speaker` is the node of the one who said it (its first-person words);
     `people` maps the speakers' nodes to their names as written ("user" → "Ola"). Pronouns
     go to the nearest fitting name said before them ("she", "he": not one after an
-    article); a clause that drops its subject (`clauses.dropped_subjects`) says the
-    sentence's subject again where its words start."""
+    article, nor one whose relative is named: "Kai is Dana's kid, he…" is Kai); a clause
+    that drops its subject (`clauses.dropped_subjects`) says the sentence's subject again
+    where its words start."""
     found: dict[str, list[Span]] = {speaker: _speaker_spans(sentence, frozenset(names))}
     for name in names:
         if name not in people:
@@ -143,6 +147,7 @@ def mentions(
                 if at < m.start()
                 and names.get(n, "person") in kinds
                 and not (kinds is PERSONS and _ARTICLE_BEFORE.search(sentence[:at]))
+                and not (kinds is PERSONS and _kin_possessor(sentence, at))
             ]
             if before and before[-1] != speaker:
                 found[before[-1]].append(Span(m.start(), m.end(), pronoun=True))
@@ -151,6 +156,16 @@ def mentions(
         for at in dropped_subjects(sentence):
             found[subject].append(Span(at, at, pronoun=True))
     return found
+
+
+def _kin_possessor(sentence: str, at: int) -> bool:
+    """Whether the name said at `at` possesses a relative ("Dana's kid", "Barnaby's mum"):
+    "he" or "she" after it stands for the relative, not for it."""
+    possessor = re.match(r"[\w-]+['’]s\b", sentence[at:])
+    return (
+        possessor is not None
+        and _KIN_AFTER_NAME.match(sentence[at + possessor.end() :]) is not None
+    )
 
 
 def _subject(
@@ -279,7 +294,8 @@ def kin_of(pair: Pair) -> str | None:
         closer = text[pair.second.start : pair.second.end].casefold()
         after = _KIN_AFTER_NAME.match(text[pair.second.end :])
         possessor = closer.endswith(("'s", "’s")) or closer in _POSSESSIVES
-        apposed = _COPULA.search(pair.between) or pair.between.strip() in (",", "(")
+        apposed = bool(_COPULA.search(pair.between)) or pair.between.strip() in (",", "(")
+        apposed = apposed or (bool(_WITH_COPULA.match(opener)) and not pair.between.strip())
         if not (apposed and possessor and after):  # "is my neighbour", "Biscuit, our beagle"
             return None
         m = after

@@ -2,7 +2,8 @@
 the words that join its two ends, with the offline MiniLM embedder, without an LLM.
 
 For each untyped link (`links`) of a statement the rules did not type, `pairs` finds where
-its two ends are said and the words between them. Then, in order:
+its two ends are said and the words between them (`candidates` gathers them). Then, in
+order:
 
 1. **Guards.** The comma-piece from the first end to the second is dropped when it is
    negated ("I'm not from Texas", "don't work at … anymore"), a figure of speech ("I
@@ -42,36 +43,16 @@ one vector space only: with another embedder `RelationTyper` types nothing (`MOD
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
-from engine.ingest.extraction.clauses import tense
+from engine.ingest.extraction.candidates import ORG, Candidate, candidates
 from engine.ingest.extraction.links import find_links
 from engine.ingest.extraction.lists import extend_lists
-from engine.ingest.extraction.names import evidence_of, sentences, statement
-from engine.ingest.extraction.pairs import (
-    PERSONS,
-    Pair,
-    Span,
-    kin_of,
-    kin_relative_first,
-    mentions,
-    pair_of,
-    works_by_role,
-)
-from engine.ingest.extraction.rules.lexicon import _PARTNERS, _PETS
-from engine.ingest.extraction.rules.reading import states_fact
-from engine.ingest.extraction.rules.registry import USER
-from engine.ingest.extraction.rules.speaker import speaker_of
-from engine.ingest.extraction.types import (
-    UNTYPED,
-    ExtractedRelation,
-    Extraction,
-    TurnText,
-)
+from engine.ingest.extraction.names import evidence_of
+from engine.ingest.extraction.pairs import PERSONS
+from engine.ingest.extraction.types import ExtractedRelation, Extraction, TurnText
 from engine.ports import Embedder, Vector
 
 MODEL = "all-MiniLM-L6-v2-int8"
@@ -102,7 +83,7 @@ PROTOTYPES: dict[str, tuple[str, ...]] = {
     "LIVES_IN": ("lives in", "is living in", "has a home in", "moved to"),
     "LIVED_IN": ("used to live in", "lived in before", "moved away from"),
     "FROM": ("is from", "grew up in", "was born in"),
-    "STUDIES_AT": ("studies at", "is a student at", "is enrolled at"),
+    "STUDIES_AT": ("studies at", "is a student at", "is enrolled at", "goes to school at"),
     "STUDIED_AT": ("studied at", "graduated from"),
     "BASED_IN": ("is based in", "has its office in", "is headquartered in"),
     "USES": ("uses", "works with the app", "does the work in the software"),
@@ -120,56 +101,22 @@ TENSES = {
 """Types that differ by tense only, (present, past): the margin is over the other types,
 and the clause's tense, when it says one, picks between them."""
 
-_ORG = frozenset({"organisation", "name", "school", "thing"})
 _PLACE = frozenset({"place", "name", "thing"})
-_ARTICLE = re.compile(r"\b(?:the|a|an)\s+$", re.IGNORECASE)
-_AT = re.compile(r"\bat\s+$", re.IGNORECASE)
-"""A name right after "at" is where one is, not a person ("my team lead at Kortlink")."""
 _SCHOOL = frozenset({"school"})
 _STUDY = frozenset({"STUDIES_AT", "STUDIED_AT"})
-_SCHOOL_WORDS = frozenset(
-    {"university", "uni", "college", "school", "academy", "institute", "polytechnic"}
-    | {"conservatory", "conservatoire", "seminary", "primary", "high", "kindergarten"}
-)
-"""Words of a school's name: one studies at a school ("Kingsford University"), not at
-"Ardent Motion"."""
 FITS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "WORKS_AT": (PERSONS, _ORG),
+    "WORKS_AT": (PERSONS, ORG),
     "LIVES_IN": (PERSONS, _PLACE),
     "LIVED_IN": (PERSONS, _PLACE),
     "FROM": (PERSONS, _PLACE),
     "STUDIES_AT": (PERSONS, _SCHOOL),
     "STUDIED_AT": (PERSONS, _SCHOOL),
-    "BASED_IN": (_ORG, _PLACE),
+    "BASED_IN": (ORG, _PLACE),
     "USES": (PERSONS, frozenset({"tool", "name", "thing"})),
     "READ": (PERSONS, frozenset({"book", "name", "thing"})),
     "MANAGER_OF": (PERSONS, PERSONS),
 }
 """Entity types (the name finder's cues) each type's source and target may have."""
-
-_GLUE = frozenset(
-    {"at", "in", "on", "of", "for", "from", "to", "with", "by", "near", "the", "a", "an"}
-)
-_CLAUSE_END = re.compile(r"[,;:.!?]|\s(?:and|but|so|because)\s")
-_NEGATED = re.compile(r"\b(?:not|never|no\s+longer|n't|nt)\b|n't\b", re.IGNORECASE)
-_FIGURATIVE = re.compile(
-    r"\b(?:basically|practically|virtually|literally|pretty\s+much|might\s+as\s+well)\b",
-    re.IGNORECASE,
-)
-"""Words that make a verb a figure of speech ("I basically live in Excel", "I practically
-work at the Starbucks"): what follows is not the fact it says."""
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A pair to type: its ends' nodes as the link names them, their entity types, and
-    the text to embed."""
-
-    pair: Pair
-    types: tuple[str, str]
-    text: str
-    tense: str | None = None
-    """"past" or "present" when the clause says which (`clauses.tense`)."""
 
 
 class RelationTyper:
@@ -238,10 +185,10 @@ class RelationTyper:
         they type (one embedding call for the turn); the other links stay."""
         if not self.active:
             return found
-        chosen, candidates = _candidates(messages, found)
-        if candidates:
-            scores = await self.scores([c for _, c in candidates])
-            for (i, candidate), score in zip(candidates, scores, strict=True):
+        chosen, pending = candidates(messages, found)
+        if pending:
+            scores = await self.scores([c for _, c in pending])
+            for (i, candidate), score in zip(pending, scores, strict=True):
                 relation = self.choose(candidate, score)
                 if relation is not None:
                     chosen[i] = relation
@@ -267,112 +214,3 @@ def _fits(label: str, types: tuple[str, str]) -> bool:
     source, target = FITS[label.lstrip("~")]
     first, second = types[::-1] if reverse else types
     return first in source and second in target
-
-
-def _candidates(
-    messages: Sequence[TurnText], found: Extraction
-) -> tuple[dict[int, ExtractedRelation], list[tuple[int, Candidate]]]:
-    """The kin relations read by noun, and the pairs to embed, each by the index in
-    `found.relations` of the untyped link it would type."""
-    types = {e.name.casefold(): e.type for e in found.entities}
-    people: dict[str, str] = {}
-    for m in messages:
-        who = speaker_of(m)
-        if who is not None and who.name:
-            people[USER if who.is_user else who.name.casefold()] = who.name
-    for node in (USER, *people):
-        types[node] = "person"
-    by_evidence: dict[str, list[int]] = {}
-    for i, r in enumerate(found.relations):
-        if r.type in UNTYPED and r.evidence:
-            by_evidence.setdefault(r.evidence, []).append(i)
-    kin: dict[int, ExtractedRelation] = {}
-    out: list[tuple[int, Candidate]] = []
-    for message in messages:
-        who = speaker_of(message)
-        if who is None:
-            continue
-        node = USER if who.is_user else (who.name or USER).casefold()
-        for sentence in filter(None, map(statement, sentences(message.content))):
-            sentence = " ".join(sentence.split())
-            said = mentions(sentence, types, node, people)
-            for i in by_evidence.pop(evidence_of(sentence), []):
-                r = found.relations[i]
-                pair = pair_of(r.source, r.target, sentence, said, types)
-                if pair is None or not _stated(pair):
-                    continue
-                ends = (r.source, r.target) if pair.forward else (r.target, r.source)
-                kinds = (
-                    _kind(types, ends[0], pair.first, sentence),
-                    _kind(types, ends[1], pair.second, sentence),
-                )
-                relation = _kin_relation(pair, ends, kinds)
-                if relation is None and kinds[0] in _ORG and works_by_role(pair):
-                    relation = ExtractedRelation(
-                        ends[1], "WORKS_AT", ends[0], evidence_of(sentence)
-                    )
-                if relation is not None:
-                    kin[i] = relation
-                elif _joined_by_verb(pair, node, ends[0]):
-                    said_in = (
-                        _CLAUSE_END.split(sentence[: pair.first.start])[-1]
-                        + pair.between
-                        + _CLAUSE_END.split(sentence[pair.second.end :])[0]
-                    )
-                    out.append(
-                        (i, Candidate(pair, kinds, _text(pair), tense(said_in, pair.between)))
-                    )
-    return kin, out
-
-
-def _kind(types: dict[str, str], node: str, span: Span, sentence: str) -> str:
-    """The entity type of `node` said at `span`: "school" for an organisation or a name
-    with a school's word ("Delft University of Technology", "Hollins Park Primary"); "thing"
-    for an untyped name after an article ("the Seoul marathon": not a person); an
-    organisation for one after "at" ("at Kortlink")."""
-    kind = types.get(node.casefold(), "name")
-    if kind in ("organisation", "name") and _SCHOOL_WORDS & set(node.casefold().split()):
-        return "school"
-    if kind == "name" and _ARTICLE.search(sentence[: span.start]):
-        return "thing"
-    if kind == "name" and _AT.search(sentence[: span.start]):
-        return "organisation"
-    return kind
-
-
-def _stated(pair: Pair) -> bool:
-    """Whether the piece joining the ends states a fact: not negated, not a figure of
-    speech, not conditional, modal or reported."""
-    text = pair.sentence
-    left = text.rfind(",", 0, pair.first.start) + 1
-    piece = text[left : pair.second.end]
-    if _NEGATED.search(piece) or _FIGURATIVE.search(piece):
-        return False
-    return states_fact(piece, pair.first.start - left)
-
-
-def _kin_relation(
-    pair: Pair, ends: tuple[str, str], kinds: tuple[str, str]
-) -> ExtractedRelation | None:
-    noun = kin_of(pair)
-    if noun is None or kinds[1] not in PERSONS or kinds[0] not in PERSONS:
-        return None
-    kind = "PET" if noun in _PETS.split() else _PARTNERS.get(noun, noun.upper())
-    relative, other = ends if kin_relative_first(pair) else ends[::-1]
-    kind = kind.replace(" ", "_").replace("-", "_")
-    return ExtractedRelation(relative, f"{kind}_OF", other, evidence_of(pair.sentence))
-
-
-def _joined_by_verb(pair: Pair, speaker: str, first: str) -> bool:
-    """Whether a verb or noun may join the ends: not only prepositions and articles, unless
-    the first end is the speaker (whose "I'm" holds the verb: "im in cardiff"). "met Sarah
-    at Blue Bottle" says nothing of where Sarah works."""
-    if first.casefold() == speaker:
-        return True
-    return any(w.casefold() not in _GLUE for w in re.findall(r"[\w'’]+", pair.between))
-
-
-def _text(pair: Pair) -> str:
-    """The words that join the two ends, as embedded ("and" when nothing does)."""
-    between = re.sub(r"^['’]s\b", "", pair.between).strip(" ,")
-    return between or "and"
