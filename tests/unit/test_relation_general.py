@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
-from engine.ingest.extraction.clauses import tense
+from engine.ingest.extraction.clauses import opens_on, tense
 from engine.ingest.extraction.pairs import kin_of, kin_relative_first, mentions, pair_of
 from engine.ingest.extraction.relation_typer import RelationTyper, link_turn
 from engine.ingest.extraction.rules import RuleBasedExtractor
@@ -84,3 +84,55 @@ async def test_a_name_in_a_relatives_relation_is_a_person_not_an_organisation(
     got = await _typed(typer, text)
     assert ("Gwendolyn", "AUNT_OF", "Osric") in got
     assert not any(t == "BASED_IN" for _, t, _ in got)  # a person is based nowhere
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "we were supposed to move to Lisbon but it fell through",
+        "I'm planning to join Orbis Freight after the summer",
+    ],
+)
+async def test_a_plan_not_carried_out_states_nothing(typer: RelationTyper, text: str) -> None:
+    assert await _typed(typer, text) == set()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a peer of the speaker is the source, as a relative is
+        ("I share an apartment with Benedikta, she cooks", {("Benedikta", "ROOMMATE_OF", "user")}),
+        ("my closest mate Gudrun is visiting", {("Gudrun", "BEST_FRIEND_OF", "user")}),
+        # "my aunt" only introduces Hedda: it neither keeps the ends apart nor is the object
+        (
+            "Wojciech lives next door to my aunt Hedda",
+            {("Wojciech", "NEIGHBOUR_OF", "Hedda"), ("Hedda", "AUNT_OF", "user")},
+        ),
+        # co-subjects joined by their shared predicate
+        (
+            "Ignatius and Perpetua are close friends from school",
+            {("Ignatius", "FRIEND_OF", "Perpetua")},
+        ),
+    ],
+)
+async def test_peers_by_verb_by_noun_and_by_a_shared_predicate(
+    typer: RelationTyper, text: str, expected: set[Triple]
+) -> None:
+    assert await _typed(typer, text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ran into Thaddeus and Mireille at the fair, they were both signing copies",  # objects
+        "loving it, Kensal Rise is way better than where i was before",  # loose words
+    ],
+)
+async def test_no_peers_from_objects_or_loose_words(typer: RelationTyper, text: str) -> None:
+    assert await _typed(typer, text) == set()
+
+
+def test_names_joined_by_and_at_a_clause_start_are_co_subjects() -> None:
+    assert not opens_on(" and ", " are close friends", "")
+    assert not opens_on(" and ", " are close friends", "funny thing, ")
+    assert opens_on(" and ", " left early", "I met Ana at noon")  # a later clause's subject

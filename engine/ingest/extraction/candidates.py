@@ -24,6 +24,7 @@ from engine.ingest.extraction.pairs import (
     kin_relative_first,
     mentions,
     pair_of,
+    possessed_kin,
     works_by_role,
 )
 from engine.ingest.extraction.rules.lexicon import _PARTNERS, _PETS
@@ -51,6 +52,11 @@ _SCHOOL_WORDS = frozenset(
 _GLUE = frozenset(
     {"at", "in", "on", "of", "for", "from", "to", "with", "by", "near", "the", "a", "an"}
 )
+_CONJOINED = re.compile(r"^\s*(?:and|&)\s*$", re.IGNORECASE)
+"""Two ends joined by "and" alone: co-subjects, whose shared predicate is what joins them
+("Rasmus and Halima work together at…", "Leopold and Imke have been friends")."""
+_BEFORE_NAME = re.compile(r"\s(?:(?:at|in|for|with|from|to|on)\s+)?(?=[A-Z])")
+"""Where a predicate reaches a name (its object): the words before are what it says."""
 _CLAUSE_END = re.compile(r"[,;:.!?]|\s(?:and|but|so|because)\s")
 _NEGATED = re.compile(r"\b(?:not|never|no\s+longer|n't|nt)\b|n't\b", re.IGNORECASE)
 _FIGURATIVE = re.compile(
@@ -71,6 +77,8 @@ class Candidate:
     text: str
     tense: str | None = None
     """"past" or "present" when the clause says which (`clauses.tense`)."""
+    speaker: str = ""
+    """The node of who said it ("user", or a named speaker's)."""
 
 
 def candidates(
@@ -84,7 +92,7 @@ def candidates(
         if r.type in UNTYPED and r.evidence:
             by_evidence.setdefault(r.evidence, []).append(i)
     kin: dict[int, ExtractedRelation] = {}
-    joined: list[tuple[int, Pair, tuple[str, str]]] = []
+    joined: list[tuple[int, Pair, tuple[str, str], str]] = []
     for message in messages:
         who = speaker_of(message)
         if who is None:
@@ -103,9 +111,16 @@ def candidates(
                 if relation is not None:
                     kin[i] = relation
                     _relatives_are_people(types, relation)
-                elif _joined_by_verb(pair, node, ends[0]):
-                    joined.append((i, pair, ends))
-    return kin, [(i, _candidate(pair, ends, types)) for i, pair, ends in joined]
+                elif _joined_by_verb(pair, node, ends[0]) and not _possessed_relative(pair):
+                    joined.append((i, pair, ends, node))
+    return kin, [(i, _candidate(pair, ends, types, node)) for i, pair, ends, node in joined]
+
+
+def _possessed_relative(pair: Pair) -> bool:
+    """Whether the second end is a possessor of a relative ("…lives next door to my cousin
+    Bertrand"): the verb's object is the relative, not the possessor."""
+    text = pair.sentence
+    return possessed_kin(text[pair.second.start : pair.second.end], text[pair.second.end :])
 
 
 def _turn_types(
@@ -142,7 +157,7 @@ def _by_noun(pair: Pair, ends: tuple[str, str], types: dict[str, str]) -> Extrac
     return relation
 
 
-def _candidate(pair: Pair, ends: tuple[str, str], types: dict[str, str]) -> Candidate:
+def _candidate(pair: Pair, ends: tuple[str, str], types: dict[str, str], speaker: str) -> Candidate:
     """The pair to embed, its ends' kinds read after every relative of the turn is known."""
     sentence = pair.sentence
     kinds = (
@@ -154,7 +169,13 @@ def _candidate(pair: Pair, ends: tuple[str, str], types: dict[str, str]) -> Cand
         + pair.between
         + _CLAUSE_END.split(sentence[pair.second.end :])[0]
     )
-    return Candidate(pair, kinds, _text(pair), tense(said_in, pair.between))
+    text = _text(pair)
+    if _CONJOINED.match(pair.between):  # "Leopold and Imke have been friends since…"
+        predicate = _BEFORE_NAME.split(_CLAUSE_END.split(sentence[pair.second.end :])[0])[0]
+        words = re.findall(r"[\w'’]+", predicate)
+        if words and words[0].casefold() not in _GLUE:  # a verb, not "…and Mireille at the"
+            text = predicate.strip()
+    return Candidate(pair, kinds, text, tense(said_in, pair.between), speaker)
 
 
 def _relatives_are_people(types: dict[str, str], relation: ExtractedRelation) -> None:

@@ -117,12 +117,19 @@ def subject_in_later_clause(between: str, second: str) -> bool:
     return _SUBJECT_ONLY.match(second) is not None and _CLAUSE_CUT.search(between) is not None
 
 
-def opens_on(before: str, after: str) -> bool:
+def opens_on(before: str, after: str, head: str = "") -> bool:
     """Whether a name opens a clause of its own as its subject: `before` is the text up to
     it, ending on a clause opener ("now that", "because", ", and"), `after` the text from
     it on, starting with a verb ("Lucía is my manager now that Greg left": Greg is no one's
-    report here)."""
+    report here). Not when "and" alone joins it to a first end that opens its clause
+    (`head`, the text before that end, ends on none or an opener): the two are co-subjects
+    of the verb ("Leopold and Imke have been friends")."""
+    if _BARE_AND.match(before) and (not head.strip() or _OPENS_BEFORE.search(head)):
+        return False
     return _OPENS_BEFORE.search(before) is not None and _VERB_AFTER.match(after) is not None
+
+
+_BARE_AND = re.compile(r"^\s+(?:and|&)\s+$", re.I)
 
 
 def dropped_subjects(sentence: str) -> list[int]:

@@ -158,6 +158,20 @@ def mentions(
     return found
 
 
+def possessed_kin(said: str, after: str) -> bool:
+    """Whether an end `said` as a possessor ("my", "Dana's") is followed by a relative's
+    noun (`after`: " cousin Bertrand", " kid"): the phrase names the relative."""
+    possessor = said.casefold() in _POSSESSIVES or said.endswith(("'s", "’s"))
+    return possessor and _KIN_AFTER_NAME.match(after) is not None
+
+
+def _names_relative(said: str, after: str) -> bool:
+    """Whether a possessor said between two ends only introduces the second ("my cousin"
+    in "…next door to my cousin Bertrand"): part of its name, it keeps nothing apart."""
+    possessor = said.casefold() in _POSSESSIVES or said.endswith(("'s", "’s"))
+    return possessor and _KIN_AFTER_MY.match(after) is not None
+
+
 def _kin_possessor(sentence: str, at: int) -> bool:
     """Whether the name said at `at` possesses a relative ("Dana's kid", "Barnaby's mum"):
     "he" or "she" after it stands for the relative, not for it."""
@@ -216,7 +230,7 @@ def pair_of(
         cut = _blocked(sentence, first, second, said, names, ends)
         if cut is None or opens_own_clause(sentence[cut : second.end]):
             continue
-        if opens_on(sentence[cut : second.start], sentence[second.end :]):
+        if opens_on(sentence[cut : second.start], sentence[second.end :], sentence[: first.start]):
             continue
         if subject_in_later_clause(
             sentence[cut : second.start], sentence[second.start : second.end]
@@ -253,6 +267,8 @@ def _blocked(
                 cut = max(cut, s.end)
                 continue
             if _KIN_AT.match(before) and _IS.match(after):  # "my manager at Ferrovia is Jun"
+                continue
+            if _names_relative(sentence[s.start : s.end], after):  # "…to my cousin Bertrand"
                 continue
             return None
     return cut

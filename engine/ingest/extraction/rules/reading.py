@@ -20,9 +20,13 @@ HEDGE_FACTOR = 0.6
 _MODAL = re.compile(
     r"\b(?:if|unless|whether|might|maybe|perhaps|possibly|would|could|should|wish|hope|hoping"
     r"|someday|gonna|wanna|want\s+to|i'd|i'll|id\s+like|suppose|imagine|pretend|considering"
-    r"|thinking\s+(?:about|of))\b|\bI\s+may\b",
+    r"|thinking\s+(?:about|of))\b|\bI\s+may\b"
+    r"|\b(?:meant|supposed|planning|planned|plans?|about|trying|tried|intended|intending)\s+to\b"
+    r"|\bgoing\s+to\s+(?:be|move|live|work|study|start|join)\b",
     _I,
 )
+"""A conditional, a modal, a wish, or a plan not (yet) carried out ("we were meant to move
+to Coimbra", "I'm planning to join Orbis")."""
 _HEDGE = re.compile(
     r"\b(?:I\s+think|I\s+guess|I\s+believe|I\s+feel\s+like|not\s+sure|kind\s+of|kinda|sort\s+of"
     r"|probably|apparently)\b",
