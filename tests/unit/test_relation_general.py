@@ -7,10 +7,12 @@ import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.ingest.extraction.clauses import opens_on, tense
+from engine.ingest.extraction.names import names_in
 from engine.ingest.extraction.pairs import kin_of, kin_relative_first, mentions, pair_of
 from engine.ingest.extraction.relation_typer import RelationTyper, link_turn
 from engine.ingest.extraction.rules import RuleBasedExtractor
-from engine.ingest.extraction.types import UNTYPED, ExtractionPolicy, TurnText
+from engine.ingest.extraction.types import UNTYPED, ExtractedRelation, ExtractionPolicy, TurnText
+from engine.ingest.extraction.workplaces import share_workplaces
 
 Triple = tuple[str, str, str]
 
@@ -136,3 +138,36 @@ def test_names_joined_by_and_at_a_clause_start_are_co_subjects() -> None:
     assert not opens_on(" and ", " are close friends", "")
     assert not opens_on(" and ", " are close friends", "funny thing, ")
     assert opens_on(" and ", " left early", "I met Ana at noon")  # a later clause's subject
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        ("Norbrook Freight moved its HQ to Tilburg", ["Norbrook Freight", "Tilburg"]),
+        ("Quentin does QA for Halden Systems", ["Quentin", "Halden Systems"]),
+        (
+            "my niece Ottavia started her PhD at Corlett University",
+            ["Ottavia", "Corlett University"],
+        ),
+        ("Ottavia joined NASA last year", ["Ottavia", "NASA"]),  # no possessive, no verb cue
+    ],
+)
+def test_an_abbreviated_noun_after_a_possessive_or_a_verb_is_no_name(
+    sentence: str, expected: list[str]
+) -> None:
+    assert [n.name for n in names_in(sentence)] == expected
+
+
+def test_a_manager_and_colleague_share_the_workplace_said_with_them() -> None:
+    said = "Ysolde manages Bertil over at Harrow Mills, they get on"
+    relations = [
+        ExtractedRelation("Ysolde", "MANAGER_OF", "Bertil", said),
+        ExtractedRelation("Bertil", "WORKS_AT", "Harrow Mills", said),
+        ExtractedRelation("Ysolde", "RELATED", "Harrow Mills", said),
+        ExtractedRelation("Ysolde", "RELATED", "Fenmoor", "Ysolde grew up near Fenmoor"),
+    ]
+    out = share_workplaces(relations)
+    assert out[2] == ExtractedRelation("Ysolde", "WORKS_AT", "Harrow Mills", said)
+    assert out[3] == relations[3]  # another sentence: nothing shared
+    # without a work tie, no workplace is shared
+    assert share_workplaces(relations[1:]) == relations[1:]

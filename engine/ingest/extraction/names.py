@@ -7,7 +7,8 @@ microseconds per turn (`python -m benchmarks.extraction`: `links_latency_us`).
 * function words, pronouns, contractions, interjections, numbers and calendar words are
   never names (`_NOT_NAMES`);
 * a title before a capitalised name is part of it ("Dr. Osei", "Mr. Whiskers"); a single
-  capitalised word after "a"/"an" is a kind of thing, not one named ("doing a PhD");
+  capitalised word after "a"/"an" is a kind of thing, not one named ("doing a PhD"), and
+  so is an abbreviation after a possessive or a verb ("her PhD", "its HQ", "does QA");
 * a capitalised word alone that opens a sentence is a name only as the sentence's subject:
   followed by a word in -s or -ed, or "is", "has", "and"… ("Marcus works", "Felipe is",
   "Teodor used"), not by punctuation or anything else ("Congratulations!", "Sounds
@@ -113,6 +114,10 @@ _LOWER_NOT_NAMES = _words("home work school uni college church bed least all fir
 """Nouns after "in"/"at"/"from" that are no name ("i'm at work")."""
 _LOWER_CUES = _words("in at from")
 _INDEFINITE = _words("a an")
+_COMMON_BEFORE = _words("my your his her its our their does do did doing is was as")
+_ABBREVIATION_WORD = re.compile(r"^(?=(?:[a-z]*[A-Z]){2})[A-Za-z]{2,5}$")
+"""A short word of two or more capitals ("HQ", "PhD", "QA", "CTO"): after a possessive or
+a verb (`_COMMON_BEFORE`) it abbreviates a common noun, not a name."""
 FIRST_PERSON = re.compile(
     r"(?<![\w'’])(?:i|i'm|i've|i'd|i'll|im|ive|me|my|mine|myself|we|we're|we've|our|ours|us)"
     r"(?![\w'’])",
@@ -294,6 +299,8 @@ def names_in(
         before = tokens[start - 1].casefold() if start > 0 else ""
         if before in _INDEFINITE and len(words) == 1:
             continue  # "doing a PhD", "drives a Tesla": a kind of thing, not one named
+        if before in _COMMON_BEFORE and len(words) == 1 and _ABBREVIATION_WORD.match(name):
+            continue  # "her PhD", "its HQ", "does QA": an abbreviated noun, not a name
         comma_next = tokens[end + 1] if after == "," and end + 1 < len(tokens) else ""
         kind = _type_of(words, before, after, comma_next)
         if (

@@ -33,6 +33,8 @@ order:
    predicate ("Rasmus and Halima work together at…").
 4. **Lists.** A name listed after a typed relation's end ("brighton, then bristol",
    "Dario and Femke") gets the same relation (`lists`).
+5. **Shared workplaces.** One's manager, report or colleague said working at a place in
+   the same sentence works there too (`workplaces`).
 
 Which words join two ends (`pairs`) follows the clauses (`clauses`): not across a clause
 that says its own subject, a subject-less clause borrowing the sentence's subject, a
@@ -57,6 +59,7 @@ from engine.ingest.extraction.lists import extend_lists
 from engine.ingest.extraction.names import evidence_of
 from engine.ingest.extraction.pairs import PERSONS
 from engine.ingest.extraction.types import ExtractedRelation, Extraction, TurnText
+from engine.ingest.extraction.workplaces import share_workplaces
 from engine.ports import Embedder, Vector
 
 MODEL = "all-MiniLM-L6-v2-int8"
@@ -218,6 +221,7 @@ class RelationTyper:
                     chosen[i] = relation
         relations = [chosen.get(i, r) for i, r in enumerate(found.relations)]
         relations = extend_lists(relations, {e.name.casefold(): e.type for e in found.entities})
+        relations = share_workplaces(relations)
         return Extraction(list(found.facts), list(found.entities), relations)
 
 
