@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
+from engine.ingest.extraction.antecedents import antecedents
 from engine.ingest.extraction.clauses import opens_on, tense
 from engine.ingest.extraction.names import names_in
 from engine.ingest.extraction.pairs import kin_of, kin_relative_first, mentions, pair_of
@@ -171,3 +172,53 @@ def test_a_manager_and_colleague_share_the_workplace_said_with_them() -> None:
     assert out[3] == relations[3]  # another sentence: nothing shared
     # without a work tie, no workplace is shared
     assert share_workplaces(relations[1:]) == relations[1:]
+
+
+async def _typed_turn(typer: RelationTyper, *said: tuple[str, str]) -> set[Triple]:
+    roles = ("user", "assistant")
+    turn = [TurnText(roles[i % 2], text, name) for i, (name, text) in enumerate(said)]
+    found = await link_turn(
+        turn, await RuleBasedExtractor().extract(turn, ExtractionPolicy()), typer
+    )
+    return {(r.source, r.type, r.target) for r in found.relations if r.type not in UNTYPED}
+
+
+def test_he_or_she_before_any_name_is_the_last_person_named_earlier() -> None:
+    turn = [
+        TurnText("user", "have you seen Hortense lately?", "Aurelie"),
+        TurnText("assistant", "yes, she's been my best friend for years", "Bram"),
+    ]
+    assert antecedents(turn) == {"yes, she's been my best friend for years": "Hortense"}
+    # a relative's possessor is not who "he" is; a named relative after it is
+    assert antecedents([TurnText("user", "Kai is Dana's kid. He goes to Fenby School")]) == {
+        "He goes to Fenby School": "Kai"
+    }
+    # a name before the pronoun is found in its own sentence; a speaker is never "she"
+    assert antecedents([TurnText("user", "Hortense is here. Odile said she left")]) == {}
+    assert antecedents([TurnText("user", "Bram is my name. He is me", "Bram")]) == {}
+
+
+@pytest.mark.parametrize(
+    ("said", "expected"),
+    [
+        (
+            (("Aurelie", "have you seen Hortense lately?"),
+             ("Bram", "yes, she's been my best friend for years")),
+            {("Hortense", "BEST_FRIEND_OF", "Bram")},
+        ),
+        (
+            (("Aurelie", "is Oswin still around?"),
+             ("Bram", "yeah, his brother Tobiah moved in with him")),
+            {("Tobiah", "BROTHER_OF", "Oswin")},
+        ),
+        (
+            (("Aurelie", "can you swap with me?"),
+             ("Bram", "I'd have to ask Ines, she's my supervisor")),
+            {("Ines", "MANAGER_OF", "Bram")},
+        ),
+    ],
+)  # fmt: skip
+async def test_relatives_of_a_person_named_in_an_earlier_message(
+    typer: RelationTyper, said: tuple[tuple[str, str], ...], expected: set[Triple]
+) -> None:
+    assert await _typed_turn(typer, *said) == expected

@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from engine.ingest.extraction.antecedents import antecedents
 from engine.ingest.extraction.clauses import tense
 from engine.ingest.extraction.names import evidence_of, sentences, statement
 from engine.ingest.extraction.pairs import (
@@ -87,6 +88,7 @@ def candidates(
     """The kin relations read by noun, and the pairs to embed, each by the index in
     `found.relations` of the untyped link it would type."""
     types, people = _turn_types(messages, found)
+    referred = antecedents(messages, frozenset(types))
     by_evidence: dict[str, list[int]] = {}
     for i, r in enumerate(found.relations):
         if r.type in UNTYPED and r.evidence:
@@ -100,7 +102,7 @@ def candidates(
         node = USER if who.is_user else (who.name or USER).casefold()
         for sentence in filter(None, map(statement, sentences(message.content))):
             sentence = " ".join(sentence.split())
-            said = mentions(sentence, types, node, people)
+            said = mentions(sentence, types, node, people, referred.get(evidence_of(sentence)))
             for i in by_evidence.pop(evidence_of(sentence), []):
                 r = found.relations[i]
                 pair = pair_of(r.source, r.target, sentence, said, types)

@@ -16,7 +16,8 @@ closing ", did you know?" is kept):
   speaks in the first person ("I", "my", "we"…, or a chat sentence with no subject: "been
   at Quillon for a decade");
 * `RELATED_TYPE`: each name → the other names of the same sentence (all pairs among the
-  first `PAIR_NAMES`).
+  first `PAIR_NAMES`); a sentence whose "he" or "she" refers to a person named in an
+  earlier sentence (`antecedents`) counts that person among its names.
 
 The user's own name (a user-role speaker's), in the extractor's relations too, is the node
 "user" (one node per tenant user). A pair the extractor already joined with a typed
@@ -31,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from itertools import combinations
 
+from engine.ingest.extraction.antecedents import antecedents
 from engine.ingest.extraction.names import (
     FIRST_PERSON,
     Name,
@@ -87,6 +89,7 @@ def find_links(messages: Sequence[TurnText], found: Extraction) -> Extraction:
     names: dict[str, ExtractedEntity] = {}
     links: dict[tuple[str, str, str], ExtractedRelation] = {}
     frozen_known = frozenset(known)
+    referred = antecedents(messages, frozen_known)
     for message in messages:
         speaker = speaker_of(message)
         if speaker is None:
@@ -101,6 +104,9 @@ def find_links(messages: Sequence[TurnText], found: Extraction) -> Extraction:
                 for n in names_in(sentence, frozen_known, lower=lower)
                 if n.name.casefold() not in own
             ]
+            ante = referred.get(said)
+            if ante is not None and all(n.name.casefold() != ante.casefold() for n in mentioned):
+                mentioned.insert(0, Name(ante, "name"))  # "…/ that's her sister Svanhild"
             if FIRST_PERSON.search(sentence) or subject_dropped(sentence, frozen_known):
                 for n in mentioned:
                     _link(links, typed, evidence, node, MENTIONS_TYPE, n.name, said)

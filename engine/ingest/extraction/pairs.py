@@ -48,8 +48,9 @@ _KIN_WORDS = sorted(
     key=lambda w: (-len(w), w),
 )
 _KIN_NOUN = "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in _KIN_WORDS)
-_MODIFIER = r"(?:(?!(?:and|or|but|at|in|from|is|was)\b)[\w-]+\s+)?"
-"""One word before the relative's noun: "my older sister", "our new boss"."""
+_MODIFIER = r"(?:(?!(?:and|or|but|at|in|from|is|was|best)\b)[\w-]+\s+)?"
+"""One word before the relative's noun: "my older sister", "our new boss" (not "best": "best
+friend" is a noun of its own)."""
 _NAMED = r"\s*(?:,|\(|\s(?:named|called))?\s*$"
 """After the noun, before the name: nothing, a comma, "(", "named" or "called"."""
 _KIN_BETWEEN = re.compile(
@@ -123,7 +124,11 @@ def _speaker_spans(sentence: str, known: frozenset[str]) -> list[Span]:
 
 
 def mentions(
-    sentence: str, names: dict[str, str], speaker: str, people: dict[str, str]
+    sentence: str,
+    names: dict[str, str],
+    speaker: str,
+    people: dict[str, str],
+    antecedent: str | None = None,
 ) -> dict[str, list[Span]]:
     """Where each end is said in `sentence`, by case-folded node: `names` maps a node to its
     entity type; `speaker` is the node of the one who said it (its first-person words);
@@ -131,7 +136,8 @@ def mentions(
     go to the nearest fitting name said before them ("she", "he": not one after an
     article, nor one whose relative is named: "Kai is Dana's kid, he…" is Kai); a clause
     that drops its subject (`clauses.dropped_subjects`) says the sentence's subject again
-    where its words start."""
+    where its words start. "he" or "she" with no one before it is `antecedent`, a person
+    named in an earlier sentence (`antecedents`), when given."""
     found: dict[str, list[Span]] = {speaker: _speaker_spans(sentence, frozenset(names))}
     for name in names:
         if name not in people:
@@ -151,6 +157,10 @@ def mentions(
             ]
             if before and before[-1] != speaker:
                 found[before[-1]].append(Span(m.start(), m.end(), pronoun=True))
+            elif not before and kinds is PERSONS and antecedent is not None:
+                found.setdefault(antecedent.casefold(), []).append(
+                    Span(m.start(), m.end(), pronoun=True)
+                )
     subject = _subject(sentence, said, found, speaker)
     if subject is not None:
         for at in dropped_subjects(sentence):

@@ -81,6 +81,7 @@ _KIN = {"mom": "mother", "mum": "mother", "dad": "father", "kid": "child", "baby
 _KIN |= {"coworker": "colleague", "co-worker": "colleague", "neighbor": "neighbour"}
 _KIN |= {"grandma": "grandmother", "granny": "grandmother", "grandpa": "grandfather"}
 _KIN |= {"flatmate": "roommate", "housemate": "roommate", "boss": "manager"}
+_KIN |= {"supervisor": "manager"}
 _PEOPLE = (
     "sister brother mother father son daughter child best friend friend cousin aunt uncle "
     "grandmother grandfather niece nephew twin colleague manager roommate neighbour mentor "
