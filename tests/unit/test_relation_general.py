@@ -222,3 +222,38 @@ async def test_relatives_of_a_person_named_in_an_earlier_message(
     typer: RelationTyper, said: tuple[tuple[str, str], ...], expected: set[Triple]
 ) -> None:
     assert await _typed_turn(typer, *said) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # "there's" says its own subject: the speaker is not "up in Tromsdal"
+        (
+            "up in Tromsdal there's this little bakery, Kaffehus, that my aunt Hedda runs",
+            {("Hedda", "AUNT_OF", "user")},
+        ),
+        # an event in a place is not a home
+        (
+            "my cousin Anselm is getting married in Kinsale in june",
+            {("Anselm", "COUSIN_OF", "user")},
+        ),
+        ("our son Piet is on holiday in Lagos this week", {("Piet", "SON_OF", "user")}),
+    ],
+)
+async def test_objects_subjects_and_events_the_words_do_not_make_a_relation(
+    typer: RelationTyper, text: str, expected: set[Triple]
+) -> None:
+    assert await _typed(typer, text) == expected
+
+
+def test_a_moves_origin_is_where_the_subject_was() -> None:
+    assert tense("just moved to Kelso", " just moved to Kelso from") == "past"
+    assert tense("moved from Delft to", " moved from Delft to") == "present"
+
+
+def test_a_possessive_after_a_preposition_owns_what_follows_it() -> None:
+    names = {"user": "person", "bearnote": "name"}
+    sentence = "i still use Bearnote for my own notes"
+    pair = pair_of("user", "Bearnote", sentence, mentions(sentence, names, "user", {}), names)
+    assert pair is not None
+    assert pair.between == " still use "  # not " for ": "my" owns the notes

@@ -258,7 +258,7 @@ def _says_is(pair: Pair) -> bool:
 def _text(pair: Pair) -> str:
     """The words that join the two ends, as embedded ("and" when nothing does), after the
     "is" a first end's "'s" may be (`_says_is`)."""
-    between = re.sub(r"^['’]s\b", "", pair.between).strip(" ,")
+    between = re.sub(r"^['’]s\b", "", pair.between).strip(" ,()")
     if _says_is(pair):
         between = f"is {between}"
     return between or "and"

@@ -77,6 +77,8 @@ is not one: its result holds now."""
 _ARRIVAL = re.compile(r"(?<!\bused\s)\b(?:to|into)\s*$", re.I)
 """The end said as a destination ("moved from Toruń to", "coming back home to"): where the
 subject is now, whatever the tense of the move."""
+_DEPARTURE = re.compile(r"\b(?:moved|moving|relocated|emigrated)\b.*\bfrom\s*$", re.I)
+"""The end said as a move's origin ("moved to Eastbourne from"): where the subject was."""
 _PRESENT = re.compile(
     r"\b(?:am|is|are|now|currently|these\s+days|still|nowadays)\b|['’](?:m|re|s)\b"
     r"|^\s*\w+ing\b|(?:\b(?:have|has|ive)|['’]ve)\s+(?:been|\w+ed)\b"
@@ -156,9 +158,11 @@ def listed_after(gap: str, after: str) -> bool:
 def tense(text: str, before: str = "") -> str | None:
     """ "past", "present" or None (both or neither said) for a clause's words; `before`,
     the words right before the end the clause is about, when the end is a destination
-    ("to", "into"), says "present"."""
+    ("to", "into"), says "present", when it is a move's origin ("moved … from"), "past"."""
     if _ARRIVAL.search(before):
         return "present"
+    if _DEPARTURE.search(before):
+        return "past"
     past, present = _PAST.search(text) is not None, _PRESENT.search(text) is not None
     if past == present:
         return None

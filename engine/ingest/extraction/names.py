@@ -114,6 +114,7 @@ _LOWER_NOT_NAMES = _words("home work school uni college church bed least all fir
 """Nouns after "in"/"at"/"from" that are no name ("i'm at work")."""
 _LOWER_CUES = _words("in at from")
 _INDEFINITE = _words("a an")
+_EXISTENTIAL = re.compile(r"\bthere(?:['’]s|\s+(?:is|are|was|were))\b", re.IGNORECASE)
 _COMMON_BEFORE = _words("my your his her its our their does do did doing is was as")
 _ABBREVIATION_WORD = re.compile(r"^(?=(?:[a-z]*[A-Z]){2})[A-Za-z]{2,5}$")
 """A short word of two or more capitals ("HQ", "PhD", "QA", "CTO"): after a possessive or
@@ -333,12 +334,15 @@ def statement(sentence: str) -> str:
 
 def subject_dropped(sentence: str, known: frozenset[str]) -> bool:
     """A chat sentence with no subject ("been at Quillon for a decade", "moved to Riga"):
-    its first word is neither a name, nor a pronoun or determiner, nor a question word."""
+    its first word is neither a name, nor a pronoun or determiner, nor a question word, and
+    its first clause says no "there is" (whose subject is "there": "out in Bodø there's…")."""
     tokens = _TOKEN.findall(sentence)
     if not tokens or not tokens[0][:1].isalpha():
         return False
     first = bare(tokens[0]).casefold()
     if first in _SUBJECTS or first in _QUESTION_OPENERS or first in known:
+        return False
+    if _EXISTENTIAL.search(sentence.split(",", 1)[0]):  # "out in Bodø there's a startup"
         return False
     return not (
         tokens[0][:1].isupper() and len(tokens) > 1 and tokens[1].casefold() not in _AFTER_VERB

@@ -88,6 +88,8 @@ _ASIDE = re.compile(r"\s*,\s*(?:who|whom|whose|which|where)\b[^,]*,\s*", re.IGNO
 do not keep the ends apart and whose words do not join them."""
 _REGION = re.compile(r"^\s*,\s*$")
 _POSSESSIVES = frozenset({"my", "our", "his", "her", "their"})
+_GLUE_ONLY = re.compile(r"^\s*(?:(?:at|in|on|of|for|from|to|with|by|near|the|a|an)\s+)*$", re.I)
+"""Words between two ends that are prepositions and articles only."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,6 +249,10 @@ def pair_of(
         ):
             continue
         if _after_region(sentence, first, second, said, names, ends):
+            continue
+        if _GLUE_ONLY.match(sentence[cut : second.start]) and (
+            sentence[second.start : second.end].casefold() in _POSSESSIVES
+        ):  # "Logseq for my own notes": "my" is the notes' possessor, not the verb's object
             continue
         return Pair(source, target, sentence, sentence[cut : second.start], forward, first, second)
     return None

@@ -102,7 +102,10 @@ PROTOTYPES: dict[str, tuple[str, ...]] = {
     "ROOMMATE_OF": ("shares a flat with", "shares an apartment with", "is the flatmate of"),
     "FRIEND_OF": ("is friends with", "is a good friend of", "are friends"),
     "BEST_FRIEND_OF": ("best friend", "is the best friend of", "closest friend"),
-    NONE: ("and", "met", "visited", "left", "applied to", "was offered a job at"),
+    NONE: (
+        *("and", "met", "visited", "left", "applied to", "was offered a job at"),
+        *("has a wedding in", "is on holiday in", "is at a conference in"),
+    ),
 }
 """Short descriptions of each type, as the words that would join its two ends. "~T" is T
 with its ends the other way round (the second said is the source); `NONE`, no relation."""
