@@ -104,7 +104,7 @@ PROTOTYPES: dict[str, tuple[str, ...]] = {
     "BEST_FRIEND_OF": ("best friend", "is the best friend of", "closest friend"),
     NONE: (
         *("and", "met", "visited", "left", "applied to", "was offered a job at"),
-        *("has a wedding in", "is on holiday in", "is at a conference in"),
+        *("has a wedding in", "is on holiday in"),
     ),
 }
 """Short descriptions of each type, as the words that would join its two ends. "~T" is T
