@@ -257,3 +257,18 @@ def test_a_possessive_after_a_preposition_owns_what_follows_it() -> None:
     pair = pair_of("user", "Bearnote", sentence, mentions(sentence, names, "user", {}), names)
     assert pair is not None
     assert pair.between == " still use "  # not " for ": "my" owns the notes
+
+
+def test_a_name_opening_a_sentence_before_an_irregular_past_is_its_subject() -> None:
+    assert [n.name for n in names_in("Ysolde spent ten years in Tromsø")] == ["Ysolde", "Tromsø"]
+    assert [n.name for n in names_in("Congratulations on the move to Tromsø")] == ["Tromsø"]
+
+
+async def test_a_later_clause_that_borrows_the_subject_joins_it_to_its_own_place(
+    typer: RelationTyper,
+) -> None:
+    text = "Ysolde spent ten years in Tromsø before settling in Bergen"
+    assert await _typed(typer, text) == {
+        ("Ysolde", "LIVED_IN", "Tromsø"),
+        ("Ysolde", "LIVES_IN", "Bergen"),
+    }

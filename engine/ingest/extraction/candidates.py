@@ -58,7 +58,7 @@ _CONJOINED = re.compile(r"^\s*(?:and|&)\s*$", re.IGNORECASE)
 ("Rasmus and Halima work together at…", "Leopold and Imke have been friends")."""
 _BEFORE_NAME = re.compile(r"\s(?:(?:at|in|for|with|from|to|on)\s+)?(?=[A-Z])")
 """Where a predicate reaches a name (its object): the words before are what it says."""
-_CLAUSE_END = re.compile(r"[,;:.!?]|\s(?:and|but|so|because)\s")
+_CLAUSE_END = re.compile(r"[,;:.!?]|\s(?:and|but|so|because|before|after|then)\s")
 _NEGATED = re.compile(r"\b(?:not|never|no\s+longer|n't|nt)\b|n't\b", re.IGNORECASE)
 _FIGURATIVE = re.compile(
     r"\b(?:basically|practically|virtually|literally|pretty\s+much|might\s+as\s+well)\b",

@@ -83,9 +83,11 @@ _QUESTION_OPENERS = _words(
 )
 _SUBJECT_FOLLOWERS = _words(
     "and is was has had will can could would just also still never always said says did "
-    "does do went got made"
+    "does do went got made spent left took came grew met ran wrote bought sold kept found "
+    "began became taught built"
 )
-"""Words after a name that opens a sentence as its subject, besides verbs in -s and -ed."""
+"""Words after a name that opens a sentence as its subject, besides verbs in -s and -ed
+(and irregular pasts: "Wendelin spent…", "Ines grew up…")."""
 _APPOSITIVE = _words("who whose a an")
 """After an opener and its comma: a relative clause or an apposition about a name."""
 _CONNECTORS = _words("of de da del della di du van von der den la le y &")

@@ -239,6 +239,10 @@ def pair_of(
             options.append((implicit, second.start - first.end, first, second, a is first))
     # the ends as written first, then a clause's borrowed subject (`clauses`)
     for _, _, first, second, forward in sorted(options, key=lambda o: (o[0], o[1], o[2].start)):
+        if _borrowed_between(
+            first, second, said.get((source if forward else target).casefold(), [])
+        ):
+            continue  # "…in Akureyri before settling in Ålesund": the later clause joins them
         cut = _blocked(sentence, first, second, said, names, ends)
         if cut is None or opens_own_clause(sentence[cut : second.end]):
             continue
@@ -256,6 +260,14 @@ def pair_of(
             continue
         return Pair(source, target, sentence, sentence[cut : second.start], forward, first, second)
     return None
+
+
+def _borrowed_between(first: Span, second: Span, spans: list[Span]) -> bool:
+    """Whether the first end is said again, as a clause's borrowed subject, between the two
+    ends: that clause's words, not the whole stretch, join its subject to the second."""
+    return any(
+        s.start == s.end and s.pronoun and first.end < s.start <= second.start for s in spans
+    )
 
 
 def _blocked(

@@ -88,7 +88,7 @@ PROTOTYPES: dict[str, tuple[str, ...]] = {
         "is on the staff of",
     ),
     "LIVES_IN": ("lives in", "is living in", "has a home in", "moved to"),
-    "LIVED_IN": ("used to live in", "lived in before", "moved away from"),
+    "LIVED_IN": ("used to live in", "lived in before", "moved away from", "spent years in"),
     "FROM": ("is from", "grew up in", "was born in"),
     "STUDIES_AT": ("studies at", "is a student at", "is enrolled at", "goes to school at"),
     "STUDIED_AT": ("studied at", "graduated from"),
