@@ -2,8 +2,8 @@
 
     python -m benchmarks.relations                          # the rule extractor, tune and blind
     python -m benchmarks.relations --split tune --per-case
-    python -m benchmarks.relations --split holdout --per-case   # spent: may be read
-    python -m benchmarks.relations --split holdout2         # the held-out split: totals only
+    python -m benchmarks.relations --split holdout2 --per-case  # spent: may be read
+    python -m benchmarks.relations --split holdout3         # the held-out split: totals only
     python -m benchmarks.relations --llm-url http://127.0.0.1:8000/v1 --llm-model M   # the LLM path
     python -m benchmarks.relations --json
     python -m benchmarks.relations --no-typer            # the rules and untyped links alone
@@ -25,10 +25,15 @@ cases by a third annotator who read neither the extractor nor the other cases), 
 once, unread, after the typer was generalised on tune and blind (P 0.833 R 0.509, silent
 12/13, linked R 0.833), and is spent: it may now be read (`--per-case`) and tuned on.
 
-The honest test is `holdout2`, in `tests/fixtures/relation_holdout2.json` (same format,
-split "holdout2"), loaded only when `--split holdout2` asks for it and the file exists,
+`holdout2`, in `tests/fixtures/relation_holdout2.json` (same format, split "holdout2"; by
+an annotator who read neither the extractor nor the other cases), was scored once, unread,
+at 86c3491 (P 0.750 R 0.524, silent 12/13, linked R 0.921), and is spent: it may now be
+read (`--per-case`) and tuned on.
+
+The honest test is `holdout3`, in `tests/fixtures/relation_holdout3.json` (same format,
+split "holdout3"), loaded only when `--split holdout3` asks for it and the file exists,
 written by an annotator who read neither the extractor nor the other cases. It is scored,
-not read: `--split holdout2` prints totals only (no `--per-case`), and `--split both` (the
+not read: `--split holdout3` prints totals only (no `--per-case`), and `--split both` (the
 default) scores tune and blind alone.
 
 A produced relation matches an expected one when source, type and target are equal after
@@ -51,8 +56,8 @@ The "rules" row is the offline path (stop 43): the rules, the untyped links, the
 relation typer (`engine.ingest.extraction.relation_typer`, MiniLM) typing the links the
 rules left untyped, by the same `link_turn` as `extract_turn`; `--no-typer` scores the rules
 and links alone. The typer's threshold and margin were chosen on tune (after stop 44 on
-tune and blind together, after holdout's one score on all three); never on holdout2. The
-typed figures count typed relations of that output.
+tune and blind together, after holdout's one score on all three, since holdout2's on all
+four); never on holdout3. The typed figures count typed relations of that output.
 
 The LLM path is the same `OpenAICompatibleExtractor` the pipeline uses, against any server
 speaking the chat-completions protocol (`--llm-url`, `--llm-model`, `--llm-key`); without
@@ -90,11 +95,12 @@ from engine.ingest.speakers import spoken
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 FIXTURE = FIXTURES / "relation_sentences.json"
 HOLDOUT = FIXTURES / "relation_holdout.json"  # spent: may be read (see above)
-HOLDOUT2 = FIXTURES / "relation_holdout2.json"  # scored, never read (see above)
+HOLDOUT2 = FIXTURES / "relation_holdout2.json"  # spent: may be read (see above)
+HOLDOUT3 = FIXTURES / "relation_holdout3.json"  # scored, never read (see above)
 SPLITS = ("tune", "blind")  # what `--split both` scores
-# splits with their own file, opened only when asked (`--holdout`, `--holdout2` move them)
-OWN_FILES = {"holdout": HOLDOUT, "holdout2": HOLDOUT2}
-SEALED = ("holdout2",)  # scored for totals only: no `--per-case`
+# splits with their own file, opened only when asked (`--holdout`... flags move them)
+OWN_FILES = {"holdout": HOLDOUT, "holdout2": HOLDOUT2, "holdout3": HOLDOUT3}
+SEALED = ("holdout3",)  # scored for totals only: no `--per-case`
 
 Link = tuple[str, str, str]
 
@@ -276,6 +282,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--fixture", type=Path, default=FIXTURE)
     parser.add_argument("--holdout", type=Path, default=HOLDOUT)
     parser.add_argument("--holdout2", type=Path, default=HOLDOUT2)
+    parser.add_argument("--holdout3", type=Path, default=HOLDOUT3)
     parser.add_argument("--split", choices=(*SPLITS, *OWN_FILES, "both"), default="both")
     parser.add_argument("--per-case", action="store_true", help="misses and extras (stderr)")
     parser.add_argument("--llm-url", help="an OpenAI-compatible base URL: also score the LLM")
@@ -312,7 +319,7 @@ def chosen_cases(args: argparse.Namespace) -> tuple[tuple[str, ...], list[Case]]
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     splits, cases = chosen_cases(args)
-    per_case = args.per_case and args.split not in SEALED  # holdout2: totals only
+    per_case = args.per_case and args.split not in SEALED  # holdout3: totals only
     out: dict[str, Any] = {"fixture": split_file(args).name, "extractors": {}}
     async with httpx.AsyncClient() as http:
         # a Namespace built without the newer flags (tests) types, without timing
