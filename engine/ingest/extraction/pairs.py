@@ -48,6 +48,8 @@ _KIN_WORDS = sorted(
     key=lambda w: (-len(w), w),
 )
 _KIN_NOUN = "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in _KIN_WORDS)
+KIN_NOUN = _KIN_NOUN
+"""A relative's, a peer's or a pet's noun, as a regular expression's alternatives."""
 _MODIFIER = r"(?:(?!(?:and|or|but|at|in|from|is|was|best)\b)[\w-]+\s+)?"
 """One word before the relative's noun: "my older sister", "our new boss" (not "best": "best
 friend" is a noun of its own)."""

@@ -27,7 +27,10 @@ order:
    margin; the clause's tense (its words from its start: `clauses.tense`: "is studying",
    "used to", "lived in", "did her masters at"; an
    end said as a destination, "moved from Toruń to", is where the subject is now), when it
-   says one, picks between them. Peers (`PEERS`: colleagues, neighbours, roommates,
+   says one, picks between them; a `WORKS_AT` said in the past ("used to be at",
+   "worked together at") is no job now, and words that open with a relative's noun and go
+   on ("visiting her mum in", "wife) is from") are said of the relative (`_OF_RELATIVE`):
+   neither is typed. Peers (`PEERS`: colleagues, neighbours, roommates,
    friends) hold both ways: the speaker is their target, as for a relative, and they need
    `PEER_THRESHOLD`. Two co-subjects joined by "and" alone are joined by their shared
    predicate ("Rasmus and Halima work together at…").
@@ -49,6 +52,7 @@ one vector space only: with another embedder `RelationTyper` types nothing (`MOD
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -57,7 +61,7 @@ from engine.ingest.extraction.candidates import ORG, Candidate, candidates
 from engine.ingest.extraction.links import find_links
 from engine.ingest.extraction.lists import extend_lists
 from engine.ingest.extraction.names import evidence_of
-from engine.ingest.extraction.pairs import PERSONS
+from engine.ingest.extraction.pairs import KIN_NOUN, PERSONS
 from engine.ingest.extraction.types import ExtractedRelation, Extraction, TurnText
 from engine.ingest.extraction.workplaces import share_workplaces
 from engine.ports import Embedder, Vector
@@ -123,6 +127,12 @@ PEER_THRESHOLD = 0.5
 said before "i" ("Marrickville is way better than where i was") would be a neighbour on
 looser words. Chosen on tune, blind and holdout (0.5–0.6 score the same; 0.45 adds a
 false peer on tune)."""
+
+_OF_RELATIVE = re.compile(rf"^(?!best\b)(?:{KIN_NOUN})(?:['’]s)?\b(?!\s*$|\s+at\b)", re.IGNORECASE)
+"""Joining words that open with a relative's noun and go on ("mum in", "daughter's place
+in", "wife) is from", "boss is this woman"): what follows is said of the relative, not of
+the first end. The noun alone ("my best mate Benedek": "best" is its modifier) is the
+relative, and "manager at" a role at a workplace."""
 
 _PLACE = frozenset({"place", "name", "thing"})
 _SCHOOL = frozenset({"school"})
@@ -199,6 +209,10 @@ class RelationTyper:
             return None
         unfit = [v for k, v in scores.items() if k != NONE and k not in fits and k not in twins]
         if unfit and max(unfit) - fits[label] > UNFIT_MARGIN:  # "studies at Sierra State"
+            return None
+        if label == "WORKS_AT" and candidate.tense == "past":  # "used to be at": no job now
+            return None
+        if _OF_RELATIVE.match(candidate.text):  # "visiting her mum in Molde": the mum's
             return None
         if candidate.tense is not None and len(twins) == 2:  # "is studying" → STUDIES_AT
             label = twins[candidate.tense == "past"]
