@@ -56,3 +56,31 @@ def test_words_opening_with_a_relatives_noun_are_said_of_the_relative(
 async def test_a_place_said_of_a_relative_is_not_the_subjects_home(typer: RelationTyper) -> None:
     found = await _typed(typer, "Berenike is staying with her aunt in Tromsø for the summer")
     assert not {t for t in found if t[0] == "Berenike" and t[2] == "Tromsø"}
+
+
+@pytest.mark.parametrize(
+    ("text", "wrong"),
+    [
+        ("grew up in Tauranga but been in Perth nine years", ("user", "FROM", "Perth")),
+        (
+            "Quillfeather Ltd has its office in Leeds, which is where Ambrose moved",
+            ("Quillfeather Ltd", "BASED_IN", "Ambrose"),
+        ),
+    ],
+)
+async def test_words_that_cross_a_nearer_fitting_name_before_a_turn_type_nothing(
+    typer: RelationTyper, text: str, wrong: Triple
+) -> None:
+    assert wrong not in await _typed(typer, text)
+
+
+async def test_a_move_from_one_place_to_another_still_crosses_nothing(
+    typer: RelationTyper,
+) -> None:
+    found = await _typed(typer, "moved from Tartu to Pärnu last spring for a job at Lindvik Oy")
+    assert ("user", "LIVES_IN", "Pärnu") in found
+
+
+@pytest.mark.parametrize("verb", ["nearly enrolled", "almost enrolled"])
+async def test_what_nearly_happened_did_not(typer: RelationTyper, verb: str) -> None:
+    assert not await _typed(typer, f"I {verb} at Halvorsen College in 2020 but changed my mind")

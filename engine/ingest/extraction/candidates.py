@@ -66,6 +66,9 @@ _FIGURATIVE = re.compile(
 )
 """Words that make a verb a figure of speech ("I basically live in Excel", "I practically
 work at the Starbucks"): what follows is not the fact it says."""
+_NEARLY = re.compile(r"\b(?:nearly|almost)\s+(?:\w+ed|went|took|got|left|quit)\b", re.I)
+"""A past verb said to have nearly happened ("I nearly enrolled at", "she almost took the
+job at"): it did not."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +83,8 @@ class Candidate:
     """"past" or "present" when the clause says which (`clauses.tense`)."""
     speaker: str = ""
     """The node of who said it ("user", or a named speaker's)."""
+    crossed: frozenset[str] = frozenset()
+    """The kinds of the other names said between the ends (`_crossed`)."""
 
 
 def candidates(
@@ -177,7 +182,31 @@ def _candidate(pair: Pair, ends: tuple[str, str], types: dict[str, str], speaker
         words = re.findall(r"[\w'’]+", predicate)
         if words and words[0].casefold() not in _GLUE:  # a verb, not "…and Mireille at the"
             text = predicate.strip()
-    return Candidate(pair, kinds, text, tense(said_in, pair.between), speaker)
+    crossed = _crossed(pair, ends, types)
+    return Candidate(pair, kinds, text, tense(said_in, pair.between), speaker, crossed)
+
+
+_DEFINITE = frozenset({"person", "place", "organisation", "school", "tool", "book", "pet"})
+_TURN = r"\s*,?\s+(?:but|which|where|who|whose)\b"
+"""After a name, a contrast or a relative clause: what follows is said of that name, or
+against it ("…in Whanganui but been in", "…in Brno, which is where"), not of the first
+end with the same words."""
+
+
+def _crossed(pair: Pair, ends: tuple[str, str], types: dict[str, str]) -> frozenset[str]:
+    """The kinds (a name finder's cue, not an untyped name) of the other names of the turn
+    said between the two ends before a contrast or a relative clause (`_TURN`: "born in
+    Whanganui but been in Adelaide": a place). A move's "from Toruń to Gdańsk" crosses
+    nothing: its origin is no nearer end of another clause."""
+    between = pair.between.casefold()
+    skip = {e.casefold() for e in ends}
+    return frozenset(
+        kind
+        for node, kind in types.items()
+        if kind in _DEFINITE
+        and node not in skip
+        and re.search(rf"(?<!\w){re.escape(node)}(?:['’]s)?{_TURN}", between)
+    )
 
 
 def _relatives_are_people(types: dict[str, str], relation: ExtractedRelation) -> None:
@@ -210,11 +239,11 @@ def _kind(types: dict[str, str], node: str, span: Span, sentence: str) -> str:
 
 def _stated(pair: Pair) -> bool:
     """Whether the piece joining the ends states a fact: not negated, not a figure of
-    speech, not conditional, modal or reported."""
+    speech, not what nearly happened, not conditional, modal or reported."""
     text = pair.sentence
     left = text.rfind(",", 0, pair.first.start) + 1
     piece = text[left : pair.second.end]
-    if _NEGATED.search(piece) or _FIGURATIVE.search(piece):
+    if _NEGATED.search(piece) or _FIGURATIVE.search(piece) or _NEARLY.search(piece):
         return False
     return states_fact(piece, pair.first.start - left)
 

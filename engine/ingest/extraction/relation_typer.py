@@ -7,8 +7,9 @@ order:
 
 1. **Guards.** The comma-piece from the first end to the second is dropped when it is
    negated ("I'm not from Texas", "don't work at … anymore"), a figure of speech ("I
-   basically live in Excel"), conditional, modal or reported (the rules' guards,
-   `rules.reading.states_fact`); questions never became links.
+   basically live in Excel"), what nearly happened ("I nearly enrolled at"), conditional,
+   modal or reported (the rules' guards, `rules.reading.states_fact`); questions never
+   became links.
 2. **Kin by noun.** "his daughter Mila", "Ola's mum Jadwiga", "my cat Miso": the relative's
    noun names the type (`DAUGHTER_OF`, `MOTHER_OF`, `PET_OF`), as in the rules' lexicon.
 3. **Verbs by meaning.** The words between the two ends ("'ve been living in", "is
@@ -30,7 +31,9 @@ order:
    says one, picks between them; a `WORKS_AT` said in the past ("used to be at",
    "worked together at") is no job now, and words that open with a relative's noun and go
    on ("visiting her mum in", "wife) is from") are said of the relative (`_OF_RELATIVE`):
-   neither is typed. Peers (`PEERS`: colleagues, neighbours, roommates,
+   neither is typed, nor is a type whose words cross a nearer name it fits before a
+   contrast or a relative clause ("born in Whanganui but been in Adelaide": `crossed`).
+   Peers (`PEERS`: colleagues, neighbours, roommates,
    friends) hold both ways: the speaker is their target, as for a relative, and they need
    `PEER_THRESHOLD`. Two co-subjects joined by "and" alone are joined by their shared
    predicate ("Rasmus and Halima work together at…").
@@ -210,6 +213,8 @@ class RelationTyper:
         unfit = [v for k, v in scores.items() if k != NONE and k not in fits and k not in twins]
         if unfit and max(unfit) - fits[label] > UNFIT_MARGIN:  # "studies at Sierra State"
             return None
+        if candidate.crossed & FITS[label.lstrip("~")][1 - label.startswith("~")]:
+            return None  # a nearer name fits: "born in Whanganui but been in Adelaide"
         if label == "WORKS_AT" and candidate.tense == "past":  # "used to be at": no job now
             return None
         if _OF_RELATIVE.match(candidate.text):  # "visiting her mum in Molde": the mum's
