@@ -84,3 +84,23 @@ async def test_a_move_from_one_place_to_another_still_crosses_nothing(
 @pytest.mark.parametrize("verb", ["nearly enrolled", "almost enrolled"])
 async def test_what_nearly_happened_did_not(typer: RelationTyper, verb: str) -> None:
     assert not await _typed(typer, f"I {verb} at Halvorsen College in 2020 but changed my mind")
+
+
+@pytest.mark.parametrize(
+    ("text", "thing"),
+    [
+        (
+            "Ingeborg and I worked together at Kestrelby for years, now she's at Morrow Health",
+            "Kestrelby",
+        ),
+        (
+            "Pernille works for Brightwater Capital, which is based out of Exeter, but she's "
+            "fully remote from her place in Truro",
+            "Exeter",
+        ),
+    ],
+)
+async def test_a_place_or_an_organisation_is_no_ones_employee_or_resident(
+    typer: RelationTyper, text: str, thing: str
+) -> None:
+    assert not {t for t in await _typed(typer, text) if t[0] == thing}

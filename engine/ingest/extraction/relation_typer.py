@@ -37,9 +37,11 @@ order:
    friends) hold both ways: the speaker is their target, as for a relative, and they need
    `PEER_THRESHOLD`. Two co-subjects joined by "and" alone are joined by their shared
    predicate ("Rasmus and Halima work together at…").
-4. **Lists.** A name listed after a typed relation's end ("brighton, then bristol",
+4. **Kinds agree.** A typed relation whose source must be a person is dropped when the
+   turn reads that source as a place or an organisation (`_kinds_agree`).
+5. **Lists.** A name listed after a typed relation's end ("brighton, then bristol",
    "Dario and Femke") gets the same relation (`lists`).
-5. **Shared workplaces.** One's manager, report or colleague said working at a place in
+6. **Shared workplaces.** One's manager, report or colleague said working at a place in
    the same sentence works there too (`workplaces`).
 
 Which words join two ends (`pairs`) follows the clauses (`clauses`): not across a clause
@@ -241,6 +243,13 @@ class RelationTyper:
                 relation = self.choose(candidate, score)
                 if relation is not None:
                     chosen[i] = relation
+        said = {
+            end.casefold()
+            for _, c in pending
+            for end, kind in zip((c.pair.source, c.pair.target), _ends_kinds(c), strict=True)
+            if kind in _THINGS
+        }
+        chosen = _kinds_agree(chosen, found.relations, said)
         relations = [chosen.get(i, r) for i, r in enumerate(found.relations)]
         relations = extend_lists(relations, {e.name.casefold(): e.type for e in found.entities})
         relations = share_workplaces(relations)
@@ -255,6 +264,39 @@ async def link_turn(
     links it can type."""
     linked = find_links(messages, found)
     return linked if typer is None else await typer.type_links(messages, linked)
+
+
+_PLACED = frozenset({"LIVES_IN", "LIVED_IN", "FROM", "BASED_IN"})
+_AT_ORG = frozenset({"WORKS_AT", "STUDIES_AT", "STUDIED_AT"})
+_THINGS = frozenset({"place", "organisation", "school"})
+
+
+def _ends_kinds(candidate: Candidate) -> tuple[str, str]:
+    """The kinds of a candidate's link's source and target (`types` is in said order)."""
+    return candidate.types if candidate.pair.forward else candidate.types[::-1]
+
+
+def _kinds_agree(
+    chosen: dict[int, ExtractedRelation],
+    found: Sequence[ExtractedRelation],
+    said: set[str],
+) -> dict[int, ExtractedRelation]:
+    """`chosen` without the relations whose source needs a person but is a place or an
+    organisation: by another typed relation of the turn ("…based out of Salisbury, but
+    she's fully remote from her place in Bangor": Salisbury lives nowhere), or as read
+    in another pair of the turn (`said`, the nodes read as places or organisations:
+    "worked at Glimmerhall…, now she's at Thornapple")."""
+    typed = [*chosen.values(), *(r for i, r in enumerate(found) if i not in chosen)]
+    things = {r.target.casefold() for r in typed if r.type in _PLACED | _AT_ORG}
+    things |= said
+    things |= {r.source.casefold() for r in typed if r.type == "BASED_IN"}
+    return {
+        i: r
+        for i, r in chosen.items()
+        if r.type not in FITS
+        or "person" not in FITS[r.type][0]
+        or r.source.casefold() not in things
+    }
 
 
 def _fits(label: str, types: tuple[str, str]) -> bool:
