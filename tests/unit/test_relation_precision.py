@@ -104,3 +104,8 @@ async def test_a_place_or_an_organisation_is_no_ones_employee_or_resident(
     typer: RelationTyper, text: str, thing: str
 ) -> None:
     assert not {t for t in await _typed(typer, text) if t[0] == thing}
+
+
+async def test_a_name_reached_by_off_or_onto_is_no_home(typer: RelationTyper) -> None:
+    found = await _typed(typer, "we moved the whole office off Basecamp last year, so much better")
+    assert not {t for t in found if t[1] in ("LIVES_IN", "LIVED_IN", "FROM")}

@@ -31,8 +31,10 @@ order:
    says one, picks between them; a `WORKS_AT` said in the past ("used to be at",
    "worked together at") is no job now, and words that open with a relative's noun and go
    on ("visiting her mum in", "wife) is from") are said of the relative (`_OF_RELATIVE`):
-   neither is typed, nor is a type whose words cross a nearer name it fits before a
-   contrast or a relative clause ("born in Whanganui but been in Adelaide": `crossed`).
+   neither is typed, nor a home, origin or office reached by "off", "onto", "with"…
+   (`_NOT_TO_A_PLACE`: "moved the team off Trello"), nor a type whose words cross a
+   nearer name it fits before a contrast or a relative clause ("born in Whanganui but
+   been in Adelaide": `crossed`).
    Peers (`PEERS`: colleagues, neighbours, roommates,
    friends) hold both ways: the speaker is their target, as for a relative, and they need
    `PEER_THRESHOLD`. Two co-subjects joined by "and" alone are joined by their shared
@@ -139,6 +141,10 @@ in", "wife) is from", "boss is this woman"): what follows is said of the relativ
 the first end. The noun alone ("my best mate Benedek": "best" is its modifier) is the
 relative, and "manager at" a role at a workplace."""
 
+_NOT_TO_A_PLACE = re.compile(r"\b(?:off|onto|with|about|over|for)$", re.IGNORECASE)
+"""Joining words that reach the second end by a preposition no place is reached by for a
+home, an origin or an office ("moved the team off", "moved everything onto")."""
+
 _PLACE = frozenset({"place", "name", "thing"})
 _SCHOOL = frozenset({"school"})
 _STUDY = frozenset({"STUDIES_AT", "STUDIED_AT"})
@@ -217,6 +223,8 @@ class RelationTyper:
             return None
         if candidate.crossed & FITS[label.lstrip("~")][1 - label.startswith("~")]:
             return None  # a nearer name fits: "born in Whanganui but been in Adelaide"
+        if label in _PLACED and _NOT_TO_A_PLACE.search(candidate.text):
+            return None  # "moved the whole team off Trello": a tool, not a home
         if label == "WORKS_AT" and candidate.tense == "past":  # "used to be at": no job now
             return None
         if _OF_RELATIVE.match(candidate.text):  # "visiting her mum in Molde": the mum's
