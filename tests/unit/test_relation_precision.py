@@ -109,3 +109,9 @@ async def test_a_place_or_an_organisation_is_no_ones_employee_or_resident(
 async def test_a_name_reached_by_off_or_onto_is_no_home(typer: RelationTyper) -> None:
     found = await _typed(typer, "we moved the whole office off Basecamp last year, so much better")
     assert not {t for t in found if t[1] in ("LIVES_IN", "LIVED_IN", "FROM")}
+
+
+async def test_words_in_brackets_after_a_name_are_an_aside(typer: RelationTyper) -> None:
+    found = await _typed(typer, "Ottavia (my wife) is from Bergamo and still cheers for Atalanta")
+    assert ("Ottavia", "FROM", "Bergamo") in found
+    assert ("user", "FROM", "Bergamo") not in found

@@ -85,9 +85,12 @@ _COPULA = re.compile(
 _WITH_COPULA = re.compile(r"^(?:i['’]?m|we['’]re)$", re.IGNORECASE)
 """A first person said with its copula ("I'm Walburga's sister"): the words between hold
 none."""
-_ASIDE = re.compile(r"\s*,\s*(?:who|whom|whose|which|where)\b[^,]*,\s*", re.IGNORECASE)
-"""A relative clause set off by commas right after the first end: an aside, whose names
-do not keep the ends apart and whose words do not join them."""
+_ASIDE = re.compile(
+    r"\s*,\s*(?:who|whom|whose|which|where)\b[^,]*,\s*|\s*\([^()]*\)\s*", re.IGNORECASE
+)
+"""A relative clause set off by commas, or any words in brackets, right after the first
+end: an aside ("Ifeoma (my wife) is from"), whose names do not keep the ends apart and
+whose words do not join them."""
 _REGION = re.compile(r"^\s*,\s*$")
 _POSSESSIVES = frozenset({"my", "our", "his", "her", "their"})
 _GLUE_ONLY = re.compile(r"^\s*(?:(?:at|in|on|of|for|from|to|with|by|near|the|a|an)\s+)*$", re.I)
