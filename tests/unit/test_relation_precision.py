@@ -115,3 +115,8 @@ async def test_words_in_brackets_after_a_name_are_an_aside(typer: RelationTyper)
     found = await _typed(typer, "Ottavia (my wife) is from Bergamo and still cheers for Atalanta")
     assert ("Ottavia", "FROM", "Bergamo") in found
     assert ("user", "FROM", "Bergamo") not in found
+
+
+async def test_the_words_joining_the_ends_start_after_a_colon(typer: RelationTyper) -> None:
+    found = await _typed(typer, "been on a massive sci-fi kick lately: read Tallow Embers")
+    assert ("user", "READ", "Tallow Embers") in found

@@ -286,8 +286,10 @@ def _says_is(pair: Pair) -> bool:
 
 def _text(pair: Pair) -> str:
     """The words that join the two ends, as embedded ("and" when nothing does), after the
-    "is" a first end's "'s" may be (`_says_is`)."""
+    "is" a first end's "'s" may be (`_says_is`), from the last colon or semicolon ("on a
+    sci-fi kick: read": what comes before it is another statement)."""
     between = re.sub(r"^['’]s\b", "", pair.between).strip(" ,()")
+    between = re.split(r"[:;]\s", between)[-1]  # "on a sci-fi kick: read" → "read"
     if _says_is(pair):
         between = f"is {between}"
     return between or "and"
