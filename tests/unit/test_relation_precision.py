@@ -120,3 +120,8 @@ async def test_words_in_brackets_after_a_name_are_an_aside(typer: RelationTyper)
 async def test_the_words_joining_the_ends_start_after_a_colon(typer: RelationTyper) -> None:
     found = await _typed(typer, "been on a massive sci-fi kick lately: read Tallow Embers")
     assert ("user", "READ", "Tallow Embers") in found
+
+
+async def test_a_names_s_before_a_possessive_is_is(typer: RelationTyper) -> None:
+    found = await _typed(typer, "Radka's my neighbour, she grows tomatoes on the balcony")
+    assert ("Radka", "NEIGHBOUR_OF", "user") in found

@@ -259,12 +259,21 @@ def pair_of(
             continue
         if _after_region(sentence, first, second, said, names, ends):
             continue
-        if _GLUE_ONLY.match(sentence[cut : second.start]) and (
-            sentence[second.start : second.end].casefold() in _POSSESSIVES
+        if (
+            _GLUE_ONLY.match(sentence[cut : second.start])
+            and sentence[second.start : second.end].casefold() in _POSSESSIVES
+            and not _is_contracted(sentence, first, second)
         ):  # "Logseq for my own notes": "my" is the notes' possessor, not the verb's object
             continue
         return Pair(source, target, sentence, sentence[cut : second.start], forward, first, second)
     return None
+
+
+def _is_contracted(sentence: str, first: Span, second: Span) -> bool:
+    """Whether the first end is a name whose "'s" is "is" before the second, a possessive
+    ("Bohdan's my coworker": no possessive follows a possessive)."""
+    said = sentence[first.start : first.end]
+    return said.endswith(("'s", "’s")) and not sentence[first.end : second.start].strip()
 
 
 def _borrowed_between(first: Span, second: Span, spans: list[Span]) -> bool:
@@ -345,6 +354,7 @@ def kin_of(pair: Pair) -> str | None:
         possessor = closer.endswith(("'s", "’s")) or closer in _POSSESSIVES
         apposed = bool(_COPULA.search(pair.between)) or pair.between.strip() in (",", "(")
         apposed = apposed or (bool(_WITH_COPULA.match(opener)) and not pair.between.strip())
+        apposed = apposed or _is_contracted(text, pair.first, pair.second)
         if not (apposed and possessor and after):  # "is my neighbour", "Biscuit, our beagle"
             return None
         m = after
