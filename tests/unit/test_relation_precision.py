@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
+from engine.ingest.extraction.homes import share_homes
 from engine.ingest.extraction.relation_typer import _OF_RELATIVE, RelationTyper, link_turn
 from engine.ingest.extraction.rules import RuleBasedExtractor
-from engine.ingest.extraction.types import UNTYPED, ExtractionPolicy, TurnText
+from engine.ingest.extraction.types import UNTYPED, ExtractedRelation, ExtractionPolicy, TurnText
 
 Triple = tuple[str, str, str]
 
@@ -125,3 +126,22 @@ async def test_the_words_joining_the_ends_start_after_a_colon(typer: RelationTyp
 async def test_a_names_s_before_a_possessive_is_is(typer: RelationTyper) -> None:
     found = await _typed(typer, "Radka's my neighbour, she grows tomatoes on the balcony")
     assert ("Radka", "NEIGHBOUR_OF", "user") in found
+
+
+def test_who_lives_somewhere_with_one_lives_there_too() -> None:
+    said = "my brother Aurel lives in Cluj with his wife, Ilinca, and two cats"
+    other = "my brother Aurel lives in Cluj and Ilinca visits sometimes"
+    relations = [
+        ExtractedRelation("Aurel", "LIVES_IN", "Cluj", said),
+        ExtractedRelation("Ilinca", "RELATED", "Cluj", said),
+        ExtractedRelation("Aurel", "LIVES_IN", "Cluj", other),
+        ExtractedRelation("Ilinca", "RELATED", "Cluj", other),
+    ]
+    out = share_homes(relations)
+    assert out[1] == ExtractedRelation("Ilinca", "LIVES_IN", "Cluj", said)
+    assert out[3].type == "RELATED"  # no "with": a visitor is no resident
+
+
+async def test_a_home_said_with_a_relative_is_the_relatives_too(typer: RelationTyper) -> None:
+    found = await _typed(typer, "my son Teodor lives in Brașov with his girlfriend Oana")
+    assert ("Oana", "LIVES_IN", "Brașov") in found

@@ -205,6 +205,7 @@ def _crossed(pair: Pair, ends: tuple[str, str], types: dict[str, str]) -> frozen
         for node, kind in types.items()
         if kind in _DEFINITE
         and node not in skip
+        and node in between  # cheap before the pattern
         and re.search(rf"(?<!\w){re.escape(node)}(?:['’]s)?{_TURN}", between)
     )
 

@@ -45,6 +45,8 @@ order:
    "Dario and Femke") gets the same relation (`lists`).
 6. **Shared workplaces.** One's manager, report or colleague said working at a place in
    the same sentence works there too (`workplaces`).
+7. **Shared homes.** One said after "<place> with" in a sentence typing another's home
+   there lives there too ("lives in Nantes with her partner, Elouan": `homes`).
 
 Which words join two ends (`pairs`) follows the clauses (`clauses`): not across a clause
 that says its own subject, a subject-less clause borrowing the sentence's subject, a
@@ -65,6 +67,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from engine.ingest.extraction.candidates import ORG, Candidate, candidates
+from engine.ingest.extraction.homes import share_homes
 from engine.ingest.extraction.links import find_links
 from engine.ingest.extraction.lists import extend_lists
 from engine.ingest.extraction.names import evidence_of
@@ -260,7 +263,7 @@ class RelationTyper:
         chosen = _kinds_agree(chosen, found.relations, said)
         relations = [chosen.get(i, r) for i, r in enumerate(found.relations)]
         relations = extend_lists(relations, {e.name.casefold(): e.type for e in found.entities})
-        relations = share_workplaces(relations)
+        relations = share_homes(share_workplaces(relations))
         return Extraction(list(found.facts), list(found.entities), relations)
 
 
