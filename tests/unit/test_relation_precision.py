@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
+from engine.ingest.extraction.appositives import appositive_kin
 from engine.ingest.extraction.homes import share_homes
 from engine.ingest.extraction.relation_typer import _OF_RELATIVE, RelationTyper, link_turn
 from engine.ingest.extraction.rules import RuleBasedExtractor
@@ -145,3 +146,24 @@ def test_who_lives_somewhere_with_one_lives_there_too() -> None:
 async def test_a_home_said_with_a_relative_is_the_relatives_too(typer: RelationTyper) -> None:
     found = await _typed(typer, "my son Teodor lives in Brașov with his girlfriend Oana")
     assert ("Oana", "LIVES_IN", "Brașov") in found
+
+
+@pytest.mark.parametrize(
+    ("text", "kin"),
+    [
+        ("a cousin of mine, Ruairí, just moved to Galway", ("Ruairí", "COUSIN_OF", "user")),
+        ("the woman next door, Hedda, waters our plants", ("Hedda", "NEIGHBOUR_OF", "user")),
+        ("Hedda, an old colleague of mine, waters our plants", ("Hedda", "COLLEAGUE_OF", "user")),
+    ],
+)
+async def test_a_relative_named_in_apposition(typer: RelationTyper, text: str, kin: Triple) -> None:
+    assert kin in await _typed(typer, text)
+
+
+def test_an_apposition_needs_its_comma_and_the_speakers_words() -> None:
+    said = "the woman next door and Hedda water our plants"
+    links = [ExtractedRelation("user", "MENTIONS", "Hedda", said)]
+    assert appositive_kin([TurnText("user", said)], links) == links
+    apposed = "the woman next door, Hedda, waters our plants"
+    links = [ExtractedRelation("user", "MENTIONS", "Hedda", apposed)]
+    assert appositive_kin([TurnText("assistant", apposed)], links) == links  # unnamed: unread

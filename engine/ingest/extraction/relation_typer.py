@@ -41,11 +41,13 @@ order:
    predicate ("Rasmus and Halima work together at…").
 4. **Kinds agree.** A typed relation whose source must be a person is dropped when the
    turn reads that source as a place or an organisation (`_kinds_agree`).
-5. **Lists.** A name listed after a typed relation's end ("brighton, then bristol",
+5. **Apposed relatives.** A name set off by a comma beside "the guy next door" or "a
+   friend of mine" is the speaker's relative (`appositives`).
+6. **Lists.** A name listed after a typed relation's end ("brighton, then bristol",
    "Dario and Femke") gets the same relation (`lists`).
-6. **Shared workplaces.** One's manager, report or colleague said working at a place in
+7. **Shared workplaces.** One's manager, report or colleague said working at a place in
    the same sentence works there too (`workplaces`).
-7. **Shared homes.** One said after "<place> with" in a sentence typing another's home
+8. **Shared homes.** One said after "<place> with" in a sentence typing another's home
    there lives there too ("lives in Nantes with her partner, Elouan": `homes`).
 
 Which words join two ends (`pairs`) follows the clauses (`clauses`): not across a clause
@@ -66,6 +68,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from engine.ingest.extraction.appositives import appositive_kin
 from engine.ingest.extraction.candidates import ORG, Candidate, candidates
 from engine.ingest.extraction.homes import share_homes
 from engine.ingest.extraction.links import find_links
@@ -263,7 +266,7 @@ class RelationTyper:
         chosen = _kinds_agree(chosen, found.relations, said)
         relations = [chosen.get(i, r) for i, r in enumerate(found.relations)]
         relations = extend_lists(relations, {e.name.casefold(): e.type for e in found.entities})
-        relations = share_homes(share_workplaces(relations))
+        relations = share_homes(share_workplaces(appositive_kin(messages, relations)))
         return Extraction(list(found.facts), list(found.entities), relations)
 
 
