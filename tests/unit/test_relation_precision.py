@@ -167,3 +167,11 @@ def test_an_apposition_needs_its_comma_and_the_speakers_words() -> None:
     apposed = "the woman next door, Hedda, waters our plants"
     links = [ExtractedRelation("user", "MENTIONS", "Hedda", apposed)]
     assert appositive_kin([TurnText("assistant", apposed)], links) == links  # unnamed: unread
+
+
+async def test_a_book_read_as_it_is_the_name_said_last_before_it(typer: RelationTyper) -> None:
+    found = await _typed(typer, "Wendeline lent me Gravel Psalms and I read it in one sitting")
+    assert ("user", "READ", "Gravel Psalms") in found
+    assert ("user", "READ", "Wendeline") not in found
+    unread = await _typed(typer, "Wendeline lent me Gravel Psalms but I haven't opened it")
+    assert not {t for t in unread if t[1] == "READ"}

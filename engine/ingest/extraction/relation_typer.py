@@ -43,11 +43,13 @@ order:
    turn reads that source as a place or an organisation (`_kinds_agree`).
 5. **Apposed relatives.** A name set off by a comma beside "the guy next door" or "a
    friend of mine" is the speaker's relative (`appositives`).
-6. **Lists.** A name listed after a typed relation's end ("brighton, then bristol",
+6. **Books read as "it".** "…lent me Ashes of Verrin and I read it": the name said last
+   before "I read it" is what the speaker read (`books`).
+7. **Lists.** A name listed after a typed relation's end ("brighton, then bristol",
    "Dario and Femke") gets the same relation (`lists`).
-7. **Shared workplaces.** One's manager, report or colleague said working at a place in
+8. **Shared workplaces.** One's manager, report or colleague said working at a place in
    the same sentence works there too (`workplaces`).
-8. **Shared homes.** One said after "<place> with" in a sentence typing another's home
+9. **Shared homes.** One said after "<place> with" in a sentence typing another's home
    there lives there too ("lives in Nantes with her partner, Elouan": `homes`).
 
 Which words join two ends (`pairs`) follows the clauses (`clauses`): not across a clause
@@ -69,6 +71,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from engine.ingest.extraction.appositives import appositive_kin
+from engine.ingest.extraction.books import read_it
 from engine.ingest.extraction.candidates import ORG, Candidate, candidates
 from engine.ingest.extraction.homes import share_homes
 from engine.ingest.extraction.links import find_links
@@ -265,7 +268,8 @@ class RelationTyper:
         }
         chosen = _kinds_agree(chosen, found.relations, said)
         relations = [chosen.get(i, r) for i, r in enumerate(found.relations)]
-        relations = extend_lists(relations, {e.name.casefold(): e.type for e in found.entities})
+        kinds = {e.name.casefold(): e.type for e in found.entities}
+        relations = extend_lists(read_it(messages, relations, kinds), kinds)
         relations = share_homes(share_workplaces(appositive_kin(messages, relations)))
         return Extraction(list(found.facts), list(found.entities), relations)
 
