@@ -175,3 +175,9 @@ async def test_a_book_read_as_it_is_the_name_said_last_before_it(typer: Relation
     assert ("user", "READ", "Wendeline") not in found
     unread = await _typed(typer, "Wendeline lent me Gravel Psalms but I haven't opened it")
     assert not {t for t in unread if t[1] == "READ"}
+
+
+async def test_a_manager_said_by_a_noun_alone_is_the_end_after_it(typer: RelationTyper) -> None:
+    found = await _typed(typer, "new team lead started monday, Ekaterina Volkova, seems nice")
+    assert ("Ekaterina Volkova", "MANAGER_OF", "user") in found
+    assert ("user", "MANAGER_OF", "Ilse") in await _typed(typer, "i manage Ilse these days")

@@ -23,7 +23,8 @@ order:
    `BASED_IN` a place…, as the name finder's cues say; an untyped name fits either). A
    school as the second end adds `SCHOOL_PRIOR` to the study types. The
    source is the end said first, except for types written the other way round ("reports
-   to": the second end `MANAGER_OF` the first). Types that differ by tense only
+   to": the second end `MANAGER_OF` the first; so too a manager said by a noun with no
+   verb, `_BOSS_NOUN`: "new team lead started today, Benedikt"). Types that differ by tense only
    (`TENSES`: `LIVES_IN`/`LIVED_IN`, `STUDIES_AT`/`STUDIED_AT`) compete as one for the
    margin; the clause's tense (its words from its start: `clauses.tense`: "is studying",
    "used to", "lived in", "did her masters at"; an
@@ -150,6 +151,13 @@ in", "wife) is from", "boss is this woman"): what follows is said of the relativ
 the first end. The noun alone ("my best mate Benedek": "best" is its modifier) is the
 relative, and "manager at" a role at a workplace."""
 
+_BOSS_NOUN = re.compile(
+    r"^(?!.*\b(?:manage[sd]?|managing|run|runs|ran|running)\b)"
+    r".*\b(?:boss|manager|supervisor|lead|head)\b",
+    re.IGNORECASE,
+)
+"""Words that say managing by a noun alone, no verb ("new team lead started today,"):
+the end said after the noun is the manager, whichever is said first."""
 _NOT_TO_A_PLACE = re.compile(r"\b(?:off|onto|with|about|over|for)$", re.IGNORECASE)
 """Joining words that reach the second end by a preposition no place is reached by for a
 home, an origin or an office ("moved the team off", "moved everything onto")."""
@@ -244,6 +252,8 @@ class RelationTyper:
         first, second = (pair.source, pair.target) if pair.forward else (pair.target, pair.source)
         if label.startswith("~"):
             first, second, label = second, first, label[1:]
+        elif label == "MANAGER_OF" and _BOSS_NOUN.search(candidate.text):
+            first, second = second, first  # "new team lead started today, Benedikt…"
         if label in PEERS and first.casefold() == candidate.speaker:
             first, second = second, first
         return ExtractedRelation(first, label, second, evidence_of(pair.sentence))
