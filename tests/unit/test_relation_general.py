@@ -14,21 +14,12 @@ from engine.ingest.extraction.relation_typer import RelationTyper, link_turn
 from engine.ingest.extraction.rules import RuleBasedExtractor
 from engine.ingest.extraction.types import UNTYPED, ExtractedRelation, ExtractionPolicy, TurnText
 from engine.ingest.extraction.workplaces import share_workplaces
-
-Triple = tuple[str, str, str]
+from tests.support.relations import Triple, typed
 
 
 @pytest.fixture
 def typer(minilm: LocalMiniLMEmbedder) -> RelationTyper:
     return RelationTyper(minilm)
-
-
-async def _typed(typer: RelationTyper, *texts: str) -> set[Triple]:
-    said = [TurnText("user", t) for t in texts]
-    found = await link_turn(
-        said, await RuleBasedExtractor().extract(said, ExtractionPolicy()), typer
-    )
-    return {(r.source, r.type, r.target) for r in found.relations if r.type not in UNTYPED}
 
 
 def test_the_speaker_with_a_copula_is_the_relative_of_a_possessor() -> None:
@@ -77,14 +68,14 @@ def test_he_after_a_possessor_of_a_relative_is_the_relative() -> None:
 async def test_a_contracted_is_after_a_name_joins_it_to_a_place(
     typer: RelationTyper, text: str, expected: set[Triple]
 ) -> None:
-    assert expected <= await _typed(typer, text)
+    assert expected <= await typed(typer, text)
 
 
 async def test_a_name_in_a_relatives_relation_is_a_person_not_an_organisation(
     typer: RelationTyper,
 ) -> None:
     text = "Gwendolyn is Osric's aunt, she works at the library on Harbour Street"
-    got = await _typed(typer, text)
+    got = await typed(typer, text)
     assert ("Gwendolyn", "AUNT_OF", "Osric") in got
     assert not any(t == "BASED_IN" for _, t, _ in got)  # a person is based nowhere
 
@@ -97,7 +88,7 @@ async def test_a_name_in_a_relatives_relation_is_a_person_not_an_organisation(
     ],
 )
 async def test_a_plan_not_carried_out_states_nothing(typer: RelationTyper, text: str) -> None:
-    assert await _typed(typer, text) == set()
+    assert await typed(typer, text) == set()
 
 
 @pytest.mark.parametrize(
@@ -121,7 +112,7 @@ async def test_a_plan_not_carried_out_states_nothing(typer: RelationTyper, text:
 async def test_peers_by_verb_by_noun_and_by_a_shared_predicate(
     typer: RelationTyper, text: str, expected: set[Triple]
 ) -> None:
-    assert await _typed(typer, text) == expected
+    assert await typed(typer, text) == expected
 
 
 @pytest.mark.parametrize(
@@ -132,7 +123,7 @@ async def test_peers_by_verb_by_noun_and_by_a_shared_predicate(
     ],
 )
 async def test_no_peers_from_objects_or_loose_words(typer: RelationTyper, text: str) -> None:
-    assert await _typed(typer, text) == set()
+    assert await typed(typer, text) == set()
 
 
 def test_names_joined_by_and_at_a_clause_start_are_co_subjects() -> None:
@@ -243,7 +234,7 @@ async def test_relatives_of_a_person_named_in_an_earlier_message(
 async def test_objects_subjects_and_events_the_words_do_not_make_a_relation(
     typer: RelationTyper, text: str, expected: set[Triple]
 ) -> None:
-    assert await _typed(typer, text) == expected
+    assert await typed(typer, text) == expected
 
 
 def test_a_moves_origin_is_where_the_subject_was() -> None:
@@ -268,7 +259,7 @@ async def test_a_later_clause_that_borrows_the_subject_joins_it_to_its_own_place
     typer: RelationTyper,
 ) -> None:
     text = "Ysolde spent ten years in Tromsø before settling in Bergen"
-    assert await _typed(typer, text) == {
+    assert await typed(typer, text) == {
         ("Ysolde", "LIVED_IN", "Tromsø"),
         ("Ysolde", "LIVES_IN", "Bergen"),
     }

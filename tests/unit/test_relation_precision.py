@@ -9,11 +9,9 @@ import pytest
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.ingest.extraction.appositives import appositive_kin
 from engine.ingest.extraction.homes import share_homes
-from engine.ingest.extraction.relation_typer import _OF_RELATIVE, RelationTyper, link_turn
-from engine.ingest.extraction.rules import RuleBasedExtractor
-from engine.ingest.extraction.types import UNTYPED, ExtractedRelation, ExtractionPolicy, TurnText
-
-Triple = tuple[str, str, str]
+from engine.ingest.extraction.relation_typer import _OF_RELATIVE, RelationTyper
+from engine.ingest.extraction.types import ExtractedRelation, TurnText
+from tests.support.relations import Triple, typed
 
 
 @pytest.fixture
@@ -21,18 +19,10 @@ def typer(minilm: LocalMiniLMEmbedder) -> RelationTyper:
     return RelationTyper(minilm)
 
 
-async def _typed(typer: RelationTyper, *texts: str) -> set[Triple]:
-    said = [TurnText("user", t) for t in texts]
-    found = await link_turn(
-        said, await RuleBasedExtractor().extract(said, ExtractionPolicy()), typer
-    )
-    return {(r.source, r.type, r.target) for r in found.relations if r.type not in UNTYPED}
-
-
 async def test_a_workplace_said_in_the_past_is_no_job_now(typer: RelationTyper) -> None:
-    past = await _typed(typer, "Gunnhild used to be at Marrowby Freight, apparently")
+    past = await typed(typer, "Gunnhild used to be at Marrowby Freight, apparently")
     assert not {t for t in past if t[1] == "WORKS_AT"}
-    now = await _typed(typer, "Gunnhild has been at Marrowby Freight since spring")
+    now = await typed(typer, "Gunnhild has been at Marrowby Freight since spring")
     assert ("Gunnhild", "WORKS_AT", "Marrowby Freight") in now
 
 
@@ -56,7 +46,7 @@ def test_words_opening_with_a_relatives_noun_are_said_of_the_relative(
 
 
 async def test_a_place_said_of_a_relative_is_not_the_subjects_home(typer: RelationTyper) -> None:
-    found = await _typed(typer, "Berenike is staying with her aunt in Tromsø for the summer")
+    found = await typed(typer, "Berenike is staying with her aunt in Tromsø for the summer")
     assert not {t for t in found if t[0] == "Berenike" and t[2] == "Tromsø"}
 
 
@@ -73,19 +63,19 @@ async def test_a_place_said_of_a_relative_is_not_the_subjects_home(typer: Relati
 async def test_words_that_cross_a_nearer_fitting_name_before_a_turn_type_nothing(
     typer: RelationTyper, text: str, wrong: Triple
 ) -> None:
-    assert wrong not in await _typed(typer, text)
+    assert wrong not in await typed(typer, text)
 
 
 async def test_a_move_from_one_place_to_another_still_crosses_nothing(
     typer: RelationTyper,
 ) -> None:
-    found = await _typed(typer, "moved from Tartu to Pärnu last spring for a job at Lindvik Oy")
+    found = await typed(typer, "moved from Tartu to Pärnu last spring for a job at Lindvik Oy")
     assert ("user", "LIVES_IN", "Pärnu") in found
 
 
 @pytest.mark.parametrize("verb", ["nearly enrolled", "almost enrolled"])
 async def test_what_nearly_happened_did_not(typer: RelationTyper, verb: str) -> None:
-    assert not await _typed(typer, f"I {verb} at Halvorsen College in 2020 but changed my mind")
+    assert not await typed(typer, f"I {verb} at Halvorsen College in 2020 but changed my mind")
 
 
 @pytest.mark.parametrize(
@@ -105,27 +95,27 @@ async def test_what_nearly_happened_did_not(typer: RelationTyper, verb: str) -> 
 async def test_a_place_or_an_organisation_is_no_ones_employee_or_resident(
     typer: RelationTyper, text: str, thing: str
 ) -> None:
-    assert not {t for t in await _typed(typer, text) if t[0] == thing}
+    assert not {t for t in await typed(typer, text) if t[0] == thing}
 
 
 async def test_a_name_reached_by_off_or_onto_is_no_home(typer: RelationTyper) -> None:
-    found = await _typed(typer, "we moved the whole office off Basecamp last year, so much better")
+    found = await typed(typer, "we moved the whole office off Basecamp last year, so much better")
     assert not {t for t in found if t[1] in ("LIVES_IN", "LIVED_IN", "FROM")}
 
 
 async def test_words_in_brackets_after_a_name_are_an_aside(typer: RelationTyper) -> None:
-    found = await _typed(typer, "Ottavia (my wife) is from Bergamo and still cheers for Atalanta")
+    found = await typed(typer, "Ottavia (my wife) is from Bergamo and still cheers for Atalanta")
     assert ("Ottavia", "FROM", "Bergamo") in found
     assert ("user", "FROM", "Bergamo") not in found
 
 
 async def test_the_words_joining_the_ends_start_after_a_colon(typer: RelationTyper) -> None:
-    found = await _typed(typer, "been on a massive sci-fi kick lately: read Tallow Embers")
+    found = await typed(typer, "been on a massive sci-fi kick lately: read Tallow Embers")
     assert ("user", "READ", "Tallow Embers") in found
 
 
 async def test_a_names_s_before_a_possessive_is_is(typer: RelationTyper) -> None:
-    found = await _typed(typer, "Radka's my neighbour, she grows tomatoes on the balcony")
+    found = await typed(typer, "Radka's my neighbour, she grows tomatoes on the balcony")
     assert ("Radka", "NEIGHBOUR_OF", "user") in found
 
 
@@ -144,7 +134,7 @@ def test_who_lives_somewhere_with_one_lives_there_too() -> None:
 
 
 async def test_a_home_said_with_a_relative_is_the_relatives_too(typer: RelationTyper) -> None:
-    found = await _typed(typer, "my son Teodor lives in Brașov with his girlfriend Oana")
+    found = await typed(typer, "my son Teodor lives in Brașov with his girlfriend Oana")
     assert ("Oana", "LIVES_IN", "Brașov") in found
 
 
@@ -157,7 +147,7 @@ async def test_a_home_said_with_a_relative_is_the_relatives_too(typer: RelationT
     ],
 )
 async def test_a_relative_named_in_apposition(typer: RelationTyper, text: str, kin: Triple) -> None:
-    assert kin in await _typed(typer, text)
+    assert kin in await typed(typer, text)
 
 
 def test_an_apposition_needs_its_comma_and_the_speakers_words() -> None:
@@ -170,14 +160,14 @@ def test_an_apposition_needs_its_comma_and_the_speakers_words() -> None:
 
 
 async def test_a_book_read_as_it_is_the_name_said_last_before_it(typer: RelationTyper) -> None:
-    found = await _typed(typer, "Wendeline lent me Gravel Psalms and I read it in one sitting")
+    found = await typed(typer, "Wendeline lent me Gravel Psalms and I read it in one sitting")
     assert ("user", "READ", "Gravel Psalms") in found
     assert ("user", "READ", "Wendeline") not in found
-    unread = await _typed(typer, "Wendeline lent me Gravel Psalms but I haven't opened it")
+    unread = await typed(typer, "Wendeline lent me Gravel Psalms but I haven't opened it")
     assert not {t for t in unread if t[1] == "READ"}
 
 
 async def test_a_manager_said_by_a_noun_alone_is_the_end_after_it(typer: RelationTyper) -> None:
-    found = await _typed(typer, "new team lead started monday, Ekaterina Volkova, seems nice")
+    found = await typed(typer, "new team lead started monday, Ekaterina Volkova, seems nice")
     assert ("Ekaterina Volkova", "MANAGER_OF", "user") in found
-    assert ("user", "MANAGER_OF", "Ilse") in await _typed(typer, "i manage Ilse these days")
+    assert ("user", "MANAGER_OF", "Ilse") in await typed(typer, "i manage Ilse these days")

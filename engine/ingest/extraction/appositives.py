@@ -12,8 +12,7 @@ from collections.abc import Sequence
 
 from engine.ingest.extraction.pairs import KIN_NOUN
 from engine.ingest.extraction.rules.lexicon import _KIN, _PARTNERS
-from engine.ingest.extraction.rules.registry import USER
-from engine.ingest.extraction.rules.speaker import speaker_of
+from engine.ingest.extraction.rules.speaker import words_by_speaker
 from engine.ingest.extraction.types import UNTYPED, ExtractedRelation, TurnText
 
 _NEXT_DOOR = r"\bthe\s+(?:guy|man|woman|lady|couple|family|people|folks|kids?)\s+next\s+door"
@@ -39,12 +38,7 @@ def appositive_kin(
 ) -> list[ExtractedRelation]:
     """`relations` with each untyped link between a speaker and a name in apposition to
     `APPOSED` in that speaker's words typed `<NOUN>_OF` the speaker (see the module doc)."""
-    said: dict[str, str] = {}
-    for m in messages:
-        who = speaker_of(m)
-        if who is not None:
-            node = USER if who.is_user else (who.name or USER).casefold()
-            said[node] = said.get(node, "") + "\n" + m.content
+    said = words_by_speaker(messages)
     out = list(relations)
     for i, link in enumerate(out):
         if link.type not in UNTYPED or not link.evidence:

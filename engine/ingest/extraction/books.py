@@ -10,8 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from engine.ingest.extraction.rules.registry import USER
-from engine.ingest.extraction.rules.speaker import speaker_of
+from engine.ingest.extraction.rules.speaker import words_by_speaker
 from engine.ingest.extraction.types import UNTYPED, ExtractedRelation, TurnText
 
 READ_IT = re.compile(
@@ -27,12 +26,7 @@ def read_it(
 ) -> list[ExtractedRelation]:
     """`relations` with the speaker's untyped link to the name said last before "I read
     it" typed `READ` (see the module doc); `kinds` maps nodes to entity types."""
-    said: dict[str, str] = {}
-    for m in messages:
-        who = speaker_of(m)
-        if who is not None:
-            node = USER if who.is_user else (who.name or USER).casefold()
-            said[node] = said.get(node, "") + "\n" + m.content
+    said = words_by_speaker(messages)
     out = list(relations)
     for evidence in {r.evidence for r in relations if r.evidence}:
         it = READ_IT.search(evidence)

@@ -21,6 +21,7 @@ How a fact is attributed to a named speaker N:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from engine.ingest.extraction.rules.registry import USER, _Candidate
@@ -48,6 +49,18 @@ def speaker_of(message: TurnText) -> Speaker | None:
     if role == "assistant" and name:
         return Speaker(name, is_user=False)
     return None
+
+
+def words_by_speaker(messages: Sequence[TurnText]) -> dict[str, str]:
+    """The words of each read speaker's messages, joined by lines, by graph node: "user"
+    for the tenant's user, else the speaker's name case-folded."""
+    said: dict[str, str] = {}
+    for m in messages:
+        who = speaker_of(m)
+        if who is not None:
+            node = USER if who.is_user else (who.name or USER).casefold()
+            said[node] = said.get(node, "") + "\n" + m.content
+    return said
 
 
 def _named(text: str, name: str) -> str:
