@@ -106,13 +106,5 @@ class StoredEmbedder:
             return await self._queries.embed(texts, input_type)
         if not texts:
             return []
-        keys = self.keys(texts)
-        found = await self._store.get_many(list(dict.fromkeys(keys)))
-        missing = list(dict.fromkeys(t for t, k in zip(texts, keys, strict=True) if k not in found))
-        if missing:
-            fresh = await self._inner.embed(missing, "document")
-            self.computed += len(missing)
-            made = dict(zip(self.keys(missing), fresh, strict=True))
-            await self._store.put_many(made)
-            found.update(made)
-        return [found[k] for k in keys]
+        # each text a group of its own: its record is `vector_key`'s, as it always was
+        return [vectors[0] for vectors in await self.embed_groups([[t] for t in texts])]

@@ -9,10 +9,9 @@ import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.ingest.extraction.pairs import kin_of, kin_relative_first, mentions, pair_of
-from engine.ingest.extraction.relation_typer import RelationTyper, link_turn
-from engine.ingest.extraction.rules import RuleBasedExtractor
-from engine.ingest.extraction.types import UNTYPED, ExtractionPolicy, TurnText
+from engine.ingest.extraction.relation_typer import RelationTyper
 from engine.ports import InputType, Vector
+from tests.support.relations import typed
 
 TYPES = {"tom": "name", "halvorsen marine": "organisation", "teodor": "person"}
 TYPES |= {"riga": "place", "vilnius": "place", "mila": "name", "austin": "place"}
@@ -65,17 +64,9 @@ class OtherSpace:
         raise AssertionError("an inactive typer embeds nothing")
 
 
-async def _typed(typer: RelationTyper, text: str) -> set[tuple[str, str, str]]:
-    said = [TurnText("user", text)]
-    found = await link_turn(
-        said, await RuleBasedExtractor().extract(said, ExtractionPolicy()), typer
-    )
-    return {(r.source, r.type, r.target) for r in found.relations if r.type not in UNTYPED}
-
-
 async def test_another_vector_space_types_nothing() -> None:
     text = "These days I'm employed by Initech as an analyst."
-    assert await _typed(RelationTyper(OtherSpace()), text) == await _typed(None, text)  # type: ignore[arg-type]
+    assert await typed(RelationTyper(OtherSpace()), text) == await typed(None, text)  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -98,7 +89,7 @@ def typer(minilm: LocalMiniLMEmbedder) -> RelationTyper:
 async def test_unseen_phrasings_are_typed(
     typer: RelationTyper, text: str, expected: set[tuple[str, str, str]]
 ) -> None:
-    assert await _typed(typer, text) == expected
+    assert await typed(typer, text) == expected
 
 
 @pytest.mark.parametrize(
@@ -116,7 +107,7 @@ async def test_unseen_phrasings_are_typed(
 async def test_negated_modal_reported_and_bare_preposition_stay_untyped(
     typer: RelationTyper, text: str
 ) -> None:
-    assert await _typed(typer, text) == set()
+    assert await typed(typer, text) == set()
 
 
 async def test_one_embedding_call_per_turn(minilm: LocalMiniLMEmbedder) -> None:
@@ -133,8 +124,8 @@ async def test_one_embedding_call_per_turn(minilm: LocalMiniLMEmbedder) -> None:
 
     counting = RelationTyper(Counting())
     text = "Marcus has been employed by Globex for years and his sister Ana is living in Porto."
-    await _typed(counting, text)
-    await _typed(counting, text)
+    await typed(counting, text)
+    await typed(counting, text)
     assert calls[0] > 2  # the prototypes, once
     assert calls[1:] == [calls[1]] * 2  # then one call per turn
     assert calls[1] >= 1
@@ -177,7 +168,7 @@ async def test_one_embedding_call_per_turn(minilm: LocalMiniLMEmbedder) -> None:
 async def test_entity_kinds_and_tense_constrain_the_type(
     typer: RelationTyper, text: str, expected: set[tuple[str, str, str]]
 ) -> None:
-    got = await _typed(typer, text)
+    got = await typed(typer, text)
     assert expected <= got
     if not expected:
         assert not any(t in ("MANAGER_OF", "WORKS_AT") or t.startswith("AUNT") for _, t, _ in got)
