@@ -20,18 +20,18 @@ writer groups (`transcripts`, and `embeddings` where it exists), one `search` an
    turn row has its vector (without an `embeddings` group, vectors are computed while
    storing: the same as `stored_per_s`, with a note).
 4. `visible_p50_ms` / `_p95_ms`: `--rate` turns/s offered for `--seconds`; every 20th turn
-   carries a unique word, and pre_turn is polled until its packed context shows it.
+   carries a unique word, and pre_turn is polled (one request in flight per marker) until
+   its packed context shows it; `visible_poll_p50_ms` / `_p95_ms`: each poll's own time.
 5. `replay_per_s`: the groups stopped, `services.ops.replay` rebuilds the log into a fresh
    database (records/s, group joins included), then `services.ops.verify.compare`.
 6. `store_ceiling_per_s`: `benchmarks.store_ceiling`'s `record_turns` on the same server at
-   the groups' batch size (12,000 turns of the same text, no broker), and
-   `stored_vs_ceiling` = `stored_per_s / store_ceiling_per_s`.
+   the groups' batch size (12,000 turns of the same text, no broker); `stored_vs_ceiling`.
 7. `sealing`: stored turns/s without and with an event key, `--sealing-rounds` rounds of each
    (`benchmarks.sealing.compare`, `--sealing-turns` turns a round, `--sealing-path`; 0 rounds:
    skipped).
 
-Human-readable lines, or with `--json` exactly one JSON object on stdout (progress goes to
-stderr). Group logs: `$TMPDIR/mnemostream-throughput-<tag>-<group>-<n>.log`.
+One JSON object on stdout with `--json`, else readable lines (progress on stderr). Group
+logs: `$TMPDIR/mnemostream-throughput-<tag>-<group>-<n>.log`.
 """
 
 from __future__ import annotations
@@ -194,10 +194,8 @@ async def live(
                 note(f"raw embedder on {min(args.sample, args.turns)} turns")
                 began = time.monotonic()
                 model = LocalMiniLMEmbedder.load()
-                out["embedder_raw_per_s"] = round(
-                    await embedder_raw(model, turn_texts(args.seed, min(args.sample, args.turns))),
-                    1,
-                )
+                texts = turn_texts(args.seed, min(args.sample, args.turns))
+                out["embedder_raw_per_s"] = round(await embedder_raw(model, texts), 1)
                 phases["embedder_raw"] = time.monotonic() - began
 
                 note(f"publishing {args.turns} turns")
@@ -261,6 +259,8 @@ async def live(
                     visible_missed=vis.missed,
                     visible_polls=vis.polls,
                     visible_poll_errors=vis.errors,
+                    visible_poll_p50_ms=_round(pct(vis.poll_ms, 50)),
+                    visible_poll_p95_ms=_round(pct(vis.poll_ms, 95)),
                     offered_per_s=round(vis.offered / vis.publish_seconds, 1),
                     lag_after_visibility_publish=vis.lag_after_publish,
                 )
@@ -272,7 +272,7 @@ async def live(
                     drain,
                     timeout=120 + vis.offered / 5,
                 )
-                if embedding_stage:  # the replay compares with a live side fully embedded
+                if embedding_stage and not args.skip_replay:  # replay compares fully embedded
                     drain = await end_offsets(ends.kafka_bootstrap, [topics.EMBEDDINGS])
                     await wait_caught_up(
                         ends.kafka_bootstrap, f"{prefix}.embeddings", drain, timeout=limit
