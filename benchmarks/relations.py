@@ -3,7 +3,7 @@
     python -m benchmarks.relations                          # the rule extractor, tune and blind
     python -m benchmarks.relations --split tune --per-case
     python -m benchmarks.relations --split holdout2 --per-case  # spent: may be read
-    python -m benchmarks.relations --split holdout3         # the held-out split: totals only
+    python -m benchmarks.relations --split holdout4         # the held-out split: totals only
     python -m benchmarks.relations --llm-url http://127.0.0.1:8000/v1 --llm-model M   # the LLM path
     python -m benchmarks.relations --json
     python -m benchmarks.relations --no-typer            # the rules and untyped links alone
@@ -30,12 +30,16 @@ an annotator who read neither the extractor nor the other cases), was scored onc
 at 86c3491 (P 0.750 R 0.524, silent 12/13, linked R 0.921), and is spent: it may now be
 read (`--per-case`) and tuned on.
 
-The honest test is `holdout3`, in `tests/fixtures/relation_holdout3.json` (same format,
-split "holdout3"), loaded only when `--split holdout3` asks for it and the file exists,
-written by an annotator who read neither the extractor nor the other cases. It is scored,
-not read: `--split holdout3` prints totals only (no `--per-case`), and `--split both` (the
-default) scores tune and blind alone. It was scored once at 0434af5 (P 0.745 R 0.588, silent
-11/13, linked R 0.908): a round that reads it needs a fresh split to be measured.
+`holdout3`, in `tests/fixtures/relation_holdout3.json` (same format, split "holdout3"; by
+an annotator who read neither the extractor nor the other cases), was scored once, unread,
+at 0434af5 (P 0.745 R 0.588, silent 11/13, linked R 0.908), and is spent: it may now be read
+(`--per-case`) and tuned on (stop 46).
+
+The honest test is `holdout4`, in `tests/fixtures/relation_holdout4.json` (same format,
+split "holdout4"), loaded only when `--split holdout4` asks for it and the file exists,
+written by an annotator who read neither the extractor nor the other cases' code. It is
+scored, not read: `--split holdout4` prints totals only (no `--per-case`), and `--split
+both` (the default) scores tune and blind alone. A round that reads it needs a fresh split.
 
 A produced relation matches an expected one when source, type and target are equal after
 case folding and dropping a leading "the". The user is the node "user", also when the
@@ -58,7 +62,7 @@ relation typer (`engine.ingest.extraction.relation_typer`, MiniLM) typing the li
 rules left untyped, by the same `link_turn` as `extract_turn`; `--no-typer` scores the rules
 and links alone. The typer's threshold and margin were chosen on tune (after stop 44 on
 tune and blind together, after holdout's one score on all three, since holdout2's on all
-four); never on holdout3. The typed figures count typed relations of that output.
+four); never on holdout4. The typed figures count typed relations of that output.
 
 The LLM path is the same `OpenAICompatibleExtractor` the pipeline uses, against any server
 speaking the chat-completions protocol (`--llm-url`, `--llm-model`, `--llm-key`); without
@@ -97,11 +101,12 @@ FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 FIXTURE = FIXTURES / "relation_sentences.json"
 HOLDOUT = FIXTURES / "relation_holdout.json"  # spent: may be read (see above)
 HOLDOUT2 = FIXTURES / "relation_holdout2.json"  # spent: may be read (see above)
-HOLDOUT3 = FIXTURES / "relation_holdout3.json"  # scored, never read (see above)
+HOLDOUT3 = FIXTURES / "relation_holdout3.json"  # spent: may be read (see above)
+HOLDOUT4 = FIXTURES / "relation_holdout4.json"  # scored, never read (see above)
 SPLITS = ("tune", "blind")  # what `--split both` scores
 # splits with their own file, opened only when asked (`--holdout`... flags move them)
-OWN_FILES = {"holdout": HOLDOUT, "holdout2": HOLDOUT2, "holdout3": HOLDOUT3}
-SEALED = ("holdout3",)  # scored for totals only: no `--per-case`
+OWN_FILES = {"holdout": HOLDOUT, "holdout2": HOLDOUT2, "holdout3": HOLDOUT3, "holdout4": HOLDOUT4}
+SEALED = ("holdout4",)  # scored for totals only: no `--per-case`
 
 Link = tuple[str, str, str]
 
@@ -284,6 +289,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--holdout", type=Path, default=HOLDOUT)
     parser.add_argument("--holdout2", type=Path, default=HOLDOUT2)
     parser.add_argument("--holdout3", type=Path, default=HOLDOUT3)
+    parser.add_argument("--holdout4", type=Path, default=HOLDOUT4)
     parser.add_argument("--split", choices=(*SPLITS, *OWN_FILES, "both"), default="both")
     parser.add_argument("--per-case", action="store_true", help="misses and extras (stderr)")
     parser.add_argument("--llm-url", help="an OpenAI-compatible base URL: also score the LLM")
@@ -320,7 +326,7 @@ def chosen_cases(args: argparse.Namespace) -> tuple[tuple[str, ...], list[Case]]
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     splits, cases = chosen_cases(args)
-    per_case = args.per_case and args.split not in SEALED  # holdout3: totals only
+    per_case = args.per_case and args.split not in SEALED  # holdout4: totals only
     out: dict[str, Any] = {"fixture": split_file(args).name, "extractors": {}}
     async with httpx.AsyncClient() as http:
         # a Namespace built without the newer flags (tests) types, without timing

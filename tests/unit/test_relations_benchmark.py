@@ -125,12 +125,12 @@ def test_the_rules_score_a_linked_recall_beside_the_typed_figures() -> None:
     assert figures["linked_recall"] > figures["recall"]
 
 
-def test_held_out_splits_are_scored_from_their_own_files_and_holdout3_totals_only(
+def test_held_out_splits_are_scored_from_their_own_files_and_holdout4_totals_only(
     tmp_path: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # stand-in files (the real holdout3 is scored, never read, by the lead)
+    # stand-in files (the real holdout4 is scored, never read, by the lead)
     paths = {}
-    for split in ("holdout", "holdout2", "holdout3"):
+    for split in ("holdout", "holdout2", "holdout3", "holdout4"):
         item = {"id": f"{split}-case", "split": split, "relations": [
             {"source": "user", "type": "OWNS", "target": "Quibble"}],
             "messages": [{"role": "user", "content": "Nothing to see here."}]}  # fmt: skip
@@ -140,11 +140,12 @@ def test_held_out_splits_are_scored_from_their_own_files_and_holdout3_totals_onl
     def args(split: str) -> argparse.Namespace:
         return argparse.Namespace(
             fixture=FIXTURE, holdout=paths["holdout"], holdout2=paths["holdout2"],
-            holdout3=paths["holdout3"], split=split, per_case=True, llm_url=None,
+            holdout3=paths["holdout3"], holdout4=paths["holdout4"], split=split,
+            per_case=True, llm_url=None,
             llm_model="m", llm_key="", no_typer=True,
         )  # fmt: skip
 
-    for split in ("holdout", "holdout2", "holdout3"):
+    for split in ("holdout", "holdout2", "holdout3", "holdout4"):
         figures = asyncio.run(run(args(split)))
         assert figures["fixture"] == f"{split}.json"
         assert list(figures["extractors"]["rules"]) == [split]
@@ -152,6 +153,7 @@ def test_held_out_splits_are_scored_from_their_own_files_and_holdout3_totals_onl
     err = capsys.readouterr().err
     assert "holdout-case" in err  # holdout and holdout2 are spent: their misses may be read
     assert "holdout2-case" in err
-    assert "holdout3-case" not in err  # no per-case lines for holdout3
+    assert "holdout3-case" in err  # spent in stop 46
+    assert "holdout4-case" not in err  # no per-case lines for holdout4
     both = asyncio.run(run(args("both")))["extractors"]["rules"]
     assert list(both) == ["tune", "blind"]  # the default never scores a held-out split

@@ -47,6 +47,8 @@ _AT = re.compile(r"\bat\s+$", re.IGNORECASE)
 _SCHOOL_WORDS = frozenset(
     {"university", "uni", "college", "school", "academy", "institute", "polytechnic"}
     | {"conservatory", "conservatoire", "seminary", "primary", "high", "kindergarten"}
+    | {"secondary", "gymnasium", "lyceum", "lycée", "universidad", "universidade"}
+    | {"université", "università", "universität", "universiteit", "uniwersytet"}
 )
 """Words of a school's name: one studies at a school ("Kingsford University"), not at
 "Ardent Motion"."""
@@ -249,6 +251,15 @@ def _stated(pair: Pair) -> bool:
     return states_fact(piece, pair.first.start - left)
 
 
+_BY_BIRTH = frozenset(
+    {"MOTHER", "FATHER", "SISTER", "BROTHER", "SON", "DAUGHTER", "CHILD", "COUSIN"}
+    | {"AUNT", "UNCLE", "NIECE", "NEPHEW", "GRANDMOTHER", "GRANDFATHER", "TWIN"}
+)
+"""Relatives one stays: said in the past ("was my sister"), still the relation."""
+_WAS = re.compile(r"\b(?:used\s+to\s+be|was|were|had\s+been)\b", re.IGNORECASE)
+"""A copula in the past between a name and a role ("who used to be my manager")."""
+
+
 def _kin_relation(
     pair: Pair, ends: tuple[str, str], kinds: tuple[str, str]
 ) -> ExtractedRelation | None:
@@ -256,7 +267,10 @@ def _kin_relation(
     if noun is None or kinds[1] not in PERSONS or kinds[0] not in PERSONS:
         return None
     kind = "PET" if noun in _PETS.split() else _PARTNERS.get(noun, noun.upper())
-    relative, other = ends if kin_relative_first(pair) else ends[::-1]
+    first = kin_relative_first(pair)
+    if first and kind not in _BY_BIRTH and _WAS.search(pair.between):
+        return None  # "Benedikta, who used to be my manager": a role held once, not now
+    relative, other = ends if first else ends[::-1]
     kind = kind.replace(" ", "_").replace("-", "_")
     return ExtractedRelation(relative, f"{kind}_OF", other, evidence_of(pair.sentence))
 

@@ -374,6 +374,14 @@ def tokens_of(sentence: str) -> list[str]:
     return _TOKEN.findall(sentence)
 
 
+_FULL_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+\s+[A-Z][a-z]+\b")
+"""Two capitalised words in a row, not opening a sentence: a full name, written as such."""
+
+
 def written_in_lower_case(message: str) -> bool:
-    """Whether casing says nothing in `message`: its author writes "i", or no capital at all."""
-    return _LOWERCASE_I.search(message) is not None or not any(c.isupper() for c in message)
+    """Whether casing says nothing in `message`: its author writes no capital at all, or
+    writes "i" and no full name capitalised ("my boss Krisztina Szabados … when i call in
+    sick": the author capitalises names, so "sick" is none)."""
+    if not any(c.isupper() for c in message):
+        return True
+    return _LOWERCASE_I.search(message) is not None and _FULL_NAME.search(message) is None

@@ -75,7 +75,9 @@ _KIN_HAS = re.compile(
 """Between a subject and a name: "have a dog named", "adopted two cats from the shelter,"."""
 _KIN_AT = re.compile(rf"^\s*(?:{_KIN_NOUN})\s+(?:at|from|in)\s+(?:the\s+)?$", re.IGNORECASE)
 _IS = re.compile(r"^\s*(?:is|was)\s*$", re.IGNORECASE)
-_KIN_AFTER_NAME = re.compile(rf"^\s*{_MODIFIER}(?P<k>{_KIN_NOUN})\b", re.IGNORECASE)
+_KIN_AFTER_NAME = re.compile(rf"^\s*{_MODIFIER}(?P<k>{_KIN_NOUN})\b(?!['’]s\b)", re.IGNORECASE)
+"""A relative's noun after a name, not itself a possessor: "is my daughter", not "is my
+daughter's godmother" (the godmother is no daughter)."""
 _COPULA = re.compile(
     r"(?:\b(?:is|was|be|being|been|am|are|were)|^\s*['’]s)"
     r"(?:\s+(?:also|now|still|actually|officially))?\s*$",

@@ -161,9 +161,16 @@ _BOSS_NOUN = re.compile(
 )
 """Words that say managing by a noun alone, no verb ("new team lead started today,"):
 the end said after the noun is the manager, whichever is said first."""
-_NOT_TO_A_PLACE = re.compile(r"\b(?:off|onto|with|about|over|for)$", re.IGNORECASE)
+_NOT_TO_A_PLACE = re.compile(r"\b(?:off|onto|with|about|over|for|by)$", re.IGNORECASE)
 """Joining words that reach the second end by a preposition no place is reached by for a
-home, an origin or an office ("moved the team off", "moved everything onto")."""
+home, an origin or an office ("moved the team off", "moved everything onto", "a talk by")."""
+_ONLY_AT = re.compile(
+    r"^(?:(?:is|are|am|was|were|['’]s|['’]re|been|just|now|still|also|started|starting)\s+)*"
+    r"at(?:\s+the)?$",
+    re.IGNORECASE,
+)
+"""Joining words that say where one is and nothing of what one does there ("is at", "just
+started at"): at a school, that is study."""
 
 _PLACE = frozenset({"place", "name", "thing"})
 _SCHOOL = frozenset({"school"})
@@ -229,8 +236,8 @@ class RelationTyper:
         fits = {label: v for label, v in scores.items() if _fits(label, candidate.types)}
         if not fits:
             return None
-        if candidate.types[1] == "school":  # one at a school is a student unless said not
-            fits = {k: v + SCHOOL_PRIOR * (k in _STUDY) for k, v in fits.items()}
+        if candidate.types[1] == "school":
+            fits = _at_school(fits, candidate.text, self.threshold)
         label = max(fits, key=lambda k: fits[k])
         twins = TENSES.get(label, (label,))
         rest = [v for k, v in fits.items() if k not in twins] + [scores.get(NONE, -1.0)]
@@ -285,6 +292,16 @@ class RelationTyper:
         relations = extend_lists(read_it(messages, relations, kinds), kinds)
         relations = share_homes(share_workplaces(appositive_kin(messages, relations)))
         return Extraction(list(found.facts), list(found.entities), relations)
+
+
+def _at_school(fits: dict[str, float], text: str, threshold: float) -> dict[str, float]:
+    """`fits` for a school as the second end: one at a school is a student unless the words
+    say not (`SCHOOL_PRIOR`); and when they say nothing but where ("my son Wojtek is at
+    Brockhurst University", `_ONLY_AT`), the school says study (the tense picks the twin)."""
+    fits = {k: v + SCHOOL_PRIOR * (k in _STUDY) for k, v in fits.items()}
+    if _ONLY_AT.match(text) and "STUDIES_AT" in fits:
+        return {"STUDIES_AT": max(fits["STUDIES_AT"], threshold)}
+    return fits
 
 
 async def link_turn(

@@ -68,12 +68,31 @@ def _relative(rel: str, name: str, *, pet: bool) -> _Candidate:
     r"(?P<name>[^\W\d_][\w'-]*)",
 )
 def _named_relative(m: re.Match[str], clause: _Clause) -> list[_Candidate]:
-    """my sister Ana / Juniper (my dog) / our daughter Ivy / my cat is called Miso."""
+    """my sister Ana / Juniper (my dog) / our daughter Ivy / my cat is called Miso / my
+    boss Krisztina Szabados (a capitalised name goes on through its capitalised words)."""
     name = _person(m.group("name"))
     if name is None:
         return []
     rel = _kin(m.group("rel"))
-    return [_relative(rel, name, pet=_is_pet(rel))]
+    return [_relative(rel, _full_name(name, m.string, m.end("name")), pet=_is_pet(rel))]
+
+
+_SURNAMES = re.compile(r"(?:\s+(?-i:[A-Z][a-z][\w'-]*)){1,2}(?!\w)")
+"""The capitalised words that carry a name on ("Oyelaran", "Lucia Pereira"): at most two."""
+
+
+def _full_name(name: str, text: str, end: int) -> str:
+    """`name` with the capitalised words that follow it at `end` in `text`, each a name
+    (`_person`), when `name` itself was written capitalised: the whole name, as said."""
+    if not name[:1].isupper() or text[end - 2 : end] == "'s":
+        return name
+    found = _SURNAMES.match(text, end)
+    if found is None:
+        return name
+    more = found.group().split()
+    if any(_person(w) != w for w in more):
+        return name
+    return " ".join([name, *more])
 
 
 @_rule(
