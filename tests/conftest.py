@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
+from engine.ingest.extraction.relation_typer import RelationTyper
 from services.endpoints import ENV_KAFKA, ENV_MONGO, ENV_REDIS, Endpoints
 from services.ops.stack import start_stack, stop_stack
 
@@ -108,6 +109,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoints]:
 def minilm() -> LocalMiniLMEmbedder:
     """The real local MiniLM embedder, loaded once per session (it keeps no per-test state)."""
     return LocalMiniLMEmbedder.load()
+
+
+@pytest.fixture
+def typer(minilm: LocalMiniLMEmbedder) -> RelationTyper:
+    """The offline relation typer on the real MiniLM (the relation tests' `typed`)."""
+    return RelationTyper(minilm)
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.ingest.extraction.antecedents import antecedents
 from engine.ingest.extraction.clauses import opens_on, tense
 from engine.ingest.extraction.names import names_in
@@ -15,11 +14,6 @@ from engine.ingest.extraction.rules import RuleBasedExtractor
 from engine.ingest.extraction.types import UNTYPED, ExtractedRelation, ExtractionPolicy, TurnText
 from engine.ingest.extraction.workplaces import share_workplaces
 from tests.support.relations import Triple, typed
-
-
-@pytest.fixture
-def typer(minilm: LocalMiniLMEmbedder) -> RelationTyper:
-    return RelationTyper(minilm)
 
 
 def test_the_speaker_with_a_copula_is_the_relative_of_a_possessor() -> None:

@@ -7,15 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.ingest.extraction.names import written_in_lower_case
 from engine.ingest.extraction.relation_typer import RelationTyper
 from tests.support.relations import typed
-
-
-@pytest.fixture
-def typer(minilm: LocalMiniLMEmbedder) -> RelationTyper:
-    return RelationTyper(minilm)
 
 
 async def test_a_relative_named_with_a_surname_is_named_whole(typer: RelationTyper) -> None:

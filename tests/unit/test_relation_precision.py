@@ -6,17 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.ingest.extraction.appositives import appositive_kin
 from engine.ingest.extraction.homes import share_homes
 from engine.ingest.extraction.relation_typer import _OF_RELATIVE, RelationTyper
 from engine.ingest.extraction.types import ExtractedRelation, TurnText
 from tests.support.relations import Triple, typed
-
-
-@pytest.fixture
-def typer(minilm: LocalMiniLMEmbedder) -> RelationTyper:
-    return RelationTyper(minilm)
 
 
 async def test_a_workplace_said_in_the_past_is_no_job_now(typer: RelationTyper) -> None:

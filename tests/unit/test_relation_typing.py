@@ -69,11 +69,6 @@ async def test_another_vector_space_types_nothing() -> None:
     assert await typed(RelationTyper(OtherSpace()), text) == await typed(None, text)  # type: ignore[arg-type]
 
 
-@pytest.fixture
-def typer(minilm: LocalMiniLMEmbedder) -> RelationTyper:
-    return RelationTyper(minilm)
-
-
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
