@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 
 from engine.ingest.extraction.pairs import KIN_NOUN
-from engine.ingest.extraction.rules.lexicon import _KIN, _PARTNERS
+from engine.ingest.extraction.rules.lexicon import KIN, PARTNERS
 from engine.ingest.extraction.rules.speaker import words_by_speaker
 from engine.ingest.extraction.types import UNTYPED, ExtractedRelation, TurnText
 
@@ -29,7 +29,7 @@ def _noun(sentence: str, name: str) -> str | None:
         before = re.search(rf"(?<!\w){written}\s*,\s*$", sentence[: m.start()], re.IGNORECASE)
         if after or before:
             word = " ".join((m.group("k") or "neighbour").casefold().split())
-            return _KIN.get(word, word)
+            return KIN.get(word, word)
     return None
 
 
@@ -49,7 +49,7 @@ def appositive_kin(
                 continue
             noun = _noun(link.evidence, other)
             if noun is not None:
-                kind = _PARTNERS.get(noun, noun.upper()).replace(" ", "_").replace("-", "_")
+                kind = PARTNERS.get(noun, noun.upper()).replace(" ", "_").replace("-", "_")
                 out[i] = ExtractedRelation(other, f"{kind}_OF", speaker, link.evidence)
                 break
     return out

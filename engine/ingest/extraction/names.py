@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engine.ingest.extraction.rules.lexicon import _PETS
+from engine.ingest.extraction.rules.lexicon import PETS
 
 MAX_NAME_WORDS = 6
 """A longer capitalised run is a title or shouting, not a name."""
@@ -111,7 +111,7 @@ _ROLE_NOUNS = _words(
     "uncle aunt neighbour neighbor dog cat puppy kitten"
 )
 """Nouns a name follows in apposition ("my brother tom"), read in lower-case messages."""
-_PET_NOUNS = _words(_PETS)
+_PET_NOUNS = _words(PETS)
 _LOWER_NOT_NAMES = _words("home work school uni college church bed least all first")
 """Nouns after "in"/"at"/"from" that are no name ("i'm at work")."""
 _LOWER_CUES = _words("in at from")

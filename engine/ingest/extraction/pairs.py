@@ -31,7 +31,7 @@ from engine.ingest.extraction.clauses import (
     subject_in_later_clause,
 )
 from engine.ingest.extraction.names import FIRST_PERSON, sentences, subject_dropped
-from engine.ingest.extraction.rules.lexicon import _KIN, _PARTNERS, _PEOPLE, _PETS
+from engine.ingest.extraction.rules.lexicon import KIN, PARTNERS, PEOPLE, PETS
 
 PERSONS = frozenset({"person", "name", "pet"})
 """Entity types that may be the subject of a person's relation ("name": not typed yet)."""
@@ -44,7 +44,7 @@ _ARTICLE_BEFORE = re.compile(r"\b(?:the|a|an)\s+$", re.IGNORECASE)
 """A name after an article is not a person ("at the Valencia summit"): no "she" for it."""
 _OBJECT_FORMS = frozenset({"me", "us", "my", "our", "mine", "ours"})
 _KIN_WORDS = sorted(
-    {*_PEOPLE.split(), "best friend", *_KIN, *_PARTNERS, *_PETS.split()},
+    {*PEOPLE.split(), "best friend", *KIN, *PARTNERS, *PETS.split()},
     key=lambda w: (-len(w), w),
 )
 _KIN_NOUN = "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in _KIN_WORDS)
@@ -361,7 +361,7 @@ def kin_of(pair: Pair) -> str | None:
             return None
         m = after
     word = " ".join((m.group("k") or m.group("r")).casefold().split())
-    return _KIN.get(word, word)
+    return KIN.get(word, word)
 
 
 def kin_relative_first(pair: Pair) -> bool:

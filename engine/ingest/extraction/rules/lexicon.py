@@ -153,3 +153,14 @@ _INSTRUMENTS = (
     "keyboard keys tennis football soccer basketball chess golf volleyball rugby hockey padel "
     "squash badminton baseball cricket"
 )
+
+# What the extraction modules beside the rules read (the typer, the name finder, pairs,
+# appositives): the same words, by public names.
+KIN = _KIN
+"""A relative's or a peer's word → the noun it stands for ("mum" → "mother")."""
+PARTNERS = _PARTNERS
+"""A partner's noun → its relation's stem ("wife" → "SPOUSE")."""
+PETS = _PETS
+"""Pets' nouns, space separated."""
+PEOPLE = _PEOPLE
+"""Nouns of the people a relation names ("sister", "roommate", "mother-in-law"), space separated."""
