@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 
 from engine.ingest.extraction.pairs import KIN_NOUN
-from engine.ingest.extraction.rules.lexicon import KIN, PARTNERS
+from engine.ingest.extraction.rules.lexicon import KIN, relation_stem
 from engine.ingest.extraction.rules.speaker import words_by_speaker
 from engine.ingest.extraction.types import UNTYPED, ExtractedRelation, TurnText
 
@@ -49,7 +49,8 @@ def appositive_kin(
                 continue
             noun = _noun(link.evidence, other)
             if noun is not None:
-                kind = PARTNERS.get(noun, noun.upper()).replace(" ", "_").replace("-", "_")
-                out[i] = ExtractedRelation(other, f"{kind}_OF", speaker, link.evidence)
+                out[i] = ExtractedRelation(
+                    other, f"{relation_stem(noun)}_OF", speaker, link.evidence
+                )
                 break
     return out

@@ -154,6 +154,14 @@ _INSTRUMENTS = (
     "squash badminton baseball cricket"
 )
 
+
+def relation_stem(noun: str) -> str:
+    """The relation a relative's or a peer's noun names, before "_OF": a partner's noun its
+    kind ("wife" → "SPOUSE"), any other in capitals, "_" for spaces and hyphens ("best
+    friend" → "BEST_FRIEND", "mother-in-law" → "MOTHER_IN_LAW")."""
+    return _PARTNERS.get(noun) or noun.upper().replace(" ", "_").replace("-", "_")
+
+
 # What the extraction modules beside the rules read (the typer, the name finder, pairs,
 # appositives): the same words, by public names.
 KIN = _KIN

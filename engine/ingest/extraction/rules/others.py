@@ -16,11 +16,11 @@ from engine.ingest.extraction.rules.lexicon import (
     _LANGUAGES,
     _NATIONALITIES,
     _NOT_NAMES,
-    _PARTNERS,
     _PET,
     _REL,
     _X,
     _words,
+    relation_stem,
 )
 from engine.ingest.extraction.rules.phrasing import _entity, _person, _proper, _tidy
 from engine.ingest.extraction.rules.registry import USER, _Candidate, _Clause, _fact, _rule
@@ -176,7 +176,7 @@ def _their_relative(m: re.Match[str], clause: _Clause) -> list[_Candidate]:
     if owner is None or name is None:
         return []
     rel = _kin(m.group("rel"))
-    kind = _PARTNERS.get(rel) or rel.upper().replace(" ", "_").replace("-", "_")
+    kind = relation_stem(rel)
     people = [ExtractedEntity(owner, "person"), ExtractedEntity(name, "person", f"{owner}'s {rel}")]
     text = f"{owner}'s {rel} is named {name}"
     return [_fact(text, "relationship", 0.8, None, people, [(name, f"{kind}_OF", owner)])]

@@ -18,6 +18,7 @@ from engine.ingest.extraction.rules.lexicon import (
     _PET,
     _REL,
     _X,
+    relation_stem,
 )
 from engine.ingest.extraction.rules.phrasing import (
     _article,
@@ -48,7 +49,7 @@ def _relative(rel: str, name: str, *, pet: bool) -> _Candidate:
         pet_entity = ExtractedEntity(name, "pet", f"The user's {rel}")
         text = f"The user has a {rel} named {name}"
         return _fact(text, "relationship", 0.9, None, [pet_entity], [(name, "PET_OF", USER)])
-    kind = _PARTNERS.get(rel) or rel.upper().replace(" ", "_").replace("-", "_")
+    kind = relation_stem(rel)
     if rel in _PARTNERS:
         text, slot = f"The user's {rel} is named {name}", "partner"
     elif rel == "best friend":
