@@ -17,7 +17,6 @@ from engine.records import (
     RelationRecord,
     Transcript,
     TranscriptAppend,
-    TurnVectorFill,
     WorkingAppend,
     WorkingBuffer,
 )
@@ -46,28 +45,20 @@ class Embedder(Protocol):
 
 
 class TranscriptStore(Protocol):
-    """Per-thread transcripts ("scene"). Appends are idempotent on the turn id. Stored as one
-    record per turn: no record grows with its thread (issue 29)."""
+    """Per-thread transcripts ("scene"), one record per turn, appends idempotent on its id."""
 
     async def append(self, turn: TranscriptAppend) -> bool:
         """Append the turn's messages (kept sorted by timestamp). False if already applied."""
         ...
 
     async def append_many(self, turns: Sequence[TranscriptAppend]) -> list[bool]:
-        """`append` of each turn, in order, in a few round trips (one write per turn, one
-        per thread). One flag per turn."""
-        ...
-
-    async def add_turn_vectors(self, fills: Sequence[TurnVectorFill]) -> int:
-        """Attach each turn's vector to its stored turn unless that turn already has one
-        (or was not stored). How many were attached."""
+        """`append` of each turn, in order, in a few round trips; one flag per turn."""
         ...
 
     async def recent(
         self, where: TenantFilter, limit: int, turns: int | None = None
     ) -> list[Transcript]:
-        """Transcripts the filter admits, most recently updated first, at most `limit`;
-        each with its newest `turns` turns only (all of them when None)."""
+        """Up to `limit` transcripts the filter admits, newest first; `turns`: newest only."""
         ...
 
 
@@ -81,11 +72,6 @@ class WorkingStore(Protocol):
     async def append_many(self, appends: Sequence[WorkingAppend], keep: int) -> list[bool]:
         """`append` of each, in order, in a few round trips (one write per buffer when none
         of its turns was applied before). One flag per append."""
-        ...
-
-    async def add_turn_vectors(self, fills: Sequence[TurnVectorFill]) -> int:
-        """Attach each turn's vector to its working buffer (the newest few are kept) unless
-        that turn already has one there. How many were attached."""
         ...
 
     async def recent(self, where: TenantFilter, limit: int) -> list[WorkingBuffer]:
@@ -370,6 +356,20 @@ class VectorIndex(Protocol):
     def accessed(self, vector_ids: Sequence[str]) -> None:
         """The rows' access counts were bumped by one (`MemoryStore.bump_access`): an index
         holding them applies it; a no-op for one that holds no state."""
+        ...
+
+    async def vectors(
+        self,
+        where: TenantFilter,
+        vector_ids: Sequence[str],
+        *,
+        model: str,
+        dim: int,
+        version: str | None = None,
+        shared: str | None = None,
+    ) -> dict[str, Vector]:
+        """The stored vector of each of these rows `where` admits, embedded by `model` at
+        `dim` (pending, deleted, absent rows left out): the thread layers' turn vectors."""
         ...
 
     async def search(

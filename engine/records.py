@@ -95,23 +95,6 @@ Vector = npt.NDArray[np.float32]
 
 
 @dataclass(frozen=True, slots=True)
-class TurnVector:
-    """The embedding of one turn (its summary), kept beside the thread's transcript and
-    working buffer so the text layers can rank turns semantically without re-embedding."""
-
-    turn_id: str
-    embedding: Vector
-    model: str
-
-
-TRANSCRIPT_TURN_VECTORS = 64
-"""Turn vectors a transcript keeps (the newest pushed). A transcript is rewritten whole by every
-append, and a vector (1.5 KB) outweighs a turn's text several times: unbounded, they made a
-long thread's appends the pipeline's main cost. Older turns rank in the scene layer by their
-text; their meaning is searched by the vectors layer (each turn's turn row)."""
-
-
-@dataclass(frozen=True, slots=True)
 class StoredMessage:
     """A message as stored in a transcript. `name` is its speaker's name when the turn gave
     one (`schemas.events.Message.name`); `said` is how the memory layers show it."""
@@ -146,17 +129,6 @@ class TranscriptAppend:
     token_count: int
     at: int
     metadata: dict[str, Any] = field(default_factory=dict)
-    vector: TurnVector | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TurnVectorFill:
-    """A turn's vector computed after the turn was stored (the embedding stage), for the
-    transcript or working buffer of `session_id` in `scope`."""
-
-    session_id: str
-    scope: ScopeFields
-    vector: TurnVector
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +140,6 @@ class Transcript:
     token_count: int
     created_at: int
     updated_at: int
-    turn_vectors: list[TurnVector] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def view(self) -> dict[str, Any]:
@@ -177,7 +148,9 @@ class Transcript:
 
 @dataclass(frozen=True, slots=True)
 class WorkingAppend:
-    """Lines to append to a thread's working buffer (idempotent on `turn_id`)."""
+    """Lines to append to a thread's working buffer (idempotent on `turn_id`). `row_id` is
+    the turn's turn row (`turn_row_id`), whose vector ranks the buffer (the buffer holds no
+    vector of its own)."""
 
     session_id: str
     scope: ScopeFields
@@ -186,12 +159,17 @@ class WorkingAppend:
     at: int
     expires_at: int
     state: dict[str, Any] = field(default_factory=dict)
-    vector: TurnVector | None = None
+    row_id: str | None = None
+
+
+WORKING_TURN_ROWS = 6
+"""Turn rows a working buffer remembers (about the turns its 12 lines come from)."""
 
 
 @dataclass(frozen=True, slots=True)
 class WorkingBuffer:
-    """A working buffer. `lines` are newest first; `turn_vectors` are the recent turns'."""
+    """A working buffer. `lines` are newest first; `turn_rows` are the turn rows of its
+    newest turns (`WORKING_TURN_ROWS` of them), oldest first."""
 
     session_id: str
     scope: ScopeFields
@@ -199,7 +177,7 @@ class WorkingBuffer:
     state: dict[str, Any]
     last_accessed_at: int
     created_at: int
-    turn_vectors: list[TurnVector] = field(default_factory=list)
+    turn_rows: list[str] = field(default_factory=list)
 
     def view(self) -> dict[str, Any]:
         return {**self.scope.view(), "workingMemory": {"state": self.state, "entities": {}}}

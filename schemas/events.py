@@ -182,8 +182,10 @@ class MemoryChanged(Event):
 
 class VectorTarget(Contract):
     """One stored text whose vector is wanted: the memory row `vector_id` (pending until
-    filled) and, for a turn, the transcript (`session_id`) and working buffer
-    (`working_session_id`) that keep the turn's vector."""
+    filled); `turn_id` for a turn's row (its messages are embedded too). `session_id` and
+    `working_session_id` are no longer read (a turn's vector is written on its row only,
+    issue 29): a request published by an older build, which named the transcript and
+    working buffer that kept a copy, still parses."""
 
     vector_id: Id = Field(min_length=1, max_length=128)
     text: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)

@@ -22,8 +22,6 @@ Documents are read back into `MemoryRow`s with `engine.adapters.mongo`'s
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -31,16 +29,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from pymongo.asynchronous.collection import AsyncCollection
-from pymongo.errors import OperationFailure, PyMongoError
-from pymongo.operations import SearchIndexModel
+from pymongo.errors import PyMongoError
 
-from engine.adapters.mongo import row_of
+from engine.adapters.mongo import row_of, tenant_query
+from engine.adapters.mongo.documents import unvector
 from engine.errors import DependencyFailed, InputRejected
 from engine.filters import NO_FILTERS, Filters, matches, mongo_clauses
-from engine.records import INACTIVE_STATUSES, MemoryRow
+from engine.records import INACTIVE_STATUSES, MemoryRow, Vector
 from engine.scoping import TenantFilter
-
-log = logging.getLogger(__name__)
 
 Doc = dict[str, Any]
 
@@ -52,8 +48,6 @@ MAX_CANDIDATES = 10_000
 MIN_CANDIDATES = 100
 CANDIDATES_PER_RESULT = 20
 """Atlas recommends `numCandidates` of at least 20 x `limit` for good ANN recall."""
-MAX_DIMENSIONS = 8192
-SIMILARITIES = ("cosine", "dotProduct", "euclidean")
 
 ATLAS_FILTER_FIELDS = (
     "agentWallet",
@@ -91,30 +85,6 @@ _PROJECTED = (
     "decayScore",
     "accessCount",
 )
-_UNSUPPORTED_CODES = frozenset(
-    {
-        59,  # CommandNotFound: a server that predates search index commands
-        115,  # CommandNotSupported: community / non-Atlas mongod (and SecantusDB)
-        31082,  # SearchNotEnabled: mongod without a search process
-        40324,  # unrecognized pipeline stage name `$vectorSearch`
-    }
-)
-
-
-def vector_index_definition(dimensions: int, similarity: str = "cosine") -> Doc:
-    """The `vectorSearch` index definition: `embedding` with the embedder's dimension (not a
-    hard-coded 1024: fixes §16.25) plus one `filter` field per `ATLAS_FILTER_FIELDS` entry."""
-    if isinstance(dimensions, bool) or not 1 <= dimensions <= MAX_DIMENSIONS:
-        raise ValueError(f"dimensions must be within 1..{MAX_DIMENSIONS}, got {dimensions!r}")
-    if similarity not in SIMILARITIES:
-        raise ValueError(f"similarity must be one of {SIMILARITIES}, got {similarity!r}")
-    vector: Doc = {
-        "type": "vector",
-        "path": VECTOR_PATH,
-        "numDimensions": dimensions,
-        "similarity": similarity,
-    }
-    return {"fields": [vector, *({"type": "filter", "path": p} for p in ATLAS_FILTER_FIELDS)]}
 
 
 def candidates_for(k: int) -> tuple[int, int]:
@@ -260,6 +230,33 @@ class AtlasVectorIndex:
     def accessed(self, vector_ids: Sequence[str]) -> None:
         """Nothing held here: the server reads the counts with the rows."""
 
+    async def vectors(
+        self,
+        where: TenantFilter,
+        vector_ids: Sequence[str],
+        *,
+        model: str,
+        dim: int,
+        version: str | None = None,
+        shared: str | None = None,
+    ) -> dict[str, Vector]:
+        """Read by `_id`, the tenant's fields and the model: one query, vectors only."""
+        if not vector_ids:
+            return {}
+        query = {
+            **tenant_query(where),
+            "_id": {"$in": list(dict.fromkeys(vector_ids))},
+            "embeddingModel": model,
+            "embeddingDim": dim,
+            "metadata.status": {"$ne": "deleted"},
+        }
+        try:
+            cursor = self._col.find(query, {"embedding": 1})
+            docs = await cursor.to_list(length=None)
+        except PyMongoError as exc:
+            raise DependencyFailed(f"vector read failed: {exc}") from exc
+        return {str(d["_id"]): unvector(d["embedding"]) for d in docs if "embedding" in d}
+
     async def search(
         self,
         where: TenantFilter,
@@ -311,90 +308,3 @@ class AtlasVectorIndex:
             hits = [(row, score) for row, score in hits if row.valid_at(as_of)]
         hits.sort(key=lambda hit: hit[1], reverse=True)
         return [(row, score) for row, score in hits]
-
-
-def search_unsupported(exc: OperationFailure) -> bool:
-    """Whether the server said it has no Atlas Search (as opposed to a real failure)."""
-    if exc.code in _UNSUPPORTED_CODES:
-        return True
-    details = exc.details or {}
-    message = str(details.get("errmsg") or exc)
-    return "Atlas" in message and (
-        "requires additional configuration" in message or "only supported" in message
-    )
-
-
-_DEFINITION_KEYS = ("type", "path", "numDimensions", "similarity")
-
-
-def _fields_key(definition: Mapping[str, Any]) -> list[tuple[str, ...]]:
-    """The fields of a definition, order-free, on the keys we set (the server may add its
-    defaults, which must not count as a change)."""
-    fields = definition.get("fields") or []
-    return sorted(tuple(str(f.get(key, "")) for key in _DEFINITION_KEYS) for f in fields)
-
-
-async def _search_index(collection: AsyncCollection[Doc], name: str) -> Mapping[str, Any] | None:
-    cursor = await collection.list_search_indexes(name)
-    found: list[Mapping[str, Any]] = await cursor.to_list(length=None)
-    return found[0] if found else None
-
-
-async def _wait_queryable(collection: AsyncCollection[Doc], name: str, seconds: float) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    while True:
-        info = await _search_index(collection, name)
-        status = None if info is None else info.get("status")
-        if info is not None and info.get("queryable") and status in (None, "READY"):
-            return
-        if status == "FAILED":
-            raise DependencyFailed(f"vector index {name!r} failed to build: {info}")
-        if loop.time() >= deadline:
-            raise DependencyFailed(
-                f"vector index {name!r} not queryable after {seconds}s: {status}"
-            )
-        await asyncio.sleep(0.5)
-
-
-async def ensure_vector_index(
-    collection: AsyncCollection[Doc],
-    dimensions: int,
-    *,
-    similarity: str = "cosine",
-    name: str = INDEX_NAME,
-    wait_seconds: float = 0.0,
-) -> bool:
-    """Create the vector index, or update it when its definition differs (an identical one is
-    left alone: an update rebuilds the index). True when the index exists afterwards; False,
-    with a warning logged, when the server has no Atlas Search (then use the exact path).
-
-    The collection must exist (`ensure_schema` creates it). Atlas builds indexes
-    asynchronously: with `wait_seconds > 0`, wait until the index is queryable and raise
-    `DependencyFailed` if it is not by then. Other server errors raise `DependencyFailed`.
-    """
-    definition = vector_index_definition(dimensions, similarity)
-    try:
-        current = await _search_index(collection, name)
-        if current is None:
-            model = SearchIndexModel(definition, name=name, type="vectorSearch")
-            await collection.create_search_index(model)
-            log.info("vector index created", extra={"index": name, "dimensions": dimensions})
-        elif _fields_key(current.get("latestDefinition") or {}) != _fields_key(definition):
-            await collection.update_search_index(name, definition)
-            log.info("vector index updated", extra={"index": name, "dimensions": dimensions})
-        if wait_seconds > 0:
-            await _wait_queryable(collection, name, wait_seconds)
-    except OperationFailure as exc:
-        if search_unsupported(exc):
-            log.warning(
-                "no Atlas vector search on this server, vector index %r not created: %s",
-                name,
-                (exc.details or {}).get("errmsg") or exc,
-                extra={"index": name, "code": exc.code},
-            )
-            return False
-        raise DependencyFailed(f"vector index {name!r} could not be ensured: {exc}") from exc
-    except PyMongoError as exc:
-        raise DependencyFailed(f"vector index {name!r} could not be ensured: {exc}") from exc
-    return True

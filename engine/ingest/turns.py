@@ -28,7 +28,6 @@ from engine.records import (
     ScopeFields,
     StoredMessage,
     TranscriptAppend,
-    TurnVector,
     WorkingAppend,
     turn_row_id,
 )
@@ -216,18 +215,11 @@ class TurnRecorder:
         vectors, units = await self._vectors([p.content for p in todo.values()])
         by_id = dict(zip(todo, vectors, strict=True))
         units_by_id = dict(zip(todo, units, strict=True))
-        model = self.embedder.model
-        turn_vectors = {
-            vid: TurnVector(p.event.turn_id, v, model) if v is not None else None
-            for (vid, p), v in zip(todo.items(), vectors, strict=True)
-        }
         # one after the other: sent together (asyncio.gather), the MongoDB-wire server here
         # stored 1,243 turns/s at batches of 2,000 against 1,883 in turn (store_ceiling)
-        applied = await self.transcripts.append_many(
-            [self._transcript(p, turn_vectors[vid]) for vid, p in todo.items()]
-        )
+        applied = await self.transcripts.append_many([self._transcript(p) for p in todo.values()])
         working_applied = await self.working.append_many(
-            [self._working(p, turn_vectors[vid]) for vid, p in todo.items()],
+            [self._working(p) for p in todo.values()],
             keep=self.policy.working_lines,
         )
         inserted = await self.memory.insert_many_if_absent(
@@ -278,7 +270,7 @@ class TurnRecorder:
         )
 
     @staticmethod
-    def _transcript(p: _Planned, vector: TurnVector | None) -> TranscriptAppend:
+    def _transcript(p: _Planned) -> TranscriptAppend:
         event = p.event
         return TranscriptAppend(
             session_id=event.session_id,
@@ -289,10 +281,9 @@ class TurnRecorder:
             token_count=event.total_tokens,
             at=p.at,
             metadata={"modelUsed": event.model_used, "contextWindow": event.context_window},
-            vector=vector,
         )
 
-    def _working(self, p: _Planned, vector: TurnVector | None) -> WorkingAppend:
+    def _working(self, p: _Planned) -> WorkingAppend:
         event = p.event
         return WorkingAppend(
             session_id=p.working_id,
@@ -306,7 +297,7 @@ class TurnRecorder:
                 "lastTurnAt": p.at,
                 "lastTurnId": event.turn_id,
             },
-            vector=vector,
+            row_id=p.vector_id,
         )
 
     def _row(self, p: _Planned, vector: Vector | None, units: Vector | None) -> MemoryRow:

@@ -205,8 +205,8 @@ class MemorySearch:
             return lambda: search_memory(self.index, q, options)
 
         table: dict[str, Callable[[], Awaitable[list[Hit]]]] = {
-            "working": lambda: search_working(self.working, q),
-            "scene": lambda: search_scene(self.transcripts, q),
+            "working": lambda: search_working(self.working, q, self.index),
+            "scene": lambda: search_scene(self.transcripts, q, self.index),
             "patterns": lambda: search_patterns(self.patterns, q),
             "archives": lambda: search_archives(self.archives, q),
             "graph": memory("graph", ["fact", "entity"], ranked=True),

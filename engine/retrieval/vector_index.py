@@ -250,6 +250,28 @@ class ExactVectorIndex:
         would first: started while the query is embedded, the store's reads overlap it."""
         await self._rows(where, model, dim, version, shared)
 
+    async def vectors(
+        self,
+        where: TenantFilter,
+        vector_ids: Sequence[str],
+        *,
+        model: str,
+        dim: int,
+        version: str | None = None,
+        shared: str | None = None,
+    ) -> dict[str, Vector]:
+        """From the tenant's state, caught up as `search` catches it up (one state, one
+        delta, for every layer of a request that reads the same tenant)."""
+        if not vector_ids:
+            return {}
+        state = await self._rows(where, model, dim, version, shared)
+        out: dict[str, Vector] = {}
+        for vector_id in vector_ids:
+            at = state.slots.get(vector_id)
+            if at is not None and not state.pending[at]:
+                out[vector_id] = state.matrix[at]
+        return out
+
     async def search(
         self,
         where: TenantFilter,

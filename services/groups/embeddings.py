@@ -1,6 +1,8 @@
 """embeddings group: batches of `EmbeddingRequested` → vectors (the stored one of a text
-already seen, else the model's, in batched calls) → the pending memory rows, transcripts and
-working buffers get them → one `MemoryChanged` per thread.
+already seen, else the model's, in batched calls) → the pending memory rows get them, one
+write per row → one `MemoryChanged` per thread. A turn's vector lives on its turn row only:
+the thread layers read it from there (`VectorIndex.vectors`), where the transcript and
+working buffer each took a copy before (two more writes a turn, issue 29).
 
 Storing a turn never waits for the model: the transcripts group writes the text at once
 (found by BM25 and recency) and asks this group for the vector. The group scales by processes
@@ -25,8 +27,6 @@ from faststream.kafka import KafkaRouter
 
 from engine.ingest.turns import embed_units
 from engine.ports import Vector
-from engine.records import TurnVector, TurnVectorFill
-from engine.scoping import scope_fields
 from schemas import topics
 from schemas.events import EmbeddingRequested, VectorTarget
 from services.runtime import Runtime
@@ -55,22 +55,7 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
         rows = {t.vector_id: vectors[t.text] for _, t in chunk}
         # a turn's row also holds what each of its messages says (`MemoryRow.units`)
         turn_units = {t.vector_id: units[t.text] for _, t in chunk if t.turn_id is not None}
-        transcripts: list[TurnVectorFill] = []
-        working: list[TurnVectorFill] = []
-        for event, t in chunk:
-            if t.turn_id is None:
-                continue
-            fields = scope_fields(event.scope, event.thread_id)
-            vector = TurnVector(t.turn_id, vectors[t.text], model)
-            if t.session_id is not None:
-                transcripts.append(TurnVectorFill(t.session_id, fields, vector))
-            if t.working_session_id is not None:
-                working.append(TurnVectorFill(t.working_session_id, fields, vector))
         await rt.memory.fill_embeddings(model, rows, turn_units)
-        if transcripts:
-            await rt.transcripts.add_turn_vectors(transcripts)
-        if working:
-            await rt.stores.working.add_turn_vectors(working)
 
     async def fill(events: list[EmbeddingRequested]) -> None:
         model = rt.embedder.model

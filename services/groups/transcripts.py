@@ -40,8 +40,6 @@ def vector_requests(
                 vector_id=turn.vector_id,
                 text=turn.content,
                 turn_id=event.turn_id,
-                session_id=turn.session_id,
-                working_session_id=turn.working_session_id,
             )
         )
     return [

@@ -21,7 +21,8 @@ import httpx
 from pymongo import AsyncMongoClient
 from redis.asyncio import Redis
 
-from engine.adapters.atlas_vectors import AtlasVectorIndex, ensure_vector_index
+from engine.adapters.atlas_index import ensure_vector_index
+from engine.adapters.atlas_vectors import AtlasVectorIndex
 from engine.adapters.embedding_cache import CachedEmbedder
 from engine.adapters.mongo import MEMORY, MongoMemoryStore, ensure_schema
 from engine.adapters.mongo.evals import ensure_indexes as ensure_eval_indexes

@@ -35,7 +35,6 @@ from engine.adapters.mongo import (
     TRANSCRIPT_TURNS,
     TRANSCRIPTS,
     WORKING_TURN_IDS_KEPT,
-    WORKING_TURN_VECTORS,
     MongoMemoryStore,
     MongoTranscriptStore,
     MongoVectorStore,
@@ -47,14 +46,12 @@ from engine.adapters.mongo.batches import versioned_upserts
 from engine.adapters.mongo.schema import INDEXES, RETIRED
 from engine.ports import MemoryStore, TranscriptStore, VectorStore, WorkingStore
 from engine.records import (
-    TRANSCRIPT_TURN_VECTORS,
+    WORKING_TURN_ROWS,
     MemoryRow,
     ScopeFields,
     StoredMessage,
     Transcript,
     TranscriptAppend,
-    TurnVector,
-    TurnVectorFill,
     WorkingAppend,
     WorkingBuffer,
 )
@@ -111,10 +108,6 @@ def unit(dim: int, seed: int) -> np.ndarray[Any, np.dtype[np.float32]]:
     return vec / np.linalg.norm(vec)
 
 
-def tv(turn_id: str, seed: int = 0) -> TurnVector:
-    return TurnVector(turn_id, unit(8, seed), MODEL)
-
-
 def turn(
     turn_id: str,
     session: str = "S1",
@@ -123,7 +116,6 @@ def turn(
     summary: str | None = "a summary",
     tokens: int = 10,
     metadata: dict[str, Any] | None = None,
-    vector: bool = False,
 ) -> TranscriptAppend:
     return TranscriptAppend(
         session_id=session,
@@ -137,7 +129,6 @@ def turn(
         token_count=tokens,
         at=at,
         metadata=metadata if metadata is not None else {"modelUsed": "m"},
-        vector=tv(turn_id, seed=len(turn_id)) if vector else None,
     )
 
 
@@ -150,7 +141,6 @@ def transcript_view(t: Transcript) -> tuple[Any, ...]:
         t.token_count,
         t.created_at,
         t.updated_at,
-        [(v.turn_id, v.model, v.embedding.round(5).tolist()) for v in t.turn_vectors],
         t.metadata,
     )
 
@@ -178,10 +168,10 @@ async def reference_transcripts(
 
 async def test_transcript_append_many_equals_consecutive_appends(stores: Stores) -> None:
     batch = [
-        turn("t1", at=T0 + 500, metadata={"modelUsed": "m", "a": 1}, vector=True),
+        turn("t1", at=T0 + 500, metadata={"modelUsed": "m", "a": 1}),
         turn("t2", at=T0, summary=None, metadata={"a": 2}),  # older: its messages sort first
-        turn("u1", session="S2", scope=fields(user="U2"), at=T0 + 7, tokens=3, vector=True),
-        turn("t3", at=T0 + 900, summary="latest", tokens=5, vector=True),
+        turn("u1", session="S2", scope=fields(user="U2"), at=T0 + 7, tokens=3),
+        turn("t3", at=T0 + 900, summary="latest", tokens=5),
         turn("t1", at=T0 + 500),  # repeated inside the batch: counts once
         turn("b1", session="S1", scope=fields(agent="B"), at=T0 + 1),  # same session id
         turn("t4", at=T0 + 950, summary=None, metadata={}),
@@ -209,7 +199,6 @@ async def test_transcript_append_many_equals_consecutive_appends(stores: Stores)
         T0,
         T0 + 950,
     )
-    assert [v.turn_id for v in mine.turn_vectors] == ["t1", "t3"]
     # merged in the turns' time order (issue 29: one document per turn): t2 came later but
     # happened earlier, so t1's value stands, as it does in a replay whatever the order
     assert mine.metadata == {"modelUsed": "m", "a": 1}
@@ -225,7 +214,7 @@ async def test_transcript_append_many_after_some_turns_were_applied(stores: Stor
     ]
     batch = [
         turn("t1", at=T0),
-        turn("t2", at=T0 + 20, summary=None, vector=True),
+        turn("t2", at=T0 + 20, summary=None),
         turn("t3", at=T0 + 30, summary="third"),
         turn("t4", at=T0 + 10, summary="fourth"),
         turn("u1", session="S2", scope=fields(user="U2"), at=T0),
@@ -249,56 +238,7 @@ async def test_transcript_append_many_of_nothing_writes_nothing(stores: Stores) 
     assert await stores.transcripts.recent(TENANTS[0], 10) == []
 
 
-# --- TranscriptStore.add_turn_vectors ------------------------------------------------------
-
-
-def fill(turn_id: str, session: str = "S1", scope: ScopeFields | None = None) -> TurnVectorFill:
-    return TurnVectorFill(session, scope or fields(), tv(turn_id, seed=len(turn_id) + 1))
-
-
-async def test_transcript_turn_vectors_attach_once_and_only_to_stored_transcripts(
-    stores: Stores,
-) -> None:
-    await stores.transcripts.append_many(
-        [turn("t1"), turn("t2", at=T0 + 1, vector=True), turn("u1", scope=fields(user="U2"))]
-    )
-    fills = [
-        fill("t1"),
-        fill("t1"),  # twice in one batch
-        fill("t2"),  # already has one from its append
-        fill("x1", session="S-none"),  # no such transcript
-        fill("u1", scope=fields(user="U2")),
-    ]
-    assert await stores.transcripts.add_turn_vectors(fills) == 2
-    assert await stores.transcripts.add_turn_vectors(fills) == 0
-    assert await stores.transcripts.add_turn_vectors([]) == 0
-
-    [mine] = await stores.transcripts.recent(TENANTS[0], 10)
-    assert [v.turn_id for v in mine.turn_vectors] == ["t1", "t2"]  # in turn order
-    by_turn = {v.turn_id: v for v in mine.turn_vectors}
-    assert np.allclose(by_turn["t1"].embedding, fill("t1").vector.embedding)
-    assert np.allclose(by_turn["t2"].embedding, tv("t2", seed=2).embedding)  # kept its own
-    [theirs] = await stores.transcripts.recent(TENANTS[1], 10)
-    assert [v.turn_id for v in theirs.turn_vectors] == ["u1"]
-    assert {t.session_id for t in await stores.transcripts.recent(TENANTS[0], 10)} == {"S1"}
-
-
-# --- WorkingStore.append_many / add_turn_vectors -------------------------------------------
-
-
-async def test_a_transcript_keeps_the_newest_turn_vectors_only(stores: Stores) -> None:
-    """A transcript read back carries its newest turns' vectors only (each turn keeps its
-    own; `TRANSCRIPT_TURN_VECTORS` bounds what one read hands the scene layer)."""
-    many = TRANSCRIPT_TURN_VECTORS + 6
-    await stores.transcripts.append_many(
-        [turn(f"t{n}", at=T0 + n, vector=n % 2 == 0) for n in range(many)]
-    )
-    await stores.transcripts.add_turn_vectors([fill(f"t{n}") for n in range(1, many, 2)])
-    [transcript] = await stores.transcripts.recent(TENANTS[0], 10)
-    kept = [v.turn_id for v in transcript.turn_vectors]
-    assert len(kept) == TRANSCRIPT_TURN_VECTORS
-    assert kept[-1] == f"t{many - 1}"  # the newest turns' stay
-    assert len(transcript.messages) == 2 * many  # the text is all there
+# --- WorkingStore.append_many ---------------------------------------------------------------
 
 
 def lines(
@@ -307,7 +247,7 @@ def lines(
     session: str = "S1",
     scope: ScopeFields | None = None,
     state: dict[str, Any] | None = None,
-    vector: bool = False,
+    with_row: bool = True,
 ) -> WorkingAppend:
     return WorkingAppend(
         session_id=session,
@@ -317,7 +257,7 @@ def lines(
         at=at,
         expires_at=at + 30 * DAY,
         state=state if state is not None else {"lastTurnId": turn_id},
-        vector=tv(turn_id, seed=len(turn_id)) if vector else None,
+        row_id=f"vec_{turn_id}" if with_row else None,
     )
 
 
@@ -329,7 +269,7 @@ def working_view(s: WorkingBuffer) -> tuple[Any, ...]:
         s.state,
         s.last_accessed_at,
         s.created_at,
-        [(v.turn_id, v.embedding.round(5).tolist()) for v in s.turn_vectors],
+        s.turn_rows,
     )
 
 
@@ -342,9 +282,9 @@ async def test_working_append_many_equals_consecutive_appends(stores: Stores, no
     history = [lines("h1", now_ms - 10, state={"a": 0, "keep": "me"})]
     batch = [
         lines("h1", now_ms - 10),  # applied before
-        *(lines(f"t{n}", now_ms + n, state={"a": n}, vector=True) for n in range(8)),
+        *(lines(f"t{n}", now_ms + n, state={"a": n}) for n in range(8)),
         lines("t3", now_ms + 3),  # repeated inside the batch
-        lines("u1", now_ms + 1, session="S2", scope=fields(user="U2"), vector=True),
+        lines("u1", now_ms + 1, session="S2", scope=fields(user="U2")),
         lines("b1", now_ms + 2, scope=fields(agent="B")),  # same session id, other tenant
     ]
     ref = InMemoryWorkingStore()
@@ -364,30 +304,23 @@ async def test_working_append_many_equals_consecutive_appends(stores: Stores, no
     assert mine.lines == newest
     assert mine.state == {"a": 7, "keep": "me"}
     assert (mine.created_at, mine.last_accessed_at) == (now_ms - 10, now_ms + 7)
-    assert [v.turn_id for v in mine.turn_vectors] == [f"t{n}" for n in range(2, 8)]
-    assert len(mine.turn_vectors) == WORKING_TURN_VECTORS
+    # the newest turns' rows, the turn appended twice once, none for a turn without one
+    assert mine.turn_rows == [f"vec_t{n}" for n in range(2, 8)]
+    assert len(mine.turn_rows) == WORKING_TURN_ROWS
     assert await stores.working.append_many(batch, keep=5) == [False] * len(batch)
 
 
-async def test_working_turn_vectors_attach_once_keeping_the_newest(
+async def test_a_working_buffer_remembers_only_the_rows_it_was_given(
     stores: Stores, now_ms: int
 ) -> None:
     await stores.working.append_many(
-        [lines(f"t{n}", now_ms + n) for n in range(9)] + [lines("t9", now_ms + 9, vector=True)],
+        [lines("t1", now_ms), lines("t2", now_ms + 1, with_row=False), lines("t3", now_ms + 2)],
         keep=12,
     )
-    early = [fill(f"t{n}") for n in range(5)]
-    assert await stores.working.add_turn_vectors([*early, fill("t0"), fill("t9")]) == 5
+    await stores.working.append(lines("t4", now_ms + 3), keep=12)
     [buffer] = await stores.working.recent(TENANTS[0], 10)
-    assert [v.turn_id for v in buffer.turn_vectors] == ["t9", "t0", "t1", "t2", "t3", "t4"]
-
-    late = [fill(f"t{n}") for n in range(5, 8)]
-    assert await stores.working.add_turn_vectors([*late, fill("x", session="S-none")]) == 3
-    [buffer] = await stores.working.recent(TENANTS[0], 10)
-    assert [v.turn_id for v in buffer.turn_vectors] == ["t2", "t3", "t4", "t5", "t6", "t7"]
-    assert np.allclose(buffer.turn_vectors[-1].embedding, fill("t7").vector.embedding)
-    assert await stores.working.add_turn_vectors(late) == 0
-    assert len(await stores.working.recent(TenantFilter("A", "U1"), 10)) == 1
+    assert buffer.turn_rows == ["vec_t1", "vec_t3", "vec_t4"]
+    assert await stores.working.recent(TENANTS[1], 10) == []
 
 
 # --- MemoryStore batches and pending rows --------------------------------------------------

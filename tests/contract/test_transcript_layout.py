@@ -21,13 +21,7 @@ from engine.adapters.mongo import (
 from engine.adapters.mongo.documents import vector
 from engine.adapters.mongo.transcript_layout import LAYOUT_ID
 from engine.ports import TranscriptStore
-from engine.records import (
-    ScopeFields,
-    StoredMessage,
-    TranscriptAppend,
-    TurnVector,
-    TurnVectorFill,
-)
+from engine.records import ScopeFields, StoredMessage, TranscriptAppend
 from engine.scoping import TenantFilter
 from tests.support.mongo import IMPLEMENTATIONS, mongo_database
 
@@ -159,7 +153,9 @@ async def test_ensure_schema_splits_an_old_transcript_into_turns_and_reads_it_ba
         {"modelUsed": "m", "k": 2},
     )
     assert (got.created_at, got.updated_at) == (old["createdAt"], old["updatedAt"])
-    assert [v.turn_id for v in got.turn_vectors] == ["t1"]
+    # the vectors the old layout kept are not carried over: a turn's vector is its turn
+    # row's (the scene layer reads it there)
+    assert await old_db[TRANSCRIPT_TURNS].count_documents({"vector": {"$exists": True}}) == 0
 
     # the migrated thread goes on as any other: a new turn appends, a replayed one does not
     assert await store.append_many([turn(3, T0 + 30), turn(1, T0 + 10)]) == [True, False]
@@ -221,7 +217,6 @@ def comparable(found: list[Any]) -> list[Any]:
             t.token_count,
             t.created_at,
             t.updated_at,
-            [(v.turn_id, v.embedding.tolist(), v.model) for v in t.turn_vectors],
             t.metadata,
         )
         for t in found
@@ -233,7 +228,7 @@ async def test_the_scenes_read_of_a_long_thread_follows_it_by_deltas(
     mongo_db: AsyncDatabase[Any],
 ) -> None:
     """Issue 28: after a turn, the newest turns of a thread are read back by a delta (the
-    turns since the window's newest, and vectors filled since), never the thread again, and
+    turns since the window's newest), never the thread again, and
     answer exactly as a store that reads it whole; a turn the delta cannot see (stamped
     earlier than its margin), a redelivery and an erased, re-created thread are read right."""
     kept = MongoTranscriptStore(mongo_db)
@@ -251,10 +246,7 @@ async def test_the_scenes_read_of_a_long_thread_follows_it_by_deltas(
     await kept.append_many([turn(n, T0 + 10_000 * n) for n in range(60, 63)])
     await kept.append(turn(61, T0 + 610_000))  # redelivered: nothing inserted, nothing counted
     await same()
-    fill = TurnVectorFill("S1", SCOPE, TurnVector("t40", np.ones(4, dtype=np.float32), "m"))
-    assert await kept.add_turn_vectors([fill]) == 1  # an old turn's vector, filled late
-    await same()
-    assert (kept.windows.loads, kept.windows.deltas) == (1, 2)
+    assert (kept.windows.loads, kept.windows.deltas) == (1, 1)
 
     await kept.append(turn(99, T0))  # stamped long before the window's newest turn
     await same()

@@ -40,8 +40,8 @@ async def test_each_group_builds_only_the_parts_it_declares(start: Start) -> Non
 
 
 async def test_a_batch_of_two_users_on_one_thread_asks_vectors_per_tenant(start: Start) -> None:
-    """A thread id shared by two users of one agent: each user's turns are filled in that
-    user's transcript and working buffer, never the other's (a batch grouped them by thread
+    """A thread id shared by two users of one agent: each user's turn rows are filled, and
+    that user's working buffer names them, never the other's (a batch grouped them by thread
     alone once, and the vectors landed in the first user's documents)."""
     ana = scope(userAddress="ana")
     bob = scope(ana.agent_wallet, userAddress="bob")
@@ -64,16 +64,14 @@ async def test_a_batch_of_two_users_on_one_thread_asks_vectors_per_tenant(start:
         )
         for request in requests:
             await g.publish(request, topics.EMBEDDINGS)
-        for who, said in (
-            (ana, {events[0].turn_id, events[2].turn_id}),
-            (bob, {events[1].turn_id}),
+        for who, mine in (
+            (ana, {stored[0].vector_id, stored[2].vector_id}),
+            (bob, {stored[1].vector_id}),
         ):
+            # each user's turn rows are filled, and each user's buffer names only them
             where = tenant_filter(who.model_copy(update={"thread_id": "trip"}), durable=False)
-            [transcript] = await g.rt.transcripts.recent(where, 10)
-            assert {v.turn_id for v in transcript.turn_vectors} == said
             [working] = await g.rt.stores.working.recent(where, 10)
-            assert {v.turn_id for v in working.turn_vectors} == said
-        rows = await g.rt.memory.active_rows(tenant_filter(ana, durable=True, shared=True))
-        assert rows
-        assert not any(row.pending for row in rows)
+            assert set(working.turn_rows) == mine
+            rows = await g.rt.memory.active_rows(tenant_filter(who, durable=True, shared=True))
+            assert {r.vector_id for r in rows if not r.pending} == mine
     assert g.letters == []

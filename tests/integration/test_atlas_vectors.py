@@ -19,7 +19,8 @@ import pytest
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
-from engine.adapters.atlas_vectors import AtlasVectorIndex, ensure_vector_index
+from engine.adapters.atlas_index import ensure_vector_index
+from engine.adapters.atlas_vectors import AtlasVectorIndex
 from engine.adapters.mongo import MEMORY, MongoMemoryStore, ensure_schema
 from engine.errors import DependencyFailed
 from engine.filters import matches, mongo_clauses, parse_filters

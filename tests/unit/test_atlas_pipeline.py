@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from pymongo.errors import OperationFailure
 
+from engine.adapters.atlas_index import search_unsupported, vector_index_definition
 from engine.adapters.atlas_vectors import (
     ATLAS_FILTER_FIELDS,
     MAX_CANDIDATES,
@@ -17,8 +18,6 @@ from engine.adapters.atlas_vectors import (
     atlas_prefilter,
     atlas_score_to_cosine,
     candidates_for,
-    search_unsupported,
-    vector_index_definition,
 )
 from engine.errors import InputRejected
 from engine.filters import mongo_clauses, parse_filters

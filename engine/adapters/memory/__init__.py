@@ -22,11 +22,10 @@ from engine.adapters.memory.relations import InMemoryRelationStore
 from engine.adapters.memory.sessions import InMemorySessionStore
 from engine.adapters.memory.transcripts import InMemoryTranscriptStore
 from engine.adapters.memory.vectors import InMemoryVectorStore
-from engine.adapters.memory.working import WORKING_TURN_VECTORS, InMemoryWorkingStore
+from engine.adapters.memory.working import InMemoryWorkingStore
 from engine.adapters.memory.working_buffers import InMemoryWorkingBuffers
 
 __all__ = [
-    "WORKING_TURN_VECTORS",
     "HashingEmbedder",
     "InMemoryArchiveMaintenance",
     "InMemoryArchiveStore",

@@ -4,17 +4,10 @@ its turns kept apart, read back as `engine.adapters.mongo.transcripts` assembles
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from engine.adapters.memory.erasure import drop_user
-from engine.records import (
-    TRANSCRIPT_TURN_VECTORS,
-    ScopeFields,
-    StoredMessage,
-    Transcript,
-    TranscriptAppend,
-    TurnVectorFill,
-)
+from engine.records import ScopeFields, StoredMessage, Transcript, TranscriptAppend
 from engine.scoping import TenantFilter
 
 
@@ -58,16 +51,6 @@ class InMemoryTranscriptStore:
 
     async def append_many(self, turns: Sequence[TranscriptAppend]) -> list[bool]:
         return [await self.append(turn) for turn in turns]
-
-    async def add_turn_vectors(self, fills: Sequence[TurnVectorFill]) -> int:
-        added = 0
-        for fill in fills:
-            turns = self._turns.get(fill.scope.document_key(fill.session_id), {})
-            turn = turns.get(fill.vector.turn_id)
-            if turn is not None and turn.vector is None:
-                turns[turn.turn_id] = replace(turn, vector=fill.vector)
-                added += 1
-        return added
 
     async def recent(
         self, where: TenantFilter, limit: int, turns: int | None = None
@@ -117,7 +100,6 @@ class InMemoryTranscriptStore:
         for t in turns:
             summary = t.summary if t.summary is not None else summary
             metadata.update(t.metadata)
-        vectors = [t.vector for t in turns if t.vector is not None]
         return Transcript(
             session_id=head.session_id,
             scope=head.scope,
@@ -126,6 +108,5 @@ class InMemoryTranscriptStore:
             token_count=sum(t.token_count for t in turns),
             created_at=head.created_at,
             updated_at=head.updated_at,
-            turn_vectors=vectors[-TRANSCRIPT_TURN_VECTORS:],
             metadata=metadata,
         )

@@ -5,12 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from engine.adapters.memory.erasure import drop_user
-from engine.adapters.memory.turn_vectors import attach_turn_vectors
-from engine.records import TurnVectorFill, WorkingAppend, WorkingBuffer
+from engine.records import WORKING_TURN_ROWS, WorkingAppend, WorkingBuffer
 from engine.scoping import TenantFilter
-
-WORKING_TURN_VECTORS = 6
-"""Turn vectors kept per working buffer (about the turns its 12 lines come from)."""
 
 
 class InMemoryWorkingStore:
@@ -39,18 +35,15 @@ class InMemoryWorkingStore:
             state={**(old.state if old else {}), **lines.state},
             last_accessed_at=max(lines.at, old.last_accessed_at) if old else lines.at,
             created_at=min(lines.at, old.created_at) if old else lines.at,
-            turn_vectors=[
-                *(old.turn_vectors if old else []),
-                *([lines.vector] if lines.vector else []),
-            ][-WORKING_TURN_VECTORS:],
+            turn_rows=[
+                *(old.turn_rows if old else []),
+                *([lines.row_id] if lines.row_id else []),
+            ][-WORKING_TURN_ROWS:],
         )
         return True
 
     async def append_many(self, appends: Sequence[WorkingAppend], keep: int) -> list[bool]:
         return [await self.append(lines, keep) for lines in appends]
-
-    async def add_turn_vectors(self, fills: Sequence[TurnVectorFill]) -> int:
-        return attach_turn_vectors(self._docs, fills, WORKING_TURN_VECTORS)
 
     async def recent(self, where: TenantFilter, limit: int) -> list[WorkingBuffer]:
         docs = [d for d in self._docs.values() if where.admits(d.scope)]

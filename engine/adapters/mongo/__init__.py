@@ -60,11 +60,7 @@ from engine.adapters.mongo.sessions import MongoSessionStore
 from engine.adapters.mongo.skills import MongoSkillStore, skill_document
 from engine.adapters.mongo.transcripts import MongoTranscriptStore
 from engine.adapters.mongo.vectors import MongoVectorStore
-from engine.adapters.mongo.working import (
-    WORKING_TURN_IDS_KEPT,
-    WORKING_TURN_VECTORS,
-    MongoWorkingStore,
-)
+from engine.adapters.mongo.working import WORKING_TURN_IDS_KEPT, MongoWorkingStore
 
 __all__ = [
     "ARCHIVES",
@@ -81,7 +77,6 @@ __all__ = [
     "TRANSCRIPTS",
     "TRANSCRIPT_TURNS",
     "WORKING_TURN_IDS_KEPT",
-    "WORKING_TURN_VECTORS",
     "Doc",
     "MongoArchiveStore",
     "MongoEvalStore",

@@ -19,9 +19,8 @@ from pymongo import UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import BulkWriteError, PyMongoError
 
-from engine.adapters.mongo.documents import Doc, turn_vector_doc
+from engine.adapters.mongo.documents import Doc
 from engine.errors import DependencyFailed
-from engine.records import TurnVectorFill
 
 DUPLICATE_KEY = 11000
 
@@ -42,14 +41,6 @@ def first_per_document(
         seen.add((k, t))
         groups.setdefault(k, []).append(i)
     return groups
-
-
-def unique_fills(fills: Sequence[TurnVectorFill]) -> dict[tuple[str, str], TurnVectorFill]:
-    """The first fill of each (document key, turn id), in input order."""
-    out: dict[tuple[str, str], TurnVectorFill] = {}
-    for fill in fills:
-        out.setdefault((fill.scope.document_key(fill.session_id), fill.vector.turn_id), fill)
-    return out
 
 
 def _failed_indices(exc: BulkWriteError, what: str) -> set[int]:
@@ -136,51 +127,3 @@ async def insert_ignoring_duplicates(
     except PyMongoError as exc:
         raise DependencyFailed(f"{what} failed: {exc}") from exc
     return {d["_id"] for d in batch}
-
-
-async def push_turn_vectors(
-    col: AsyncCollection[Doc],
-    field: str,
-    fills: Sequence[TurnVectorFill],
-    what: str,
-    *,
-    keep: int | None = None,
-) -> int:
-    """Push each turn's vector onto `field` of its document (existing documents only), one
-    update per document: the turn ids a document already holds there are read first (a
-    small projection), and only the others are pushed, guarded by `$nin` against a
-    concurrent filler. `keep`: the newest that many stay. How many vectors were pushed (when
-    a concurrent filler changed a document in between, a lower bound)."""
-    wanted: dict[str, list[TurnVectorFill]] = {}
-    for (key, _turn), fill in unique_fills(fills).items():
-        wanted.setdefault(key, []).append(fill)
-    if not wanted:
-        return 0
-    try:
-        held = await col.find({"_id": {"$in": list(wanted)}}, {f"{field}.turnId": 1}).to_list(None)
-    except PyMongoError as exc:
-        raise DependencyFailed(f"{what} failed: {exc}") from exc
-    present: dict[str, set[str]] = {}
-    for doc in held:
-        node: Any = doc
-        for part in field.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
-        present[str(doc["_id"])] = {str(v.get("turnId")) for v in node or [] if isinstance(v, dict)}
-    ops: list[UpdateOne] = []
-    pushed = 0
-    for key, group in wanted.items():
-        if key not in present:
-            continue  # no such document (yet): nothing to attach to
-        new = [f for f in group if f.vector.turn_id not in present[key]]
-        if not new:
-            continue
-        each: Doc = {"$each": [turn_vector_doc(f.vector) for f in new]}
-        if keep is not None:
-            each["$slice"] = -keep
-        ids = [f.vector.turn_id for f in new]
-        ops.append(
-            UpdateOne({"_id": key, f"{field}.turnId": {"$nin": ids}}, {"$push": {field: each}})
-        )
-        pushed += len(new)
-    modified = await bulk_updates(col, ops, what)
-    return pushed if modified == len(ops) else min(pushed, modified)

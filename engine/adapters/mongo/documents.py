@@ -17,7 +17,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError, PyMongoError
 
 from engine.errors import DependencyFailed
-from engine.records import ScopeFields, StoredMessage, TurnVector
+from engine.records import ScopeFields, StoredMessage
 from engine.scoping import TenantFilter
 
 Doc = dict[str, Any]
@@ -137,14 +137,6 @@ def message_of(doc: Mapping[str, Any]) -> StoredMessage:
         name=doc.get("name"),
         raw=doc.get("raw"),
     )
-
-
-def turn_vector_doc(v: TurnVector) -> Doc:
-    return {"turnId": v.turn_id, "embedding": vector(v.embedding), "model": v.model}
-
-
-def turn_vector_of(doc: Mapping[str, Any]) -> TurnVector:
-    return TurnVector(doc["turnId"], unvector(doc["embedding"]), doc.get("model", ""))
 
 
 async def append_once(

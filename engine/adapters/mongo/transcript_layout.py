@@ -6,7 +6,8 @@ with its `turnId`), `turnIds`, `turnVectors`, `tokenCount`, `summary` and `metad
 is split into turn documents (`transcripts.turn_doc`'s shape): the messages grouped by turn
 id in order (messages without one, written before turn ids existed, form one turn per run),
 the thread's token count on its first turn (the old layout kept only the sum), its summary
-and metadata on its last, each kept vector on its turn. The turns are inserted (a duplicate
+and metadata on its last. Its `turnVectors` are dropped: a turn's vector is its turn row's,
+where the scene layer reads it. The turns are inserted (a duplicate
 means a crashed migration got there first), then the old fields are removed from the head.
 Every step is idempotent, so a migration stopped half-way finishes on the next start; a
 marker in `schema_layouts` then makes later starts skip the scan."""
@@ -69,7 +70,6 @@ def split(head: Doc) -> list[Doc]:
         else:
             legacy = None
         groups.setdefault(str(turn_id), []).append(m)
-    vectors = {str(v.get("turnId")): v for v in head.get("turnVectors") or []}
     scope = {k: head.get(k) for k in _SCOPE}
     docs: list[Doc] = []
     for i, (turn_id, messages) in enumerate(groups.items()):
@@ -87,7 +87,5 @@ def split(head: Doc) -> list[Doc]:
         }
         if i == len(groups) - 1 and head.get("summary") is not None:
             doc["summary"] = head["summary"]
-        if turn_id in vectors:
-            doc["vector"] = vectors[turn_id]
         docs.append(doc)
     return docs

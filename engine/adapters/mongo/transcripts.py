@@ -6,7 +6,9 @@ sorted and re-encoded it whole on each append, a turn's cost grew with its threa
 Now:
 
 * `transcript_turns` holds one document per turn, `_id` = thread key + turn id: the turn's
-  messages, token count, summary, metadata and (once embedded) its vector. Inserting it is
+  messages, token count, summary and metadata (its vector is its turn row's: the embedding
+  stage writes a turn's vector once, on that row; a `vector` left by an older build is not
+  read). Inserting it is
   the turn's one write, and its idempotence guard: a redelivered or replayed turn collides
   on `_id` and changes nothing. No document grows with the thread.
 * `session_transcripts` keeps one small head per thread (`_id` = `ScopeFields.
@@ -32,7 +34,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 
-from engine.adapters.mongo.batches import bulk_updates, insert_ignoring_duplicates, unique_fills
+from engine.adapters.mongo.batches import insert_ignoring_duplicates
 from engine.adapters.mongo.documents import (
     Doc,
     agent_query,
@@ -41,18 +43,19 @@ from engine.adapters.mongo.documents import (
     scope_doc,
     scope_of,
     tenant_query,
-    turn_vector_doc,
-    turn_vector_of,
 )
 from engine.adapters.mongo.schema import TRANSCRIPT_TURNS, TRANSCRIPTS
 from engine.adapters.mongo.turn_windows import TURN_COUNT, TurnWindows
 from engine.errors import DependencyFailed
-from engine.records import TRANSCRIPT_TURN_VECTORS, Transcript, TranscriptAppend, TurnVectorFill
+from engine.records import Transcript, TranscriptAppend
 from engine.scoping import TenantFilter
 
 THREADS_PER_READ = 32
 """Threads whose turns one query reads (`thread: {$in: …}`): the MongoDB-wire server's cost per
 key of an `$in` grows with the list's length."""
+
+_UNREAD = {"vector": 0}
+"""Not read back: a turn's vector as an older build stored it beside the turn."""
 
 
 def turn_key(thread: str, turn_id: str) -> str:
@@ -78,8 +81,6 @@ def turn_doc(turn: TranscriptAppend, seq: int = 0) -> Doc:
     }
     if turn.summary is not None:
         doc["summary"] = turn.summary
-    if turn.vector is not None:
-        doc["vector"] = turn_vector_doc(turn.vector)
     return doc
 
 
@@ -136,18 +137,6 @@ class MongoTranscriptStore:
         except PyMongoError as exc:
             raise DependencyFailed(f"transcript append failed (its heads): {exc}") from exc
         return [first[d["_id"]] == i and d["_id"] in inserted for i, d in enumerate(docs)]
-
-    async def add_turn_vectors(self, fills: Sequence[TurnVectorFill]) -> int:
-        """One guarded update per turn (`vector` absent): the turn's document alone is
-        written, however long its thread."""
-        ops = [
-            UpdateOne(
-                {"_id": turn_key(thread, turn_id), "vector": {"$exists": False}},
-                {"$set": {"vector": turn_vector_doc(fill.vector)}},
-            )
-            for (thread, turn_id), fill in unique_fills(fills).items()
-        ]
-        return await bulk_updates(self._turns, ops, "transcript vector fill")
 
     async def recent(
         self, where: TenantFilter, limit: int, turns: int | None = None
@@ -211,9 +200,9 @@ class MongoTranscriptStore:
             return []  # (a cursor's limit 0 means no limit)
         try:
             if newest is None:
-                return await self._turns.find(query).to_list(length=None)
+                return await self._turns.find(query, _UNREAD).to_list(length=None)
             order = [("at", DESCENDING), ("seq", DESCENDING), ("_id", DESCENDING)]
-            cursor = self._turns.find(query).sort(order)
+            cursor = self._turns.find(query, _UNREAD).sort(order)
             cursor = cursor.limit(newest)
             return await cursor.to_list(length=newest)
         except PyMongoError as exc:
@@ -232,7 +221,6 @@ def assemble(head: Doc, turns: list[Doc]) -> Transcript:
     for d in turns:
         summary = d.get("summary", summary)
         metadata.update(d.get("metadata") or {})
-    vectors = [turn_vector_of(d["vector"]) for d in turns if d.get("vector")]
     return Transcript(
         session_id=head["sessionId"],
         scope=scope_of(head),
@@ -241,6 +229,5 @@ def assemble(head: Doc, turns: list[Doc]) -> Transcript:
         token_count=sum(int(d.get("tokenCount", 0)) for d in turns),
         created_at=int(head["createdAt"]),
         updated_at=int(head["updatedAt"]),
-        turn_vectors=vectors[-TRANSCRIPT_TURN_VECTORS:],
         metadata=metadata,
     )

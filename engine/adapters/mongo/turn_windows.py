@@ -4,12 +4,10 @@
 The scene layer reads each recent thread's newest `SCENE_TURNS` (1,000) turns. Read whole
 after every turn, a long thread cost the next pre_turn one document per turn: at 1,000
 turns, 150-200 ms of the MongoDB-wire server on this machine. Here each thread's window is
-kept with what its head said when it was read; the next read asks only for
-
-* the turns at or after the window's newest `at` less `AT_MARGIN_MS` (the `thread_at_seq`
-  index),
-* and the window's newest turns still without a vector (filled by the embeddings stage
-  after the turn was stored), by `_id`.
+kept with what its head said when it was read; the next read asks only for the turns at or
+after the window's newest `at` less `AT_MARGIN_MS` (the `thread_at_seq` index). A turn
+document never changes once written (its vector is its turn row's), so a held turn is never
+read again.
 
 A window is trusted only while the head's turn count (`turns`, incremented by the writer for
 the turns it inserted, never for a redelivered one) equals the window's count plus the new
@@ -22,7 +20,6 @@ first out."""
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Awaitable, Callable
 
@@ -35,12 +32,9 @@ AT_MARGIN_MS = 2_000
 order they were published (one partition), each stamped with its publisher's clock: a turn
 stamped earlier than this (another runtime's clock behind, a past time given) is not lost,
 the count sends the read to the whole thread."""
-PENDING_TURNS = 32
-"""The newest turns whose vector a delta looks for (the embedding stage fills a turn's
-vector seconds after it is stored; a turn it never fills is not read again and again)."""
 RELOAD_SECONDS = 600.0
-"""A window older than this is read whole again: whatever a delta could not see (a vector
-filled for a turn the window no longer tracks as pending) is not kept longer."""
+"""A window older than this is read whole again: whatever a delta could not see is not kept
+longer."""
 MAX_BYTES = 64 << 20
 """The windows' budget (estimated from their messages' text)."""
 TURN_COUNT = "turns"
@@ -83,12 +77,6 @@ class Window:
         if not self.docs:
             return -AT_MARGIN_MS
         return int(next(reversed(self.docs.values()))["at"]) - AT_MARGIN_MS
-
-    def pending(self, since: int) -> list[str]:
-        """Of the window's newest `PENDING_TURNS` turns, those older than `since` still
-        without their vector (an older one waits for the window's reload)."""
-        newest = itertools.islice(reversed(self.docs.values()), PENDING_TURNS)
-        return [str(d["_id"]) for d in newest if "vector" not in d and int(d["at"]) < since]
 
     def update(self, found: list[Doc]) -> None:
         """Take the delta's turns (new ones, or newer copies of held ones), keep thread
@@ -153,9 +141,6 @@ class TurnWindows:
     async def _delta(self, window: Window, key: str, count: int, read: Reader) -> list[Doc] | None:
         since = window.since()
         found = list(await read({"thread": key, "at": {"$gte": since}}, None))
-        pending = window.pending(since)
-        if pending:
-            found += await read({"_id": {"$in": pending}}, None)
         # a turn older than the window's oldest is one it let go (trimmed), or a new one
         # stamped too early to place: then the count tells, and the thread is read whole
         oldest = window.oldest()

@@ -11,11 +11,7 @@ from collections.abc import Sequence
 from pymongo import DESCENDING
 from pymongo.errors import PyMongoError
 
-from engine.adapters.mongo.batches import (
-    first_per_document,
-    push_turn_vectors,
-    versioned_upserts,
-)
+from engine.adapters.mongo.batches import first_per_document, versioned_upserts
 from engine.adapters.mongo.documents import (
     Doc,
     append_once,
@@ -23,16 +19,12 @@ from engine.adapters.mongo.documents import (
     scope_doc,
     scope_of,
     tenant_query,
-    turn_vector_doc,
-    turn_vector_of,
 )
 from engine.adapters.mongo.sessions import MongoSessionStore
 from engine.errors import DependencyFailed
-from engine.records import TurnVectorFill, WorkingAppend, WorkingBuffer
+from engine.records import WORKING_TURN_ROWS, WorkingAppend, WorkingBuffer, turn_row_id
 from engine.scoping import TenantFilter
 
-WORKING_TURN_VECTORS = 6
-"""Turn vectors kept per working buffer (about the turns its 12 lines come from)."""
 WORKING_TURN_IDS_KEPT = 1000
 """Turn ids remembered per working buffer for idempotency (older redeliveries re-append)."""
 
@@ -59,15 +51,6 @@ class MongoWorkingStore(MongoSessionStore):
                 applied[i] = await self.append(appends[i], keep) if key in failed else True
         return applied
 
-    async def add_turn_vectors(self, fills: Sequence[TurnVectorFill]) -> int:
-        return await push_turn_vectors(
-            self._col,
-            "workingMemory.vectors",
-            fills,
-            "working vector fill",
-            keep=WORKING_TURN_VECTORS,
-        )
-
     async def recent(self, where: TenantFilter, limit: int) -> list[WorkingBuffer]:
         try:
             cursor = (
@@ -89,18 +72,36 @@ class MongoWorkingStore(MongoSessionStore):
                     state=dict(memory.get("state") or {}),
                     last_accessed_at=int(d["lastAccessedAt"]),
                     created_at=int(d["createdAt"]),
-                    turn_vectors=[turn_vector_of(v) for v in memory.get("vectors") or []],
+                    turn_rows=_turn_rows(d, memory),
                 )
             )
         return out
 
 
+def _turn_rows(doc: Doc, memory: Doc) -> list[str]:
+    """The buffer's newest turn rows, oldest first. A buffer written by an older build holds
+    its turns' vectors instead (`workingMemory.vectors`): their turn ids, in the thread's
+    last session, name the same rows."""
+    rows = memory.get("rows")
+    if rows is not None:
+        return [str(r) for r in rows]
+    session = (memory.get("state") or {}).get("lastSessionId")
+    if not isinstance(session, str):
+        return []
+    agent = str(doc.get("agentWallet", ""))
+    return [
+        turn_row_id(agent, session, str(v["turnId"]))
+        for v in memory.get("vectors") or []
+        if isinstance(v, dict) and "turnId" in v
+    ][-WORKING_TURN_ROWS:]
+
+
 def _update(appends: Sequence[WorkingAppend], keep: int) -> Doc:
     """One update appending `appends` (of one buffer, in order) as consecutive `append`s
-    would: the newest `keep` lines, turn ids and vectors capped, state merged (later keys
+    would: the newest `keep` lines, turn ids and turn rows capped, state merged (later keys
     win), the times widened."""
     first = appends[0]
-    vectors = [turn_vector_doc(a.vector) for a in appends if a.vector]
+    rows = [a.row_id for a in appends if a.row_id]
     update: Doc = {
         "$push": {
             "workingMemory.context": {
@@ -109,8 +110,8 @@ def _update(appends: Sequence[WorkingAppend], keep: int) -> Doc:
             },
             "turnIds": {"$each": [a.turn_id for a in appends], "$slice": -WORKING_TURN_IDS_KEPT},
             **(
-                {"workingMemory.vectors": {"$each": vectors, "$slice": -WORKING_TURN_VECTORS}}
-                if vectors
+                {"workingMemory.rows": {"$each": rows, "$slice": -WORKING_TURN_ROWS}}
+                if rows
                 else {}
             ),
         },

@@ -10,7 +10,6 @@ import numpy as np
 
 from engine.filters import NO_FILTERS, Filters, matches, narrow
 from engine.ports import Vector
-from engine.records import TurnVector
 from engine.retrieval.lexical import terms
 from engine.retrieval.reads import ReadMemo
 from engine.retrieval.relevance import RelevancePolicy
@@ -123,8 +122,3 @@ class LayerQuery:
         if embedding.shape != self.vector.shape:
             return None
         return float(np.dot(embedding, self.vector))
-
-    def best_turn(self, vectors: list[TurnVector]) -> float | None:
-        """The highest cosine among turn vectors of this query's model."""
-        scores = [c for v in vectors if (c := self.cosine(v.embedding, v.model)) is not None]
-        return max(scores) if scores else None

@@ -1,16 +1,24 @@
-"""The thread-scoped text layers: working (the recent lines) and scene (the transcript)."""
+"""The thread-scoped text layers: working (the recent lines) and scene (the transcript).
+
+A turn's meaning is ranked by its turn row's vector (`VectorIndex.vectors`, the tenant's rows
+the memory layers hold too): the transcript and working buffer keep no vector of their own,
+so the embedding stage writes a turn's vector once (issue 29)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-from engine.ports import TranscriptStore, WorkingStore
-from engine.records import StoredMessage, Transcript
+import numpy as np
+
+from engine.ports import TranscriptStore, VectorIndex, WorkingStore
+from engine.records import StoredMessage, Transcript, turn_row_id
 from engine.retrieval.hits import Hit
 from engine.retrieval.layers.query import LayerQuery
 from engine.retrieval.lexical import all_terms, bm25
 from engine.retrieval.relevance import pool_relevance, relevance
 from engine.retrieval.units import shown_units
+from engine.scoping import SHARED_SOURCES
 
 WORKING_LINES_SHOWN = 5
 SHOWN_TURNS = (WORKING_LINES_SHOWN + 1) // 2
@@ -20,6 +28,9 @@ SCENE_TURNS = 1000
 """Turns of each thread the scene layer searches, the newest: a thread's transcript is no
 longer bounded by a document's size (issue 29), and a search must not read a 50,000-turn
 thread whole. Older turns are found by the vectors layer (every turn's turn row)."""
+SCENE_VECTOR_TURNS = 64
+"""Turns of each transcript ranked by their vector too, the newest (older turns rank by their
+words here; their meaning is searched by the vectors layer)."""
 _SPACES = re.compile(r"\s+")
 
 
@@ -27,7 +38,35 @@ def _line(m: StoredMessage) -> str:
     return f"{m.role}: {_SPACES.sub(' ', m.said).strip()}"
 
 
-async def search_working(store: WorkingStore, q: LayerQuery) -> list[Hit]:
+async def row_cosines(
+    index: VectorIndex | None, q: LayerQuery, vector_ids: Sequence[str]
+) -> dict[str, float]:
+    """The query's cosine with each row's stored vector, read through the memory layers'
+    filter and tokens (the same tenant state); rows without a vector are left out."""
+    if index is None or q.vector is None or not vector_ids:
+        return {}
+    where = q.where("vectors", durable=True, shared_sources=SHARED_SOURCES)
+    if where is None:
+        return {}
+    found = await index.vectors(
+        where,
+        list(dict.fromkeys(vector_ids)),
+        model=q.model,
+        dim=int(q.vector.shape[0]),
+        version=q.tokens.tenant,
+        shared=q.tokens.shared,
+    )
+    return {i: float(np.dot(v, q.vector)) for i, v in found.items() if v.shape == q.vector.shape}
+
+
+def _best(cosines: dict[str, float], vector_ids: Sequence[str]) -> float | None:
+    scores = [cosines[i] for i in vector_ids if i in cosines]
+    return max(scores) if scores else None
+
+
+async def search_working(
+    store: WorkingStore, q: LayerQuery, index: VectorIndex | None = None
+) -> list[Hit]:
     """Working buffers of the scope's thread that are relevant to the query. A hit's text is
     its newest lines, newest first (fixes reference §16.9), and it is scored on what it
     shows: a buffer whose older lines matched no longer packs newest lines that do not
@@ -47,11 +86,12 @@ async def search_working(store: WorkingStore, q: LayerQuery) -> list[Hit]:
         if s.lines and q.keep("working", s.view()) and q.existed(s.last_accessed_at)
     ]
     q = await q.with_vector()
+    cosines = await row_cosines(index, q, [r for s in sessions for r in s.turn_rows[-SHOWN_TURNS:]])
     shown_lines = [s.lines[:WORKING_LINES_SHOWN] for s in sessions]
     lexical = bm25(q.terms, [all_terms("\n".join(lines)) for lines in shown_lines])
     hits: list[Hit] = []
     for s, shown, lex in zip(sessions, shown_lines, lexical, strict=True):
-        score = relevance(q.best_turn(s.turn_vectors[-SHOWN_TURNS:]), lex, q.relevance)
+        score = relevance(_best(cosines, s.turn_rows[-SHOWN_TURNS:]), lex, q.relevance)
         if score is None:
             continue
         hits.append(
@@ -84,7 +124,15 @@ def _turns(t: Transcript) -> list[tuple[str, list[StoredMessage]]]:
     return list(turns.items())
 
 
-async def search_scene(store: TranscriptStore, q: LayerQuery) -> list[Hit]:
+def _row_ids(t: Transcript, turn_ids: Sequence[str]) -> dict[str, str]:
+    """Turn id → its turn row's id, for the newest `SCENE_VECTOR_TURNS` of `turn_ids`."""
+    newest = [i for i in turn_ids if i][-SCENE_VECTOR_TURNS:]
+    return {i: turn_row_id(t.scope.agent_wallet, t.session_id, i) for i in newest}
+
+
+async def search_scene(
+    store: TranscriptStore, q: LayerQuery, index: VectorIndex | None = None
+) -> list[Hit]:
     """The thread's transcripts, one candidate per turn: a hit shows the turn that matched
     (the newest `SCENE_TURNS` turns are searched, not only the recent lines)."""
     where = q.where("scene", durable=False)
@@ -97,19 +145,19 @@ async def search_scene(store: TranscriptStore, q: LayerQuery) -> list[Hit]:
     )
     transcripts = [t for t in recent if q.keep("scene", t.view())]
     q = await q.with_vector()
+    by_thread = [(t, _turns(t)) for t in transcripts]
+    rows = {id(t): _row_ids(t, [turn_id for turn_id, _ in turns]) for t, turns in by_thread}
+    cosines = await row_cosines(index, q, [r for ids in rows.values() for r in ids.values()])
     candidates: list[tuple[Transcript, str, list[StoredMessage]]] = [
         (t, turn_id, msgs)
-        for t in transcripts
-        for turn_id, msgs in _turns(t)
+        for t, turns in by_thread
+        for turn_id, msgs in turns
         if msgs and q.existed(msgs[-1].timestamp)
     ]
-    turns = ["\n".join(_line(m) for m in c[2]) for c in candidates]
-    shown = shown_units(q.terms, turns)  # judged by its best message, shown as it
-    cosines = [
-        q.best_turn([v for v in t.turn_vectors if v.turn_id == turn_id])
-        for t, turn_id, _ in candidates
-    ]
-    scores = pool_relevance(cosines, [u.lexical for u in shown], q.relevance)
+    texts = ["\n".join(_line(m) for m in c[2]) for c in candidates]
+    shown = shown_units(q.terms, texts)  # judged by its best message, shown as it
+    turn_cosines = [cosines.get(rows[id(t)].get(turn_id, "")) for t, turn_id, _ in candidates]
+    scores = pool_relevance(turn_cosines, [u.lexical for u in shown], q.relevance)
     hits: list[Hit] = []
     for (t, turn_id, msgs), unit, score in zip(candidates, shown, scores, strict=True):
         if score is None:
