@@ -29,8 +29,11 @@ class InMemoryPorts:
     memory: InMemoryMemoryStore = field(default_factory=InMemoryMemoryStore)
     cache: InMemoryQueryCache = field(default_factory=InMemoryQueryCache)
 
-    def recorder(self) -> TurnRecorder:
-        return TurnRecorder(self.transcripts, self.working, self.memory, self.embedder)
+    def recorder(self, *, deferred: bool = False) -> TurnRecorder:
+        """`deferred`: turns stored with pending vectors, as the embedding stage has them."""
+        return TurnRecorder(
+            self.transcripts, self.working, self.memory, self.embedder, deferred=deferred
+        )
 
     def search(self, access: AccessRecorder | None = None) -> MemorySearch:
         """`MemorySearch` over these stores, fresh pattern and archive stores, exact vectors."""

@@ -13,22 +13,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from engine.adapters.memory import (
-    InMemoryArchiveStore,
-    InMemoryMemoryStore,
-    InMemoryPatternStore,
-    InMemoryQueryCache,
-    InMemoryTranscriptStore,
-    InMemoryWorkingStore,
-)
-from engine.ingest.turns import TurnRecorder
+from engine.adapters.memory import InMemoryQueryCache
 from engine.ports import InputType
 from engine.retrieval.hits import Hit
-from engine.retrieval.search import MemorySearch
-from engine.retrieval.vector_index import ExactVectorIndex
 from engine.scoping import TenantFilter
 from schemas.inputs import turn_recorded
 from schemas.scope import Scope
+from tests.support.engine import InMemoryPorts
 
 AGENT = "0xAgent"
 DIM = 16
@@ -62,12 +53,10 @@ class World:
     def __init__(self) -> None:
         self.query = unit(1)
         self.embedder = OneVector(self.query)
-        self.memory = InMemoryMemoryStore()
-        self.transcripts = InMemoryTranscriptStore()
-        self.working = InMemoryWorkingStore()
-        self.recorder = TurnRecorder(
-            self.transcripts, self.working, self.memory, self.embedder, deferred=True
-        )
+        self.ports = InMemoryPorts(self.embedder)
+        self.memory = self.ports.memory
+        self.working = self.ports.working
+        self.recorder = self.ports.recorder(deferred=True)
 
     async def turn(self, user: str, turn_id: str, said: str, at: int) -> str:
         body = {
@@ -86,15 +75,8 @@ class World:
 
     async def hits(self, user: str) -> dict[str, list[Hit]]:
         # a fresh search each time: no query cache or tenant state carried over
-        search = MemorySearch(
-            transcripts=self.transcripts,
-            working=self.working,
-            patterns=InMemoryPatternStore(),
-            archives=InMemoryArchiveStore(),
-            index=ExactVectorIndex(self.memory),
-            embedder=self.embedder,
-            cache=InMemoryQueryCache(),
-        )
+        self.ports.cache = InMemoryQueryCache()
+        search = self.ports.search()
         scope = Scope.parse({"agentWallet": AGENT, "userAddress": user, "threadId": "T1"})
         found = await search.search(scope, QUERY, ["scene", "working"], 5, T0 + 60_000)
         return found.hits
