@@ -138,10 +138,20 @@ async def test_a_home_said_with_a_relative_is_the_relatives_too(typer: RelationT
         ("a cousin of mine, Ruairí, just moved to Galway", ("Ruairí", "COUSIN_OF", "user")),
         ("the woman next door, Hedda, waters our plants", ("Hedda", "NEIGHBOUR_OF", "user")),
         ("Hedda, an old colleague of mine, waters our plants", ("Hedda", "COLLEAGUE_OF", "user")),
+        ("a dog of mine, Rex, sleeps on the sofa", ("Rex", "PET_OF", "user")),
     ],
 )
 async def test_a_relative_named_in_apposition(typer: RelationTyper, text: str, kin: Triple) -> None:
     assert kin in await typed(typer, text)
+
+
+def test_a_pet_in_apposition_is_a_pet_as_every_pet_is_not_a_dog_of() -> None:
+    # the appositive step typed a pet by its noun (DOG_OF) where every other step says PET_OF
+    said = "a dog of mine, Rex, sleeps on the sofa"
+    links = [ExtractedRelation("user", "MENTIONS", "Rex", said)]
+    assert appositive_kin([TurnText("user", said)], links) == [
+        ExtractedRelation("Rex", "PET_OF", "user", said)
+    ]
 
 
 def test_an_apposition_needs_its_comma_and_the_speakers_words() -> None:

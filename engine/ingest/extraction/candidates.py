@@ -28,7 +28,7 @@ from engine.ingest.extraction.pairs import (
     possessed_kin,
     works_by_role,
 )
-from engine.ingest.extraction.rules.lexicon import PETS, relation_stem
+from engine.ingest.extraction.rules.lexicon import relation_stem
 from engine.ingest.extraction.rules.reading import states_fact
 from engine.ingest.extraction.rules.registry import USER
 from engine.ingest.extraction.rules.speaker import speaker_of
@@ -266,7 +266,7 @@ def _kin_relation(
     noun = kin_of(pair)
     if noun is None or kinds[1] not in PERSONS or kinds[0] not in PERSONS:
         return None
-    kind = "PET" if noun in PETS.split() else relation_stem(noun)
+    kind = relation_stem(noun)
     first = kin_relative_first(pair)
     if first and kind not in _BY_BIRTH and _WAS.search(pair.between):
         return None  # "Benedikta, who used to be my manager": a role held once, not now

@@ -155,10 +155,16 @@ _INSTRUMENTS = (
 )
 
 
+_PET_NOUNS = frozenset([*_PETS.split(), "guinea pig"])
+
+
 def relation_stem(noun: str) -> str:
-    """The relation a relative's or a peer's noun names, before "_OF": a partner's noun its
-    kind ("wife" → "SPOUSE"), any other in capitals, "_" for spaces and hyphens ("best
-    friend" → "BEST_FRIEND", "mother-in-law" → "MOTHER_IN_LAW")."""
+    """The relation a relative's, a peer's or a pet's noun names, before "_OF": a pet's noun
+    "PET" ("dog" → "PET_OF", as every pet is), a partner's noun its kind ("wife" →
+    "SPOUSE"), any other in capitals, "_" for spaces and hyphens ("best friend" →
+    "BEST_FRIEND", "mother-in-law" → "MOTHER_IN_LAW")."""
+    if noun in _PET_NOUNS:
+        return "PET"
     return _PARTNERS.get(noun) or noun.upper().replace(" ", "_").replace("-", "_")
 
 
