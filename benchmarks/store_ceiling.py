@@ -8,7 +8,10 @@ Starts its own stack (or uses the servers named by MNEMOSTREAM_KAFKA_BOOTSTRAP /
 _REDIS_URL), writes `--turns` turns of the throughput benchmark's text (`--threads`, 50) into a
 fresh database in batches of `--batch` with pending vectors (the embedding stage's way), and
 prints, per batch size: `turns_per_s` over the whole batch, and `transcripts_per_s`,
-`working_per_s`, `rows_per_s` (turns divided by the time spent in that write). Then
+`working_per_s`, `rows_per_s` (turns divided by the time spent in that write); then
+`fill_per_s`: the embedding stage's writes for those turns, in its chunks (one
+content-addressed vector record and one row fill a turn, 384 dimensions and two message
+vectors; the model is not run), turns divided by their time. Then
 `rows_by_index`: plain inserts of turn-row-shaped documents into a collection with no
 secondary index, with the `memory` collection's indexes, and with every index the collection
 had before issue 15, which shows what each index costs the server.
@@ -28,6 +31,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+import numpy as np
 from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 
@@ -37,11 +41,13 @@ from engine.adapters.mongo import (
     MEMORY,
     MongoMemoryStore,
     MongoTranscriptStore,
+    MongoVectorStore,
     MongoWorkingStore,
     ensure_schema,
 )
 from engine.adapters.mongo.schema import INDEXES
-from engine.ingest.turns import TurnRecorder
+from engine.embedding_store import group_key
+from engine.ingest.turns import TurnRecorder, TurnStored
 from engine.ports import InputType
 from engine.records import Vector
 from schemas.inputs import turn_recorded
@@ -87,8 +93,37 @@ class Timed:
         return timed
 
 
+FILL_CHUNK = 256
+"""Turns whose vectors the embedding stage writes at a time (`services.groups.embeddings`)."""
+
+
+async def fill_turns(db: AsyncDatabase[Doc], stored: list[TurnStored], seed: int) -> float:
+    """Seconds the embedding stage's writes for `stored` take: per chunk, the turns' vector
+    records (a turn and its two messages, one record) and their rows' vectors and units."""
+    rows, records = MongoMemoryStore(db), MongoVectorStore(db)
+    rng = np.random.default_rng(seed)
+    spent = 0.0
+    for i in range(0, len(stored), FILL_CHUNK):
+        chunk = stored[i : i + FILL_CHUNK]
+        made = {t.vector_id: rng.standard_normal((3, 384)).astype(np.float32) for t in chunk}
+        keys = {t.vector_id: group_key(NoModel.model, 384, [t.content, "u", "a"]) for t in chunk}
+        began = time.perf_counter()
+        await records.put_many({keys[v]: m.reshape(-1) for v, m in made.items()})
+        await rows.fill_embeddings(
+            NoModel.model, {v: m[0] for v, m in made.items()}, {v: m[1:] for v, m in made.items()}
+        )
+        spent += time.perf_counter() - began
+    return spent
+
+
 async def record_turns(
-    db: AsyncDatabase[Doc], turns: int, batch: int, seed: int, threads: int = 50
+    db: AsyncDatabase[Doc],
+    turns: int,
+    batch: int,
+    seed: int,
+    threads: int = 50,
+    *,
+    fill: bool = False,
 ) -> dict[str, Any]:
     await ensure_schema(db)
     transcripts, working, memory = (
@@ -112,15 +147,19 @@ async def record_turns(
         for n in range(turns)
     ]
     began = time.perf_counter()
+    stored: list[TurnStored] = []
     for i in range(0, turns, batch):
-        await recorder.record_many(events[i : i + batch])
+        stored += await recorder.record_many(events[i : i + batch])
     total = time.perf_counter() - began
-    return {
+    out = {
         "batch": batch,
         "threads": threads,
         "turns_per_s": round(turns / total, 1),
         **{f"{k}_per_s": round(turns / v, 1) for k, v in sorted(timed.seconds.items())},
     }
+    if fill:
+        out["fill_per_s"] = round(turns / await fill_turns(db, stored, seed), 1)
+    return out
 
 
 def row(n: int) -> Doc:
@@ -167,7 +206,7 @@ async def measure(
         for batch in batches:
             name = f"ceiling_{uuid.uuid4().hex[:8]}"
             names.append(name)
-            results.append(await record_turns(client[name], turns, batch, seed, threads))
+            results.append(await record_turns(client[name], turns, batch, seed, threads, fill=True))
             print(f"[store_ceiling] batch {batch}: {results[-1]}", file=sys.stderr, flush=True)
         name = f"ceiling_{uuid.uuid4().hex[:8]}"
         names.append(name)
