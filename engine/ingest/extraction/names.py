@@ -32,6 +32,7 @@ import re
 from dataclasses import dataclass
 
 from engine.ingest.extraction.rules.lexicon import PETS
+from engine.ingest.extraction.titles import without_titles
 
 MAX_NAME_WORDS = 6
 """A longer capitalised run is a title or shouting, not a name."""
@@ -271,7 +272,9 @@ def names_in(
 ) -> list[Name]:
     """The names a sentence mentions, in order, deduplicated (see the module doc). `known`
     holds case-folded names accepted even where a sentence opens with them; `lower` reads
-    a message whose author writes in lower case (a name after "in", "at", "from")."""
+    a message whose author writes in lower case (a name after "in", "at", "from"). A title
+    in quotes is one name (`titles`)."""
+    sentence, titles = without_titles(sentence)
     tokens = _TOKEN.findall(sentence)
     found: dict[str, Name] = {}
     last_place_end = -1
@@ -316,6 +319,8 @@ def names_in(
             kind = "place"  # "Austin, Texas": a name after a place's comma is a place
         if kind == "place":
             last_place_end = end
+        for word, title in titles.items():
+            name = name.replace(word, title)
         key = name.casefold()
         if key not in found or (found[key].type == "name" and kind != "name"):
             found[key] = Name(found[key].name if key in found else name, kind)
