@@ -10,27 +10,8 @@ import re
 MAX_TITLE_WORDS = 8
 _QUOTED = re.compile(r"(?<!\w)['‘\"“](?P<title>[A-Z][^\"“”‘\n]{0,100}?)['’\"”](?!\w)")
 _SMALL = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "and",
-        "or",
-        "in",
-        "on",
-        "at",
-        "to",
-        "for",
-        "by",
-        "with",
-        "from",
-        "into",
-        "de",
-        "la",
-        "le",
-        "du",
-    ]
+    {"a", "an", "the", "of", "and", "or", "in", "on", "at", "to", "for", "by", "with"}
+    | {"from", "into", "de", "la", "le", "du"}
 )
 PLACEHOLDER = "Qtitle{}x"
 """What stands for the `n`th title while the sentence is read: one capitalised word that is
