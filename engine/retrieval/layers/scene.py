@@ -9,8 +9,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-import numpy as np
-
 from engine.ports import TranscriptStore, VectorIndex, WorkingStore
 from engine.records import StoredMessage, Transcript, turn_row_id
 from engine.retrieval.hits import Hit
@@ -56,7 +54,7 @@ async def row_cosines(
         version=q.tokens.tenant,
         shared=q.tokens.shared,
     )
-    return {i: float(np.dot(v, q.vector)) for i, v in found.items() if v.shape == q.vector.shape}
+    return {i: c for i, v in found.items() if (c := q.cosine(v, q.model)) is not None}
 
 
 def _best(cosines: dict[str, float], vector_ids: Sequence[str]) -> float | None:
