@@ -88,7 +88,8 @@ _PEOPLE = (
     "mother-in-law father-in-law sister-in-law brother-in-law parents"
 )
 _REL = _alt([*_PEOPLE.split(), "best friend", *_KIN, *_PARTNERS])
-_PET = _alt([*_PETS.split(), "guinea pig"])
+_PET_NOUNS = frozenset([*_PETS.split(), "guinea pig"])
+_PET = _alt(_PET_NOUNS)
 _NOT_NAMES = _words(
     "i i'm im the a an and but so or if is are was this that it my our your his her their "
     "thanks thank hi hey hello yes no ok okay sorry please well oh also just today tomorrow "
@@ -153,9 +154,6 @@ _INSTRUMENTS = (
     "keyboard keys tennis football soccer basketball chess golf volleyball rugby hockey padel "
     "squash badminton baseball cricket"
 )
-
-
-_PET_NOUNS = frozenset([*_PETS.split(), "guinea pig"])
 
 
 def relation_stem(noun: str) -> str:
