@@ -1,6 +1,7 @@
 """The embedded MongoDB-wire server as the stack runs it (`services.ops.stack.secantus_tuned`,
-`--standalone`): the behaviours its two memoisations touch still hold, per insert chunk and
-across them, and it answers as a standalone server."""
+`--standalone`): the behaviours its two memoisations touch still hold, within one write
+statement (an insert chunk, an update or delete) and across them, and it answers as a
+standalone server."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from pymongo import ASCENDING, AsyncMongoClient, IndexModel
+from pymongo import ASCENDING, AsyncMongoClient, IndexModel, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
@@ -97,6 +98,81 @@ async def test_an_index_made_between_two_inserts_applies_to_the_second(
     await col.drop_index("k_1")
     await col.insert_one({"k": 1})  # and its drop, too
     assert await col.count_documents({"k": 1}) == 2
+
+
+async def test_updates_that_make_an_index_multikey_are_found_by_its_elements(
+    db: AsyncDatabase[Doc],
+) -> None:
+    col = db["tagged"]
+    await col.create_index([("tags", ASCENDING)])
+    await col.insert_many([{"_id": n, "tags": "x"} for n in range(1, 5)])
+    # the first statement flags the index multikey; the later ones must index every element
+    await col.bulk_write(
+        [
+            UpdateOne({"_id": 1}, {"$set": {"tags": ["a", "b"]}}),
+            UpdateOne({"_id": 2}, {"$set": {"tags": ["b", "c"]}}),
+            UpdateOne({"_id": 3}, {"$set": {"tags": "c"}}),
+        ],
+        ordered=False,
+    )
+    await col.update_many({"_id": {"$gte": 4}}, {"$set": {"tags": ["d", "c"]}})
+
+    async def ids(value: str) -> list[int]:
+        found = await col.find({"tags": value}).hint("tags_1").to_list(None)
+        return sorted(d["_id"] for d in found)
+
+    assert await ids("b") == [1, 2]
+    assert await ids("c") == [2, 3, 4]
+    assert await ids("x") == []  # the old entries went with the old values
+
+
+async def test_unique_and_partial_indexes_hold_for_updates(db: AsyncDatabase[Doc]) -> None:
+    col = db["slots"]
+    await col.create_index(
+        [("k", ASCENDING)], unique=True, partialFilterExpression={"live": True}, name="live_k"
+    )
+    await col.insert_many([{"_id": 1, "k": 1, "live": True}, {"_id": 2, "k": 1, "live": False}])
+    with pytest.raises(BulkWriteError) as refused:
+        await col.bulk_write(
+            [
+                UpdateOne({"_id": 2}, {"$set": {"live": True}}),  # now inside the filter: taken
+                UpdateOne({"_id": 1}, {"$set": {"note": "kept"}}),
+            ],
+            ordered=False,
+        )
+    assert [e["index"] for e in refused.value.details["writeErrors"]] == [0]
+    await col.update_one({"_id": 2}, {"$set": {"k": 2, "live": True}})
+    await col.update_one({"_id": 1}, {"$set": {"live": False}})  # leaves the index
+    live = await col.find({"live": True, "k": {"$gte": 0}}).hint("live_k").to_list(None)
+    assert [(d["_id"], d["k"]) for d in live] == [(2, 2)]
+    with pytest.raises(DuplicateKeyError):
+        await col.update_one({"_id": 1}, {"$set": {"live": True, "k": 2}})
+
+
+async def test_an_index_made_between_two_updates_applies_to_the_second(
+    db: AsyncDatabase[Doc],
+) -> None:
+    col = db["later"]
+    await col.insert_many([{"_id": 1, "k": 1}, {"_id": 2, "k": 2}])
+    await col.update_one({"_id": 2}, {"$set": {"k": 3}})
+    await col.create_index([("k", ASCENDING)], unique=True)
+    with pytest.raises(DuplicateKeyError):
+        await col.update_one({"_id": 2}, {"$set": {"k": 1}})
+    await col.update_one({"_id": 2}, {"$set": {"k": 4}})
+    found = await col.find({"k": 4}).hint("k_1").to_list(None)
+    assert [d["_id"] for d in found] == [2]
+
+
+async def test_deletes_take_their_index_entries_with_them(db: AsyncDatabase[Doc]) -> None:
+    col = db["gone"]
+    await col.create_index([("g", ASCENDING)])
+    await col.insert_many([{"_id": n, "g": n % 3} for n in range(9)])
+    assert (await col.delete_many({"g": 1})).deleted_count == 3
+    await col.delete_one({"_id": 0})
+    kept = await col.find({"g": {"$gte": 0}}).hint("g_1").to_list(None)
+    assert sorted(d["_id"] for d in kept) == [2, 3, 5, 6, 8]
+    await col.insert_one({"_id": 1, "g": 1})  # its old entry does not shadow the new one
+    assert [d["_id"] for d in await col.find({"g": 1}).hint("g_1").to_list(None)] == [1]
 
 
 async def test_profiler_levels_take_effect_at_once(db: AsyncDatabase[Doc]) -> None:

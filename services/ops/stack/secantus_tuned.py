@@ -6,13 +6,17 @@ otherwise re-reads for every document or command (issue 29).
 Profiling the server under the transcripts group's writes (`py-spy`, `benchmarks.store_ceiling`)
 showed two costs that do not depend on the data written:
 
-* **The index options of a collection, read again for every document inserted.** An insert
-  checks each document against the collection's geo indexes, and writes its index entries,
-  and each of the two decodes the options of every index of the collection from storage
+* **A collection's index list, read again from storage for every document written.** An
+  insert checks each document against the collection's geo indexes and writes its index
+  entries, and each of the two decodes the options of every index of the collection
   (`Storage._index_options_map`), geo index or not: a quarter of an insert's time with the
-  `memory` collection's indexes. Here it is read once per insert chunk. A chunk already works
-  on one reading of the collection's index list (taken under the collection's lock when the
-  chunk starts), so the options it sees are those of that same list.
+  `memory` collection's indexes. An update statement reads the list four times more (its
+  indexes, their partial filters, which are multikey, the candidates' index) and twice a
+  document: 23 % of an update's time went to the options alone (stop 48, `py-spy` while
+  256-row bulks of `$set` ran). Here `Storage._iter_indexes` is read once per write
+  statement (`STATEMENTS`: an insert chunk, an update or delete statement or chunk), which
+  runs under the collection's lock, as index builds and drops do; a statement that flags an
+  index multikey (its one write to the list) reads the list again after it.
 * **The database's profiler level, read from storage under the server's global lock on every
   command** (`Storage.get_profile`), about a tenth of the server's time. Here it is kept in
   memory, and `Storage.set_profile` (the only writer of those settings) replaces it.
@@ -28,40 +32,74 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from importlib import metadata
 from typing import Any
 
 VERSION = "0.7.0b3"
 """The SecantusDB release the memoisations were written against (pinned in pyproject)."""
+STATEMENTS = (
+    "_insert_chunk",
+    "_update_matching_single_txn",
+    "_update_chunk",
+    "_delete_matching_single_txn",
+    "_delete_chunk",
+)
+"""SecantusDB's write statements, or the chunks of one, that run whole under their
+collection's lock, which index builds and drops also take: a collection's index list cannot
+change while one runs. (The chunked update and delete are not scoped as a whole: they call
+the single-transaction body after leaving the lock.)"""
+Entry = tuple[str, dict[str, Any], dict[str, Any]]
+"""One index as `Storage._iter_indexes` yields it: name, key pattern, options."""
 
-_chunk = threading.local()
+_statement = threading.local()
+"""The index lists read in the current write statement (`_statement.memo`: (db, coll) ->
+entries), None outside one."""
 
 
-def _memoised_index_options(original: Callable[..., dict[str, Any]]) -> Callable[..., Any]:
-    def index_options_map(self: Any, db: str, coll: str) -> dict[str, Any]:
-        memo: dict[tuple[str, str], dict[str, Any]] | None = getattr(_chunk, "memo", None)
-        if memo is None:  # outside an insert chunk: as SecantusDB does it
-            return original(self, db, coll)
-        if (db, coll) not in memo:
-            memo[(db, coll)] = original(self, db, coll)
-        return memo[(db, coll)]
+def _memoised_iter_indexes(original: Callable[..., Iterable[Entry]]) -> Callable[..., Any]:
+    def iter_indexes(self: Any, db: str, coll: str) -> Iterator[Entry]:
+        memo: dict[tuple[str, str], list[Entry]] | None = getattr(_statement, "memo", None)
+        if memo is None:  # outside a write statement: as SecantusDB does it
+            return iter(original(self, db, coll))
+        found = memo.get((db, coll))
+        if found is None:
+            found = memo[(db, coll)] = list(original(self, db, coll))
+        # copies, as a fresh read would give: a caller may change what it is handed
+        return iter([(name, dict(key), dict(options)) for name, key, options in found])
 
-    return index_options_map
+    return iter_indexes
 
 
-def _chunk_scope(original: Callable[..., Any]) -> Callable[..., Any]:
-    def insert_chunk(self: Any, *args: Any, **kwargs: Any) -> Any:
-        outer = getattr(_chunk, "memo", None)
+def _statement_scope(original: Callable[..., Any]) -> Callable[..., Any]:
+    def statement(self: Any, *args: Any, **kwargs: Any) -> Any:
+        outer = getattr(_statement, "memo", None)
         if outer is None:
-            _chunk.memo = {}
+            _statement.memo = {}
         try:
             return original(self, *args, **kwargs)
         finally:
             if outer is None:
-                _chunk.memo = None
+                _statement.memo = None
 
-    return insert_chunk
+    return statement
+
+
+def _forgets_on_multikey(original: Callable[..., set[str]]) -> Callable[..., set[str]]:
+    """A statement that flags an index multikey (the one index-list write a write statement
+    makes) reads the list again afterwards."""
+
+    def maybe_mark_multikey(
+        self: Any, db: str, coll: str, doc: Any, indexes: Any, already: set[str]
+    ) -> set[str]:
+        before = len(already)
+        marked = original(self, db, coll, doc, indexes, already)
+        memo = getattr(_statement, "memo", None)
+        if memo is not None and len(marked) != before:
+            memo.pop((db, coll), None)
+        return marked
+
+    return maybe_mark_multikey
 
 
 def _cached_profile(
@@ -104,11 +142,13 @@ def tune() -> bool:
     cls = storage.Storage
     if getattr(cls, "_mnemostream_tuned", False):
         return True
-    names = ("_index_options_map", "_insert_chunk", "get_profile", "set_profile")
+    names = (*STATEMENTS, "_iter_indexes", "_maybe_mark_multikey", "get_profile", "set_profile")
     if installed != VERSION or not all(callable(getattr(cls, n, None)) for n in names):
         return False
-    cls._index_options_map = _memoised_index_options(cls._index_options_map)
-    cls._insert_chunk = _chunk_scope(cls._insert_chunk)
+    cls._iter_indexes = _memoised_iter_indexes(cls._iter_indexes)
+    cls._maybe_mark_multikey = _forgets_on_multikey(cls._maybe_mark_multikey)
+    for name in STATEMENTS:
+        setattr(cls, name, _statement_scope(getattr(cls, name)))
     cls.get_profile, cls.set_profile = _cached_profile(cls.get_profile, cls.set_profile)
     cls._mnemostream_tuned = True
     return True
