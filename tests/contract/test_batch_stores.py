@@ -42,7 +42,6 @@ from engine.adapters.mongo import (
     ensure_schema,
     row_of,
 )
-from engine.adapters.mongo.batches import versioned_upserts
 from engine.adapters.mongo.schema import INDEXES, RETIRED
 from engine.ports import MemoryStore, TranscriptStore, VectorStore, WorkingStore
 from engine.records import (
@@ -562,39 +561,46 @@ async def test_content_addressed_vectors_are_stored_as_float32_vectors(mongo: Mo
 
 
 class Interfering:
-    """A working-buffer collection on which another writer appends `turn_id` to `key` between
-    the batch's read of `turnIds` and its bulk write."""
+    """A working-buffer collection on which another writer appends `turn_id` to `key` once,
+    between the batch's first read of its guard and its first bulk write."""
 
-    def __init__(self, col: Any, key: str, turn_id: str) -> None:
-        self._col, self._key, self._turn_id = col, key, turn_id
+    def __init__(self, col: Any, key: str, turn_id: str, at: int) -> None:
+        self._col, self._key, self._turn_id, self._at = col, key, turn_id, at
+        self.interfered = 0
 
     def find(self, *args: Any, **kwargs: Any) -> Any:
         return self._col.find(*args, **kwargs)
 
     async def bulk_write(self, ops: Any, **kwargs: Any) -> Any:
-        await self._col.update_one(
-            {"_id": self._key}, {"$push": {"turnIds": self._turn_id}, "$inc": {"rev": 1}}
-        )
+        if not self.interfered:
+            self.interfered += 1
+            await self._col.update_one(
+                {"_id": self._key},
+                {"$push": {"turnIds": self._turn_id, "turnAts": self._at}, "$inc": {"rev": 1}},
+            )
         return await self._col.bulk_write(ops, **kwargs)
 
 
-async def test_a_buffer_changed_between_read_and_write_is_not_overwritten_blindly(
+async def test_a_buffer_changed_between_read_and_write_is_read_again_not_overwritten(
     mongo: Mongo, now_ms: int
 ) -> None:
-    col = mongo.db[SESSIONS]
-    assert await MongoWorkingStore(mongo.db).append(lines("t1", now_ms), keep=12)
+    store = MongoWorkingStore(mongo.db)
+    assert await store.append(lines("t1", now_ms), keep=12)
     key = fields().document_key("S1")
-    updates = {key: (["t2"], {"$push": {"turnIds": {"$each": ["t2"]}}, "$inc": {"rev": 1}})}
+    store._col = cast(Any, Interfering(store._col, key, "other", now_ms + 1))
 
-    failed = await versioned_upserts(
-        cast(Any, Interfering(col, key, "other")), updates, "working append"
-    )
+    assert await store.append_many(
+        [lines("t2", now_ms + 2), lines("other", now_ms + 1)], keep=12
+    ) == [
+        True,
+        False,
+    ]
 
     # its revision changed after the read: the guarded write matched nothing and its upsert
-    # collided on `_id`, so the caller replays this document turn by turn
-    assert failed == {key}
-    [doc] = await col.find({"_id": key}).to_list(length=None)
-    assert doc["turnIds"] == ["t1", "other"]
+    # collided on `_id`, so the batch read the buffer again and kept the other writer's turn
+    [doc] = await mongo.db[SESSIONS].find({"_id": key}).to_list(length=None)
+    assert doc["turnIds"] == ["t1", "other", "t2"]
+    assert doc["rev"] == 3
 
 
 async def test_a_full_working_buffer_still_refuses_a_turn_it_holds(

@@ -7,25 +7,27 @@ from collections.abc import Sequence
 from engine.adapters.memory.erasure import drop_user
 from engine.records import WORKING_TURN_ROWS, WorkingAppend, WorkingBuffer
 from engine.scoping import TenantFilter
+from engine.turn_guard import TurnGuard
 
 
 class InMemoryWorkingStore:
     def __init__(self) -> None:
         self._docs: dict[str, WorkingBuffer] = {}
-        self._turns: dict[str, list[str]] = {}
+        self._guards: dict[str, TurnGuard] = {}
 
     def drop_user(self, agent_wallet: str, user_address: str) -> int:
         keys = drop_user(self._docs, lambda d: d.scope, agent_wallet, user_address)
         for key in keys:
-            self._turns.pop(key, None)
+            self._guards.pop(key, None)
         return len(keys)
 
     async def append(self, lines: WorkingAppend, keep: int) -> bool:
         key = lines.scope.document_key(lines.session_id)
-        seen = self._turns.setdefault(key, [])
-        if lines.turn_id in seen:
+        taken, self._guards[key] = self._guards.get(key, TurnGuard()).take(
+            [(lines.turn_id, lines.at)]
+        )
+        if not taken:
             return False
-        seen.append(lines.turn_id)
         old = self._docs.get(key)
         newest_first = [*reversed(lines.lines), *(old.lines if old else [])][:keep]
         self._docs[key] = WorkingBuffer(

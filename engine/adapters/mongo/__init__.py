@@ -3,9 +3,9 @@
 Documents use the reference's camelCase field names (`documents`). Natural keys are the `_id`
 (the session id within its tenant, `ScopeFields.document_key`, for transcript heads and working
 sessions; that key and the turn id for a transcript's turns; `vectorId` for memory rows), so a
-turn's insert, and an upsert guarded by `turnIds: {$ne: turnId}`, are idempotent
-(`documents.append_once`): a redelivered turn collides on `_id` and is reported as "already
-applied".
+turn's insert is idempotent: a redelivered turn collides on `_id` and is reported as "already
+applied". A working buffer refuses a turn by its guard (`engine.turn_guard`), a pattern's
+count by `turnIds: {$ne: turnId}` (`documents.append_once`).
 
 `schema.ensure_schema` creates every collection and index once, sequentially, before any
 consumer runs (the local MongoDB-wire server deadlocks when index builds race inserts on a new

@@ -1,13 +1,12 @@
-"""Batched writes shared by the MongoDB adapters: one unordered `bulk_write` of guarded
-per-document appends (what `append_once` does for one turn, for many documents at once), and
-the duplicate-key tolerant unordered insert.
+"""Batched writes shared by the MongoDB adapters: one unordered `bulk_write` of
+per-document upserts guarded by the revision each document had when it was read
+(`guarded_upserts`, the working buffer's batch write), unordered bulk updates, and the
+duplicate-key tolerant unordered insert.
 
-A batch of turns is grouped by document; the turn ids each document holds are read, and each
-document gets one update with upsert, guarded by the length of its `turnIds` as read. When
-one of its turns was applied before (e.g. by a run that crashed before committing its
-offsets), or the document changed since the read (the upsert then collides on `_id`:
-duplicate key, code 11000), that document alone is retried turn by turn by the caller, which
-then reports exactly what sequential appends would have.
+A batch of turns is grouped by document (`first_per_document`); the caller reads each
+document's guard and revision, decides what it takes, and writes each document once. A
+document that changed since the read (the guarded upsert then collides on `_id`: duplicate
+key, code 11000) is returned to the caller, which reads it and decides again.
 """
 
 from __future__ import annotations
@@ -55,49 +54,29 @@ def _failed_indices(exc: BulkWriteError, what: str) -> set[int]:
     return {int(e["index"]) for e in errors}
 
 
-async def versioned_upserts(
-    col: AsyncCollection[Doc], updates: Mapping[str, tuple[list[str], Doc]], what: str
+async def guarded_upserts(
+    col: AsyncCollection[Doc], writes: Mapping[str, tuple[Any, Doc]], what: str
 ) -> set[str]:
-    """Apply `updates` (document key → (its new turn ids, update)) in one unordered bulk
-    write with upsert, each applied only if none of its turns is in the document yet.
-    The ids each document holds (`turnIds`) and its revision (`rev`) are read first; the
-    write's guard is the revision, an optimistic version (every write of such a document,
-    these updates included, must `$inc` it), so the
-    server compares one number, whatever the document holds. (Guards that compare turn ids,
-    `$nin`, cost |held| x |new| comparisons per update: with 1,000 ids kept, a thread's
-    batch of a few hundred turns made the working buffer the store's slowest write, issue
-    29.) A document written before revisions existed is guarded by `rev` being absent.
-    A document that already holds one of its new turns, or that changed between the read
-    and the write (its upsert then collides on `_id`), is returned as failed."""
-    keys = list(updates)
+    """Apply `writes` (document key -> (the revision read, update)) in one unordered bulk
+    write with upsert, each only if the document's `rev` still matches the filter given
+    (`{"$exists": False}` for a document that was absent or predates revisions). The
+    revision is an optimistic version: every write of such a document, these updates
+    included, must `$inc` it, so the server compares one number, whatever the document
+    holds. (Guards that compare turn ids, `$nin`, cost |held| x |new| comparisons per
+    update, issue 29.) The keys whose document changed since the read (the guarded filter
+    matched nothing and its upsert collided on `_id`) are returned, for the caller to read
+    again."""
+    keys = list(writes)
     if not keys:
         return set()
-    try:
-        held = await col.find({"_id": {"$in": keys}}, {"turnIds": 1, "rev": 1}).to_list(None)
-    except PyMongoError as exc:
-        raise DependencyFailed(f"{what} failed: {exc}") from exc
-    present = {str(d["_id"]): (d.get("turnIds") or [], d.get("rev")) for d in held}
-    failed: set[str] = set()
-    ops: list[UpdateOne] = []
-    sent: list[str] = []
-    for key in keys:
-        ids, update = updates[key]
-        have, rev = present.get(key, ([], None))
-        if not set(ids).isdisjoint(have):
-            failed.add(key)
-            continue
-        guard = {"$exists": False} if rev is None else rev
-        ops.append(UpdateOne({"_id": key, "rev": guard}, update, upsert=True))
-        sent.append(key)
-    if not ops:
-        return failed
+    ops = [UpdateOne({"_id": k, "rev": writes[k][0]}, writes[k][1], upsert=True) for k in keys]
     try:
         await col.bulk_write(ops, ordered=False)
     except BulkWriteError as exc:
-        return failed | {sent[i] for i in _failed_indices(exc, what)}
+        return {keys[i] for i in _failed_indices(exc, what)}
     except PyMongoError as exc:
         raise DependencyFailed(f"{what} failed: {exc}") from exc
-    return failed
+    return set()
 
 
 async def bulk_updates(col: AsyncCollection[Doc], ops: Sequence[UpdateOne], what: str) -> int:

@@ -11,7 +11,7 @@ unlike the reference's `$set` + `$setOnInsert` conflict, §16.4); the second sta
 `successRate` (over the runs with a known outcome) and `summary` from the new counts (the
 same text as `engine.ingest.patterns.describe`).
 
-Idempotency is the working buffer's append guard (`documents.append_once`): the filter
+Idempotency is `documents.append_once`: the filter
 `turnIds: {$ne: turnId}` matches no document once the turn is counted, so the upsert
 collides on `_id` (DuplicateKeyError).
 The indexes it reads by are `engine.adapters.mongo.schema.PATTERN_INDEXES`.

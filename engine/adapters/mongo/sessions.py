@@ -24,9 +24,14 @@ from engine.errors import DependencyFailed
 from engine.scoping import TenantFilter
 from engine.upkeep.sessions import SessionDocument, SessionEdit
 
-_HIDDEN: Doc = {"turnIds": 0, "workingMemory.vectors": 0, "workingMemory.rows": 0}
-"""Internal fields never returned: idempotency turn ids, the newest turns' rows (and their
-embeddings, as an older build kept them)."""
+_HIDDEN: Doc = {
+    "turnIds": 0,
+    "turnAts": 0,
+    "workingMemory.vectors": 0,
+    "workingMemory.rows": 0,
+}
+"""Internal fields never returned: the idempotence guard's turn ids and times, the newest
+turns' rows (and their embeddings, as an older build kept them)."""
 
 
 def _ms(value: Any) -> int | None:

@@ -1,8 +1,12 @@
 """`WorkingStore` on MongoDB: the working buffer of each thread in the `sessions`
-collection (`_id` is `ScopeFields.document_key`), appended once per turn (`append_once`).
-One adapter for the one document: the reads and edits of the sessions API
-(`engine.upkeep.sessions.SessionStore`) are inherited from `MongoSessionStore`, and the runtime
-hands the same object to both ports."""
+collection (`_id` is `ScopeFields.document_key`), appended once per turn. One adapter for the
+one document: the reads and edits of the sessions API (`engine.upkeep.sessions.SessionStore`)
+are inherited from `MongoSessionStore`, and the runtime hands the same object to both ports.
+
+A batch reads each buffer's guard (`engine.turn_guard`: `turnIds`, `turnAts`, `turnFloor`)
+and revision, decides which turns it takes as consecutive appends would, and writes each
+buffer once, guarded by the revision it read (`batches.guarded_upserts`). A buffer that
+changed in between is read and decided again."""
 
 from __future__ import annotations
 
@@ -11,50 +15,81 @@ from collections.abc import Sequence
 from pymongo import DESCENDING
 from pymongo.errors import PyMongoError
 
-from engine.adapters.mongo.batches import first_per_document, versioned_upserts
-from engine.adapters.mongo.documents import (
-    Doc,
-    append_once,
-    as_date,
-    scope_doc,
-    scope_of,
-    tenant_query,
-)
+from engine.adapters.mongo.batches import first_per_document, guarded_upserts
+from engine.adapters.mongo.documents import Doc, as_date, scope_doc, scope_of, tenant_query
 from engine.adapters.mongo.sessions import MongoSessionStore
 from engine.errors import DependencyFailed
 from engine.records import WORKING_TURN_ROWS, WorkingAppend, WorkingBuffer, turn_row_id
 from engine.scoping import TenantFilter
+from engine.turn_guard import GUARD_IDS, TurnGuard
 
-WORKING_TURN_IDS_KEPT = 1000
-"""Turn ids remembered per working buffer for idempotency (older redeliveries re-append)."""
+WORKING_TURN_IDS_KEPT = GUARD_IDS
+"""Turn ids (and their times) a working buffer keeps for its guard (`engine.turn_guard`)."""
+GUARD_READS = 100
+"""Times a batch reads a buffer that keeps changing between its read and its write. A
+guarded write fails only because another append to the buffer succeeded in between, so N
+appends racing on one buffer all land within N reads each (a thread's turns normally have
+one writer: its partition's)."""
+_GUARD_FIELDS = {"turnIds": 1, "turnAts": 1, "turnFloor": 1, "rev": 1, "lastAccessedAt": 1}
 
 
 class MongoWorkingStore(MongoSessionStore):
     async def append(self, lines: WorkingAppend, keep: int) -> bool:
-        key = lines.scope.document_key(lines.session_id)
-        update = _update([lines], keep)
-        return await append_once(self._col, key, lines.turn_id, update, "working append")
+        [applied] = await self.append_many([lines], keep)
+        return applied
 
     async def append_many(self, appends: Sequence[WorkingAppend], keep: int) -> list[bool]:
         groups = first_per_document(
             appends, lambda a: a.scope.document_key(a.session_id), lambda a: a.turn_id
         )
-        updates = {
-            key: ([appends[i].turn_id for i in ix], _update([appends[i] for i in ix], keep))
-            for key, ix in groups.items()
-        }
-        failed = await versioned_upserts(self._col, updates, "working append")
         applied = [False] * len(appends)
-        for key, ix in groups.items():
-            for i in ix:
-                # a buffer whose guard failed is replayed append by append, in order
-                applied[i] = await self.append(appends[i], keep) if key in failed else True
-        return applied
+        if not groups:
+            return applied
+        for _ in range(GUARD_READS):
+            guards = await self._guards(list(groups))
+            writes: dict[str, tuple[object, Doc]] = {}
+            taken: dict[str, list[int]] = {}
+            for key, ix in groups.items():
+                guard, rev = guards.get(key, (TurnGuard(), None))
+                picked, after = guard.take([(appends[i].turn_id, appends[i].at) for i in ix])
+                if picked:
+                    taken[key] = [ix[p] for p in picked]
+                    update = _update([appends[i] for i in taken[key]], keep, after)
+                    writes[key] = ({"$exists": False} if rev is None else rev, update)
+            failed = await guarded_upserts(self._col, writes, "working append")
+            for key in taken.keys() - failed:
+                for i in taken[key]:
+                    applied[i] = True
+            groups = {k: groups[k] for k in failed}
+            if not groups:
+                return applied
+        raise DependencyFailed(
+            f"working append failed: {len(groups)} buffer(s) changed between each of "
+            f"{GUARD_READS} reads and the write"
+        )
+
+    async def _guards(self, keys: list[str]) -> dict[str, tuple[TurnGuard, object]]:
+        try:
+            held = await self._col.find({"_id": {"$in": keys}}, _GUARD_FIELDS).to_list(None)
+        except PyMongoError as exc:
+            raise DependencyFailed(f"working append failed: {exc}") from exc
+        return {
+            str(d["_id"]): (
+                TurnGuard.stored(
+                    [str(t) for t in d.get("turnIds") or []],
+                    d.get("turnAts"),
+                    d.get("turnFloor"),
+                    int(d.get("lastAccessedAt", 0)),
+                ),
+                d.get("rev"),
+            )
+            for d in held
+        }
 
     async def recent(self, where: TenantFilter, limit: int) -> list[WorkingBuffer]:
         try:
             cursor = (
-                self._col.find(tenant_query(where), {"turnIds": 0})
+                self._col.find(tenant_query(where), {"turnIds": 0, "turnAts": 0})
                 .sort("lastAccessedAt", DESCENDING)
                 .limit(limit)
             )
@@ -96,10 +131,10 @@ def _turn_rows(doc: Doc, memory: Doc) -> list[str]:
     ][-WORKING_TURN_ROWS:]
 
 
-def _update(appends: Sequence[WorkingAppend], keep: int) -> Doc:
+def _update(appends: Sequence[WorkingAppend], keep: int, guard: TurnGuard) -> Doc:
     """One update appending `appends` (of one buffer, in order) as consecutive `append`s
-    would: the newest `keep` lines, turn ids and turn rows capped, state merged (later keys
-    win), the times widened."""
+    would: the newest `keep` lines and turn rows capped, the guard after them (`guard`)
+    written whole, state merged (later keys win), the times widened."""
     first = appends[0]
     rows = [a.row_id for a in appends if a.row_id]
     update: Doc = {
@@ -108,7 +143,6 @@ def _update(appends: Sequence[WorkingAppend], keep: int) -> Doc:
                 "$each": [line for a in appends for line in a.lines],
                 "$slice": -keep,
             },
-            "turnIds": {"$each": [a.turn_id for a in appends], "$slice": -WORKING_TURN_IDS_KEPT},
             **(
                 {"workingMemory.rows": {"$each": rows, "$slice": -WORKING_TURN_ROWS}}
                 if rows
@@ -121,15 +155,16 @@ def _update(appends: Sequence[WorkingAppend], keep: int) -> Doc:
             **scope_doc(first.scope),
         },
         "$min": {"createdAt": min(a.at for a in appends)},
-        "$inc": {"rev": 1},  # the revision `versioned_upserts` guards a batch's write by
+        "$inc": {"rev": 1},  # the revision `guarded_upserts` guards a batch's write by
         "$max": {
             "lastAccessedAt": max(a.at for a in appends),
             "expiresAt": as_date(max(a.expires_at for a in appends)),
         },
     }
-    state: Doc = {}
+    sets: Doc = {"turnIds": list(guard.ids), "turnAts": list(guard.ats)}
+    if guard.floor is not None:
+        sets["turnFloor"] = guard.floor
     for a in appends:
-        state.update({f"workingMemory.state.{k}": v for k, v in a.state.items()})
-    if state:
-        update["$set"] = state
+        sets.update({f"workingMemory.state.{k}": v for k, v in a.state.items()})
+    update["$set"] = sets
     return update
