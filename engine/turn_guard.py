@@ -2,8 +2,7 @@
 
 A buffer is appended once per turn, and a redelivered or replayed turn must change nothing.
 Until stop 48 the buffer kept the ids of its last 1,000 turns and refused those: a
-long-running thread's buffer then carried 1,000 ids, read back and rewritten by every batch
-(on the MongoDB-wire server here, 2.3 ms a buffer a batch against 0.8 with 64 ids, stop 48),
+long-running thread's buffer then carried 1,000 ids, read back and rewritten by every batch,
 and a redelivery of more than 1,000 turns of one thread re-appended the older ones, so the
 buffer ended with stale lines as its newest.
 
@@ -39,15 +38,10 @@ class TurnGuard:
     """The latest time among the turns let go (None: none was)."""
 
     @classmethod
-    def stored(
-        cls, ids: Sequence[str], ats: Sequence[int] | None, floor: int | None, legacy_at: int
-    ) -> TurnGuard:
-        """A guard as a document holds it; ids without a time (an older build's) count as
-        stamped at `legacy_at`."""
-        known = list(ats or [])[-len(ids) :] if ids else []
-        padded = [legacy_at] * (len(ids) - len(known)) + known
-        guard = cls(tuple(ids), tuple(int(a) for a in padded), floor)
-        return guard._trimmed()
+    def legacy(cls, ids: Sequence[str], at: int) -> TurnGuard:
+        """The guard of ids kept without times (an older build's), each counted as stamped
+        at `at`."""
+        return cls(tuple(ids), (at,) * len(ids))._trimmed()
 
     def admits(self, turn_id: str, at: int) -> bool:
         return turn_id not in self.ids and (self.floor is None or at > self.floor)
@@ -55,12 +49,21 @@ class TurnGuard:
     def take(self, turns: Sequence[tuple[str, int]]) -> tuple[list[int], TurnGuard]:
         """The indices of `turns` ((id, time), in order) the guard admits, as consecutive
         appends would decide, and the guard after taking them."""
-        guard, taken = self, []
+        ids, ats, floor = list(self.ids), list(self.ats), self.floor
+        held = set(ids)
+        taken: list[int] = []
         for i, (turn_id, at) in enumerate(turns):
-            if guard.admits(turn_id, at):
-                taken.append(i)
-                guard = TurnGuard((*guard.ids, turn_id), (*guard.ats, at), guard.floor)._trimmed()
-        return taken, guard
+            if turn_id in held or (floor is not None and at <= floor):
+                continue
+            taken.append(i)
+            ids.append(turn_id)
+            ats.append(at)
+            held.add(turn_id)
+            if len(ids) > GUARD_IDS:
+                held.discard(ids.pop(0))
+                let_go = ats.pop(0)
+                floor = let_go if floor is None else max(floor, let_go)
+        return taken, TurnGuard(tuple(ids), tuple(ats), floor)
 
     def _trimmed(self) -> TurnGuard:
         if len(self.ids) <= GUARD_IDS:

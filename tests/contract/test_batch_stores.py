@@ -43,6 +43,7 @@ from engine.adapters.mongo import (
     row_of,
 )
 from engine.adapters.mongo.schema import INDEXES, RETIRED
+from engine.adapters.mongo.working import guard_doc, guard_of
 from engine.ports import MemoryStore, TranscriptStore, VectorStore, WorkingStore
 from engine.records import (
     WORKING_TURN_ROWS,
@@ -574,9 +575,11 @@ class Interfering:
     async def bulk_write(self, ops: Any, **kwargs: Any) -> Any:
         if not self.interfered:
             self.interfered += 1
+            doc = await self._col.find_one({"_id": self._key})
+            held = guard_of(doc["guard"])
+            _, after = held.take([(self._turn_id, self._at)])
             await self._col.update_one(
-                {"_id": self._key},
-                {"$push": {"turnIds": self._turn_id, "turnAts": self._at}, "$inc": {"rev": 1}},
+                {"_id": self._key}, {"$set": {"guard": guard_doc(after)}, "$inc": {"rev": 1}}
             )
         return await self._col.bulk_write(ops, **kwargs)
 
@@ -599,7 +602,7 @@ async def test_a_buffer_changed_between_read_and_write_is_read_again_not_overwri
     # its revision changed after the read: the guarded write matched nothing and its upsert
     # collided on `_id`, so the batch read the buffer again and kept the other writer's turn
     [doc] = await mongo.db[SESSIONS].find({"_id": key}).to_list(length=None)
-    assert doc["turnIds"] == ["t1", "other", "t2"]
+    assert guard_of(doc["guard"]).ids == ("t1", "other", "t2")
     assert doc["rev"] == 3
 
 
@@ -617,9 +620,10 @@ async def test_a_full_working_buffer_still_refuses_a_turn_it_holds(
 
     assert again == [False, True]
     [doc] = await mongo.db[SESSIONS].find({}).to_list(length=None)
-    assert len(doc["turnIds"]) == WORKING_TURN_IDS_KEPT
-    assert doc["turnIds"].count(newest) == 1
-    assert doc["turnIds"][-1] == "fresh"
+    kept = guard_of(doc["guard"]).ids
+    assert len(kept) == WORKING_TURN_IDS_KEPT
+    assert kept.count(newest) == 1
+    assert kept[-1] == "fresh"
 
 
 async def test_ensure_schema_drops_the_indexes_earlier_versions_created(mongo: Mongo) -> None:

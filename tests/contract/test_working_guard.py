@@ -11,6 +11,7 @@ import pytest
 
 from engine.adapters.memory import InMemoryWorkingStore
 from engine.adapters.mongo import SESSIONS, MongoWorkingStore, ensure_schema
+from engine.adapters.mongo.working import guard_of
 from engine.ports import WorkingStore
 from engine.records import ScopeFields, WorkingAppend, WorkingBuffer
 from engine.scoping import TenantFilter
@@ -124,9 +125,11 @@ async def test_a_buffer_written_before_the_guard_had_times_refuses_its_old_turns
         assert await store.append(turn("new", now_ms + 1000), keep=12)
         doc = await db[SESSIONS].find_one({"_id": key})
         assert doc is not None
-        assert len(doc["turnIds"]) == len(doc["turnAts"]) == GUARD_IDS
-        assert doc["turnIds"][-1] == "new"
-        assert doc["turnFloor"] == now_ms + 999
+        assert "turnIds" not in doc  # the guard replaced the old ids
+        guard = guard_of(doc["guard"])
+        assert len(guard.ids) == len(guard.ats) == GUARD_IDS
+        assert guard.ids[-1] == "new"
+        assert guard.floor == now_ms + 999
         assert doc["workingMemory"]["context"] == ["user: q old999", "user: q new"]  # oldest first
 
 

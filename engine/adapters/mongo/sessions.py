@@ -26,7 +26,7 @@ from engine.upkeep.sessions import SessionDocument, SessionEdit
 
 _HIDDEN: Doc = {
     "turnIds": 0,
-    "turnAts": 0,
+    "guard": 0,
     "workingMemory.vectors": 0,
     "workingMemory.rows": 0,
 }
