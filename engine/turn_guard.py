@@ -41,10 +41,8 @@ class TurnGuard:
     def legacy(cls, ids: Sequence[str], at: int) -> TurnGuard:
         """The guard of ids kept without times (an older build's), each counted as stamped
         at `at`."""
-        return cls(tuple(ids), (at,) * len(ids))._trimmed()
-
-    def admits(self, turn_id: str, at: int) -> bool:
-        return turn_id not in self.ids and (self.floor is None or at > self.floor)
+        kept = tuple(ids[-GUARD_IDS:])
+        return cls(kept, (at,) * len(kept), at if len(ids) > GUARD_IDS else None)
 
     def take(self, turns: Sequence[tuple[str, int]]) -> tuple[list[int], TurnGuard]:
         """The indices of `turns` ((id, time), in order) the guard admits, as consecutive
@@ -64,11 +62,3 @@ class TurnGuard:
                 let_go = ats.pop(0)
                 floor = let_go if floor is None else max(floor, let_go)
         return taken, TurnGuard(tuple(ids), tuple(ats), floor)
-
-    def _trimmed(self) -> TurnGuard:
-        if len(self.ids) <= GUARD_IDS:
-            return self
-        cut = len(self.ids) - GUARD_IDS
-        let_go = max(self.ats[:cut])
-        floor = let_go if self.floor is None else max(self.floor, let_go)
-        return TurnGuard(self.ids[cut:], self.ats[cut:], floor)
