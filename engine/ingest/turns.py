@@ -11,7 +11,6 @@ comes from the event's `occurred_at`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,8 +40,6 @@ PENDING: Vector = np.zeros(0, dtype=np.float32)
 SYSTEM_METADATA_KEYS = ("type", "source", "layer", "status", "contextId", "turnId", "sessionId")
 """Keys the system owns; caller metadata never overrides them (fixes reference §16.27)."""
 
-_SPACES = re.compile(r"\s+")
-
 
 @dataclass(frozen=True, slots=True)
 class IngestPolicy:
@@ -70,7 +67,8 @@ class TurnStored:
 
 
 def _collapse(text: str) -> str:
-    return _SPACES.sub(" ", text).strip()
+    """Runs of whitespace as one space, trimmed (`str.split` splits where `\\s` matches)."""
+    return " ".join(text.split())
 
 
 def turn_messages(event: TurnRecorded) -> list[StoredMessage]:

@@ -147,13 +147,13 @@ def _update(
     would: the newest `keep` lines and turn rows capped, the guard after them (`guard`)
     written whole, state merged (later keys win), the times widened."""
     first = appends[0]
-    rows = [a.row_id for a in appends if a.row_id]
+    # only what the `$slice` keeps is sent: a batch of 40 turns of one thread pushed 80 lines
+    # for the server to copy and drop (issue 29)
+    lines = _newest([line for a in appends for line in a.lines], keep)
+    rows = _newest([a.row_id for a in appends if a.row_id], WORKING_TURN_ROWS)
     update: Doc = {
         "$push": {
-            "workingMemory.context": {
-                "$each": [line for a in appends for line in a.lines],
-                "$slice": -keep,
-            },
+            "workingMemory.context": {"$each": lines, "$slice": -keep},
             **(
                 {"workingMemory.rows": {"$each": rows, "$slice": -WORKING_TURN_ROWS}}
                 if rows
@@ -179,6 +179,11 @@ def _update(
     if legacy:
         update["$unset"] = {"turnIds": ""}  # an older build's 1,000 ids: the guard replaces them
     return update
+
+
+def _newest(items: list[str], keep: int) -> list[str]:
+    """The last `keep` of `items` (none for `keep` <= 0), as `$slice: -keep` keeps them."""
+    return items[-keep:] if keep > 0 else []
 
 
 def guard_doc(guard: TurnGuard) -> str:
