@@ -188,3 +188,105 @@ async def test_profiler_levels_take_effect_at_once(db: AsyncDatabase[Doc]) -> No
     await db["seen"].find_one({"n": 1})
     after = await db["system.profile"].count_documents({"ns": f"{db.name}.seen"})
     assert after == recorded
+
+
+# The update path's cuts (`services.ops.stack.secantus_updates`): only the index entries that
+# change are rewritten, a filter's `_id` is looked up first, the update copies less. An
+# equality find re-checks what it fetches, so an index entry left stale shows in the ORDER a
+# hinted range scan returns documents in (a document whose key moved from 1 to 7 still comes
+# out between the 0s and the 2s): `scan` returns that order.
+
+
+async def scan(col: Any, query: Doc, index: str, key: Callable[[Doc], Any]) -> list[Any]:
+    return [key(d) for d in await col.find(query).hint(index).to_list(None)]
+
+
+async def test_an_update_rewrites_the_entries_that_change_and_keeps_the_others(
+    db: AsyncDatabase[Doc],
+) -> None:
+    col = db["kept"]
+    await col.create_index([("a", ASCENDING), ("b", ASCENDING)], name="ab")
+    await col.create_index([("meta.s", ASCENDING)], name="s")
+    await col.create_index([("c", ASCENDING)], name="c_x", partialFilterExpression={"kind": "x"})
+    await col.insert_many(
+        [
+            {"_id": n, "a": n, "b": "b", "c": n, "kind": "x", "meta": {"s": f"s{n}"}}
+            for n in range(6)
+        ]
+    )
+    await col.update_many({}, {"$set": {"note": "n", "meta.other": 1}})  # no key changes
+    await col.update_one({"_id": 0}, {"$set": {"a": 9}})
+    await col.update_one({"_id": 1}, {"$set": {"b": "a", "meta.s": "s9"}})
+    await col.update_one({"_id": 2}, {"$set": {"kind": "y"}})  # leaves the partial index
+    await col.update_one({"_id": 3}, {"$set": {"c": 30}})
+
+    ab = await scan(col, {"a": {"$gte": 0}}, "ab", lambda d: (d["a"], d["b"], d["_id"]))
+    assert ab == sorted(ab)
+    assert [i for *_, i in ab] == [1, 2, 3, 4, 5, 0]
+    s = await scan(col, {"meta.s": {"$gte": ""}}, "s", lambda d: d["meta"]["s"])
+    assert s == ["s0", "s2", "s3", "s4", "s5", "s9"]
+    c = await scan(col, {"c": {"$gte": 0}, "kind": "x"}, "c_x", lambda d: (d["c"], d["_id"]))
+    assert c == [(0, 0), (1, 1), (4, 4), (5, 5), (30, 3)]
+    await col.update_one({"_id": 2}, {"$set": {"kind": "x", "c": 20}})  # and comes back
+    c = await scan(col, {"c": {"$gte": 0}, "kind": "x"}, "c_x", lambda d: d["_id"])
+    assert c == [0, 1, 4, 5, 2, 3]
+
+
+async def test_a_unique_key_an_update_keeps_stays_taken_and_one_it_changes_is_freed(
+    db: AsyncDatabase[Doc],
+) -> None:
+    col = db["claims"]
+    await col.create_index([("u", ASCENDING)], unique=True)
+    await col.insert_one({"_id": 1, "u": 1})
+    await col.update_one({"_id": 1}, {"$set": {"note": "kept"}})
+    with pytest.raises(DuplicateKeyError):
+        await col.insert_one({"_id": 2, "u": 1})
+    await col.update_one({"_id": 1}, {"$set": {"u": 5}})
+    await col.insert_one({"_id": 2, "u": 1})  # the old value is free
+    with pytest.raises(DuplicateKeyError):
+        await col.insert_one({"_id": 3, "u": 5})
+    with pytest.raises(DuplicateKeyError):  # a refused update leaves the entries as they were
+        await col.update_one({"_id": 2}, {"$set": {"u": 5, "note": "lost"}})
+    assert await scan(col, {"u": {"$gte": 0}}, "u_1", lambda d: (d["u"], d["_id"])) == [
+        (1, 2),
+        (5, 1),
+    ]
+    assert "note" not in (await col.find_one({"_id": 2}) or {})
+
+
+async def test_many_documents_updated_at_once_move_only_their_changed_entries(
+    db: AsyncDatabase[Doc],
+) -> None:
+    col = db["many"]
+    await col.create_index([("g", ASCENDING)])
+    await col.insert_many([{"_id": n, "g": n % 3, "tags": [n]} for n in range(300)])
+    await col.update_many({"g": 1}, {"$set": {"g": 7}, "$push": {"tags": -1}})
+    await col.update_many({}, {"$set": {"note": "y"}})
+    g = await scan(col, {"g": {"$gte": 0}}, "g_1", lambda d: d["g"])
+    assert g == [0] * 100 + [2] * 100 + [7] * 100
+    assert (await col.find_one({"_id": 1}) or {})["tags"] == [1, -1]
+    assert (await col.find_one({"_id": 0}) or {})["tags"] == [0]  # not pushed: not matched
+
+
+async def test_a_filter_on_id_and_plain_fields_matches_the_whole_filter(
+    db: AsyncDatabase[Doc],
+) -> None:
+    col = db["guarded"]
+    await col.create_index([("kind", ASCENDING), ("rev", ASCENDING)])
+    await col.insert_many(
+        [{"_id": 1, "kind": "a", "rev": 3}, {"_id": 2, "kind": "b"}, {"_id": 3, "kind": "a"}]
+    )
+    assert await col.find_one({"_id": 1, "rev": 2}) is None
+    assert (await col.find_one({"_id": 1, "kind": "a", "rev": 3}) or {}).get("_id") == 1
+    found = await col.find({"_id": {"$in": [1, 2, 3, 4]}, "kind": "a"}).to_list(None)
+    assert sorted(d["_id"] for d in found) == [1, 3]
+    absent = {"$exists": False}
+    assert (await col.update_one({"_id": 2, "rev": absent}, {"$set": {"rev": 1}})).modified_count
+    assert not (await col.update_one({"_id": 1, "rev": absent}, {"$set": {"rev": 9}})).matched_count
+    # a guarded upsert whose guard fails collides on `_id` (the working buffer's retry signal)
+    with pytest.raises(DuplicateKeyError):
+        await col.update_one({"_id": 1, "rev": 2}, {"$inc": {"rev": 1}}, upsert=True)
+    await col.update_one({"_id": 1, "rev": 3}, {"$inc": {"rev": 1}}, upsert=True)
+    assert (await col.find_one({"_id": 1}) or {})["rev"] == 4
+    kinds = await scan(col, {"kind": {"$gte": ""}}, "kind_1_rev_1", lambda d: (d["kind"], d["_id"]))
+    assert kinds == [("a", 3), ("a", 1), ("b", 2)]

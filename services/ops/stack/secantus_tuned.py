@@ -21,9 +21,11 @@ showed two costs that do not depend on the data written:
   command** (`Storage.get_profile`), about a tenth of the server's time. Here it is kept in
   memory, and `Storage.set_profile` (the only writer of those settings) replaces it.
 
-Both are applied only to the SecantusDB version they were written against (`VERSION`): with
-another version the server runs as it is, with a line on stderr saying so. Everything else
-is SecantusDB's own `main`, with its options unchanged. `tests/integration/
+With them, three cuts in the update path (`services.ops.stack.secantus_updates`: index
+entries that do not change are not rewritten, `_id` looked up first, a cheaper copy of the
+document). All are applied only to the SecantusDB version they were written against
+(`VERSION`): with another version the server runs as it is, with a line on stderr saying
+so. Everything else is SecantusDB's own `main`, with its options unchanged. `tests/integration/
 test_secantus_tuned.py` checks the behaviours the two touch (geo validation, collation-aware
 unique indexes, profiler levels) on the tuned server; the rest of the suite runs on it too.
 """
@@ -35,6 +37,8 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from importlib import metadata
 from typing import Any
+
+from services.ops.stack import secantus_updates as updates
 
 VERSION = "0.7.0b3"
 """The SecantusDB release the memoisations were written against (pinned in pyproject)."""
@@ -137,14 +141,20 @@ def tune() -> bool:
         installed = metadata.version("SecantusDB")
     except metadata.PackageNotFoundError:
         return False
-    from secantus import storage
+    from secantus import storage, update
 
     cls = storage.Storage
     if getattr(cls, "_mnemostream_tuned", False):
         return True
     names = (*STATEMENTS, "_iter_indexes", "_maybe_mark_multikey", "get_profile", "set_profile")
-    if installed != VERSION or not all(callable(getattr(cls, n, None)) for n in names):
+    if (
+        installed != VERSION
+        or not all(callable(getattr(cls, n, None)) for n in (*names, *updates.NEEDS))
+        or not all(callable(getattr(storage, n, None)) for n in updates.MODULE_NEEDS)
+        or not callable(getattr(getattr(update, "copy", None), "deepcopy", None))
+    ):
         return False
+    updates.apply(storage, update)
     cls._iter_indexes = _memoised_iter_indexes(cls._iter_indexes)
     cls._maybe_mark_multikey = _forgets_on_multikey(cls._maybe_mark_multikey)
     for name in STATEMENTS:
