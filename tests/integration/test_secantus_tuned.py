@@ -9,9 +9,10 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+from bson import Regex
 from pymongo import ASCENDING, AsyncMongoClient, IndexModel, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import BulkWriteError, DuplicateKeyError
+from pymongo.errors import BulkWriteError, DuplicateKeyError, OperationFailure
 
 from services.endpoints import Endpoints
 from services.ops.stack.secantus_tuned import VERSION, tune
@@ -290,3 +291,46 @@ async def test_a_filter_on_id_and_plain_fields_matches_the_whole_filter(
     assert (await col.find_one({"_id": 1}) or {})["rev"] == 4
     kinds = await scan(col, {"kind": {"$gte": ""}}, "kind_1_rev_1", lambda d: (d["kind"], d["_id"]))
     assert kinds == [("a", 3), ("a", 1), ("b", 2)]
+
+
+async def test_in_over_strings_matches_as_the_comparisons_did(db: AsyncDatabase[Doc]) -> None:
+    """`$in` by set membership (`services.ops.stack.secantus_matching`) where every element
+    and value is a plain string; the original comparisons everywhere else."""
+    col = db["members"]
+    await col.insert_many(
+        [
+            {"_id": "a", "v": "x"},
+            {"_id": "b", "v": ["x", "y"]},  # an array: matched by its elements
+            {"_id": "c", "v": 1},
+            {"_id": "d", "v": 1.0},
+            {"_id": "e"},  # no field: matched by null
+            {"_id": "f", "v": "X"},
+        ]
+    )
+
+    async def ids(query: Doc, **options: Any) -> list[str]:
+        return sorted(d["_id"] for d in await col.find(query, **options).to_list(None))
+
+    assert await ids({"_id": {"$in": ["a", "c", "zz"]}}) == ["a", "c"]
+    assert await ids({"v": {"$in": ["x", "q"]}}) == ["a", "b"]
+    assert await ids({"v": {"$in": ["y"]}}) == ["b"]
+    assert await ids({"v": {"$in": [1]}}) == ["c", "d"]  # numbers compare across types
+    assert await ids({"v": {"$in": ["x", 1]}}) == ["a", "b", "c", "d"]
+    assert await ids({"v": {"$in": [None, "nothing"]}}) == ["e"]
+    assert await ids({"v": {"$in": [Regex("^X$")]}}) == ["f"]
+    assert await ids({"v": {"$nin": ["x", "X"]}}) == ["c", "d", "e"]
+    folded = {"collation": {"locale": "en", "strength": 2}}
+    assert await ids({"v": {"$in": ["x"]}}, **folded) == ["a", "b", "f"]
+    with pytest.raises(OperationFailure):
+        await ids({"v": {"$in": "x"}})
+    with pytest.raises(OperationFailure):
+        await ids({"v": {"$in": ["x", {"$gt": "a"}]}})
+    # the same filter for many documents in one statement, and an update by `_id` list
+    await col.insert_many([{"_id": f"n{n}", "v": f"s{n}"} for n in range(300)])
+    wanted = [f"n{n}" for n in range(0, 300, 3)]
+    assert await ids({"_id": {"$in": wanted}, "v": {"$in": [f"s{n}" for n in range(150)]}}) == (
+        sorted(wanted[:50])
+    )
+    done = await col.update_many({"_id": {"$in": wanted}}, {"$set": {"seen": True}})
+    assert done.modified_count == 100
+    assert await col.count_documents({"seen": True}) == 100

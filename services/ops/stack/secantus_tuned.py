@@ -23,7 +23,8 @@ showed two costs that do not depend on the data written:
 
 With them, three cuts in the update path (`services.ops.stack.secantus_updates`: index
 entries that do not change are not rewritten, `_id` looked up first, a cheaper copy of the
-document). All are applied only to the SecantusDB version they were written against
+document) and `$in` over strings by set membership (`services.ops.stack.secantus_matching`).
+All are applied only to the SecantusDB version they were written against
 (`VERSION`): with another version the server runs as it is, with a line on stderr saying
 so. Everything else is SecantusDB's own `main`, with its options unchanged. `tests/integration/
 test_secantus_tuned.py` checks the behaviours the two touch (geo validation, collation-aware
@@ -38,6 +39,7 @@ from collections.abc import Callable, Iterable, Iterator
 from importlib import metadata
 from typing import Any
 
+from services.ops.stack import secantus_matching as matching
 from services.ops.stack import secantus_updates as updates
 
 VERSION = "0.7.0b3"
@@ -141,7 +143,7 @@ def tune() -> bool:
         installed = metadata.version("SecantusDB")
     except metadata.PackageNotFoundError:
         return False
-    from secantus import storage, update
+    from secantus import query, storage, update
 
     cls = storage.Storage
     if getattr(cls, "_mnemostream_tuned", False):
@@ -152,9 +154,11 @@ def tune() -> bool:
         or not all(callable(getattr(cls, n, None)) for n in (*names, *updates.NEEDS))
         or not all(callable(getattr(storage, n, None)) for n in updates.MODULE_NEEDS)
         or not callable(getattr(getattr(update, "copy", None), "deepcopy", None))
+        or not all(callable(getattr(query, n, None)) for n in matching.NEEDS)
     ):
         return False
     updates.apply(storage, update)
+    matching.fast_in(query)
     cls._iter_indexes = _memoised_iter_indexes(cls._iter_indexes)
     cls._maybe_mark_multikey = _forgets_on_multikey(cls._maybe_mark_multikey)
     for name in STATEMENTS:
