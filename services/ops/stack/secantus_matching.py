@@ -24,11 +24,14 @@ _sets = threading.local()
 None when the list is not all plain strings))."""
 
 
-def _strings(arg: list[Any]) -> frozenset[str] | None:
+def _strings(arg: list[Any], validate: Callable[[str, Any], None]) -> frozenset[str] | None:
+    """`arg`'s set when every element is a plain string (None otherwise), made and the list
+    validated (`validate`, as the original does) once per list object."""
     last = getattr(_sets, "last", None)
     if last is not None and last[0] is arg:
         found: frozenset[str] | None = last[1]
         return found
+    validate("$in", arg)
     found = frozenset(arg) if all(type(a) is str for a in arg) else None
     _sets.last = (arg, found)
     return found
@@ -47,10 +50,7 @@ def fast_in(query_module: Any) -> None:
             and values
             and all(type(v) is str for v in values)
         ):
-            last = getattr(_sets, "last", None)
-            if last is None or last[0] is not arg:
-                query_module._validate_in_arg(op, arg)  # as the original does, once per list
-            strings = _strings(arg)
+            strings = _strings(arg, query_module._validate_in_arg)
             if strings is not None:
                 return any(v in strings for v in values)
         return original(values, op, arg, collation, **kwargs)

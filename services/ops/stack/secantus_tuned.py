@@ -27,8 +27,9 @@ document) and `$in` over strings by set membership (`services.ops.stack.secantus
 All are applied only to the SecantusDB version they were written against
 (`VERSION`): with another version the server runs as it is, with a line on stderr saying
 so. Everything else is SecantusDB's own `main`, with its options unchanged. `tests/integration/
-test_secantus_tuned.py` checks the behaviours the two touch (geo validation, collation-aware
-unique indexes, profiler levels) on the tuned server; the rest of the suite runs on it too.
+test_secantus_tuned.py` checks the behaviours these touch (geo validation, collation-aware
+unique indexes, profiler levels, index entries across updates, `_id` with other clauses, `$in`)
+on the tuned server; the rest of the suite runs on it too.
 """
 
 from __future__ import annotations
