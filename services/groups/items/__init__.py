@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from engine.errors import InputRejected, MemoryError_, NotFound
 from engine.history import Ledger, item_history
 from engine.records import Cause, ItemChange, MemoryRow
-from engine.retrieval.search import invalidate
+from engine.retrieval.search import invalidate, invalidate_many
 from engine.scoping import tenant_filter
 from engine.upkeep.conflicts import resolve_conflict
 from engine.upkeep.erasure import forget_user
@@ -205,14 +205,14 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
             changed: dict[Scope, list[MemoryRow]] = {}
             for row in rows:  # one announcement per written scope (a `write` has many rows)
                 changed.setdefault(changed_scope(row), []).append(row)
-            for scope, written in changed.items():
-                layers = announced_layers(request, written)
+            written_layers = [(s, announced_layers(request, w)) for s, w in changed.items()]
+            for scope, layers in written_layers:
                 await group.changes.announce_at(scope, layers)
-                # read-your-writes (issue 30): the caller's next search must not answer from
-                # the query cache of before this change, so the written scope's namespace is
-                # bumped here, before the reply, not only when the invalidation group reads
-                # the announcement
-                await invalidate(rt.cache, scope, rt.search_policy, layers)
+            # read-your-writes (issue 30): the caller's next search must not answer from the
+            # query cache of before this change, so the written scopes' namespaces are bumped
+            # here, before the reply, not only when the invalidation group reads the
+            # announcements (all of them in one round trip)
+            await invalidate_many(rt.cache, written_layers, rt.search_policy)
         if request.op == "write":  # its reply holds what it reads back, if anything
             return await bulk.read(rt, request, _public)
         return ItemReply(items=[_public(r) for r in rows])
