@@ -334,3 +334,20 @@ async def test_in_over_strings_matches_as_the_comparisons_did(db: AsyncDatabase[
     done = await col.update_many({"_id": {"$in": wanted}}, {"$set": {"seen": True}})
     assert done.modified_count == 100
     assert await col.count_documents({"seen": True}) == 100
+
+
+async def test_an_update_shape_remembered_still_refuses_and_applies_its_own_values(
+    db: AsyncDatabase[Doc],
+) -> None:
+    col = db["shapes"]
+    await col.insert_one({"_id": 1, "a": {"b": 0}, "n": 0})
+    for _ in range(2):  # the second time from the remembered check
+        with pytest.raises(OperationFailure) as refused:
+            await col.update_one({"_id": 1}, {"$set": {"a": 2}, "$inc": {"a.b": 1}})
+        assert refused.value.code == 40
+        with pytest.raises(OperationFailure) as unknown:
+            await col.update_one({"_id": 1}, {"$nope": {"a": 1}})
+        assert unknown.value.code == 9
+    for n in range(1, 4):  # one shape, new values each time
+        await col.update_one({"_id": 1}, {"$set": {"a.b": n * 10}, "$inc": {"n": n}})
+    assert await col.find_one({"_id": 1}) == {"_id": 1, "a": {"b": 30}, "n": 6}

@@ -155,6 +155,7 @@ def tune() -> bool:
         or not all(callable(getattr(cls, n, None)) for n in (*names, *updates.NEEDS))
         or not all(callable(getattr(storage, n, None)) for n in updates.MODULE_NEEDS)
         or not callable(getattr(getattr(update, "copy", None), "deepcopy", None))
+        or not all(callable(getattr(update, n, None)) for n in updates.UPDATE_MODULE_NEEDS)
         or not all(callable(getattr(query, n, None)) for n in matching.NEEDS)
     ):
         return False
