@@ -60,7 +60,7 @@ from benchmarks.retrieval_texts import QUESTIONS, sentences
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.adapters.mongo import MongoMemoryStore
 from engine.records import MemoryRow, ScopeFields
-from engine.retrieval.search import invalidate
+from engine.retrieval.invalidation import invalidate
 from engine.retrieval.vector_index import ExactVectorIndex, StateStats
 from schemas.inputs import context_request, turn_recorded
 from services.endpoints import Endpoints

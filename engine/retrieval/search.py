@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -55,7 +55,6 @@ from engine.retrieval.usage import MEMORY_LAYERS, AccessRecorder
 from engine.scoping import (
     GLOBAL_NAMESPACE,
     family_chain,
-    invalidation_keys,
     namespace_chain,
     scope_key,
     shared_chain,
@@ -372,34 +371,3 @@ def _item(hit: Hit) -> ContextItem:
         source=hit.source,
         created_at=hit.created_at,
     )
-
-
-async def invalidate(
-    cache: QueryCache,
-    scope: Scope,
-    policy: SearchPolicy | None = None,
-    layers: Collection[str] | None = None,
-) -> int:
-    """Bump exactly the written scope's namespace chain (never the global key), and the
-    chains of the token families the written `layers` feed (None: every family; see
-    `engine.scoping.invalidation_keys`)."""
-    return await invalidate_many(cache, [(scope, layers)], policy)
-
-
-async def invalidate_many(
-    cache: QueryCache,
-    writes: Iterable[tuple[Scope, Collection[str] | None]],
-    policy: SearchPolicy | None = None,
-) -> int:
-    """`invalidate` for each (scope, layers) of `writes` in one `bump`: every counter their
-    chains name, each once (the scopes of one agent share its agent-level counters), so a
-    batch costs the cache one round trip, not one per scope. Bumped once or ten times, a
-    counter moves forward and every token it is part of changes. Returns how many counters
-    were bumped."""
-    keys = list(
-        dict.fromkeys(k for scope, layers in writes for k in invalidation_keys(scope, layers))
-    )
-    if not keys:
-        return 0
-    ttl = (policy or SearchPolicy()).namespace_ttl_seconds
-    return await cache.bump(keys, ttl)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from faststream.kafka import KafkaRouter
 
-from engine.retrieval.search import invalidate_many
+from engine.retrieval.invalidation import invalidate_many
 from schemas import topics
 from schemas.events import MemoryChanged
 from schemas.scope import Scope

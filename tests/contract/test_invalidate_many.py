@@ -11,7 +11,7 @@ from redis.asyncio import Redis
 from engine.adapters.memory import InMemoryQueryCache
 from engine.adapters.redis_cache import RedisQueryCache
 from engine.ports import QueryCache
-from engine.retrieval.search import invalidate, invalidate_many
+from engine.retrieval.invalidation import invalidate, invalidate_many
 from engine.scoping import invalidation_keys, namespace_chain
 from schemas.scope import Scope
 

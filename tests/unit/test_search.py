@@ -20,7 +20,8 @@ from engine.errors import DependencyFailed
 from engine.ingest.turns import TurnRecorder
 from engine.ports import InputType, PatternStore, Vector, WorkingStore
 from engine.records import PatternRecord, WorkingAppend, WorkingBuffer
-from engine.retrieval.search import MemorySearch, invalidate
+from engine.retrieval.invalidation import invalidate
+from engine.retrieval.search import MemorySearch
 from engine.retrieval.vector_index import ExactVectorIndex
 from engine.scoping import (
     GLOBAL_NAMESPACE,

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from engine.errors import InputRejected, MemoryError_, NotFound
 from engine.history import Ledger, item_history
 from engine.records import Cause, ItemChange, MemoryRow
-from engine.retrieval.search import invalidate, invalidate_many
+from engine.retrieval.invalidation import invalidate, invalidate_many
 from engine.scoping import tenant_filter
 from engine.upkeep.conflicts import resolve_conflict
 from engine.upkeep.erasure import forget_user

@@ -12,7 +12,7 @@ from engine.errors import InputRejected
 from engine.history import Ledger
 from engine.ingest.patterns import executions_from_transcript
 from engine.records import Cause
-from engine.retrieval.search import invalidate
+from engine.retrieval.invalidation import invalidate
 from engine.scoping import GLOBAL_NAMESPACE, TenantFilter
 from engine.upkeep import maintenance
 from engine.upkeep.archives import build_archive, embed_archive, tenant_groups
