@@ -9,7 +9,6 @@ from faststream.kafka import KafkaRouter
 from engine.retrieval.invalidation import invalidate_many
 from schemas import topics
 from schemas.events import MemoryChanged
-from schemas.scope import Scope
 from services.runtime import Runtime
 from services.stream.consumers import GroupRouter
 from services.stream.metrics import Metrics
@@ -21,14 +20,10 @@ def router(rt: Runtime, metrics: Metrics | None) -> KafkaRouter:
     group = GroupRouter(GROUP, rt, metrics)
 
     async def bump(events: list[MemoryChanged]) -> None:
-        # a batch often names one scope many times (a thread's turns): bump each once, for
-        # every layer the batch wrote under it
-        scopes: dict[str, tuple[Scope, set[str]]] = {}
-        for e in events:
-            scopes.setdefault(e.scope.model_dump_json(), (e.scope, set()))[1].update(e.layers)
-        # one round trip for the batch: a scope at a time, 50 threads' turns cost 50 (an
-        # ad-hoc probe on a local Redis: 10.9 ms a batch of 50 scopes, 1.8 ms in one)
-        await invalidate_many(rt.cache, scopes.values(), rt.search_policy)
+        # one round trip for the batch, each counter once however many events name its scope
+        # (a scope at a time, 50 threads' turns cost 50: an ad-hoc probe on a local Redis,
+        # 10.9 ms a batch of 50 scopes, 1.8 ms in one)
+        await invalidate_many(rt.cache, [(e.scope, e.layers) for e in events], rt.search_policy)
 
     group.on_events(topics.CHANGED, MemoryChanged, bump, name="on_memory_changed", interactive=True)
     return group.router
