@@ -5,6 +5,7 @@ standalone server."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -39,6 +40,38 @@ def test_the_stack_runs_the_tuned_entry_point_standalone() -> None:
     assert argv[1:] == ["-m", "services.ops.stack.secantus_tuned", "--standalone"]
     assert tune() is True  # the pinned version: the memoisations apply
     assert VERSION == "0.7.0b3"
+    from secantus import server
+
+    assert getattr(server.dispatch, "_mnemostream_serial", False)  # one write at a time
+
+
+async def test_concurrent_writers_on_one_collection_all_land(
+    stack: Endpoints, db: AsyncDatabase[Doc]
+) -> None:
+    """Four clients (four server connections) update the same documents and insert into the
+    same collection at once: their write commands queue at the server
+    (`secantus_serial`), and every one of them is applied."""
+    await db["counts"].insert_many([{"_id": i, "n": 0} for i in range(20)])
+    clients: list[AsyncMongoClient[Doc]] = [AsyncMongoClient(stack.mongo_uri) for _ in range(4)]
+
+    async def writer(k: int, client: AsyncMongoClient[Doc]) -> None:
+        mine = client[db.name]
+        for r in range(10):
+            await mine["counts"].bulk_write(
+                [UpdateOne({"_id": i}, {"$inc": {"n": 1}}) for i in range(20)], ordered=False
+            )
+            await mine["rows"].insert_many([{"w": k, "r": r, "i": i} for i in range(25)])
+            await mine["counts"].find_one_and_update({"_id": 0}, {"$inc": {"m": 1}})
+
+    try:
+        await asyncio.gather(*(writer(k, c) for k, c in enumerate(clients)))
+    finally:
+        for client in clients:
+            await client.close()
+    counts = await db["counts"].find({}, {"n": 1, "m": 1}).sort("_id", ASCENDING).to_list(None)
+    assert [c["n"] for c in counts] == [40] * 20
+    assert counts[0]["m"] == 40
+    assert await db["rows"].count_documents({}) == 4 * 10 * 25
 
 
 async def test_it_answers_as_a_standalone_server(db: AsyncDatabase[Doc]) -> None:

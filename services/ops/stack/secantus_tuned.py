@@ -23,7 +23,8 @@ showed two costs that do not depend on the data written:
 
 With them, three cuts in the update path (`services.ops.stack.secantus_updates`: index
 entries that do not change are not rewritten, `_id` looked up first, a cheaper copy of the
-document) and `$in` over strings by set membership (`services.ops.stack.secantus_matching`).
+document), `$in` over strings by set membership (`services.ops.stack.secantus_matching`) and
+write commands run one at a time across connections (`services.ops.stack.secantus_serial`).
 All are applied only to the SecantusDB version they were written against
 (`VERSION`): with another version the server runs as it is, with a line on stderr saying
 so. Everything else is SecantusDB's own `main`, with its options unchanged. `tests/integration/
@@ -41,6 +42,7 @@ from importlib import metadata
 from typing import Any
 
 from services.ops.stack import secantus_matching as matching
+from services.ops.stack import secantus_serial as serial
 from services.ops.stack import secantus_updates as updates
 
 VERSION = "0.7.0b3"
@@ -144,7 +146,7 @@ def tune() -> bool:
         installed = metadata.version("SecantusDB")
     except metadata.PackageNotFoundError:
         return False
-    from secantus import query, storage, update
+    from secantus import query, server, storage, update
 
     cls = storage.Storage
     if getattr(cls, "_mnemostream_tuned", False):
@@ -157,8 +159,10 @@ def tune() -> bool:
         or not callable(getattr(getattr(update, "copy", None), "deepcopy", None))
         or not all(callable(getattr(update, n, None)) for n in updates.UPDATE_MODULE_NEEDS)
         or not all(callable(getattr(query, n, None)) for n in matching.NEEDS)
+        or not callable(getattr(server, "dispatch", None))
     ):
         return False
+    serial.apply(server)
     updates.apply(storage, update)
     matching.fast_in(query)
     cls._iter_indexes = _memoised_iter_indexes(cls._iter_indexes)
