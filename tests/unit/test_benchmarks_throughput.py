@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 from benchmarks.sealing import cpu_summary, summary
-from benchmarks.throughput import parser, pct
+from benchmarks.throughput import parser, pct, turn_bodies
 from benchmarks.throughput_store import _embedded_filter
 from benchmarks.throughput_text import exchange, marker_word, scopes, turn_body, turn_texts
 from engine.ingest.message_units import unit_texts
@@ -19,6 +19,20 @@ def test_the_defaults_are_the_issue_15_run() -> None:
     assert (args.json, args.skip_replay, args.skip_ready) == (False, False, False)
     assert args.agents * args.users == 50
     assert (args.sealing_rounds, args.sealing_turns) == (2, 2000)  # issue 31: in every run
+
+
+def test_the_turn_bodies_are_made_before_the_clock_and_cycle_the_threads() -> None:
+    threads = scopes("b", 2, 3)
+    bodies = turn_bodies(threads, 14, seed=4)
+    assert [scope for scope, _ in bodies] == [threads[n % 6] for n in range(14)]
+    assert [body["threadId"] for _, body in bodies] == [s.thread for s, _ in bodies]
+    times = [int(body["occurredAt"]) for _, body in bodies]
+    assert times == sorted(times)
+    assert len(set(times)) == 14  # one turn per millisecond
+    again = turn_bodies(threads, 14, seed=4)
+    assert [b["userMessage"] for _, b in again] == [b["userMessage"] for _, b in bodies]
+    assert turn_bodies(threads, 14, seed=5)[0][1]["userMessage"] != bodies[0][1]["userMessage"]
+    assert all(turn_recorded(body).thread_id == scope.thread for scope, body in bodies)
 
 
 def test_the_options_parse() -> None:
