@@ -33,8 +33,9 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-WRITES = frozenset({"insert", "update", "delete", "findAndModify", "findandmodify"})
-"""The write commands that run one at a time."""
+WRITES = frozenset({"insert", "update", "delete", "findAndModify", "findandmodify", "bulkWrite"})
+"""The write commands that run one at a time (`bulkWrite`: the client-level bulk write of
+MongoDB 8, which the server answers too)."""
 
 Dispatch = Callable[[Mapping[str, Any], Any], Any]
 
