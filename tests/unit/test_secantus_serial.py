@@ -71,8 +71,9 @@ def test_without_the_lock_the_same_commands_do_overlap() -> None:
     inner = Recorder()
     inner.hold.clear()
     threads = in_threads([(inner, {"insert": "c"}) for _ in range(3)])
-    assert inner.entered.wait(WAIT_S)
-    time.sleep(0.05)
+    deadline = time.monotonic() + WAIT_S
+    while inner.active < 3 and time.monotonic() < deadline:
+        time.sleep(0.005)
     inner.hold.set()
     for t in threads:
         t.join(WAIT_S)
