@@ -42,7 +42,6 @@ import functools
 import json
 import os
 import platform
-import random
 import sys
 import time
 import uuid
@@ -55,7 +54,7 @@ from benchmarks import sealing
 from benchmarks.pipeline import endpoints
 from benchmarks.throughput_procs import cli, group_env, group_processes, time_to_ready, turns_lag
 from benchmarks.throughput_store import Store
-from benchmarks.throughput_text import Scope, exchange, scopes, turn_body, turn_texts
+from benchmarks.throughput_text import Scope, scopes, turn_bodies, turn_texts
 from benchmarks.throughput_visible import visibility
 from engine.adapters.local_embedder import LocalMiniLMEmbedder
 from engine.ingest.turns import embed_units
@@ -129,21 +128,6 @@ async def embedder_raw(model: LocalMiniLMEmbedder, sample: list[str]) -> float:
     for i in range(0, len(sample), BATCH):
         await embed_units(model, sample[i : i + BATCH])
     return len(sample) / (time.monotonic() - began)
-
-
-def turn_bodies(threads: list[Scope], turns: int, seed: int) -> list[tuple[Scope, dict[str, Any]]]:
-    """The throughput phase's post_turn bodies, each with its thread, made before the clock
-    starts: `stored_per_s` counts from the first publish (until stop 51 it also counted the
-    making of these bodies, ~0.3 s of 20,000 on this machine)."""
-    rng = random.Random(seed)
-    now_ms = int(time.time() * 1000) - turns
-    return [
-        (
-            threads[n % len(threads)],
-            turn_body(threads[n % len(threads)], *exchange(rng, n), now_ms + n),
-        )
-        for n in range(turns)
-    ]
 
 
 async def publish_all(

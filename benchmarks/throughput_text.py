@@ -4,6 +4,7 @@ characters a turn, from a seed, no external data) spread over agents, users and 
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,3 +106,18 @@ def turn_texts(seed: int, count: int) -> list[str]:
     `engine.ingest.turns.compact_summary`) for the raw embedder figure."""
     rng = random.Random(seed)
     return ["user: {}\nassistant: {}".format(*exchange(rng, n)) for n in range(count)]
+
+
+def turn_bodies(threads: list[Scope], turns: int, seed: int) -> list[tuple[Scope, dict[str, Any]]]:
+    """The throughput phase's post_turn bodies, each with its thread, made before the clock
+    starts: `stored_per_s` counts from the first publish (until stop 51 it also counted the
+    making of these bodies, ~0.3 s of 20,000 on this machine)."""
+    rng = random.Random(seed)
+    now_ms = int(time.time() * 1000) - turns
+    return [
+        (
+            threads[n % len(threads)],
+            turn_body(threads[n % len(threads)], *exchange(rng, n), now_ms + n),
+        )
+        for n in range(turns)
+    ]

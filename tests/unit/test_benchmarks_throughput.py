@@ -6,9 +6,16 @@ from __future__ import annotations
 import random
 
 from benchmarks.sealing import cpu_summary, summary
-from benchmarks.throughput import parser, pct, turn_bodies
+from benchmarks.throughput import parser, pct
 from benchmarks.throughput_store import _embedded_filter
-from benchmarks.throughput_text import exchange, marker_word, scopes, turn_body, turn_texts
+from benchmarks.throughput_text import (
+    exchange,
+    marker_word,
+    scopes,
+    turn_bodies,
+    turn_body,
+    turn_texts,
+)
 from engine.ingest.message_units import unit_texts
 from schemas.inputs import turn_recorded
 
