@@ -17,11 +17,10 @@ WAIT_S = 5.0
 
 
 class Recorder:
-    """A dispatch that records how many commands run at once, and can be held."""
+    """A dispatch that records how many commands run at once; its write commands can be
+    held (`hold`)."""
 
-    def __init__(self, held: frozenset[str] = WRITES) -> None:
-        self.held = held
-        """Commands that wait for `hold`."""
+    def __init__(self) -> None:
         self.active = 0
         self.most = 0
         self.ran: list[str] = []
@@ -35,10 +34,10 @@ class Recorder:
         with self.mutex:
             self.active += 1
             self.most = max(self.most, self.active)
-        if name in self.held:
+        if name in WRITES:
             self.entered.set()
         try:
-            assert name not in self.held or self.hold.wait(WAIT_S)
+            assert name not in WRITES or self.hold.wait(WAIT_S)
             time.sleep(0.002)
             if body.get("fail"):
                 raise RuntimeError(f"{name} failed")
