@@ -124,9 +124,15 @@ class StoredMessage:
     def said(self) -> str:
         """The words with their speaker's name in front ("Melanie: I went …") when the
         name is known and the words do not already open with it."""
-        if self.name and not self.content.lstrip().startswith(f"{self.name}:"):
-            return f"{self.name}: {self.content}"
-        return self.content
+        return said_by(self.name, self.content)
+
+
+def said_by(name: str | None, content: str) -> str:
+    """`content` with its speaker's name in front ("Melanie: I went …") when `name` is
+    given and the words do not already open with it (`StoredMessage.said`)."""
+    if name and not content.lstrip().startswith(f"{name}:"):
+        return f"{name}: {content}"
+    return content
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,10 +22,13 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from engine.ingest.message_units import messages_of, said, spoken
 from engine.ports import Vector
 from engine.records import MemoryRow
-from engine.retrieval.lexical import all_terms, bm25
+from engine.retrieval.lexical import Ids, Scores, all_terms, bm25_ids, term_ids
 
 __all__ = ["Shown", "Unit", "message_scores", "messages_of", "pool_units", "said", "shown_units"]
 
@@ -41,20 +44,34 @@ it found 0.81 / 0.94 of the evidence, what messages say alone 0.86 / 0.98, whole
 0.68 / 0.89."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Split:
+    """A text's messages, the term ids of each (speaker included), and the term ids of
+    what each says (without its speaker)."""
+
+    messages: tuple[str, ...]
+    terms: tuple[Ids, ...]
+    said: tuple[Ids, ...]
+
+
 @functools.lru_cache(maxsize=32768)
-def _units(text: str) -> tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]:
-    """The text's messages with their terms, and the terms of what each says (without its
-    speaker). Memoised: a tenant's rows come back as candidates request after request, and
+def _split(text: str) -> _Split:
+    """Memoised: a tenant's rows come back as candidates request after request, and
     splitting them again was a fifth of a cache miss's work at 10k rows."""
-    return tuple((u, tuple(all_terms(u)), tuple(all_terms(said(u)))) for u in messages_of(text))
+    messages = tuple(messages_of(text))
+    return _Split(
+        messages,
+        tuple(term_ids(all_terms(m)) for m in messages),
+        tuple(term_ids(all_terms(said(m))) for m in messages),
+    )
 
 
 def message_scores(query_terms: list[str], texts: Sequence[str]) -> list[list[tuple[str, float]]]:
     """Each text's messages with their BM25 relevance (speaker included) over every message
     of `texts` (the pool's statistics), in order."""
-    split = [_units(t) for t in texts]
-    scores = iter(bm25(query_terms, [u[1] for units in split for u in units]))
-    return [[(u[0], next(scores)) for u in units] for units in split]
+    split = [_split(t) for t in texts]
+    scores = iter(bm25_ids(query_terms, [i for s in split for i in s.terms]).tolist())
+    return [[(m, next(scores)) for m in s.messages] for s in split]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,32 +89,45 @@ def shown_units(query_terms: list[str], texts: Sequence[str]) -> list[Shown]:
     """Each turn text judged by its messages: BM25 over every message of the candidates
     (the pool's statistics), a turn's lexical relevance that of its best message. A turn
     is shown as one message only when that message scores above every other message of
-    the turn; a tie (or no match) shows the whole turn."""
-    split = [_units(t) for t in texts]
-    scores = bm25(query_terms, [u[1] for units in split for u in units])
-    several = [u[2] for units in split if len(units) > 1 for u in units]
-    # what each message says, without its speaker: which message is shown alone
-    saying = iter(bm25(query_terms, several) if several else [])
-    out: list[Shown] = []
-    i = 0
-    for text, units in zip(texts, split, strict=True):
-        own = scores[i : i + len(units)]
-        i += len(units)
-        if not units:
-            out.append(Shown(0.0, text, None))
-            continue
-        top = max(own)
-        if len(units) == 1:
-            out.append(Shown(top, text, None))
-            continue
-        says = [next(saying) for _ in units]
-        best = max(says)
+    the turn; a tie (or no match) shows the whole turn.
+
+    Per turn the work is array-wide (a scene of 1,000 turns is scored a request: issue 29)."""
+    split = [_split(t) for t in texts]
+    sizes = np.fromiter((len(s.messages) for s in split), dtype=np.int64, count=len(split))
+    scores = bm25_ids(query_terms, [i for s in split for i in s.terms])
+    top = _segment_max(scores, sizes)
+    # what each message of a turn of several says, without its speaker: which one is shown
+    several = sizes > 1
+    alone = np.full(len(split), -1)
+    if several.any():
+        counts = sizes[several]
+        says = bm25_ids(query_terms, [i for s in split if len(s.messages) > 1 for i in s.said])
+        best = _segment_max(says, counts)
+        starts = np.cumsum(counts) - counts
+        at_best = says == np.repeat(best, counts)
+        ties = np.add.reduceat(at_best.astype(np.int64), starts)
         # shown alone only when what it says beats every other message of the turn (a
         # tie, or a match on the speaker's name alone: the whole turn)
-        if best > 0 and says.count(best) == 1:
-            out.append(Shown(top, units[says.index(best)][0], text))
+        single = (best > 0) & (ties == 1)
+        where = np.flatnonzero(at_best & np.repeat(single, counts))
+        local = np.full(len(counts), -1)
+        local[single] = where - np.repeat(starts, counts)[where]
+        alone[several] = local
+    out: list[Shown] = []
+    for text, s, lexical, n in zip(texts, split, top.tolist(), alone.tolist(), strict=True):
+        if n >= 0:
+            out.append(Shown(lexical, s.messages[n], text))
         else:
-            out.append(Shown(top, text, None))
+            out.append(Shown(lexical, text, None))
+    return out
+
+
+def _segment_max(values: Scores, sizes: npt.NDArray[np.int64]) -> Scores:
+    """The largest of each run of `sizes[i]` values (0.0 for a run of none)."""
+    out = np.zeros(len(sizes))
+    filled = sizes > 0
+    if filled.any():
+        out[filled] = np.maximum.reduceat(values, (np.cumsum(sizes) - sizes)[filled])
     return out
 
 
@@ -165,7 +195,7 @@ def _unit_cosines(row: MemoryRow, query: Vector | None, model: str) -> Vector | 
         or units.ndim != 2
         or row.embedding_model != model
         or units.shape[1] != query.shape[0]
-        or units.shape[0] != len(_units(row.content))
+        or units.shape[0] != len(_split(row.content).messages)
         or units.shape[0] == 0
     ):
         return None

@@ -6,11 +6,12 @@ so the embedding stage writes a turn's vector once (issue 29)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
 from engine.ports import TranscriptStore, VectorIndex, WorkingStore
-from engine.records import StoredMessage, Transcript, turn_row_id
+from engine.records import StoredMessage, Transcript, said_by, turn_row_id
 from engine.retrieval.hits import Hit
 from engine.retrieval.layers.query import LayerQuery
 from engine.retrieval.lexical import all_terms, bm25
@@ -33,7 +34,14 @@ _SPACES = re.compile(r"\s+")
 
 
 def _line(m: StoredMessage) -> str:
-    return f"{m.role}: {_SPACES.sub(' ', m.said).strip()}"
+    return _said_line(m.role, m.name, m.content)
+
+
+@functools.lru_cache(maxsize=65536)
+def _said_line(role: str, name: str | None, content: str) -> str:
+    """A message as one "role: words" line. Memoised: the scene layer renders its newest
+    `SCENE_TURNS` turns a request, the same stored messages request after request."""
+    return f"{role}: {_SPACES.sub(' ', said_by(name, content)).strip()}"
 
 
 async def row_cosines(
@@ -152,7 +160,7 @@ async def search_scene(
         for turn_id, msgs in turns
         if msgs and q.existed(msgs[-1].timestamp)
     ]
-    texts = ["\n".join(_line(m) for m in c[2]) for c in candidates]
+    texts = ["\n".join(map(_line, msgs)) for _, _, msgs in candidates]
     shown = shown_units(q.terms, texts)  # judged by its best message, shown as it
     turn_cosines = [cosines.get(rows[id(t)].get(turn_id, "")) for t, turn_id, _ in candidates]
     scores = pool_relevance(turn_cosines, [u.lexical for u in shown], q.relevance)
