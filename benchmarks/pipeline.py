@@ -25,6 +25,7 @@ import asyncio
 import os
 import platform
 import random
+import shutil
 import socket
 import statistics
 import subprocess
@@ -68,8 +69,13 @@ def endpoints() -> Iterator[Endpoints]:
     ends = start_stack(state)
     try:
         yield ends
-    finally:
+    except BaseException:
         stop_stack(state)
+        print(f"the local stack's data and logs are kept in {state}", file=sys.stderr)
+        raise
+    stop_stack(state)
+    # a finished run leaves nothing behind (a throughput run's store is ~100 MB)
+    shutil.rmtree(state, ignore_errors=True)
 
 
 @contextmanager
