@@ -94,3 +94,33 @@ async def test_a_window_keeps_thread_order_and_its_byte_estimate_through_deltas(
     assert len(window.docs) == 30
     assert window.nbytes == fresh.nbytes == sum(weight(d) for d in got)
     assert windows.deltas == 1
+
+
+def _turn(n: int, content: str) -> Doc:
+    return {
+        "_id": f"T|t{n}",
+        "messages": [
+            {"role": "user", "content": content, "timestamp": n, "turnId": f"t{n}"},
+            {"role": "assistant", "content": "ok", "timestamp": n + 1, "turnId": f"t{n}"},
+        ],
+    }
+
+
+def test_a_held_turn_document_is_read_into_messages_once() -> None:
+    windows, doc = TurnWindows(), _turn(1, "I cycle along the canal")
+    first = windows.messages(doc)
+    assert [(m.role, m.content, m.timestamp, m.turn_id) for m in first] == [
+        ("user", "I cycle along the canal", 1, "t1"),
+        ("assistant", "ok", 2, "t1"),
+    ]
+    assert windows.messages(doc) is first  # the same object: not read again
+
+
+def test_a_newer_copy_of_a_turn_is_read_anew_not_served_from_the_old_one() -> None:
+    """Kept by the document object, never by its `_id`: an erased or rewritten turn's
+    new copy shows what it now says."""
+    windows = TurnWindows()
+    old = windows.messages(_turn(1, "my address is 4 Elm Road"))
+    new = windows.messages(_turn(1, "[erased]"))
+    assert old[0].content == "my address is 4 Elm Road"
+    assert new[0].content == "[erased]"

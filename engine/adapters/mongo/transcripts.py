@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pymongo import DESCENDING, UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
@@ -39,15 +39,14 @@ from engine.adapters.mongo.documents import (
     Doc,
     agent_query,
     message_doc,
-    message_of,
     scope_doc,
     scope_of,
     tenant_query,
 )
 from engine.adapters.mongo.schema import TRANSCRIPT_TURNS, TRANSCRIPTS
-from engine.adapters.mongo.turn_windows import TURN_COUNT, TurnWindows
+from engine.adapters.mongo.turn_windows import TURN_COUNT, TurnWindows, messages_of
 from engine.errors import DependencyFailed
-from engine.records import Transcript, TranscriptAppend
+from engine.records import StoredMessage, Transcript, TranscriptAppend
 from engine.scoping import TenantFilter
 
 THREADS_PER_READ = 32
@@ -193,7 +192,9 @@ class MongoTranscriptStore:
         for part in parts:
             for doc in part:
                 by_thread[str(doc["thread"])].append(doc)
-        return [assemble(h, by_thread[str(h["_id"])]) for h in heads]
+        # a window's held documents are read into messages once (`TurnWindows.messages`)
+        read = messages_of if newest is None else self.windows.messages
+        return [assemble(h, by_thread[str(h["_id"])], read) for h in heads]
 
     async def _read(self, query: Doc, newest: int | None) -> list[Doc]:
         if newest is not None and newest <= 0:
@@ -209,13 +210,13 @@ class MongoTranscriptStore:
             raise DependencyFailed(f"transcript read failed: {exc}") from exc
 
 
-def assemble(head: Doc, turns: list[Doc]) -> Transcript:
+def assemble(
+    head: Doc, turns: list[Doc], read: Callable[[Doc], list[StoredMessage]] = messages_of
+) -> Transcript:
     """A transcript from its head and turn documents (any order): turns by (`at`, `seq`,
-    `_id`), their messages stably sorted by timestamp."""
+    `_id`), their messages (`read`) stably sorted by timestamp."""
     turns = sorted(turns, key=lambda d: (int(d["at"]), int(d.get("seq", 0)), str(d["_id"])))
-    messages = sorted(
-        (message_of(m) for d in turns for m in d.get("messages", [])), key=lambda m: m.timestamp
-    )
+    messages = sorted((m for d in turns for m in read(d)), key=lambda m: m.timestamp)
     summary = None
     metadata: dict[str, object] = {}
     for d in turns:

@@ -25,7 +25,8 @@ from collections.abc import Awaitable, Callable
 
 from cachetools import LRUCache
 
-from engine.adapters.mongo.documents import Doc
+from engine.adapters.mongo.documents import Doc, message_of
+from engine.records import StoredMessage
 
 AT_MARGIN_MS = 2_000
 """How far before the window's newest turn a delta looks. A thread's turns are stored in the
@@ -37,6 +38,8 @@ RELOAD_SECONDS = 600.0
 longer."""
 MAX_BYTES = 64 << 20
 """The windows' budget (estimated from their messages' text)."""
+MAX_READ_TURNS = 65_536
+"""Turn documents whose messages `TurnWindows.messages` keeps read."""
 TURN_COUNT = "turns"
 """The head's count of the turns inserted into its thread (`$inc`, on insert only)."""
 
@@ -44,6 +47,11 @@ TURN_COUNT = "turns"
 def order(doc: Doc) -> tuple[int, int, str]:
     """A turn's place in its thread: (`at`, `seq`, `_id`)."""
     return int(doc["at"]), int(doc.get("seq", 0)), str(doc["_id"])
+
+
+def messages_of(doc: Doc) -> list[StoredMessage]:
+    """A turn document's messages, in stored order."""
+    return [message_of(m) for m in doc.get("messages", [])]
 
 
 def weight(doc: Doc) -> int:
@@ -107,8 +115,22 @@ class TurnWindows:
         self._windows: LRUCache[str, Window] = LRUCache(
             maxsize=max_bytes, getsizeof=lambda w: max(1, w.nbytes)
         )
+        self._read: LRUCache[int, tuple[Doc, list[StoredMessage]]] = LRUCache(MAX_READ_TURNS)
         self.deltas = 0
         self.loads = 0
+
+    def messages(self, doc: Doc) -> list[StoredMessage]:
+        """A turn document's messages, read once per document object: a window hands the
+        same held documents to request after request, and reading 2,000 messages again
+        was a third of a request's work right after a write to a 1,000-turn thread. Kept
+        by the object (`is`, not its `_id`: a newer copy is read anew, and the object is
+        held, so its `id` is not reused while kept)."""
+        held = self._read.get(id(doc))
+        if held is not None and held[0] is doc:
+            return held[1]
+        read = messages_of(doc)
+        self._read[id(doc)] = (doc, read)
+        return read
 
     async def newest(self, head: Doc, newest: int, read: Reader) -> list[Doc]:
         """The thread's newest `newest` turn documents, as `read({"thread": …}, newest)`
