@@ -226,7 +226,7 @@ def bm25_ids(query_terms: Sequence[str], documents: Sequence[Ids]) -> Scores:
     request): one array of every document's term ids, and per query term its frequency in
     each document by one `bincount`. The arithmetic is the textbook loop's, operation for
     operation, so the scores are the ones a loop over the documents gives
-    (`tests/unit/test_lexical.py` checks it against one)."""
+    (`tests/unit/test_lexical_arrays.py` checks it against one)."""
     n = len(documents)
     if not query_terms or not n:
         return np.zeros(n)

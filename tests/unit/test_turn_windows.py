@@ -124,3 +124,14 @@ def test_a_newer_copy_of_a_turn_is_read_anew_not_served_from_the_old_one() -> No
     new = windows.messages(_turn(1, "[erased]"))
     assert old[0].content == "my address is 4 Elm Road"
     assert new[0].content == "[erased]"
+
+
+def test_the_messages_kept_read_are_bounded_by_the_windows_budget() -> None:
+    windows = TurnWindows(max_bytes=5_000)
+    first = _turn(0, "x" * 1_000)
+    kept = windows.messages(first)
+    for n in range(1, 20):  # ~1.3 KB each: the first is let go
+        windows.messages(_turn(n, "y" * 1_000))
+    again = windows.messages(first)
+    assert again == kept
+    assert again is not kept

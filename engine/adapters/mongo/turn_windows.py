@@ -38,8 +38,6 @@ RELOAD_SECONDS = 600.0
 longer."""
 MAX_BYTES = 64 << 20
 """The windows' budget (estimated from their messages' text)."""
-MAX_READ_TURNS = 65_536
-"""Turn documents whose messages `TurnWindows.messages` keeps read."""
 TURN_COUNT = "turns"
 """The head's count of the turns inserted into its thread (`$inc`, on insert only)."""
 
@@ -115,7 +113,10 @@ class TurnWindows:
         self._windows: LRUCache[str, Window] = LRUCache(
             maxsize=max_bytes, getsizeof=lambda w: max(1, w.nbytes)
         )
-        self._read: LRUCache[int, tuple[Doc, list[StoredMessage]]] = LRUCache(MAX_READ_TURNS)
+        # the same budget again: mostly the windows' own documents (shared, not copied)
+        self._read: LRUCache[int, tuple[Doc, list[StoredMessage]]] = LRUCache(
+            maxsize=max_bytes, getsizeof=lambda held: weight(held[0])
+        )
         self.deltas = 0
         self.loads = 0
 
