@@ -70,10 +70,10 @@ def endpoints() -> Iterator[Endpoints]:
     try:
         yield ends
     except BaseException:
-        stop_stack(state)
         print(f"the local stack's data and logs are kept in {state}", file=sys.stderr)
         raise
-    stop_stack(state)
+    finally:
+        stop_stack(state)
     # a finished run leaves nothing behind (a throughput run's store is ~100 MB)
     shutil.rmtree(state, ignore_errors=True)
 
