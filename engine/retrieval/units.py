@@ -102,8 +102,8 @@ def shown_units(query_terms: list[str], texts: Sequence[str]) -> list[Shown]:
     if several.any():
         counts = sizes[several]
         says = bm25_ids(query_terms, [i for s in split if len(s.messages) > 1 for i in s.said])
-        best = _segment_max(says, counts)
         starts = np.cumsum(counts) - counts
+        best = np.maximum.reduceat(says, starts)  # every run here holds two or more
         at_best = says == np.repeat(best, counts)
         ties = np.add.reduceat(at_best.astype(np.int64), starts)
         # shown alone only when what it says beats every other message of the turn (a
